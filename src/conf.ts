@@ -20,6 +20,8 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CniCode, CniError, messageOf, wrapError } from './errors.ts';
 import { CURRENT_VERSION, SUPPORTED_VERSIONS, compareVersions, isSupportedVersion } from './versions.ts';
+import type { BackoffOptions } from './readiness.ts';
+import { DEFAULT_BACKOFF } from './readiness.ts';
 
 export type PluginConf = Record<string, unknown> & { type: string };
 
@@ -45,12 +47,7 @@ export interface LogOptions {
   compress?: boolean;
 }
 
-export interface BackoffOptions {
-  initialMs: number;
-  factor: number;
-  jitter: number;
-  steps: number;
-}
+export type { BackoffOptions };
 
 export interface MultusConf {
   name: string;
@@ -97,7 +94,6 @@ export interface StaticNetwork {
  */
 export type NetworkLookup = (name: string) => StaticNetwork | undefined;
 
-const DEFAULT_BACKOFF: Readonly<BackoffOptions> = Object.freeze({ initialMs: 250, factor: 4, jitter: 0.1, steps: 4 });
 const DEFAULT_DELEGATE_TIMEOUT_SECONDS = 60;
 
 /** libcni `cniValidNameChars` (ValidateNetworkName). */

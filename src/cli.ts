@@ -1,0 +1,4 @@
+/** cli.ts: the bundle's entry point; `main.ts` stays importable without side effects. */
+import { run } from './main.ts';
+
+run();

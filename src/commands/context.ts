@@ -1,0 +1,83 @@
+/**
+ * commands/context.ts: what every command is given and what it derives once per call (pure, except the
+ * readiness helpers, which go through injected deps).
+ *
+ * A command is `cmdX(request, conf, deps)`: no process globals, so a resident daemon can call it per request.
+ * `CallContext` gathers the parsed CNI_ARGS and the settings every delegate call shares; `runtimeConfFor`
+ * turns an attachment into libcni's RuntimeConf with its own copy of runtimeConfig.
+ */
+import type { ArgPairs, K8sArgs } from '../cniargs.ts';
+import { parseCniArgs, parseK8sArgs, podRef } from '../cniargs.ts';
+import type { MultusConf } from '../conf.ts';
+import type { NetworkDeps, RuntimeConf } from '../delegate.ts';
+import type { Exec } from '../exec.ts';
+import type { Logger } from '../log.ts';
+import type { Attachment } from '../plan.ts';
+import { capabilityArgsFor, delegateArgsFor } from '../plan.ts';
+import type { ReadinessDeps } from '../readiness.ts';
+import { checkReadinessOnce, waitForReadiness } from '../readiness.ts';
+import type { CniRequest } from '../request.ts';
+
+export interface CommandDeps {
+  exec: Exec;
+  log: Logger;
+  readiness: ReadinessDeps;
+  /** The environment delegates inherit (the caller's own, as libcni passes it through). */
+  env: Record<string, string | undefined>;
+}
+
+export interface CallContext {
+  req: CniRequest;
+  conf: MultusConf;
+  k8s: K8sArgs;
+  runtimePairs: ArgPairs;
+  /** "ns/name/uid", for error prefixes as Multus writes them. */
+  pod: string;
+  net: NetworkDeps;
+}
+
+export function callContext(req: CniRequest, conf: MultusConf, deps: CommandDeps): CallContext {
+  const runtimePairs = parseCniArgs(req.args);
+  const k8s = parseK8sArgs(runtimePairs);
+  const baseEnv: Record<string, string> = {};
+  for (const [key, value] of Object.entries(deps.env)) if (value !== undefined) baseEnv[key] = value;
+  return {
+    req,
+    conf,
+    k8s,
+    runtimePairs,
+    pod: podRef(k8s),
+    net: {
+      exec: deps.exec,
+      log: deps.log,
+      path: [conf.binDir, ...req.path.filter((dir) => dir !== conf.binDir)],
+      baseEnv,
+      cniDir: conf.cniDir,
+      timeoutMs: conf.delegateTimeoutMs,
+    },
+  };
+}
+
+export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command: string): RuntimeConf {
+  return {
+    containerId: ctx.req.containerId,
+    netns: ctx.req.netns,
+    ifName: attachment.ifName,
+    args: delegateArgsFor(attachment, ctx.k8s, ctx.runtimePairs, command),
+    capabilityArgs: capabilityArgsFor(attachment, ctx.conf.runtimeConfig),
+  };
+}
+
+/** ADD, STATUS and GC wait for the readiness indicator file (NPWG §6.1.2); CHECK does not. */
+export async function waitUntilReady(conf: MultusConf, deps: CommandDeps): Promise<void> {
+  if (conf.readinessIndicatorFile) {
+    await waitForReadiness(conf.readinessIndicatorFile, conf.readinessBackoff, deps.readiness);
+  }
+}
+
+/** DEL never waits: tearing down must not depend on the default network (§10). It only logs. */
+export async function noteReadiness(conf: MultusConf, deps: CommandDeps): Promise<void> {
+  if (conf.readinessIndicatorFile && !(await checkReadinessOnce(conf.readinessIndicatorFile, deps.readiness))) {
+    deps.log.verbose(`readinessindicatorfile ${conf.readinessIndicatorFile} is missing; deleting anyway`);
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * main.ts: the process edge (I/O). The only reader of process.env, stdin and argv, and the only writer of
+ * stdout and the exit code.
+ *
+ * `main(io)` parses the request (skel rules), loads the multus config, builds the logger and the command's
+ * dependencies, dispatches, and prints the result or a CNI error: `{cniVersion, code, msg, details}` on
+ * stdout with exit status 1. Anything that is not a CniError becomes code 999; its stack goes to the log,
+ * never to stdout.
+ */
+import { cmdAdd } from './commands/add.ts';
+import { cmdCheck } from './commands/check.ts';
+import type { CommandDeps } from './commands/context.ts';
+import { cmdDel } from './commands/del.ts';
+import { cmdGc } from './commands/gc.ts';
+import { cmdStatus } from './commands/status.ts';
+import type { MultusConf } from './conf.ts';
+import { parseMultusConf } from './conf.ts';
+import { CniCode, CniError, isCniError, messageOf } from './errors.ts';
+import { realExec } from './exec.ts';
+import type { Logger } from './log.ts';
+import { createLogger, silentLogger } from './log.ts';
+import { checkNetns } from './netns.ts';
+import { realReadinessDeps } from './readiness.ts';
+import type { CniRequest } from './request.ts';
+import { aboutText, formatVersionInfo, parseCommand, parseRequest } from './request.ts';
+import { CURRENT_VERSION } from './versions.ts';
+
+export const VERSION = '0.1.0';
+
+export interface Io {
+  env: Record<string, string | undefined>;
+  argv: string[];
+  readStdin(): Promise<Buffer>;
+  writeStdout(s: string): void;
+  writeStderr(s: string): void;
+}
+
+export async function main(io: Io): Promise<number> {
+  if (io.argv.includes('-version') || io.argv.includes('--version') || io.argv.includes('-v')) {
+    io.writeStdout(`multus-ts: version:${VERSION}, cni:${CURRENT_VERSION}\n`);
+    return 0;
+  }
+  let cniVersion = CURRENT_VERSION;
+  let log: Logger = silentLogger;
+  try {
+    const command = parseCommand(io.env);
+    if (command === '') {
+      io.writeStderr(aboutText(VERSION));
+      return 0;
+    }
+    if (command === 'VERSION') {
+      io.writeStdout(formatVersionInfo() + '\n');
+      return 0;
+    }
+    const req = parseRequest(command, io.env, await io.readStdin());
+    cniVersion = req.cniVersion;
+    const conf = parseMultusConf(req.stdin);
+    log = createLogger({ level: conf.logLevel, logFile: conf.logFile || undefined, logToStderr: conf.logToStderr, logOptions: conf.logOptions }, { writeStderr: io.writeStderr });
+    for (const warning of conf.warnings) log.warn(warning);
+    const output = await dispatch(req, conf, { exec: realExec, log, readiness: realReadinessDeps, env: io.env });
+    if (output !== undefined) io.writeStdout(JSON.stringify(output) + '\n');
+    return 0;
+  } catch (e) {
+    const error = isCniError(e) ? e : new CniError(CniCode.Internal, messageOf(e), { cause: e });
+    log.error(`${error.msg}${error.details ? ` (${error.details})` : ''}`);
+    if (!isCniError(e) && e instanceof Error && e.stack) log.debug(e.stack);
+    io.writeStdout(JSON.stringify(error.toJSON(cniVersion)) + '\n');
+    return 1;
+  }
+}
+
+async function dispatch(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<unknown> {
+  deps.log.verbose(`${req.command} containerId=${req.containerId} netns=${req.netns} ifname=${req.ifName} args=${req.args}`);
+  checkNetns(req);
+  switch (req.command) {
+    case 'ADD':
+      return cmdAdd(req, conf, deps);
+    case 'DEL':
+      return cmdDel(req, conf, deps);
+    case 'CHECK':
+      return cmdCheck(req, conf, deps);
+    case 'STATUS':
+      return cmdStatus(req, conf, deps);
+    case 'GC':
+      return cmdGc(req, conf, deps);
+  }
+}
+
+function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => resolve(Buffer.concat(chunks)));
+    stream.on('error', (e) => reject(new CniError(CniCode.IoFailure, `failed to read the network config from stdin: ${e.message}`)));
+  });
+}
+
+/** The executable's entry: wire `main` to the real process. Not run when imported by tests. */
+export function run(): void {
+  const io: Io = {
+    env: process.env,
+    argv: process.argv.slice(2),
+    readStdin: () => readAll(process.stdin),
+    writeStdout: (s) => process.stdout.write(s),
+    writeStderr: (s) => process.stderr.write(s),
+  };
+  main(io).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    () => {
+      process.exitCode = 1;
+    },
+  );
+}
