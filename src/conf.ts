@@ -20,7 +20,9 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CniCode, CniError, messageOf, wrapError } from './errors.ts';
 import { CURRENT_VERSION, SUPPORTED_VERSIONS, compareVersions, isSupportedVersion } from './versions.ts';
+import type { LogLevel, LogOptions } from './log.ts';
 import type { BackoffOptions } from './readiness.ts';
+export type { LogLevel, LogOptions };
 import { DEFAULT_BACKOFF } from './readiness.ts';
 
 export type PluginConf = Record<string, unknown> & { type: string };
@@ -36,15 +38,6 @@ export interface Network {
   plugins: PluginConf[];
   /** The exact bytes to cache and execute (file bytes when loaded from a file, unless rebuilt). */
   bytes: Buffer;
-}
-
-export type LogLevel = 'panic' | 'error' | 'verbose' | 'debug';
-
-export interface LogOptions {
-  maxAge?: number;
-  maxSize?: number;
-  maxBackups?: number;
-  compress?: boolean;
 }
 
 export type { BackoffOptions };
