@@ -15,7 +15,7 @@ import type { Attachment } from '../plan.ts';
 import { planAttachments, toCachedDelegate } from '../plan.ts';
 import type { CniRequest } from '../request.ts';
 import type { CniResult } from '../result.ts';
-import { convertResult } from '../result.ts';
+import { convertResult, normalizeResult } from '../result.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 import { callContext, runtimeConfFor, waitUntilReady } from './context.ts';
 
@@ -29,7 +29,7 @@ export async function cmdAdd(req: CniRequest, conf: MultusConf, deps: CommandDep
   );
   writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));
   const results = await addAttachments(ctx, attachments);
-  return convertResult(results[0]!, conf.cniVersion);
+  return normalizeResult(convertResult(results[0]!, conf.cniVersion));
 }
 
 async function addAttachments(ctx: CallContext, attachments: Attachment[]): Promise<CniResult[]> {
