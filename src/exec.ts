@@ -60,30 +60,61 @@ function collect(stream: NodeJS.ReadableStream, sink: Buffer[], limit: { left: n
   });
 }
 
+/** After the plugin exited, how long its output may still take to drain from pipes a child left open. */
+const DRAIN_GRACE_MS = 200;
+
 function runOnce(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number): Promise<ExecOutput> {
   return new Promise((resolve, reject) => {
-    const child = spawn(path, [], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    // A process group of its own, so a timeout kills whatever the plugin started too.
+    const child = spawn(path, [], { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     collect(child.stdout, out, { left: MAX_OUTPUT_BYTES });
     collect(child.stderr, err, { left: MAX_OUTPUT_BYTES });
     let timedOut = false;
+    let settled = false;
+    let exit: { code: number | null; signal: string | null } | undefined;
+    const finish = () => {
+      if (settled || !exit) return;
+      settled = true;
+      clearTimeout(timer);
+      child.stdout.destroy();
+      child.stderr.destroy();
+      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode: exit.code, signal: exit.signal, timedOut });
+    };
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill('SIGKILL');
+      killGroup(child.pid);
+      // The group is gone; do not wait for pipes a stray process might still hold.
+      setTimeout(() => {
+        exit ??= { code: null, signal: 'SIGKILL' };
+        finish();
+      }, DRAIN_GRACE_MS);
     }, timeoutMs);
     child.on('error', (e) => {
       clearTimeout(timer);
+      settled = true;
       reject(e);
     });
-    child.on('close', (exitCode, signal) => {
-      clearTimeout(timer);
-      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode, signal, timedOut });
+    // 'exit' fires when the plugin is gone; 'close' only once every holder of its pipes is gone too.
+    child.on('exit', (code, signal) => {
+      exit = { code, signal };
+      setTimeout(finish, DRAIN_GRACE_MS);
     });
+    child.on('close', finish);
     // A plugin that exits without reading stdin closes the pipe: EPIPE is not our error, its exit status is.
     child.stdin.on('error', () => {});
     child.stdin.end(stdin);
   });
+}
+
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
 }
 
 export async function execPlugin(
