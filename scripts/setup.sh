@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Idempotent setup of a fresh machine for multus-ts: system packages for the end-to-end tier, node_modules,
+# the libcni driver the end-to-end tests run the plugin with, and the Kubernetes tier's kube-apiserver/etcd.
+#
+# Needs root when a system package is missing (it runs apt-get; there is no sudo in here): run it as root,
+# as CI does (`bash .ci/run`). Works without a TTY. Safe to run again: every step is skipped when already done.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+say() { echo "setup: $*"; }
+
+# 1. System packages: the real CNI plugins (/usr/lib/cni), ip/tc, iptables and nftables.
+packages=(containernetworking-plugins iproute2 iptables nftables)
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  if [[ "$(id -u)" != 0 ]]; then
+    echo "setup: missing packages ${missing[*]}; run this script as root to install them" >&2
+    exit 1
+  fi
+  say "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y --no-install-recommends "${missing[@]}"; then
+    say "apt-get install failed; updating the package lists and trying again"
+    apt-get update
+    apt-get install -y --no-install-recommends "${missing[@]}"
+  fi
+else
+  say "system packages present: ${packages[*]}"
+fi
+
+# 2. node_modules: `npm ci` when it is missing or stale, i.e. when a package that package-lock.json pins is
+#    absent from npm's record of what it installed (node_modules/.package-lock.json) or has another version
+#    there (optional packages for other platforms are never installed, so only a version mismatch counts).
+node_modules_stale() {
+  [[ -f node_modules/.package-lock.json ]] || return 0
+  node -e '
+    const want = require("./package-lock.json").packages ?? {};
+    const have = require("./node_modules/.package-lock.json").packages ?? {};
+    const stale = Object.entries(want).filter(([k, v]) =>
+      k !== "" && (have[k] ? have[k].version !== v.version : !v.optional));
+    if (stale.length) { console.error("setup: stale: " + stale.map(([k]) => k).join(", ")); process.exit(1); }
+  ' && return 1 || return 0
+}
+if [[ ! -d node_modules ]] || node_modules_stale; then
+  say "npm ci"
+  npm ci --no-audit --no-fund
+else
+  say "node_modules up to date with package-lock.json"
+fi
+
+# 3. The libcni driver (Go). A machine of this kind has Go in /usr/local/go.
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
+if ! command -v go >/dev/null 2>&1; then
+  echo "setup: go is not installed; it is needed to build the libcni driver for the end-to-end tests" >&2
+  exit 1
+fi
+say "libcni driver: $(bash test/e2e/build-driver.sh)"
+
+# 4. The Kubernetes tier's peers (kube-apiserver, etcd built from Go modules), when that tier is present.
+#    test/k8s/build.sh reuses its output while its inputs are unchanged.
+if [[ -f test/k8s/build.sh ]]; then
+  say "kubernetes peers: $(bash test/k8s/build.sh)"
+fi
+say "done"
