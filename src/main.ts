@@ -58,13 +58,14 @@ export async function main(io: Io): Promise<number> {
     log = createLogger({ level: conf.logLevel, logFile: conf.logFile || undefined, logToStderr: conf.logToStderr, logOptions: conf.logOptions }, { writeStderr: io.writeStderr });
     for (const warning of conf.warnings) log.warn(warning);
     const output = await dispatch(req, conf, { exec: realExec, log, readiness: realReadinessDeps, env: io.env });
-    if (output !== undefined) io.writeStdout(JSON.stringify(output) + '\n');
+    // compat: skel prints results and errors indented by 4 spaces (types.prettyPrint).
+    if (output !== undefined) io.writeStdout(JSON.stringify(output, null, 4) + '\n');
     return 0;
   } catch (e) {
     const error = isCniError(e) ? e : new CniError(CniCode.Internal, messageOf(e), { cause: e });
     log.error(`${error.msg}${error.details ? ` (${error.details})` : ''}`);
     if (!isCniError(e) && e instanceof Error && e.stack) log.debug(e.stack);
-    io.writeStdout(JSON.stringify(error.toJSON(cniVersion)) + '\n');
+    io.writeStdout(JSON.stringify(error.toJSON(cniVersion), null, 4) + '\n');
     return 1;
   }
 }
