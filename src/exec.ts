@@ -74,10 +74,12 @@ function runOnce(path: string, stdin: Buffer, env: Record<string, string>, timeo
     let timedOut = false;
     let settled = false;
     let exit: { code: number | null; signal: string | null } | undefined;
+    let drain: NodeJS.Timeout | undefined;
     const finish = () => {
       if (settled || !exit) return;
       settled = true;
       clearTimeout(timer);
+      clearTimeout(drain);
       child.stdout.destroy();
       child.stderr.destroy();
       resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode: exit.code, signal: exit.signal, timedOut });
@@ -99,7 +101,7 @@ function runOnce(path: string, stdin: Buffer, env: Record<string, string>, timeo
     // 'exit' fires when the plugin is gone; 'close' only once every holder of its pipes is gone too.
     child.on('exit', (code, signal) => {
       exit = { code, signal };
-      setTimeout(finish, DRAIN_GRACE_MS);
+      drain = setTimeout(finish, DRAIN_GRACE_MS);
     });
     child.on('close', finish);
     // A plugin that exits without reading stdin closes the pipe: EPIPE is not our error, its exit status is.
