@@ -227,6 +227,8 @@ function seaConfig(main) {
     disableExperimentalSEAWarning: true,
     useCodeCache: opts.codeCache,
     useSnapshot: false,
+    // A runtime's NODE_OPTIONS (or a stray --inspect) must not change or break the plugin: ignore it.
+    execArgvExtension: 'none',
   };
   const file = join(opts.outdir, 'sea-config.json');
   writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
@@ -277,7 +279,7 @@ function smokeTest(exe) {
       fail(`smoke test printed a warning: ${r.stderr}`);
     }
     log(`smoke test: VERSION from a copy in ${dir} with an empty environment -> cniVersion ${out.cniVersion}, ` +
-      `${out.supportedVersions.length} supported versions (${took.toFixed(0)} ms, cold)`);
+      `${out.supportedVersions.length} supported versions (${took.toFixed(0)} ms, first run of the copy)`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -333,21 +335,30 @@ async function main() {
   mkdirSync(opts.outdir, { recursive: true });
   lock();
   const base = baseNode();
-  const main = await bundle();
-  const { file: cfgFile, cfg } = seaConfig(main);
+  const bundleFile = await bundle();
+  const { file: cfgFile, cfg } = seaConfig(bundleFile);
 
   const exe = join(opts.outdir, 'multus');
   const stampFile = join(opts.outdir, 'multus.stamp');
   const bst = statSync(base.path);
   const stamp = createHash('sha256')
     .update(RECIPE)
-    .update(readFileSync(main))
+    .update(readFileSync(bundleFile))
     .update(JSON.stringify(cfg))
     .update(`${base.path}\0${base.version}\0${bst.size}\0${bst.mtimeMs}\0strip=${opts.strip}`)
     .digest('hex');
 
+  // The stamp also names the executable's size and mtime, so a build/multus replaced by hand is rebuilt.
+  const exeId = () => {
+    const st = statSync(exe);
+    return `${st.size} ${st.mtimeMs}`;
+  };
+  let upToDate = false;
+  try {
+    upToDate = !opts.force && readFileSync(stampFile, 'utf8').trim() === `${stamp} ${exeId()}`;
+  } catch {}
   let built = false;
-  if (!opts.force && existsSync(exe) && existsSync(stampFile) && readFileSync(stampFile, 'utf8').trim() === stamp) {
+  if (upToDate) {
     log(`${show(exe)} is up to date (same bundle, SEA config and base; --force rebuilds)`);
   } else {
     let t = performance.now();
@@ -377,7 +388,7 @@ async function main() {
     rmSync(tmp, { force: true });
     chmodSync(fresh, 0o755);
     renameSync(fresh, exe);
-    writeFileSync(stampFile, stamp + '\n');
+    writeFileSync(stampFile, `${stamp} ${exeId()}\n`);
     log(`injected into ${src === base.path ? 'the unstripped' : 'the stripped'} base in ${ms(t)}`);
     built = true;
   }
