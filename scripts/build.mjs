@@ -17,6 +17,7 @@
  * Steps 2-4 are skipped when build/multus.stamp says the same bundle, config and base produced build/multus.
  * No network access: everything comes from node_modules.
  */
+import { buildK8sFallback } from './build-k8s-fallback.mjs';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import {
@@ -219,7 +220,7 @@ async function bundle() {
   return outfile;
 }
 
-function seaConfig(main) {
+function seaConfig(main, assets) {
   // Relative to ROOT (the cwd of the blob generator) when the outdir is inside the repo, as documented.
   const cfg = {
     main: show(main),
@@ -229,6 +230,7 @@ function seaConfig(main) {
     useSnapshot: false,
     // A runtime's NODE_OPTIONS (or a stray --inspect) must not change or break the plugin: ignore it.
     execArgvExtension: 'none',
+    assets: Object.fromEntries(Object.entries(assets).map(([name, path]) => [name, show(path)])),
   };
   const file = join(opts.outdir, 'sea-config.json');
   writeFileSync(file, JSON.stringify(cfg, null, 2) + '\n');
@@ -336,7 +338,10 @@ async function main() {
   lock();
   const base = baseNode();
   const bundleFile = await bundle();
-  const { file: cfgFile, cfg } = seaConfig(bundleFile);
+  // @kubernetes/client-node's KubeConfig, for kubeconfigs the lean client cannot serve (exec, auth-provider):
+  // a SEA asset evaluated only when such a kubeconfig is used (docs/kubernetes.md).
+  const fallback = await buildK8sFallback({ outdir: opts.outdir, log });
+  const { file: cfgFile, cfg } = seaConfig(bundleFile, fallback.assets);
 
   const exe = join(opts.outdir, 'multus');
   const stampFile = join(opts.outdir, 'multus.stamp');
@@ -345,6 +350,7 @@ async function main() {
     .update(RECIPE)
     .update(readFileSync(bundleFile))
     .update(JSON.stringify(cfg))
+    .update(Object.values(fallback.assets).map((p) => readFileSync(p)).reduce((a, b) => Buffer.concat([a, b]), Buffer.alloc(0)))
     .update(`${base.path}\0${base.version}\0${bst.size}\0${bst.mtimeMs}\0strip=${opts.strip}`)
     .digest('hex');
 

@@ -19,6 +19,8 @@ import { CniCode, CniError, isCniError, messageOf } from './errors.ts';
 import { realExec } from './exec.ts';
 import type { Logger } from './log.ts';
 import { createLogger, silentLogger } from './log.ts';
+import type { KubeClient } from './k8s.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { checkNetns } from './netns.ts';
 import { realReadinessDeps } from './readiness.ts';
 import type { CniRequest } from './request.ts';
@@ -57,7 +59,15 @@ export async function main(io: Io): Promise<number> {
     const conf = parseMultusConf(req.stdin);
     log = createLogger({ level: conf.logLevel, logFile: conf.logFile || undefined, logToStderr: conf.logToStderr, logOptions: conf.logOptions }, { writeStderr: io.writeStderr });
     for (const warning of conf.warnings) log.warn(warning);
-    const output = await dispatch(req, conf, { exec: realExec, log, readiness: realReadinessDeps, env: io.env });
+    const deps: CommandDeps = {
+      exec: realExec,
+      log,
+      readiness: realReadinessDeps,
+      env: io.env,
+      kube: (c) => connectKube(c, io.env, log),
+      clock: { now: () => Date.now(), sleep: (ms) => sleep(ms) },
+    };
+    const output = await dispatch(req, conf, deps);
     // compat: skel prints results and errors indented by 4 spaces (types.prettyPrint).
     if (output !== undefined) io.writeStdout(JSON.stringify(output, null, 4) + '\n');
     return 0;
@@ -85,6 +95,16 @@ async function dispatch(req: CniRequest, conf: MultusConf, deps: CommandDeps): P
     case 'GC':
       return cmdGc(req, conf, deps);
   }
+}
+
+/**
+ * The Kubernetes client, only when the config names a kubeconfig or the in-cluster service environment is
+ * set (§1.2). k8s.ts is imported here, on demand, so delegates-only calls never load it.
+ */
+async function connectKube(conf: MultusConf, env: Record<string, string | undefined>, log: Logger): Promise<KubeClient | undefined> {
+  if (!conf.kubeconfig && !(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT)) return undefined;
+  const { loadKubeClient } = await import('./k8s.ts');
+  return loadKubeClient({ kubeconfig: conf.kubeconfig, env, log });
 }
 
 function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {

@@ -1,34 +1,39 @@
 /**
  * commands/add.ts: CNI ADD (orchestration).
  *
- * Reads as the list of steps in docs/design.md: parse CNI_ARGS, wait for the default network, resolve the
- * delegates, plan the attachments (all validation before anything runs), save the scratch cache, add each
- * attachment in order, and return the cluster network's result in the multus config's cniVersion.
- * The first failure rolls back every attachment made so far (§8.3), so no interface or IP is left behind.
+ * Reads as the list of steps in docs/design.md: parse CNI_ARGS, wait for the default network, look the pod
+ * up, resolve the delegates (config, NADs, annotations), plan the attachments (all validation before
+ * anything runs), save the scratch cache, add each attachment in order, tell Kubernetes what was attached,
+ * and return the cluster network's result in the multus config's cniVersion. Any failure after the first
+ * attachment rolls back every attachment made so far (§8.3), so no interface or IP is left behind.
  */
 import { removeScratchCache, writeScratchCache } from '../cache.ts';
 import type { MultusConf } from '../conf.ts';
-import { resolveStaticNetworks } from '../conf.ts';
 import { addNetwork, delNetwork } from '../delegate.ts';
 import { messageOf, wrapError } from '../errors.ts';
+import type { KubeClient, Pod } from '../k8s.ts';
+import { buildNetworkStatuses } from '../netstatus.ts';
 import type { Attachment } from '../plan.ts';
 import { planAttachments, toCachedDelegate } from '../plan.ts';
+import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
+import { addedInterfaceEvent, emitEvents, publishNetworkStatus } from '../podstatus.ts';
 import type { CniRequest } from '../request.ts';
 import type { CniResult } from '../result.ts';
-import { convertResult, normalizeResult } from '../result.ts';
+import { convertResult, normalizeResult, resultInterfaces, resultIps } from '../result.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { callContext, runtimeConfFor, waitUntilReady } from './context.ts';
+import { callContext, resolveDeps, runtimeConfFor, waitUntilReady } from './context.ts';
 
 export async function cmdAdd(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<CniResult> {
   const ctx = callContext(req, conf, deps);
   await waitUntilReady(conf, deps);
-  const delegates = resolveStaticNetworks(conf, { podNamespace: ctx.k8s.podNamespace });
-  const attachments = planAttachments(
-    delegates.map((d) => ({ ...d, request: {} })),
-    req.ifName,
-  );
+  const kube = await deps.kube(conf);
+  const pod = await lookupPod(kube, ctx.k8s, 'ADD', deps);
+  if (pod.kind === 'unknown' && kube) deps.log.verbose(`[${ctx.pod}]: ${pod.reason}: attaching the configured networks only`);
+  const delegates = await resolvePodDelegates(conf, ctx.k8s, pod, resolveDeps(kube, deps));
+  const attachments = planAttachments(delegates, req.ifName);
   writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));
   const results = await addAttachments(ctx, attachments);
+  if (kube && pod.kind === 'found') await reportAttachments(ctx, kube, pod.pod, attachments, results);
   return normalizeResult(convertResult(results[0]!, conf.cniVersion));
 }
 
@@ -44,6 +49,22 @@ async function addAttachments(ctx: CallContext, attachments: Attachment[]): Prom
     }
   }
   return results;
+}
+
+/** network-status and AddedInterface events; a failed status write rolls the whole ADD back. */
+async function reportAttachments(ctx: CallContext, kube: KubeClient, pod: Pod, attachments: Attachment[], results: CniResult[]): Promise<void> {
+  const statuses = attachments.flatMap((a, i) => buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork));
+  try {
+    await publishNetworkStatus(kube, pod, statuses, ctx.net.log);
+  } catch (e) {
+    await rollback(ctx, attachments);
+    throw wrapError(e, `[${ctx.pod}]`);
+  }
+  const events = attachments.flatMap((a, i) => {
+    const ips = resultIps(results[i]!);
+    return ips.length > 0 || resultInterfaces(results[i]!).length > 0 ? [addedInterfaceEvent(a.ifName, ips.map((ip) => ip.address), a.displayName)] : [];
+  });
+  await emitEvents(kube, pod, events, ctx.net.log);
 }
 
 /**

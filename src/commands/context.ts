@@ -11,8 +11,11 @@ import { parseCniArgs, parseK8sArgs, podRef } from '../cniargs.ts';
 import type { MultusConf } from '../conf.ts';
 import type { NetworkDeps, RuntimeConf } from '../delegate.ts';
 import type { Exec } from '../exec.ts';
+import type { KubeClient, Pod } from '../k8s.ts';
 import type { Logger } from '../log.ts';
 import type { Attachment } from '../plan.ts';
+import type { Clock, ResolveDeps } from '../podnetworks.ts';
+import { emitEvents } from '../podstatus.ts';
 import { capabilityArgsFor, delegateArgsFor } from '../plan.ts';
 import type { ReadinessDeps } from '../readiness.ts';
 import { checkReadinessOnce, waitForReadiness } from '../readiness.ts';
@@ -24,6 +27,9 @@ export interface CommandDeps {
   readiness: ReadinessDeps;
   /** The environment delegates inherit (the caller's own, as libcni passes it through). */
   env: Record<string, string | undefined>;
+  /** The Kubernetes client for this config, or undefined when it names none (loaded only when called). */
+  kube(conf: MultusConf): Promise<KubeClient | undefined>;
+  clock: Clock;
 }
 
 export interface CallContext {
@@ -65,6 +71,15 @@ export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command
     ifName: attachment.ifName,
     args: delegateArgsFor(attachment, ctx.k8s, ctx.runtimePairs, command),
     capabilityArgs: capabilityArgsFor(attachment, ctx.conf.runtimeConfig),
+  };
+}
+
+export function resolveDeps(kube: KubeClient | undefined, deps: CommandDeps): ResolveDeps {
+  return {
+    kube,
+    log: deps.log,
+    warn: (pod: Pod, reason: string, message: string) =>
+      kube ? emitEvents(kube, pod, [{ type: 'Warning', reason, message }], deps.log) : Promise.resolve(),
   };
 }
 

@@ -20,7 +20,8 @@ import type { Delegate } from '../plan.ts';
 import { fromCachedDelegate, planAttachments } from '../plan.ts';
 import type { CniRequest } from '../request.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { callContext, noteReadiness, runtimeConfFor } from './context.ts';
+import { callContext, noteReadiness, resolveDeps, runtimeConfFor } from './context.ts';
+import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 
 interface Teardown {
   network: Network;
@@ -37,7 +38,7 @@ interface DelPlan {
 export async function cmdDel(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<void> {
   const ctx = callContext(req, conf, deps);
   await noteReadiness(conf, deps);
-  const plan = planTeardowns(ctx);
+  const plan = await planTeardowns(ctx, deps);
   const failures: CniError[] = [];
   for (const { network, rt } of [...plan.teardowns].reverse()) {
     try {
@@ -56,7 +57,7 @@ export async function cmdDel(req: CniRequest, conf: MultusConf, deps: CommandDep
   if (failures.length > 0) throw joinErrors(failures);
 }
 
-function planTeardowns(ctx: CallContext): DelPlan {
+async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPlan> {
   const { conf, req } = ctx;
   const scratch = readScratchCache(conf.cniDir, req.containerId);
   let delegates: Delegate[];
@@ -64,7 +65,7 @@ function planTeardowns(ctx: CallContext): DelPlan {
     delegates = scratch.value.map(fromCachedDelegate);
   } else {
     if (scratch.kind === 'corrupt') ctx.net.log.error(`[${ctx.pod}]: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`);
-    delegates = staticDelegates(ctx);
+    delegates = await currentDelegates(ctx, deps);
   }
   const teardowns = planAttachments(delegates, req.ifName).map((a) => ({ network: a.network, rt: runtimeConfFor(ctx, a, 'DEL') }));
   const known = new Set(teardowns.map((t) => `${t.network.name}\0${t.rt.ifName}`));
@@ -89,8 +90,19 @@ function planTeardowns(ctx: CallContext): DelPlan {
   return { teardowns, corruptResults, scratchCorrupt: scratch.kind === 'corrupt' };
 }
 
-/** The config's delegates; on DEL a config that no longer resolves is logged, not fatal. */
-function staticDelegates(ctx: CallContext): Delegate[] {
+/**
+ * Without a scratch cache: the delegates ADD would choose now (config, and the pod's annotations when the
+ * API answers at once). On DEL nothing here is fatal: what cannot be resolved is logged, and the result
+ * caches still name every attachment ADD made.
+ */
+async function currentDelegates(ctx: CallContext, deps: CommandDeps): Promise<Delegate[]> {
+  try {
+    const kube = await deps.kube(ctx.conf);
+    const pod = await lookupPod(kube, ctx.k8s, 'DEL', deps);
+    return await resolvePodDelegates(ctx.conf, ctx.k8s, pod, resolveDeps(kube, deps));
+  } catch (e) {
+    ctx.net.log.error(`[${ctx.pod}]: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`);
+  }
   try {
     return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace }).map((d) => ({ ...d, request: {} }));
   } catch (e) {

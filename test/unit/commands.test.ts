@@ -57,7 +57,14 @@ function request(command: Exclude<Command, 'VERSION'>, conf: Record<string, unkn
 }
 
 function deps(exec: FakeExec, exists = true): CommandDeps {
-  return { exec, log: silentLogger, readiness: { exists: async () => exists, sleep: async () => {} }, env: { PATH: '/usr/bin' } };
+  return {
+    exec,
+    log: silentLogger,
+    readiness: { exists: async () => exists, sleep: async () => {} },
+    env: { PATH: '/usr/bin' },
+    kube: async () => undefined,
+    clock: { now: () => 0, sleep: async () => {} },
+  };
 }
 
 describe('ADD', () => {

@@ -1,0 +1,89 @@
+/**
+ * k8s-fallback.ts: the @kubernetes/client-node side of the Kubernetes client, loaded only on demand.
+ *
+ * `src/k8s.ts` serves token, tokenFile, client-certificate and basic-auth kubeconfigs itself. It loads this
+ * module (from the SEA asset `k8s-fallback.cjs`, a `k8s-fallback.cjs` beside the bundle, or this file) only for
+ * what it does not do: credentials from `user.exec` or `user.auth-provider` (OIDC, GCP, Azure), agents for
+ * `cluster.proxy-url`, and YAML that its own block-style reader refuses. Requests still go through k8s.ts' one
+ * transport, timeout and error mapping: this module only hands over headers, TLS material and an agent.
+ *
+ * It imports client-node's `dist/config.js` rather than the package root so that the bundle
+ * (scripts/build-k8s-fallback.mjs) leaves out the generated API classes; the version is pinned in package.json.
+ * Never put a credential into an error message or log line.
+ */
+import type { Agent } from 'node:http';
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import yaml from 'js-yaml';
+
+/** What k8s.ts merges into a request: headers (Authorization, Impersonate-*) and TLS options. */
+export interface FallbackCredentials {
+  headers: Record<string, string>;
+  ca?: string | Buffer;
+  cert?: string | Buffer;
+  key?: string | Buffer;
+  rejectUnauthorized?: boolean;
+  servername?: string;
+}
+
+export interface FallbackSession {
+  /** Runs the exec plugin / auth provider when its cached credential has expired. */
+  credentials(): Promise<FallbackCredentials>;
+  /** The proxy agent for `cluster.proxy-url` (undefined without one). */
+  agent(): Agent | undefined;
+}
+
+/** Full YAML (js-yaml, as client-node). The error names the line, never the text around it. */
+export function parseYaml(text: string): unknown {
+  try {
+    return yaml.load(text);
+  } catch (err) {
+    const e = err as { reason?: unknown; mark?: { line?: unknown } };
+    const line = typeof e.mark?.line === 'number' ? ` at line ${e.mark.line + 1}` : '';
+    throw new Error(`invalid YAML${line}: ${typeof e.reason === 'string' ? e.reason : 'cannot parse'}`);
+  }
+}
+
+interface HttpsOptionsOut {
+  headers: Record<string, unknown>;
+  auth?: string;
+  ca?: string | Buffer;
+  cert?: string | Buffer;
+  key?: string | Buffer;
+  rejectUnauthorized?: boolean;
+  servername?: string;
+}
+
+function toCredentials(o: HttpsOptionsOut): FallbackCredentials {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(o.headers)) if (typeof v === 'string') headers[k] = v;
+  if (o.auth) headers.Authorization = `Basic ${Buffer.from(o.auth).toString('base64')}`;
+  const out: FallbackCredentials = { headers };
+  if (o.ca) out.ca = o.ca;
+  if (o.cert) out.cert = o.cert;
+  if (o.key) out.key = o.key;
+  if (o.rejectUnauthorized !== undefined) out.rejectUnauthorized = o.rejectUnauthorized;
+  if (o.servername) out.servername = o.servername;
+  return out;
+}
+
+/** A client-node KubeConfig for `path` (current-context), kept for the life of the client. */
+export function openKubeconfig(path: string): FallbackSession {
+  const kc = new KubeConfig();
+  kc.loadFromFile(path);
+  let agent: Agent | undefined;
+  return {
+    async credentials() {
+      const opts: HttpsOptionsOut = { headers: {} };
+      await kc.applyToHTTPSOptions(opts as never);
+      return toCredentials(opts);
+    },
+    agent() {
+      const cluster = kc.getCurrentCluster();
+      if (!cluster?.proxyUrl) return undefined;
+      // createAgent is private in the typings; it builds the socks/http(s) proxy agent client-node itself uses.
+      const make = (kc as unknown as { createAgent(c: unknown, o: object): Agent }).createAgent.bind(kc);
+      agent ??= make(cluster, { keepAlive: true });
+      return agent;
+    },
+  };
+}

@@ -1,0 +1,578 @@
+/**
+ * kubeconfig.ts: what a Kubernetes client needs from a kubeconfig file or from the pod's service account
+ * (pure parsing and resolution, plus the few file reads).
+ *
+ * `parseKubeconfigText` reads JSON, and YAML in the block style that kubectl, kubeadm, kind, k3s and Multus'
+ * own entrypoint write, with a small strict reader (`parseYamlSubset`) that either returns exactly what a YAML
+ * parser would or throws `YamlSubsetError`; the caller then hands the text to a full YAML parser (js-yaml, in
+ * the lazily loaded fallback module), so anchors, block scalars and flow collections still work, only slower.
+ * `resolveKubeconfig` follows current-context to its cluster and user the way client-go's ClientConfig does
+ * (paths relative to the kubeconfig's directory, data fields before file fields, the same validation
+ * messages) and says whether the lean client can serve it (`fallback` undefined) or the user needs
+ * @kubernetes/client-node (`exec`, `auth-provider`) or a proxy (`proxy-url`). `inClusterConfig` is client-go's
+ * rest.InClusterConfig. Tokens, passwords and keys are kept as values and never put into a message.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Types
+
+/** TLS material: `*Data` from the kubeconfig (decoded), `*File` absolute paths read when a client is built. */
+export interface TlsSettings {
+  caData?: Buffer;
+  caFile?: string;
+  certData?: Buffer;
+  certFile?: string;
+  keyData?: Buffer;
+  keyFile?: string;
+  insecureSkipTlsVerify: boolean;
+  serverName?: string;
+}
+
+/** Credentials of the lean path. `tokenFile` wins over `token` and is re-read for every request. */
+export interface AuthSettings {
+  token?: string;
+  tokenFile?: string;
+  username?: string;
+  password?: string;
+}
+
+export interface Impersonation {
+  user: string;
+  uid?: string;
+  groups: string[];
+  extra: Record<string, string[]>;
+}
+
+export interface ClientConfig {
+  source: 'kubeconfig' | 'in-cluster';
+  /** The kubeconfig file, or the service-account directory. */
+  path: string;
+  contextName: string;
+  clusterName: string;
+  userName: string;
+  /** `https://host:port[/prefix]`, as written (no trailing slash). */
+  server: string;
+  namespace?: string;
+  tls: TlsSettings;
+  auth: AuthSettings;
+  impersonate?: Impersonation;
+  /** Set when @kubernetes/client-node must supply the credentials or the (proxy) agent; undefined: all lean. */
+  fallback?: FallbackNeed;
+}
+
+export interface FallbackNeed {
+  /** `user.exec`, `user.auth-provider (<name>)`, `cluster.proxy-url` (joined by `, `). */
+  reason: string;
+  auth: boolean;
+  proxy: boolean;
+}
+
+/** The text is valid YAML that the lean reader does not handle; parse it with a full YAML parser. */
+export class YamlSubsetError extends Error {}
+Object.defineProperty(YamlSubsetError.prototype, 'name', { value: 'YamlSubsetError', enumerable: false });
+
+/** A kubeconfig that client-go would refuse too; `message` is the detail after Multus' prefix. */
+export class KubeconfigError extends Error {}
+Object.defineProperty(KubeconfigError.prototype, 'name', { value: 'KubeconfigError', enumerable: false });
+
+// ---------------------------------------------------------------------------------------------------------------
+// YAML, the block subset (pure)
+
+interface Line {
+  indent: number;
+  text: string;
+  no: number;
+}
+
+interface Cursor {
+  lines: Line[];
+  i: number;
+}
+
+const unsupported = (no: number, what: string): never => {
+  throw new YamlSubsetError(`line ${no}: ${what}`);
+};
+
+function splitLines(src: string): Line[] {
+  const out: Line[] = [];
+  const rows = src.replace(/^\uFEFF/, '').split(/\r?\n/);
+  rows.forEach((raw, idx) => {
+    const no = idx + 1;
+    if (/^\s*(?:#.*)?$/.test(raw)) return;
+    if (raw.startsWith('---') && out.length === 0 && /^---\s*(?:#.*)?$/.test(raw)) return;
+    if (/^(?:---|\.\.\.|%)/.test(raw)) unsupported(no, 'document markers and directives');
+    const indent = /^ */.exec(raw)?.[0].length ?? 0;
+    if (raw[indent] === '\t') unsupported(no, 'tab indentation');
+    out.push({ indent, text: raw.slice(indent).trimEnd(), no });
+  });
+  return out;
+}
+
+const isSeqItem = (t: string): boolean => t === '-' || t.startsWith('- ');
+const KEY = /^([A-Za-z0-9_][-A-Za-z0-9_./]*):(?: +(.*))?$/;
+
+/** Skips a trailing ` # comment` after a quoted scalar or flow token; anything else there is unsupported. */
+function afterToken(rest: string, no: number): void {
+  if (rest !== '' && !/^\s+#/.test(rest)) unsupported(no, 'text after a quoted value');
+}
+
+function doubleQuoted(s: string, no: number): string {
+  const m = /^"((?:[^"\\]|\\.)*)"(.*)$/.exec(s);
+  if (!m) return unsupported(no, 'multi-line double-quoted string');
+  afterToken(m[2] ?? '', no);
+  try {
+    return JSON.parse(`"${m[1] ?? ''}"`) as string; // JSON escapes are a subset of YAML's
+  } catch {
+    return unsupported(no, 'a YAML-only escape or a raw control character in a double-quoted string');
+  }
+}
+
+function singleQuoted(s: string, no: number): string {
+  const m = /^'((?:[^']|'')*)'(.*)$/.exec(s);
+  if (!m) return unsupported(no, 'multi-line single-quoted string');
+  afterToken(m[2] ?? '', no);
+  return (m[1] ?? '').replace(/''/g, "'");
+}
+
+const CLEAN_NUMBER = /^[-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?$/;
+/** js-yaml's int (binary, octal, hex, underscores) and float (leading dot, .inf, .nan) forms. */
+const YAML_NUMBER =
+  /^[-+]?(?:0b[01_]+|0x[0-9a-fA-F_]+|0o[0-7_]+|[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF|nan|NaN|NAN))$/;
+
+/** YAML 1.2 core schema (js-yaml's default) for a plain scalar; forms where parsers differ are unsupported. */
+function plainScalar(s: string, no: number): unknown {
+  const hash = s.search(/\s#/);
+  const v = (hash >= 0 ? s.slice(0, hash) : s).trimEnd();
+  if (/^[[\]{}&*!|>%@`"'?,]/.test(v) || /^-(?:\s|$)/.test(v)) unsupported(no, 'a flow collection, anchor, alias, tag or block scalar');
+  if (/:(?:\s|$)/.test(v)) unsupported(no, 'a ": " inside a plain value');
+  if (/^(?:~|null|Null|NULL)?$/.test(v)) return null;
+  if (/^(?:true|True|TRUE)$/.test(v)) return true;
+  if (/^(?:false|False|FALSE)$/.test(v)) return false;
+  if (CLEAN_NUMBER.test(v)) return Number(v);
+  if (YAML_NUMBER.test(v) || /^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}/.test(v) || v === '<<') {
+    unsupported(no, 'a number, timestamp or merge key that YAML parsers read differently');
+  }
+  return v;
+}
+
+function scalar(s: string, no: number): unknown {
+  if (s.startsWith('"')) return doubleQuoted(s, no);
+  if (s.startsWith("'")) return singleQuoted(s, no);
+  const flow = /^(\{\}|\[\])(.*)$/.exec(s);
+  if (flow) {
+    afterToken(flow[2] ?? '', no);
+    return flow[1] === '{}' ? {} : [];
+  }
+  return plainScalar(s, no);
+}
+
+/** The value of a key or item with nothing after it: a nested block, a compact sequence, or null. */
+function nested(c: Cursor, parentIndent: number, compactSeq: boolean): unknown {
+  const next = c.lines[c.i];
+  if (!next) return null;
+  if (next.indent > parentIndent) return block(c, next.indent);
+  if (compactSeq && next.indent === parentIndent && isSeqItem(next.text)) return sequence(c, parentIndent);
+  return null;
+}
+
+function block(c: Cursor, indent: number): unknown {
+  const line = c.lines[c.i];
+  if (!line) return null;
+  return isSeqItem(line.text) ? sequence(c, indent) : mapping(c, indent);
+}
+
+function mapping(c: Cursor, indent: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (let line = c.lines[c.i]; line && line.indent >= indent; line = c.lines[c.i]) {
+    if (line.indent > indent) unsupported(line.no, 'unexpected indentation (a multi-line value?)');
+    if (isSeqItem(line.text)) unsupported(line.no, 'a list item where a key was expected');
+    const m = KEY.exec(line.text);
+    if (!m) return unsupported(line.no, 'a key that is quoted, complex or not followed by ": "');
+    const key = m[1] as string;
+    if (Object.hasOwn(out, key) || key === '__proto__') unsupported(line.no, `the key ${key} twice`);
+    const rest = m[2] ?? '';
+    c.i++;
+    out[key] = rest === '' || rest.startsWith('#') ? nested(c, indent, true) : scalar(rest, line.no);
+  }
+  return out;
+}
+
+function sequence(c: Cursor, indent: number): unknown[] {
+  const out: unknown[] = [];
+  for (let line = c.lines[c.i]; line && line.indent >= indent; line = c.lines[c.i]) {
+    if (line.indent > indent) unsupported(line.no, 'unexpected indentation (a multi-line value?)');
+    if (!isSeqItem(line.text)) break; // the next key of the mapping that holds this compact sequence
+    const after = line.text.slice(1);
+    const gap = /^ */.exec(after)?.[0].length ?? 0;
+    const content = after.slice(gap);
+    if (content === '' || content.startsWith('#')) {
+      c.i++;
+      out.push(nested(c, indent, false));
+    } else if (isSeqItem(content)) {
+      unsupported(line.no, 'a list directly inside a list item');
+    } else if (KEY.test(content)) {
+      // "- key: v": a mapping whose keys line up with this first key
+      c.lines[c.i] = { indent: indent + 1 + gap, text: content, no: line.no };
+      out.push(mapping(c, indent + 1 + gap));
+    } else {
+      c.i++;
+      out.push(scalar(content, line.no));
+    }
+  }
+  return out;
+}
+
+/**
+ * YAML in block style: mappings with plain keys, sequences (also compact, at the parent key's indentation),
+ * single-line plain/quoted scalars, `{}` / `[]`, comments. Throws `YamlSubsetError` for anything else (anchors,
+ * tags, block scalars, flow collections with content, multi-line scalars, several documents).
+ */
+export function parseYamlSubset(src: string): unknown {
+  const lines = splitLines(src);
+  const c: Cursor = { lines, i: 0 };
+  const first = lines[0];
+  if (!first) return null;
+  const value = block(c, first.indent);
+  const left = lines[c.i];
+  if (left) unsupported(left.no, 'content after the top-level value');
+  return value;
+}
+
+/** JSON when it is JSON, else the YAML subset; throws `YamlSubsetError` when a full YAML parser is needed. */
+export function parseKubeconfigText(text: string): unknown {
+  if (/^\s*\{/.test(text)) {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      // flow-style YAML, not JSON: fall through (the subset reader refuses it)
+    }
+  }
+  return parseYamlSubset(text);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Names (pure)
+
+const DNS1123_LABEL = /^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$/;
+
+/** A namespace: RFC 1123 label, at most 63 characters. */
+export function isDns1123Label(s: string): boolean {
+  return s.length <= 63 && DNS1123_LABEL.test(s);
+}
+
+/** An object name (pods, network-attachment-definitions): RFC 1123 subdomain, at most 253 characters. */
+export function isDns1123Subdomain(s: string): boolean {
+  return s.length <= 253 && s.split('.').every((part) => DNS1123_LABEL.test(part));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Resolution: current-context → cluster and user (pure)
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const fail = (msg: string): never => {
+  throw new KubeconfigError(msg);
+};
+
+/** `clusters`/`users`/`contexts`: a list of `{name, <inner>: {...}}`, as a map by name. */
+function namedEntries(doc: Obj, list: string, inner: string): Map<string, Obj> {
+  const out = new Map<string, Obj>();
+  const v = doc[list];
+  if (v === undefined || v === null) return out;
+  if (!Array.isArray(v)) return fail(`${list} must be a list`);
+  v.forEach((entry: unknown, i) => {
+    if (!isObj(entry) || typeof entry.name !== 'string') return fail(`${list}[${i}] must be an object with a name`);
+    if (out.has(entry.name)) fail(`duplicate name "${entry.name}" in ${list}`);
+    const body = entry[inner] ?? {};
+    if (!isObj(body)) fail(`${list}[${i}].${inner} must be an object`);
+    out.set(entry.name, body as Obj);
+  });
+  return out;
+}
+
+function str(o: Obj, key: string, where: string): string | undefined {
+  const v = o[key];
+  if (v === undefined || v === null || v === '') return undefined;
+  if (typeof v !== 'string') return fail(`${where}: ${key} must be a string`);
+  return v;
+}
+
+function bool(o: Obj, key: string, where: string): boolean {
+  const v = o[key];
+  if (v === undefined || v === null) return false;
+  if (typeof v !== 'boolean') return fail(`${where}: ${key} must be true or false`);
+  return v;
+}
+
+/** A `*-data` field: base64 as Go's encoding/json reads []byte (line breaks ignored). */
+function b64(o: Obj, key: string, where: string): Buffer | undefined {
+  const v = str(o, key, where)?.replace(/[\r\n]/g, '');
+  if (v === undefined) return undefined;
+  if (v.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(v)) return fail(`${where}: ${key} is not valid base64`);
+  return Buffer.from(v, 'base64');
+}
+
+const absolute = (dir: string, p: string | undefined): string | undefined =>
+  p === undefined || isAbsolute(p) || dir === '' ? p : join(dir, p);
+
+function stringList(o: Obj, key: string, where: string): string[] {
+  const v = o[key];
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) return fail(`${where}: ${key} must be a list of strings`);
+  return v as string[];
+}
+
+function impersonation(user: Obj, where: string): Impersonation | undefined {
+  const name = str(user, 'as', where);
+  const groups = stringList(user, 'as-groups', where);
+  const rawExtra = user['as-user-extra'] ?? {};
+  if (!isObj(rawExtra)) return fail(`${where}: as-user-extra must be a map of string lists`);
+  const extra: Record<string, string[]> = {};
+  for (const k of Object.keys(rawExtra)) extra[k] = stringList(rawExtra, k, `${where}: as-user-extra`);
+  const uid = str(user, 'as-uid', where);
+  if (name === undefined) {
+    if (groups.length > 0 || Object.keys(extra).length > 0) fail(`requesting groups or user-extra for ${where} without impersonating a user`);
+    return undefined;
+  }
+  return { user: name, groups, extra, ...(uid === undefined ? {} : { uid }) };
+}
+
+export interface ServerAddress {
+  protocol: 'http:' | 'https:';
+  /** Without brackets: `10.96.0.1`, `fd00::1`, `api.example`. */
+  hostname: string;
+  port: number;
+  /** The server URL's path (`/k8s/clusters/c-1`), no trailing slash; '' for none. */
+  pathPrefix: string;
+}
+
+const SERVER = /^(https?):\/\/(\[[0-9A-Fa-f:.%a-z]+\]|[-A-Za-z0-9._~%]+)(?::([0-9]{1,5}))?(\/[^?#]*)?$/i;
+
+/**
+ * `scheme://host[:port][/path]` as Go's url.Parse reads a kubeconfig server, which (unlike WHATWG URL) accepts an
+ * IPv4 address in brackets: Multus' entrypoint writes `https://[10.96.0.1]:443`. Undefined when it is not one.
+ */
+export function parseServer(server: string): ServerAddress | undefined {
+  const m = SERVER.exec(server);
+  if (!m) return undefined;
+  const scheme = (m[1] ?? '').toLowerCase();
+  const host = m[2] ?? '';
+  const port = m[3] === undefined ? (scheme === 'http' ? 80 : 443) : Number(m[3]);
+  if (port < 1 || port > 65535) return undefined;
+  const hostname = host.startsWith('[') ? host.slice(1, -1) : host;
+  return { protocol: scheme === 'http' ? 'http:' : 'https:', hostname, port, pathPrefix: (m[4] ?? '').replace(/\/+$/, '') };
+}
+
+/** client-go's DefaultServerURL: a server without a scheme is https when TLS is configured, else http. */
+function serverUrl(raw: string, tlsConfigured: boolean, where: string): string {
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `${tlsConfigured ? 'https' : 'http'}://${raw}`;
+  if (!/^https?:/i.test(withScheme)) fail(`${where}: server "${raw}" is not an http(s) URL`);
+  if (!parseServer(withScheme)) fail(`${where}: server "${raw}" is not a URL of the form https://host[:port][/path]`);
+  return withScheme.replace(/\/+$/, '');
+}
+
+function resolveCluster(name: string, cluster: Obj, dir: string): { server: string; tls: TlsSettings; proxy: boolean } {
+  const where = `cluster "${name}"`;
+  const caData = b64(cluster, 'certificate-authority-data', where);
+  const caFile = absolute(dir, str(cluster, 'certificate-authority', where));
+  const insecure = bool(cluster, 'insecure-skip-tls-verify', where);
+  const serverName = str(cluster, 'tls-server-name', where);
+  if (caData && caFile) fail(`certificate-authority-data and certificate-authority are both specified for ${name}. certificate-authority-data will override.`);
+  if ((caData || caFile) && insecure) fail('specifying a root certificates file with the insecure flag is not allowed');
+  const rawServer = str(cluster, 'server', where) ?? fail(`no server found for cluster "${name}"`);
+  const server = serverUrl(rawServer, Boolean(caData || caFile || insecure || serverName), where);
+  const tls: TlsSettings = { insecureSkipTlsVerify: insecure };
+  if (caData) tls.caData = caData;
+  if (caFile) tls.caFile = caFile;
+  if (serverName) tls.serverName = serverName;
+  return { server, tls, proxy: str(cluster, 'proxy-url', where) !== undefined };
+}
+
+interface ResolvedUser {
+  auth: AuthSettings;
+  certs: Pick<TlsSettings, 'certData' | 'certFile' | 'keyData' | 'keyFile'>;
+  impersonate?: Impersonation;
+  fallback?: string;
+}
+
+function userCerts(name: string, user: Obj, dir: string): ResolvedUser['certs'] {
+  const where = `user "${name}"`;
+  const certData = b64(user, 'client-certificate-data', where);
+  const certFile = absolute(dir, str(user, 'client-certificate', where));
+  const keyData = b64(user, 'client-key-data', where);
+  const keyFile = absolute(dir, str(user, 'client-key', where));
+  if (certData && certFile) fail(`client-cert-data and client-cert are both specified for ${name}. client-cert-data will override.`);
+  if (keyData && keyFile) fail(`client-key-data and client-key are both specified for ${name}; client-key-data will override`);
+  const hasCert = Boolean(certData || certFile);
+  const hasKey = Boolean(keyData || keyFile);
+  if (hasCert && !hasKey) fail(`client-key-data or client-key must be specified for ${name} to use the clientCert authentication method.`);
+  if (hasKey && !hasCert) {
+    fail(`client-certificate-data or client-certificate must be specified for ${name} to use the clientCert authentication method.`);
+  }
+  const out: ResolvedUser['certs'] = {};
+  if (certData) out.certData = certData;
+  if (certFile) out.certFile = certFile;
+  if (keyData) out.keyData = keyData;
+  if (keyFile) out.keyFile = keyFile;
+  return out;
+}
+
+function resolveUser(name: string, user: Obj, dir: string): ResolvedUser {
+  const where = `user "${name}"`;
+  const auth: AuthSettings = {};
+  const token = str(user, 'token', where);
+  const tokenFile = absolute(dir, str(user, 'tokenFile', where));
+  const username = str(user, 'username', where);
+  const password = str(user, 'password', where);
+  if (token) auth.token = token;
+  if (tokenFile) auth.tokenFile = tokenFile;
+  if (username !== undefined) auth.username = username;
+  if (password !== undefined) auth.password = password;
+  if ((token || tokenFile) && (username !== undefined || password !== undefined)) {
+    fail(`more than one authentication method found for ${name}; found [token basicAuth], only one is allowed`);
+  }
+  const exec = user.exec;
+  const provider = user['auth-provider'];
+  if (exec != null && provider != null) fail(`authProvider cannot be provided in combination with an exec plugin for ${name}`);
+  if (exec != null && !isObj(exec)) fail(`${where}: exec must be an object`);
+  if (provider != null && !isObj(provider)) fail(`${where}: auth-provider must be an object`);
+  const out: ResolvedUser = { auth, certs: userCerts(name, user, dir) };
+  const imp = impersonation(user, name);
+  if (imp) out.impersonate = imp;
+  if (isObj(exec)) out.fallback = 'user.exec';
+  if (isObj(provider)) out.fallback = `user.auth-provider (${typeof provider.name === 'string' ? provider.name : 'unnamed'})`;
+  return out;
+}
+
+/**
+ * The client settings of a parsed kubeconfig's current-context. Relative file paths resolve against
+ * `dirname(path)`. An http:// server gets no credentials, as client-go sends them only over TLS. Throws
+ * `KubeconfigError` with client-go's wording where client-go refuses the file too.
+ */
+export function resolveKubeconfig(doc: unknown, path: string): ClientConfig {
+  if (!isObj(doc)) return fail('invalid configuration: no configuration has been provided');
+  const contexts = namedEntries(doc, 'contexts', 'context');
+  const clusters = namedEntries(doc, 'clusters', 'cluster');
+  const users = namedEntries(doc, 'users', 'user');
+  const contextName = str(doc, 'current-context', 'kubeconfig') ?? fail('invalid configuration: current-context is not set');
+  const ctx = contexts.get(contextName) ?? fail(`invalid configuration: context was not found for specified context: ${contextName}`);
+  const where = `context "${contextName}"`;
+  const clusterName = str(ctx, 'cluster', where) ?? fail(`invalid configuration: cluster was not specified for context "${contextName}"`);
+  const cluster = clusters.get(clusterName) ?? fail(`invalid configuration: cluster "${clusterName}" was not found for context "${contextName}"`);
+  const userName = str(ctx, 'user', where) ?? '';
+  const user = userName === '' ? {} : users.get(userName);
+  if (!user) return fail(`invalid configuration: user "${userName}" was not found for context "${contextName}"`);
+  const namespace = str(ctx, 'namespace', where);
+  if (namespace !== undefined && !isDns1123Label(namespace)) {
+    fail(`namespace "${namespace}" for context "${contextName}" does not conform to the kubernetes DNS_LABEL rules`);
+  }
+  const dir = dirname(path);
+  const c = resolveCluster(clusterName, cluster, dir);
+  const u = resolveUser(userName, user, dir);
+  const cfg: ClientConfig = { source: 'kubeconfig', path, contextName, clusterName, userName, server: c.server, tls: c.tls, auth: {} };
+  if (namespace !== undefined) cfg.namespace = namespace;
+  const tls = parseServer(c.server)?.protocol === 'https:'; // client-go sends credentials only over TLS
+  if (tls) {
+    Object.assign(cfg.tls, u.certs);
+    cfg.auth = u.auth;
+    if (u.impersonate) cfg.impersonate = u.impersonate;
+  }
+  const auth = tls && u.fallback !== undefined;
+  if (auth || c.proxy) {
+    const reason = [auth ? u.fallback : undefined, c.proxy ? 'cluster.proxy-url' : undefined].filter(Boolean).join(', ');
+    cfg.fallback = { reason, auth, proxy: c.proxy };
+  }
+  return cfg;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Files (I/O)
+
+const errText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** A token file's current content, whitespace trimmed (client-go's file token source). */
+export function readTokenFile(file: string): string {
+  return readFileSync(file, 'utf8').trim();
+}
+
+function mustRead(file: string | undefined, what: (err: string) => string): void {
+  if (file === undefined) return;
+  try {
+    readFileSync(file);
+  } catch (err) {
+    fail(what(errText(err)));
+  }
+}
+
+/** The files a resolved config names are readable now (client-go opens them while building its config). */
+export function checkFiles(cfg: ClientConfig): void {
+  const { tls, auth } = cfg;
+  mustRead(tls.caFile, (e) => `unable to read certificate-authority ${tls.caFile} for ${cfg.clusterName} due to ${e}`);
+  mustRead(tls.certFile, (e) => `unable to read client-cert ${tls.certFile} for ${cfg.userName} due to ${e}`);
+  mustRead(tls.keyFile, (e) => `unable to read client-key ${tls.keyFile} for ${cfg.userName} due to ${e}`);
+  if (auth.tokenFile !== undefined && auth.token === undefined) {
+    mustRead(auth.tokenFile, (e) => `unable to read tokenFile ${auth.tokenFile} for ${cfg.userName} due to ${e}`);
+  }
+}
+
+export interface KubeconfigLoadDeps {
+  /** A full YAML parser for what `parseYamlSubset` refuses (js-yaml from the fallback module). */
+  parseYaml?: (text: string) => Promise<unknown>;
+}
+
+/** Reads, parses and resolves the kubeconfig at `path` and checks the files it names. */
+export async function loadKubeconfigFile(path: string, deps: KubeconfigLoadDeps = {}): Promise<ClientConfig> {
+  const text = readFileSync(path, 'utf8');
+  let doc: unknown;
+  try {
+    doc = parseKubeconfigText(text);
+  } catch (err) {
+    if (!(err instanceof YamlSubsetError) || !deps.parseYaml) throw err;
+    doc = await deps.parseYaml(text);
+  }
+  const cfg = resolveKubeconfig(doc, path);
+  checkFiles(cfg);
+  return cfg;
+}
+
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/**
+ * client-go's rest.InClusterConfig: undefined unless KUBERNETES_SERVICE_HOST and _PORT are both non-empty;
+ * `https://host:port` (IPv6 in brackets); the token file must be readable and is re-read per request; a CA that
+ * cannot be read is a warning (system roots are used), as in client-go; the namespace file is optional.
+ */
+export function inClusterConfig(
+  env: Record<string, string | undefined>,
+  saDir: string = SERVICE_ACCOUNT_DIR,
+): { config: ClientConfig; warnings: string[] } | undefined {
+  const host = env.KUBERNETES_SERVICE_HOST;
+  const port = env.KUBERNETES_SERVICE_PORT;
+  if (!host || !port) return undefined;
+  const tokenFile = join(saDir, 'token');
+  readTokenFile(tokenFile); // throws: no service account token, no client (as client-go)
+  const server = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const addr = parseServer(server);
+  if (addr?.hostname !== host || addr.pathPrefix !== '') fail(`KUBERNETES_SERVICE_HOST/PORT do not form a URL: ${server}`);
+  const config: ClientConfig = {
+    source: 'in-cluster', path: saDir, contextName: '', clusterName: '', userName: '', server,
+    tls: { insecureSkipTlsVerify: false }, auth: { tokenFile },
+  };
+  const warnings: string[] = [];
+  const caFile = join(saDir, 'ca.crt');
+  try {
+    readFileSync(caFile);
+    config.tls.caFile = caFile;
+  } catch (err) {
+    warnings.push(`Expected to load root CA config from ${caFile}, but got err: ${errText(err)}`);
+  }
+  try {
+    const ns = readFileSync(join(saDir, 'namespace'), 'utf8').trim();
+    if (ns) config.namespace = ns;
+  } catch {
+    // optional
+  }
+  return { config, warnings };
+}
