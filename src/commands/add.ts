@@ -53,12 +53,15 @@ async function addAttachments(ctx: CallContext, attachments: Attachment[]): Prom
 
 /** network-status and AddedInterface events; a failed status write rolls the whole ADD back. */
 async function reportAttachments(ctx: CallContext, kube: KubeClient, pod: Pod, attachments: Attachment[], results: CniResult[]): Promise<void> {
-  const statuses = attachments.flatMap((a, i) => buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork));
-  try {
-    await publishNetworkStatus(kube, pod, statuses, ctx.net.log);
-  } catch (e) {
-    await rollback(ctx, attachments);
-    throw wrapError(e, `[${ctx.pod}]`);
+  // Pods in systemNamespaces get no network-status (§9.2; Multus compares the pod's *name* there, #1205).
+  if (!ctx.conf.systemNamespaces.includes(pod.metadata.namespace)) {
+    const statuses = attachments.flatMap((a, i) => buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork));
+    try {
+      await publishNetworkStatus(kube, pod, statuses, ctx.net.log);
+    } catch (e) {
+      await rollback(ctx, attachments);
+      throw wrapError(e, `[${ctx.pod}]`);
+    }
   }
   const events = attachments.flatMap((a, i) => {
     const ips = resultIps(results[i]!);

@@ -176,6 +176,15 @@ describe('ADD with Kubernetes', () => {
     expect(status[0]).toMatchObject({ name: 'kube-system/cluster-nad', default: true });
   });
 
+  it('writes no network-status for pods in systemNamespaces (compared by namespace, not name)', async () => {
+    const t = setup({}, { systemNamespaces: ['ns1'] });
+    await t.add();
+    expect(t.kube.received.filter((r) => r.startsWith('updatePodStatus'))).toEqual([]);
+    const u = setup({}, { systemNamespaces: ['pod1'] });
+    await u.add();
+    expect(u.kube.received.filter((r) => r.startsWith('updatePodStatus'))).toEqual(['updatePodStatus ns1/pod1']);
+  });
+
   it('fails on a UID mismatch naming both UIDs, before anything runs', async () => {
     const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a' }, {}, 'uid-OLD');
     await expect(t.add()).rejects.toMatchObject({ msg: 'expected pod UID "uid-OLD" but got "uid-1" from Kube API' });
