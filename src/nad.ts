@@ -37,9 +37,33 @@ export function networkFromNad(nad: Nad, confDir: string): Network {
   return parseNetwork(parsed as Record<string, unknown>, { defaultName: name, source: `NetworkAttachmentDefinition ${namespace}/${name}` });
 }
 
+/**
+ * The selection's `cni-args` merged into `args.cni` of the config, or of every plugin of a conflist (§1.4):
+ * existing keys kept, the selection wins on the same key. A non-object `args` or `args.cni` is a clear error
+ * (Multus panics). Returns a new network; the bytes (cached for DEL) carry the merged args.
+ */
+export function mergeCniArgs(network: Network, cniArgs: Record<string, unknown>): Network {
+  const conf = JSON.parse(network.bytes.toString()) as Record<string, unknown>;
+  const targets = network.isList ? (conf.plugins as Record<string, unknown>[]) : [conf];
+  for (const [index, target] of targets.entries()) {
+    const where = network.isList ? `plugin ${index} of network "${network.name}"` : `network "${network.name}"`;
+    const args = target.args ?? {};
+    if (!isObject(args)) throw new CniError(CniCode.InvalidConfig, `cannot merge cni-args: "args" of ${where} is not an object`);
+    const cni = args.cni ?? {};
+    if (!isObject(cni)) throw new CniError(CniCode.InvalidConfig, `cannot merge cni-args: "args.cni" of ${where} is not an object`);
+    target.args = { ...args, cni: { ...cni, ...structuredClone(cniArgs) } };
+  }
+  return parseNetwork(Buffer.from(JSON.stringify(conf)));
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** A delegate for one NAD, with the selection's requests (and the NAD's resource name, for device IDs). */
 export function delegateFromNad(nad: Nad, confDir: string, request: SelectionRequest): Delegate {
-  const network = networkFromNad(nad, confDir);
+  const loaded = networkFromNad(nad, confDir);
+  const network = request.cniArgs ? mergeCniArgs(loaded, request.cniArgs) : loaded;
   const resourceName = nad.metadata.annotations?.[RESOURCE_NAME_ANNOTATION];
   return {
     network,

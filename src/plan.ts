@@ -89,6 +89,31 @@ export function capabilityArgsFor(attachment: Attachment, runtimeConfig: Record<
   return args;
 }
 
+/** The capability each selection request needs a plugin of the attachment to declare (NPWG §4.1.2.1). */
+const REQUEST_CAPABILITIES: [keyof SelectionRequest, string][] = [
+  ['ips', 'ips'],
+  ['mac', 'mac'],
+  ['infinibandGUID', 'infinibandGUID'],
+  ['portMappings', 'portMappings'],
+  ['bandwidth', 'bandwidth'],
+];
+
+/**
+ * The capabilities an attachment's selection requests that none of its plugins declares. NPWG says the
+ * attachment must then fail; Multus silently drops the request (docs/compatibility.md: `strictCapabilities`).
+ */
+export function undeclaredCapabilities(attachment: Attachment): string[] {
+  if (attachment.isClusterNetwork) return [];
+  const declared = new Set<string>();
+  for (const plugin of attachment.network.plugins) {
+    const caps = plugin.capabilities;
+    if (caps && typeof caps === 'object') {
+      for (const [name, on] of Object.entries(caps as Record<string, unknown>)) if (on === true) declared.add(name);
+    }
+  }
+  return REQUEST_CAPABILITIES.filter(([key, cap]) => !isEmpty(attachment.request[key]) && !declared.has(cap)).map(([, cap]) => cap);
+}
+
 /** CNI_ARGS of one attachment: the K8S keys, the runtime's other keys once, and MAC=/IP= requests on ADD. */
 export function delegateArgsFor(attachment: Attachment, k8s: K8sArgs, runtimePairs: ArgPairs, command: string): ArgPairs {
   const extra: ArgPairs = [];

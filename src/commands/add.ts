@@ -10,11 +10,11 @@
 import { removeScratchCache, writeScratchCache } from '../cache.ts';
 import type { MultusConf } from '../conf.ts';
 import { addNetwork, delNetwork } from '../delegate.ts';
-import { messageOf, wrapError } from '../errors.ts';
+import { CniCode, CniError, messageOf, wrapError } from '../errors.ts';
 import type { KubeClient, Pod } from '../k8s.ts';
 import { buildNetworkStatuses } from '../netstatus.ts';
 import type { Attachment } from '../plan.ts';
-import { planAttachments, toCachedDelegate } from '../plan.ts';
+import { planAttachments, toCachedDelegate, undeclaredCapabilities } from '../plan.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 import { addedInterfaceEvent, emitEvents, publishNetworkStatus } from '../podstatus.ts';
 import type { CniRequest } from '../request.ts';
@@ -31,10 +31,22 @@ export async function cmdAdd(req: CniRequest, conf: MultusConf, deps: CommandDep
   if (pod.kind === 'unknown' && kube) deps.log.verbose(`[${ctx.pod}]: ${pod.reason}: attaching the configured networks only`);
   const delegates = await resolvePodDelegates(conf, ctx.k8s, pod, resolveDeps(kube, deps));
   const attachments = planAttachments(delegates, req.ifName);
+  checkCapabilities(ctx, attachments);
   writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));
   const results = await addAttachments(ctx, attachments);
   if (kube && pod.kind === 'found') await reportAttachments(ctx, kube, pod.pod, attachments, results);
   return normalizeResult(convertResult(results[0]!, conf.cniVersion));
+}
+
+/** A request no plugin can honour: a warning (Multus compatible), or an error with strictCapabilities. */
+function checkCapabilities(ctx: CallContext, attachments: Attachment[]): void {
+  for (const attachment of attachments) {
+    const missing = undeclaredCapabilities(attachment);
+    if (missing.length === 0) continue;
+    const msg = `${attachment.displayName} requests ${missing.join(', ')} but no plugin of network "${attachment.network.name}" declares ${missing.length > 1 ? 'those capabilities' : 'that capability'}`;
+    if (ctx.conf.strictCapabilities) throw new CniError(CniCode.InvalidConfig, `[${ctx.pod}]: ${msg} (strictCapabilities)`);
+    ctx.net.log.warn(`[${ctx.pod}]: ${msg}; the request is ignored`);
+  }
 }
 
 async function addAttachments(ctx: CallContext, attachments: Attachment[]): Promise<CniResult[]> {

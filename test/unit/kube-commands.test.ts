@@ -185,6 +185,25 @@ describe('ADD with Kubernetes', () => {
     expect(u.kube.received.filter((r) => r.startsWith('updatePodStatus'))).toEqual(['updatePodStatus ns1/pod1']);
   });
 
+  it.each([
+    [false, ['ADD p0 eth0', 'ADD pa net1']],
+    [true, []],
+  ])('a MAC request no plugin declares: strictCapabilities=%s', async (strict, calls) => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': '[{"name":"net-a","mac":"02:00:00:00:00:09"}]' }, { strictCapabilities: strict });
+    if (strict) await expect(t.add()).rejects.toMatchObject({ code: 7, msg: expect.stringContaining('requests mac but no plugin of network "net-a" declares that capability') });
+    else await t.add();
+    expect(t.exec.calls()).toEqual(calls);
+  });
+
+  it('merges cni-args into the delegate config and keeps them for DEL', async () => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': '[{"name":"net-a","cni-args":{"foo":"bar"}}]' });
+    await t.add();
+    expect(t.exec.received[1]!.stdin.args).toEqual({ cni: { foo: 'bar' } });
+    t.exec.received.length = 0;
+    await t.del();
+    expect(t.exec.received[0]!.stdin.args).toEqual({ cni: { foo: 'bar' } });
+  });
+
   it('fails on a UID mismatch naming both UIDs, before anything runs', async () => {
     const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a' }, {}, 'uid-OLD');
     await expect(t.add()).rejects.toMatchObject({ msg: 'expected pod UID "uid-OLD" but got "uid-1" from Kube API' });

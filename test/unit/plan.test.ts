@@ -9,6 +9,7 @@ import {
   fromCachedDelegate,
   planAttachments,
   toCachedDelegate,
+  undeclaredCapabilities,
 } from '../../src/plan.ts';
 
 function delegate(name: string, request: Delegate['request'] = {}, displayName = name): Delegate {
@@ -123,5 +124,24 @@ describe('scratch cache records', () => {
     expect(back.request).toEqual(request);
     expect(back.network.name).toBe('nad-a');
     expect(back.network.bytes.equals(attachment!.network.bytes)).toBe(true);
+  });
+});
+
+describe('undeclaredCapabilities', () => {
+  it.each([
+    ['nothing requested', {}, undefined, []],
+    ['ips and mac without capabilities', { ips: ['10.0.0.1/24'], mac: '02:00:00:00:00:01' }, undefined, ['ips', 'mac']],
+    ['ips declared, mac not', { ips: ['10.0.0.1/24'], mac: '02:00:00:00:00:01' }, { ips: true }, ['mac']],
+    ['a capability declared false', { bandwidth: { ingressRate: 1 } }, { bandwidth: false }, ['bandwidth']],
+    ['everything declared', { portMappings: [{ hostPort: 1 }], infinibandGUID: 'x' }, { portMappings: true, infinibandGUID: true }, []],
+  ])('%s', (_t, request, capabilities, expected) => {
+    const network = parseNetwork({ cniVersion: '1.0.0', name: 'b', type: 'bridge', ...(capabilities ? { capabilities } : {}) });
+    const [, other] = planAttachments([delegate('a'), { network, displayName: 'ns/b', request }], 'eth0');
+    expect(undeclaredCapabilities(other!)).toEqual(expected);
+  });
+
+  it('never applies to the cluster network (it ignores selection requests)', () => {
+    const [cluster] = planAttachments([delegate('a', { mac: '02:00:00:00:00:01' })], 'eth0');
+    expect(undeclaredCapabilities(cluster!)).toEqual([]);
   });
 });
