@@ -1,9 +1,10 @@
 /**
  * commands/del.ts: CNI DEL (orchestration).
  *
- * Finds every attachment it can know of, from three sources merged without duplicates: the scratch cache
- * written at ADD (or, when it is missing or corrupt, the static delegates of the config) and the libcni
- * result caches of this container (which also recover attachments a corrupt scratch cache lost). Then it
+ * Finds every attachment it can know of, from sources merged without duplicates: the scratch cache written
+ * at ADD (or, when it is missing or corrupt, what ADD would choose now: the config's delegates and, if the API
+ * answers at once, the pod's annotations) and the libcni result caches of this container (which also recover
+ * attachments a corrupt scratch cache lost). With a scratch cache no API request is made. Then it
  * deletes all of them in reverse order, keeps going past failures, and returns one error naming each failed
  * attachment (NPWG §7.2). A corrupt cache is logged and removed once its attachments are gone, never a
  * silent success (Multus #948, #1087); a corrupt result cache that nothing else explains fails the DEL.
