@@ -15,7 +15,9 @@ import type { KubeClient, Pod } from '../k8s.ts';
 import { buildNetworkStatuses } from '../netstatus.ts';
 import type { Attachment } from '../plan.ts';
 import { planAttachments, toCachedDelegate, undeclaredCapabilities } from '../plan.ts';
+import { applyRoutePlan, updateCachedDefaultRoutes } from '../netns-routes.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
+import { planDefaultRoutes } from '../routes.ts';
 import { addedInterfaceEvent, emitEvents, publishNetworkStatus } from '../podstatus.ts';
 import type { CniRequest } from '../request.ts';
 import type { CniResult } from '../result.ts';
@@ -34,6 +36,7 @@ export async function cmdAdd(req: CniRequest, conf: MultusConf, deps: CommandDep
   checkCapabilities(ctx, attachments);
   writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));
   const results = await addAttachments(ctx, attachments);
+  await moveDefaultRoutes(ctx, attachments, deps);
   if (kube && pod.kind === 'found') await reportAttachments(ctx, kube, pod.pod, attachments, results);
   return normalizeResult(convertResult(results[0]!, conf.cniVersion));
 }
@@ -61,6 +64,24 @@ async function addAttachments(ctx: CallContext, attachments: Attachment[]): Prom
     }
   }
   return results;
+}
+
+/**
+ * `default-route` (§7): the pod's default route of each requested family goes via the requested gateway only;
+ * the libcni result caches of the attachments whose routes changed are rewritten so CHECK and DEL agree with
+ * the namespace. A failure rolls the whole ADD back (Multus leaves the attachments behind).
+ */
+async function moveDefaultRoutes(ctx: CallContext, attachments: Attachment[], deps: CommandDeps): Promise<void> {
+  const plan = planDefaultRoutes(attachments);
+  if (!plan) return;
+  try {
+    await applyRoutePlan(ctx.req.netns, plan, deps.routes);
+    const refs = attachments.map((a) => ({ ifName: a.ifName, networkName: a.network.name }));
+    updateCachedDefaultRoutes(ctx.conf.cniDir, ctx.req.containerId, refs, plan);
+  } catch (e) {
+    await rollback(ctx, attachments);
+    throw wrapError(e, `[${ctx.pod}]: error setting the default route`);
+  }
 }
 
 /** network-status and AddedInterface events; a failed status write rolls the whole ADD back. */

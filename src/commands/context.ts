@@ -13,6 +13,7 @@ import type { NetworkDeps, RuntimeConf } from '../delegate.ts';
 import type { Exec } from '../exec.ts';
 import type { KubeClient, Pod } from '../k8s.ts';
 import type { Logger } from '../log.ts';
+import type { NetnsRouteDeps } from '../netns-routes.ts';
 import type { Attachment } from '../plan.ts';
 import type { Clock, ResolveDeps } from '../podnetworks.ts';
 import { emitEvents } from '../podstatus.ts';
@@ -30,6 +31,8 @@ export interface CommandDeps {
   /** The Kubernetes client for this config, or undefined when it names none (loaded only when called). */
   kube(conf: MultusConf): Promise<KubeClient | undefined>;
   clock: Clock;
+  /** How default routes are changed inside the pod's netns (tests inject a fake runner). */
+  routes?: NetnsRouteDeps;
 }
 
 export interface CallContext {

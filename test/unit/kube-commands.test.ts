@@ -2,7 +2,7 @@
  * Kubernetes mode of the commands, in-process, with the FakeKube and FakeExec seams: pod lookup policy,
  * NAD resolution and order, network-status writes with conflicts, API economy, rollback on failures.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -202,6 +202,42 @@ describe('ADD with Kubernetes', () => {
     t.exec.received.length = 0;
     await t.del();
     expect(t.exec.received[0]!.stdin.args).toEqual({ cni: { foo: 'bar' } });
+  });
+
+  it('moves the default route to the requested gateway in the netns and rewrites the cluster cache', async () => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': '[{"name":"net-a","default-route":["10.1.0.1"]}]' });
+    const commands: string[] = [];
+    t.deps.routes = {
+      tools: { nsenter: '/nsenter', ip: '/ip' },
+      run: async (_file, args) => {
+        commands.push(args.slice(2).join(' '));
+        const del = args.includes('del');
+        return { exitCode: del && commands.filter((c) => c === commands.at(-1)).length > 1 ? 2 : 0, signal: null, stdout: '', stderr: del ? 'RTNETLINK answers: No such process' : '' };
+      },
+    };
+    await t.add();
+    expect(commands).toEqual([
+      '/ip -4 route del default dev eth0',
+      '/ip -4 route del default dev eth0',
+      '/ip -4 route del default dev net1',
+      '/ip -4 route del default dev net1',
+      '/ip -4 route replace default via 10.1.0.1 dev net1',
+    ]);
+    const cache = JSON.parse(readFileSync(join(cniDir, 'results', 'cluster-cid1-eth0'), 'utf8'));
+    expect(cache.result.routes).toBeUndefined();
+    const netA = JSON.parse(readFileSync(join(cniDir, 'results', 'net-a-cid1-net1'), 'utf8'));
+    expect(netA.result.routes).toEqual([{ dst: '0.0.0.0/0', gw: '10.1.0.1' }]);
+  });
+
+  it('rolls the ADD back when the default route cannot be set', async () => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': '[{"name":"net-a","default-route":["10.1.0.1"]}]' });
+    t.deps.routes = {
+      tools: { nsenter: '/nsenter', ip: '/ip' },
+      run: async (_f, args) => ({ exitCode: 2, signal: null, stdout: '', stderr: args.includes('replace') ? 'RTNETLINK answers: Network is unreachable' : 'RTNETLINK answers: No such process' }),
+    };
+    await expect(t.add()).rejects.toMatchObject({ msg: expect.stringContaining('error setting the default route') });
+    expect(t.exec.calls()).toEqual(['ADD p0 eth0', 'ADD pa net1', 'DEL pa net1', 'DEL p0 eth0']);
+    expect(readdirSync(join(cniDir, 'results'))).toEqual([]);
   });
 
   it('fails on a UID mismatch naming both UIDs, before anything runs', async () => {
