@@ -138,11 +138,17 @@ function nadCall(namespace: string, name: string): Call {
   return { verb: 'get', method: 'GET', group: 'k8s.cni.cncf.io', resource: 'network-attachment-definitions', namespace, name, path };
 }
 
-/** client-go's legacy recorder: name `<pod>.<unix nanos in hex>`, source component "multus", count 1. */
+let eventSeq = 0n;
+
+/**
+ * client-go's legacy recorder: name `<pod>.<unix nanos in hex>`, source component "multus", count 1. Date
+ * has milliseconds only, and ADD posts its events together: the sub-millisecond part is a per-process
+ * sequence, so two events of one call never share a name (the API server would refuse the second, 409).
+ */
 export function eventBody(e: EventInput, now: Date = new Date()): Record<string, unknown> {
   const m = e.pod.metadata;
   const stamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
-  const nanos = BigInt(now.getTime()) * 1_000_000n;
+  const nanos = BigInt(now.getTime()) * 1_000_000n + (eventSeq++ % 1_000_000n);
   const involvedObject: Record<string, unknown> = { kind: 'Pod', namespace: m.namespace, name: m.name, uid: m.uid, apiVersion: 'v1' };
   if (m.resourceVersion) involvedObject.resourceVersion = m.resourceVersion;
   return {

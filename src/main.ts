@@ -7,6 +7,8 @@
  * stdout with exit status 1. Anything that is not a CniError becomes code 999; its stack goes to the log,
  * never to stdout.
  */
+import { basename } from 'node:path';
+import { passthru } from './auxchain.ts';
 import { cmdAdd } from './commands/add.ts';
 import { cmdCheck } from './commands/check.ts';
 import type { CommandDeps } from './commands/context.ts';
@@ -31,6 +33,8 @@ export const VERSION = '0.1.0';
 
 export interface Io {
   env: Record<string, string | undefined>;
+  /** The name the executable was run as: installed as `passthru`, it is the passthru plugin (§14.2). */
+  argv0: string;
   argv: string[];
   readStdin(): Promise<Buffer>;
   writeStdout(s: string): void;
@@ -46,6 +50,11 @@ export async function main(io: Io): Promise<number> {
   let log: Logger = silentLogger;
   try {
     const command = parseCommand(io.env);
+    if (basename(io.argv0) === 'passthru' && command !== '') {
+      const out = passthru(command, command === 'VERSION' ? Buffer.alloc(0) : await io.readStdin());
+      if (out) io.writeStdout(out + '\n');
+      return 0;
+    }
     if (command === '') {
       io.writeStderr(aboutText(VERSION));
       return 0;
@@ -120,6 +129,7 @@ function readAll(stream: NodeJS.ReadableStream): Promise<Buffer> {
 export function run(): void {
   const io: Io = {
     env: process.env,
+    argv0: process.argv0,
     argv: process.argv.slice(2),
     readStdin: () => readAll(process.stdin),
     writeStdout: (s) => process.stdout.write(s),

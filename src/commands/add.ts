@@ -7,6 +7,7 @@
  * and return the cluster network's result in the multus config's cniVersion. Any failure after the first
  * attachment rolls back every attachment made so far (§8.3), so no interface or IP is left behind.
  */
+import { auxiliaryChain } from '../auxchain.ts';
 import { removeScratchCache, writeScratchCache } from '../cache.ts';
 import type { MultusConf } from '../conf.ts';
 import { addNetwork, delNetwork } from '../delegate.ts';
@@ -32,6 +33,8 @@ export async function cmdAdd(req: CniRequest, conf: MultusConf, deps: CommandDep
   const pod = await lookupPod(kube, ctx.k8s, 'ADD', deps);
   if (pod.kind === 'unknown' && kube) deps.log.verbose(`[${ctx.pod}]: ${pod.reason}: attaching the configured networks only`);
   const delegates = await resolvePodDelegates(conf, ctx.k8s, pod, resolveDeps(kube, deps));
+  const aux = auxiliaryChain(conf, deps.log);
+  if (aux) delegates.push(aux);
   const attachments = planAttachments(delegates, req.ifName);
   checkCapabilities(ctx, attachments);
   writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));

@@ -204,10 +204,15 @@ describe('requests', () => {
     expect(ev.metadata.name).toMatch(/^web-0\.[0-9a-f]+$/);
   });
 
-  it('names events like client-go (<pod>.<unix nanos in hex>)', () => {
+  it('names events like client-go (<pod>.<unix nanos in hex>), unique within one millisecond', () => {
     const at = new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678));
+    const names = [1, 2, 3].map(() => (eventBody({ pod: POD, type: 'Warning', reason: 'NoNetworkFound', message: 'm' }, at).metadata as { name: string }).name);
+    expect(new Set(names).size).toBe(3);
+    for (const name of names) {
+      const nanos = BigInt(`0x${name.slice('web-0.'.length)}`);
+      expect(nanos / 1_000_000n).toBe(BigInt(at.getTime()));
+    }
     const ev = eventBody({ pod: POD, type: 'Warning', reason: 'NoNetworkFound', message: 'm' }, at);
-    expect(ev.metadata).toEqual({ name: `web-0.${(BigInt(at.getTime()) * 1_000_000n).toString(16)}`, namespace: 'default' });
     expect(ev.firstTimestamp).toBe('2026-01-02T03:04:05Z');
   });
 
