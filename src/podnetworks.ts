@@ -14,6 +14,8 @@ import { resolveStaticNetworks } from './conf.ts';
 import { CniCode, CniError, messageOf, wrapError } from './errors.ts';
 import type { KubeClient, Nad, Pod } from './k8s.ts';
 import type { Logger } from './log.ts';
+import type { ResourceMapDeps } from './devices.ts';
+import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from './devices.ts';
 import { delegateFromNad } from './nad.ts';
 import type { Delegate, SelectionRequest } from './plan.ts';
 import type { NetworkSelection } from './selection.ts';
@@ -105,6 +107,8 @@ async function getPodOnce(kube: KubeClient, k8s: K8sArgs, log: Logger): Promise<
 export interface ResolveDeps {
   kube: KubeClient | undefined;
   log: Logger;
+  /** Where the kubelet's pod-resources socket and device checkpoint are (tests point elsewhere). */
+  devices?: ResourceMapDeps;
   /** Warning events (NoNetworkFound) go through here; best effort, never throws. */
   warn(pod: Pod, reason: string, message: string): Promise<void>;
 }
@@ -168,7 +172,23 @@ export async function resolvePodDelegates(
     return parsed;
   });
   for (const sel of selections) delegates.push(await selectionDelegate(conf, deps, pod, sel));
-  return delegates;
+  return assignDeviceIds(delegates, pod, deps);
+}
+
+/**
+ * §4.4: NADs with a resourceName get the pod's allocated devices in sorted order, one per attachment of that
+ * resource, injected as `deviceID`/`pciBusID` into their config. The kubelet is asked once per ADD, and only
+ * when some delegate has a resource name (otherwise none of this runs).
+ */
+async function assignDeviceIds(delegates: Delegate[], pod: Pod, deps: ResolveDeps): Promise<Delegate[]> {
+  if (!delegates.some((d) => d.request.resourceName)) return delegates;
+  const { namespace, name, uid } = pod.metadata;
+  const allocator = new DeviceAllocator(await readResourceMap({ namespace, name, uid }, { log: deps.log, ...deps.devices }));
+  return delegates.map((d) => {
+    const id = d.request.resourceName ? allocator.next(d.request.resourceName) : undefined;
+    if (!id) return d;
+    return { ...d, network: injectDeviceIdIntoNetwork(d.network, id), request: { ...d.request, deviceID: id } };
+  });
 }
 
 function withPod<T>(pod: Pod, context: string, fn: () => T): T {

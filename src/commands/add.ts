@@ -10,7 +10,9 @@
 import { auxiliaryChain } from '../auxchain.ts';
 import { removeScratchCache, writeScratchCache } from '../cache.ts';
 import type { MultusConf } from '../conf.ts';
+import type { RuntimeConf } from '../delegate.ts';
 import { addNetwork, delNetwork } from '../delegate.ts';
+import { copyDevicePluginInfo, readDeviceInfo } from '../devices.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../errors.ts';
 import type { KubeClient, Pod } from '../k8s.ts';
 import { buildNetworkStatuses } from '../netstatus.ts';
@@ -59,7 +61,9 @@ async function addAttachments(ctx: CallContext, attachments: Attachment[]): Prom
   const results: CniResult[] = [];
   for (const [index, attachment] of attachments.entries()) {
     try {
-      results.push(await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx.net));
+      const rt = runtimeConfFor(ctx, attachment, 'ADD');
+      copyDeviceInfo(ctx, attachment, rt);
+      results.push(await addNetwork(attachment.network, rt, ctx.net));
     } catch (e) {
       await rollback(ctx, attachments.slice(0, index + 1));
       const name = attachment.network.name;
@@ -87,11 +91,28 @@ async function moveDefaultRoutes(ctx: CallContext, attachments: Attachment[], de
   }
 }
 
+/** §6.3: the device plugin's device-info file, copied to the attachment's CNIDeviceInfoFile before its ADD. */
+function copyDeviceInfo(ctx: CallContext, attachment: Attachment, rt: RuntimeConf): void {
+  const target = rt.capabilityArgs.CNIDeviceInfoFile;
+  const { resourceName, deviceID } = attachment.request;
+  if (typeof target !== 'string' || !resourceName || !deviceID) return;
+  const warning = copyDevicePluginInfo(resourceName, deviceID, target, ctx.dpDevinfoDir);
+  if (warning) ctx.net.log.verbose(`[${ctx.pod}]: ${warning}`);
+}
+
+/** The attachment's device-info (its CNIDeviceInfoFile, when the plugin or the copy wrote one). */
+function deviceInfoOf(ctx: CallContext, attachment: Attachment): Record<string, unknown> | undefined {
+  const path = runtimeConfFor(ctx, attachment, 'ADD').capabilityArgs.CNIDeviceInfoFile;
+  if (typeof path !== 'string') return undefined;
+  const info = readDeviceInfo(path);
+  return info.kind === 'ok' ? info.value : undefined;
+}
+
 /** network-status and AddedInterface events; a failed status write rolls the whole ADD back. */
 async function reportAttachments(ctx: CallContext, kube: KubeClient, pod: Pod, attachments: Attachment[], results: CniResult[]): Promise<void> {
   // Pods in systemNamespaces get no network-status (§9.2; Multus compares the pod's *name* there, #1205).
   if (!ctx.conf.systemNamespaces.includes(pod.metadata.namespace)) {
-    const statuses = attachments.flatMap((a, i) => buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork));
+    const statuses = attachments.flatMap((a, i) => buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork, deviceInfoOf(ctx, a)));
     try {
       await publishNetworkStatus(kube, pod, statuses, ctx.net.log);
     } catch (e) {

@@ -10,6 +10,8 @@ import type { ArgPairs, K8sArgs } from '../cniargs.ts';
 import { parseCniArgs, parseK8sArgs, podRef } from '../cniargs.ts';
 import type { MultusConf } from '../conf.ts';
 import type { NetworkDeps, RuntimeConf } from '../delegate.ts';
+import type { ResourceMapDeps } from '../devices.ts';
+import { CNI_DEVINFO_DIR, DP_DEVINFO_DIR, deviceInfoPath } from '../devices.ts';
 import type { Exec } from '../exec.ts';
 import type { KubeClient, Pod } from '../k8s.ts';
 import type { Logger } from '../log.ts';
@@ -33,6 +35,13 @@ export interface CommandDeps {
   clock: Clock;
   /** How default routes are changed inside the pod's netns (tests inject a fake runner). */
   routes?: NetnsRouteDeps;
+  /** Device sources and device-info directories (tests point them at temp dirs). */
+  devices?: DeviceDeps;
+}
+
+export interface DeviceDeps extends ResourceMapDeps {
+  cniDevinfoDir?: string;
+  dpDevinfoDir?: string;
 }
 
 export interface CallContext {
@@ -43,6 +52,9 @@ export interface CallContext {
   /** "ns/name/uid", for error prefixes as Multus writes them. */
   pod: string;
   net: NetworkDeps;
+  /** Where CNIDeviceInfoFiles are written, and where device plugins leave theirs (§6.3). */
+  devinfoDir: string;
+  dpDevinfoDir: string;
 }
 
 export function callContext(req: CniRequest, conf: MultusConf, deps: CommandDeps): CallContext {
@@ -56,6 +68,8 @@ export function callContext(req: CniRequest, conf: MultusConf, deps: CommandDeps
     k8s,
     runtimePairs,
     pod: podRef(k8s),
+    devinfoDir: deps.devices?.cniDevinfoDir ?? CNI_DEVINFO_DIR,
+    dpDevinfoDir: deps.devices?.dpDevinfoDir ?? DP_DEVINFO_DIR,
     net: {
       exec: deps.exec,
       log: deps.log,
@@ -68,12 +82,17 @@ export function callContext(req: CniRequest, conf: MultusConf, deps: CommandDeps
 }
 
 export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command: string): RuntimeConf {
+  const capabilityArgs = capabilityArgsFor(attachment, ctx.conf.runtimeConfig);
+  // §6.3: an attachment with a device gets its own CNIDeviceInfoFile path (any runtime value is replaced).
+  if (attachment.request.deviceID && !attachment.isClusterNetwork) {
+    capabilityArgs.CNIDeviceInfoFile = deviceInfoPath(attachment.displayName, ctx.req.containerId, attachment.ifName, ctx.devinfoDir);
+  }
   return {
     containerId: ctx.req.containerId,
     netns: ctx.req.netns,
     ifName: attachment.ifName,
     args: delegateArgsFor(attachment, ctx.k8s, ctx.runtimePairs, command),
-    capabilityArgs: capabilityArgsFor(attachment, ctx.conf.runtimeConfig),
+    capabilityArgs,
   };
 }
 
@@ -81,6 +100,7 @@ export function resolveDeps(kube: KubeClient | undefined, deps: CommandDeps): Re
   return {
     kube,
     log: deps.log,
+    ...(deps.devices ? { devices: deps.devices } : {}),
     warn: (pod: Pod, reason: string, message: string) =>
       kube ? emitEvents(kube, pod, [{ type: 'Warning', reason, message }], deps.log) : Promise.resolve(),
   };

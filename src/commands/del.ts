@@ -15,6 +15,7 @@ import type { MultusConf } from '../conf.ts';
 import { parseNetwork, resolveStaticNetworks } from '../conf.ts';
 import type { RuntimeConf } from '../delegate.ts';
 import { delNetwork, joinErrors } from '../delegate.ts';
+import { removeDeviceInfo } from '../devices.ts';
 import type { Network } from '../conf.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../errors.ts';
 import type { Delegate } from '../plan.ts';
@@ -44,6 +45,7 @@ export async function cmdDel(req: CniRequest, conf: MultusConf, deps: CommandDep
   for (const { network, rt } of [...plan.teardowns].reverse()) {
     try {
       await delNetwork(network, rt, ctx.net);
+      removeDeviceInfoOf(ctx, rt);
     } catch (e) {
       failures.push(wrapError(e, `[${ctx.pod}:${network.name}]: error deleting ${rt.ifName} of network "${network.name}"`));
     }
@@ -56,6 +58,14 @@ export async function cmdDel(req: CniRequest, conf: MultusConf, deps: CommandDep
     }));
   }
   if (failures.length > 0) throw joinErrors(failures);
+}
+
+/** §6.3: the attachment's CNIDeviceInfoFile goes with it (errors only logged). */
+function removeDeviceInfoOf(ctx: CallContext, rt: RuntimeConf): void {
+  const path = rt.capabilityArgs.CNIDeviceInfoFile;
+  if (typeof path !== 'string') return;
+  const warning = removeDeviceInfo(path);
+  if (warning) ctx.net.log.verbose(`[${ctx.pod}]: ${warning}`);
 }
 
 async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPlan> {

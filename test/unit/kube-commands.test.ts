@@ -2,7 +2,7 @@
  * Kubernetes mode of the commands, in-process, with the FakeKube and FakeExec seams: pod lookup policy,
  * NAD resolution and order, network-status writes with conflicts, API economy, rollback on failures.
  */
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -271,6 +271,54 @@ describe('ADD with Kubernetes', () => {
     await t.add();
     expect(t.exec.calls()).toEqual(['ADD p0 eth0']);
     expect(t.kube.received).toEqual(['getPod ns1/pod1']);
+  });
+});
+
+describe('device IDs (resourceName)', () => {
+  it('assigns the pod\'s devices in sorted order, injects them, writes and publishes device-info, removes it on DEL', async () => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'sriov-a,sriov-a' });
+    const resource = 'intel.com/sriov';
+    t.kube.addNad('ns1', 'sriov-a', { cniVersion: '1.0.0', type: 'pa', capabilities: { CNIDeviceInfoFile: true, deviceID: true } }, { 'k8s.v1.cni.cncf.io/resourceName': resource });
+    const checkpoint = join(dir, 'checkpoint');
+    writeFileSync(checkpoint, JSON.stringify({
+      Data: { PodDeviceEntries: [
+        { PodUID: 'uid-1', ContainerName: 'c', ResourceName: resource, DeviceIDs: { '0': ['0000:af:00.3', '0000:af:00.1'] } },
+        { PodUID: 'other', ContainerName: 'c', ResourceName: resource, DeviceIDs: { '0': ['0000:af:00.0'] } },
+      ], RegisteredDevices: {} },
+      Checksum: 1,
+    }));
+    const dp = join(dir, 'dp');
+    mkdirSync(dp);
+    writeFileSync(join(dp, 'intel.com-sriov-0000:af:00.1-device.json'), JSON.stringify({ type: 'pci', version: '1.1.0', pci: { 'pci-address': '0000:af:00.1' } }));
+    t.deps.devices = { podResourcesSocket: join(dir, 'no.sock'), checkpointFile: checkpoint, cniDevinfoDir: join(dir, 'cni-devinfo'), dpDevinfoDir: dp };
+    await t.add();
+    const [, first, second] = t.exec.received;
+    expect([first!.stdin.deviceID, first!.stdin.pciBusID, second!.stdin.deviceID]).toEqual(['0000:af:00.1', '0000:af:00.1', '0000:af:00.3']);
+    const infoFile = join(dir, 'cni-devinfo', 'ns1-sriov-a-cid1_net1');
+    expect(first!.stdin.runtimeConfig).toEqual({ deviceID: '0000:af:00.1', CNIDeviceInfoFile: infoFile });
+    const status = JSON.parse(t.kube.pods.get('ns1/pod1')!.metadata.annotations![STATUS]!);
+    expect(status[1]['device-info']).toEqual({ type: 'pci', version: '1.1.0', pci: { 'pci-address': '0000:af:00.1' } });
+    expect(status[2]['device-info']).toBeUndefined();
+    expect(existsSync(infoFile)).toBe(true);
+    await t.del();
+    expect(existsSync(infoFile)).toBe(false);
+  });
+
+  it('runs none of it when no delegate has a resource name', async () => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a' });
+    t.deps.devices = { podResourcesSocket: join(dir, 'no.sock'), checkpointFile: join(dir, 'garbage') };
+    writeFileSync(join(dir, 'garbage'), 'not json');
+    await t.add();
+    expect(t.exec.calls()).toEqual(['ADD p0 eth0', 'ADD pa net1']);
+  });
+
+  it('fails the ADD before anything runs when the checkpoint is garbage', async () => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'sriov-a' });
+    t.kube.addNad('ns1', 'sriov-a', { cniVersion: '1.0.0', type: 'pa' }, { 'k8s.v1.cni.cncf.io/resourceName': 'intel.com/sriov' });
+    writeFileSync(join(dir, 'garbage'), '{"Data":');
+    t.deps.devices = { podResourcesSocket: join(dir, 'no.sock'), checkpointFile: join(dir, 'garbage') };
+    await expect(t.add()).rejects.toMatchObject({ msg: expect.stringContaining('failed to get resourceMap') });
+    expect(t.exec.received).toEqual([]);
   });
 });
 
