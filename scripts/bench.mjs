@@ -2,8 +2,9 @@
 /**
  * Start-up benchmark of build/multus (the SEA executable), run as a container runtime would run it.
  *
- *   npm run bench                          # 60 measured rounds after 5 warm-up rounds
+ *   npm run bench                          # both scenarios (delegates-only only when the k8s binaries are missing)
  *   npm run bench -- --rounds 100 --scenario delegates-only
+ *   npm run bench -- --scenario kubernetes --k8s-rounds 40
  *   node scripts/bench.mjs --exe /tmp/out/multus --rounds 10    # plumbing check (fewer than 50 rounds warns)
  *
  * Each round runs, in an order rotated by one every round: a bare `node -e 0` of the base binary (the floor),
@@ -16,6 +17,11 @@
  *
  * NODE_OPTIONS and NODE_EXTRA_CA_CERTS are never passed to the measured processes: a runtime does not set them,
  * and a CA bundle costs 40-60 ms per Node start.
+ *
+ * Scenario `kubernetes` (scripts/bench/kubernetes.mjs) runs after `delegates-only` when both are asked for: ADD
+ * and DEL of a pod with two NADs against a real kube-apiserver (test/k8s/cluster.ts, run in a helper process),
+ * through the lean client and through the client-node fallback, with API requests counted from the audit log.
+ * Its figures go under the `kubernetes` key of the JSON; the top-level figures stay those of delegates-only.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -27,6 +33,7 @@ import { createRequire } from 'node:module';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import * as kubernetes from './bench/kubernetes.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(ROOT, 'package.json'));
@@ -39,18 +46,20 @@ const RUNTIME_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 
 function usage(code) {
   process.stderr.write(
-    'usage: node scripts/bench.mjs [--rounds N] [--warmup N] [--rss-samples N] [--scenario NAME] [--exe FILE]\n' +
-      `  --rounds N        measured rounds, default 60 (the figures need at least 50)\n` +
-      `  --warmup N        rounds run first and discarded, default 5\n` +
+    'usage: node scripts/bench.mjs [--rounds N] [--k8s-rounds N] [--warmup N] [--rss-samples N] [--scenario NAME] [--exe FILE]\n' +
+      `  --rounds N        measured rounds of delegates-only, default 60 (the figures need at least 50)\n` +
+      `  --k8s-rounds N    measured rounds of kubernetes, default 40 (the figures need at least 30)\n` +
+      `  --warmup N        rounds run first and discarded (each scenario), default 5\n` +
       `  --rss-samples N   runs of each command in the peak-RSS phase, default 5\n` +
-      `  --scenario NAME   one of: ${Object.keys(SCENARIOS).join(', ')} (default delegates-only)\n` +
+      `  --scenario NAME   delegates-only, kubernetes or all (default all when test/k8s/build.sh's binaries\n` +
+      `                    exist, else delegates-only)\n` +
       `  --exe FILE        the executable to measure, default build/multus (built first if missing)\n`,
   );
   process.exit(code);
 }
 
 function parseArgs(argv) {
-  const o = { rounds: 60, warmup: 5, rssSamples: 5, scenario: 'delegates-only', exe: null };
+  const o = { rounds: 60, k8sRounds: 40, warmup: 5, rssSamples: 5, scenario: null, exe: null };
   for (let i = 0; i < argv.length; i++) {
     let [k, v] = argv[i].split(/=(.*)/s);
     const next = () => v ?? argv[++i] ?? usage(2);
@@ -60,6 +69,7 @@ function parseArgs(argv) {
       return n;
     };
     if (k === '--rounds') o.rounds = int();
+    else if (k === '--k8s-rounds') o.k8sRounds = int();
     else if (k === '--warmup') o.warmup = int();
     else if (k === '--rss-samples') o.rssSamples = int();
     else if (k === '--scenario') o.scenario = next();
@@ -70,7 +80,11 @@ function parseArgs(argv) {
       usage(2);
     }
   }
-  if (o.rounds < 1) usage(2);
+  if (o.rounds < 1 || o.k8sRounds < 1) usage(2);
+  if (o.scenario !== null && !['all', ...Object.keys(SCENARIOS)].includes(o.scenario)) {
+    process.stderr.write(`bench: unknown scenario ${o.scenario}\n`);
+    usage(2);
+  }
   return o;
 }
 
@@ -213,9 +227,9 @@ function ensureDelegate() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Scenarios: what multus is asked to do. Each returns the multus config, the delegate config that multus passes
-// on, how many delegate calls one ADD and one DEL make, extra env, and a cleanup. A Kubernetes-mode scenario
-// (fake API server, 00-multus.conf with a kubeconfig) fits the same shape.
+// Scenarios: what multus is asked to do. `delegates-only` returns the multus config, the delegate config that
+// multus passes on, how many delegate calls one ADD and one DEL make, extra env, and a cleanup, and measure()
+// times it; `kubernetes` (a real API server, pods, two kubeconfigs) runs itself: scripts/bench/kubernetes.mjs.
 
 const SCENARIOS = {
   'delegates-only': {
@@ -233,6 +247,7 @@ const SCENARIOS = {
       return { conf, delegateConf, delegateCalls: { ADD: 1, DEL: 1 }, env: {}, cleanup: async () => {} };
     },
   },
+  kubernetes: { description: kubernetes.description },
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -324,9 +339,14 @@ function parseJson(s) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  const scenario = SCENARIOS[opts.scenario];
-  if (!scenario) fail(`unknown scenario ${opts.scenario} (have: ${Object.keys(SCENARIOS).join(', ')})`);
-  if (opts.rounds < 50) say(`WARNING: ${opts.rounds} rounds: the figures need at least 50 (--rounds)`);
+  const k8s = kubernetes.k8sBinaries(ROOT);
+  if (opts.scenario === null) {
+    opts.scenario = k8s.present ? 'all' : 'delegates-only';
+    if (!k8s.present) say(`note: scenario kubernetes skipped: no kube-apiserver/etcd in ${k8s.dir} (bash test/k8s/build.sh)`);
+  }
+  const run = opts.scenario === 'all' ? ['delegates-only', 'kubernetes'] : [opts.scenario];
+  if (run.includes('kubernetes') && !k8s.present) fail(`scenario kubernetes needs ${k8s.bins.join(' and ')} (bash test/k8s/build.sh)`);
+  if (run.includes('delegates-only') && opts.rounds < 50) say(`WARNING: ${opts.rounds} rounds: the figures need at least 50 (--rounds)`);
 
   const mach = machine();
   const exe = ensureExe(opts);
@@ -334,16 +354,47 @@ async function main() {
   const stripped = strippedBase(exe);
   const delegate = ensureDelegate();
   const tmp = mkdtempSync(join(tmpdir(), 'multus-bench-'));
+  const out = {
+    bench: 'multus-ts startup',
+    git_head: spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() || null,
+    scenario: run[0],
+    scenarios_run: run,
+  };
   let sc;
   try {
-    sc = await scenario.setup({ tmp, delegate });
-    await measure({ opts, scenario, sc, tmp, exe, node, stripped, delegate, mach });
+    if (run.includes('delegates-only')) {
+      const scenario = SCENARIOS['delegates-only'];
+      sc = await scenario.setup({ tmp, delegate });
+      Object.assign(out, await measure({ opts, scenario, sc, tmp, exe, node, stripped, delegate, mach }));
+      await sc.cleanup();
+      sc = undefined;
+    }
+    if (run.includes('kubernetes')) {
+      const lib = { timed, stats, r2, fail, say, parseJson, rssMeter, RUNTIME_PATH, CLK_TCK };
+      out.kubernetes = await kubernetes.runKubernetes({
+        opts, exe, node, delegate: { ...delegate, type: DELEGATE_TYPE }, tmp, lib,
+      });
+    }
   } finally {
     await sc?.cleanup();
     rmSync(tmp, { recursive: true, force: true });
   }
+  if (!run.includes('delegates-only')) {
+    // The context keys measure() gives for delegates-only, without its figures.
+    Object.assign(out, {
+      date: new Date().toISOString(),
+      machine: { ...mach, loadavg_1m_end: r2(loadavg()[0]) },
+      node_version: spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim(),
+      exe,
+      exe_size_bytes: statSync(exe).size,
+      base_binary: node,
+      delegate: { path: delegate.path, kind: delegate.kind },
+    });
+  }
+  process.stdout.write(JSON.stringify(out) + '\n'); // one line, last: `tail -n1 | jq`
 }
 
+/** Times the delegates-only scenario; returns its keys of the JSON output. */
 async function measure({ opts, scenario, sc, tmp, exe, node, stripped, delegate, mach }) {
   const netns = join(tmp, 'netns'); // an existing path; CNI_NETNS_OVERRIDE=1 says it is fine
   writeFileSync(netns, '');
@@ -481,10 +532,7 @@ async function measure({ opts, scenario, sc, tmp, exe, node, stripped, delegate,
     const floor = stats(samples.floor);
     const cpuMean = (k) => r2((ticks[k] * 1000) / CLK_TCK / (samples[k].length || 1));
     const overhead = stats([...ovAdd, ...ovDel]);
-    const out = {
-      bench: 'multus-ts startup',
-      git_head: spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() || null,
-      scenario: opts.scenario,
+    return {
       scenario_description: scenario.description,
       date: new Date().toISOString(),
       machine: { ...mach, loadavg_1m_end: r2(loadavg()[0]) },
@@ -529,7 +577,6 @@ async function measure({ opts, scenario, sc, tmp, exe, node, stripped, delegate,
         peak_rss_under_60_mib: peak < 60,
       },
     };
-    process.stdout.write(JSON.stringify(out) + '\n'); // one line, last: `tail -n1 | jq`
   }
 }
 
