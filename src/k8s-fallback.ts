@@ -66,16 +66,28 @@ function toCredentials(o: HttpsOptionsOut): FallbackCredentials {
   return out;
 }
 
+const CREDENTIAL_TTL_MS = 60_000;
+
 /** A client-node KubeConfig for `path` (current-context), kept for the life of the client. */
 export function openKubeconfig(path: string): FallbackSession {
   const kc = new KubeConfig();
   kc.loadFromFile(path);
   let agent: Agent | undefined;
+  let cached: { at: number; value: Promise<FallbackCredentials> } | undefined;
   return {
-    async credentials() {
-      const opts: HttpsOptionsOut = { headers: {} };
-      await kc.applyToHTTPSOptions(opts as never);
-      return toCredentials(opts);
+    // client-node runs an exec plugin again for every request when its credential has no expiry (7 runs per
+    // ADD measured); one call needs one credential: keep it for a minute (also bounds a future daemon).
+    credentials() {
+      if (!cached || Date.now() - cached.at > CREDENTIAL_TTL_MS) {
+        const value = (async () => {
+          const opts: HttpsOptionsOut = { headers: {} };
+          await kc.applyToHTTPSOptions(opts as never);
+          return toCredentials(opts);
+        })();
+        value.catch(() => (cached = undefined));
+        cached = { at: Date.now(), value };
+      }
+      return cached.value;
     },
     agent() {
       const cluster = kc.getCurrentCluster();

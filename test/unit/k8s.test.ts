@@ -530,6 +530,19 @@ describe('the @kubernetes/client-node fallback', () => {
     expect(loads).toBe(1);
   });
 
+  it('runs an exec plugin once per call even when its credential has no expiry', async () => {
+    const plugin = join(dir, 'count-token.sh');
+    const count = join(dir, 'count');
+    writeFileSync(plugin, `#!/bin/sh\necho run >> ${count}\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token"}}'\n`);
+    chmodSync(plugin, 0o755);
+    const user = `    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ${plugin}\n      interactiveMode: Never`;
+    const c = await client(writeKubeconfig(user), { loadFallback: loadFallbackModule, timeoutMs: 30_000 });
+    await c.getPod('default', 'web-0');
+    await c.getNad('default', 'net-a');
+    await c.getPod('default', 'web-0');
+    expect(readFileSync(count, 'utf8').trim().split('\n')).toHaveLength(1);
+  });
+
   it('parses YAML beyond the lean subset with js-yaml and still uses the lean credentials', async () => {
     const file = writeKubeconfig('    token: &t anchored-token');
     const c = await client(file, { loadFallback: loadFallbackModule });
