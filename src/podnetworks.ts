@@ -142,7 +142,7 @@ async function selectionDelegate(conf: MultusConf, deps: ResolveDeps, pod: Pod, 
     await deps.warn(pod, 'NoNetworkFound', msg);
     throw new CniError(CniCode.InvalidConfig, `${msg}: create it, or fix the pod's ${NETWORKS_ANNOTATION} annotation`);
   }
-  return delegateFromNad(nad, conf.confDir, sel.request);
+  return withPod(pod, 'error loading k8s delegates', () => delegateFromNad(nad, conf.confDir, sel.request));
 }
 
 export async function resolvePodDelegates(

@@ -12,7 +12,7 @@ import { resolveStaticNetworks } from '../conf.ts';
 import { checkNetwork, joinErrors } from '../delegate.ts';
 import type { CniError } from '../errors.ts';
 import { wrapError } from '../errors.ts';
-import type { Delegate } from '../plan.ts';
+import type { Attachment, Delegate } from '../plan.ts';
 import { fromCachedDelegate, planAttachments } from '../plan.ts';
 import type { CniRequest } from '../request.ts';
 import type { CallContext, CommandDeps } from './context.ts';
@@ -24,6 +24,7 @@ export async function cmdCheck(req: CniRequest, conf: MultusConf, deps: CommandD
   const failures: CniError[] = [];
   for (const attachment of attachments) {
     const name = attachment.network.name;
+    if (isAuxiliaryChain(ctx, attachment)) continue;
     try {
       const checked = await checkNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'CHECK'), ctx.net);
       if (!checked) ctx.net.log.verbose(`[${ctx.pod}]: skipped CHECK of ${name} (cniVersion ${attachment.network.cniVersion} or disableCheck)`);
@@ -32,6 +33,11 @@ export async function cmdCheck(req: CniRequest, conf: MultusConf, deps: CommandD
     }
   }
   if (failures.length > 0) throw joinErrors(failures);
+}
+
+/** The auxiliary chain makes no interface of its own (§14.3): there is nothing at net<i> to check. */
+function isAuxiliaryChain(ctx: CallContext, attachment: Attachment): boolean {
+  return attachment.displayName === ctx.conf.auxiliaryCNIChainName && attachment.network.plugins[0]?.type === 'passthru';
 }
 
 function recordedDelegates(ctx: CallContext): Delegate[] {
