@@ -14,6 +14,7 @@ import { silentLogger } from '../../src/log.ts';
 import { parseRequest } from '../../src/request.ts';
 import { FakeExec, cniErrorReply } from '../helpers/fake-exec.ts';
 import { FakeKube, FakeKubeError } from '../helpers/fake-kube.ts';
+import { startPodResourcesServer } from '../devices/podresources-server.ts';
 
 let dir: string;
 let cniDir: string;
@@ -302,6 +303,32 @@ describe('device IDs (resourceName)', () => {
     expect(existsSync(infoFile)).toBe(true);
     await t.del();
     expect(existsSync(infoFile)).toBe(false);
+  });
+
+  it('asks the kubelet\'s pod-resources gRPC API when its socket exists, and injects what it allocated', async () => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'sriov-a,sriov-a' });
+    t.kube.addNad('ns1', 'sriov-a', { cniVersion: '1.0.0', name: 'sriov', plugins: [{ type: 'pa' }, { type: 'pb' }] }, { 'k8s.v1.cni.cncf.io/resourceName': 'nvidia.com/rdma' });
+    const socket = join(dir, 'kubelet.sock');
+    const server = await startPodResourcesServer(socket, {
+      kind: 'answer',
+      response: { pod_resources: [
+        { name: 'pod1', namespace: 'ns1', containers: [{ name: 'a', devices: [{ resource_name: 'nvidia.com/rdma', device_ids: ['0000:3b:00.7'] }] }, { name: 'b', devices: [{ resource_name: 'nvidia.com/rdma', device_ids: ['0000:3b:00.2'] }] }] },
+        { name: 'pod2', namespace: 'ns1', containers: [{ name: 'a', devices: [{ resource_name: 'nvidia.com/rdma', device_ids: ['0000:3b:00.0'] }] }] },
+      ] },
+    });
+    try {
+      t.deps.devices = { podResourcesSocket: socket, checkpointFile: join(dir, 'unused'), cniDevinfoDir: join(dir, 'cni-devinfo'), dpDevinfoDir: join(dir, 'dp') };
+      await t.add();
+    } finally {
+      await server.close();
+    }
+    expect(server.calls).toHaveLength(1);
+    expect(t.exec.received.slice(1).map((c) => [c.type, c.ifName, c.stdin.deviceID, c.stdin.pciBusID])).toEqual([
+      ['pa', 'net1', '0000:3b:00.2', '0000:3b:00.2'],
+      ['pb', 'net1', '0000:3b:00.2', '0000:3b:00.2'],
+      ['pa', 'net2', '0000:3b:00.7', '0000:3b:00.7'],
+      ['pb', 'net2', '0000:3b:00.7', '0000:3b:00.7'],
+    ]);
   });
 
   it('runs none of it when no delegate has a resource name', async () => {
