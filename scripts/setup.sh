@@ -6,6 +6,10 @@
 # as CI does (`bash .ci/run`). Works without a TTY. Safe to run again: every step is skipped when already done.
 set -euo pipefail
 
+# --demo: only what `npm run demo` needs (system packages and node_modules): no Go builds.
+demo_only=false
+[[ "${1:-}" == "--demo" ]] && demo_only=true
+
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
@@ -53,6 +57,11 @@ if [[ ! -d node_modules ]] || node_modules_stale; then
   npm ci --no-audit --no-fund
 else
   say "node_modules up to date with package-lock.json"
+fi
+
+if $demo_only; then
+  say "done (--demo: the libcni driver and the Kubernetes peers are built by a plain run, for the tests)"
+  exit 0
 fi
 
 # 3. The libcni driver (Go). A machine of this kind has Go in /usr/local/go.
