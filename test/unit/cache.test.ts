@@ -25,6 +25,7 @@ import {
 } from '../../src/cache.ts';
 import type { CachedDelegate, ReadOutcome, ResultCacheEntry } from '../../src/cache.ts';
 import { CniError } from '../../src/errors.ts';
+import { thrown } from '../helpers/errors.ts';
 
 let dir: string;
 beforeEach(() => {
@@ -35,16 +36,6 @@ afterEach(() => {
 });
 
 const modeOf = (path: string): number => statSync(path).mode & 0o777;
-
-function thrown(fn: () => unknown): CniError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CniError);
-    return err as CniError;
-  }
-  throw new Error('expected a CniError, nothing was thrown');
-}
 
 function corruptError<T>(outcome: ReadOutcome<T>): CniError {
   if (outcome.kind !== 'corrupt') throw new Error(`expected a corrupt outcome, got ${outcome.kind}`);

@@ -30,9 +30,10 @@ import {
 } from '../../src/devices.ts';
 import type { ResourceMap } from '../../src/devices.ts';
 import { parseNetwork } from '../../src/conf.ts';
-import { CniCode, CniError } from '../../src/errors.ts';
+import { CniCode } from '../../src/errors.ts';
 import type { Logger } from '../../src/log.ts';
 import type { ListPodResourcesResponse } from '../../src/podresources.ts';
+import { thrown, rejection } from '../helpers/errors.ts';
 
 let dir: string;
 beforeEach(() => {
@@ -41,26 +42,6 @@ beforeEach(() => {
 afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
-
-function thrown(fn: () => unknown): CniError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CniError);
-    return err as CniError;
-  }
-  throw new Error('expected a CniError, nothing was thrown');
-}
-
-async function rejection(p: Promise<unknown>): Promise<CniError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(CniError);
-    return err as CniError;
-  }
-  throw new Error('expected a CniError, the promise resolved');
-}
 
 const asObject = (map: Map<string, ResourceMap>): Record<string, Record<string, string[]>> =>
   Object.fromEntries([...map].map(([uid, resources]) => [uid, Object.fromEntries(resources)]));

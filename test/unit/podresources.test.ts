@@ -15,6 +15,7 @@ import { CniCode, CniError } from '../../src/errors.ts';
 import { decodeListPodResourcesResponse, listPodResources } from '../../src/podresources.ts';
 import { encodeListResponse, startPodResourcesServer, startSilentSocket } from '../devices/podresources-server.ts';
 import type { ListPodResourcesResponseMessage, PodResourcesServer } from '../devices/podresources-server.ts';
+import { rejection } from '../helpers/errors.ts';
 
 let dir: string;
 let socketPath: string;
@@ -45,16 +46,6 @@ const deps = (extra: ResourceMapDeps = {}): ResourceMapDeps => ({
 });
 
 const pod = { namespace: 'ns1', name: 'pod-a', uid: 'uid-a' };
-
-async function rejection(p: Promise<unknown>): Promise<CniError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(CniError);
-    return err as CniError;
-  }
-  throw new Error('expected a CniError, the promise resolved');
-}
 
 // A node the way a real kubelet lists it: other pods, a same-named pod elsewhere, CPU/memory/topology/DRA fields.
 const NODE: ListPodResourcesResponseMessage = {

@@ -3,19 +3,9 @@
  * rewrite on realistic libcni cached results of every layout (0.2.0 ip4/ip6, 0.3.1, 0.4.0, 1.0.0, 1.1.0).
  */
 import { describe, expect, it } from 'vitest';
-import { CniError } from '../../src/errors.ts';
 import type { RouteChange, RoutePlan, RouteRequester } from '../../src/routes.ts';
 import { changesRoutes, defaultRouteFamily, gatewayFamily, planDefaultRoutes, rewriteCachedRoutes } from '../../src/routes.ts';
-
-function thrown(fn: () => unknown): CniError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CniError);
-    return err as CniError;
-  }
-  throw new Error('expected a CniError, nothing was thrown');
-}
+import { thrown } from '../helpers/errors.ts';
 
 const att = (ifName: string, defaultRoute?: string[]): RouteRequester => ({
   ifName,

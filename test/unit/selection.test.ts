@@ -3,7 +3,6 @@
  * Every table asserts exact values or the exact CniError(7) message.
  */
 import { describe, expect, it } from 'vitest';
-import { CniError } from '../../src/errors.ts';
 import type { SelectionRequest } from '../../src/plan.ts';
 import type { NetworkSelection } from '../../src/selection.ts';
 import {
@@ -12,6 +11,7 @@ import {
   parseNetworkSelections,
   validateDefaultRoutes,
 } from '../../src/selection.ts';
+import { thrown } from '../helpers/errors.ts';
 
 const NETS = 'k8s.v1.cni.cncf.io/networks';
 const DEFNET = 'v1.multus-cni.io/default-network';
@@ -28,16 +28,6 @@ const EMPTY_FIX = `name a NetworkAttachmentDefinition in every element (${FORM})
 const IP_FIX = 'give an IP such as "10.1.1.11" or a CIDR such as "10.1.1.11/24"';
 const MAC_FIX = 'give 6, 8 or 20 hex octets such as "c2:b0:57:49:47:f1"';
 const GUID_FIX = 'give a GUID of 8 hex octets such as "c2:b0:57:49:47:f1:00:01"';
-
-function thrown(fn: () => unknown): CniError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CniError);
-    return err as CniError;
-  }
-  throw new Error('expected a CniError, nothing was thrown');
-}
 
 function expectFailure(fn: () => unknown, msg: string): void {
   const err = thrown(fn);
