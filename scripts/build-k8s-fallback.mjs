@@ -1,15 +1,15 @@
 #!/usr/bin/env node
 /**
- * build-k8s-fallback.mjs: bundles src/k8s-fallback.ts (@kubernetes/client-node's KubeConfig and js-yaml) into
+ * build-k8s-fallback.mjs: bundles src/k8s/fallback.ts (@kubernetes/client-node's KubeConfig and js-yaml) into
  * <outdir>/k8s-fallback.cjs, a separate CommonJS file that the single executable carries as a SEA asset and
  * evaluates only when a kubeconfig needs it (exec / auth-provider users, proxy-url, YAML the lean reader
  * refuses). The main bundle never contains client-node. With --code-cache it also writes
- * <outdir>/k8s-fallback.cache, a V8 code cache made by the base Node binary, which src/k8s.ts passes to V8 when
+ * <outdir>/k8s-fallback.cache, a V8 code cache made by the base Node binary, which src/k8s/client.ts passes to V8 when
  * the asset exists; measured on Node 24.22 it made loading no faster (the time goes into running the
  * modules' top level, not compiling them), so it is off by default.
  *
  * Two shims keep the bundle small and quiet: client-node's config.js imports the generated API classes only
- * for makeApiClient (not used: requests go through src/k8s.ts), and node-fetch only for Headers (whatwg-url in
+ * for makeApiClient (not used: requests go through src/k8s/client.ts), and node-fetch only for Headers (whatwg-url in
  * node-fetch 2 loads the deprecated `punycode` builtin, which prints a DeprecationWarning).
  *
  *   node scripts/build-k8s-fallback.mjs [--outdir DIR] [--code-cache] [--node PATH] [--quiet]
@@ -28,7 +28,7 @@ const require = createRequire(join(ROOT, 'package.json'));
 
 export const FALLBACK_ASSET = 'k8s-fallback.cjs';
 export const FALLBACK_CACHE_ASSET = 'k8s-fallback.cache';
-/** Must equal wrapCommonJs in src/k8s.ts (the code cache is bound to the exact source string). */
+/** Must equal wrapCommonJs in src/k8s/client.ts (the code cache is bound to the exact source string). */
 const WRAPPER_HEAD = '(function (exports, require, module, __filename, __dirname) {';
 const WRAPPER_TAIL = '\n})';
 
@@ -51,7 +51,7 @@ const shims = {
 async function bundle(outfile) {
   const esbuild = await import(require.resolve('esbuild'));
   const res = await esbuild.build({
-    entryPoints: [join(ROOT, 'src/k8s-fallback.ts')],
+    entryPoints: [join(ROOT, 'src/k8s/fallback.ts')],
     outfile,
     bundle: true,
     platform: 'node',

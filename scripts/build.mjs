@@ -52,7 +52,7 @@ function usage(code) {
 function parseArgs(argv) {
   const o = {
     // src/cli.ts calls run() from src/main.ts, which has no side effects so that tests can import it.
-    entry: process.env.MULTUS_BUILD_ENTRY || [join(ROOT, 'src/cli.ts'), join(ROOT, 'src/main.ts')].find(existsSync),
+    entry: process.env.MULTUS_BUILD_ENTRY || join(ROOT, 'src/cli.ts'),
     outdir: process.env.MULTUS_BUILD_OUTDIR || join(ROOT, 'build'),
     strip: true,
     codeCache: true,

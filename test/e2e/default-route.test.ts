@@ -8,12 +8,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ResultCacheEntry } from '../../src/cache.ts';
-import { decodeResultCache, writeResultCache } from '../../src/cache.ts';
-import { CniError } from '../../src/errors.ts';
-import { applyRoutePlan, updateCachedDefaultRoutes } from '../../src/netns-routes.ts';
-import type { RoutePlan } from '../../src/routes.ts';
-import { planDefaultRoutes } from '../../src/routes.ts';
+import type { ResultCacheEntry } from '../../src/store/cache.ts';
+import { decodeResultCache, writeResultCache } from '../../src/store/cache.ts';
+import { CniError } from '../../src/base/errors.ts';
+import { applyRoutePlan, updateCachedDefaultRoutes } from '../../src/routes/netns-routes.ts';
+import type { RoutePlan } from '../../src/routes/routes.ts';
+import { planDefaultRoutes } from '../../src/routes/routes.ts';
 import { isRoot, needs } from '../helpers/skip.ts';
 import { deleteNetns, ip, netnsPath, randomSuffix, readRoutes, removeDir, runOk, tempDir } from './helpers.ts';
 

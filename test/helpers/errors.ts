@@ -3,7 +3,7 @@
  * fails when nothing is thrown or when something other than a CniError is.
  */
 import { expect } from 'vitest';
-import { CniError } from '../../src/errors.ts';
+import { CniError } from '../../src/base/errors.ts';
 
 export function thrown(fn: () => unknown): CniError {
   try {

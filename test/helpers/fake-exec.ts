@@ -2,8 +2,8 @@
  * A hand-written fake of the Exec seam (like libcni's invoke/fakes): it records every plugin call and
  * answers from a script keyed by plugin type and command. No child process runs.
  */
-import type { Exec, ExecOutput } from '../../src/exec.ts';
-import { CniError } from '../../src/errors.ts';
+import type { Exec, ExecOutput } from '../../src/cni/exec.ts';
+import { CniError } from '../../src/base/errors.ts';
 
 export interface FakeCall {
   type: string;

@@ -2,8 +2,8 @@
  * A hand-written fake of the KubeClient seam: pods and NADs in maps, every call recorded, scripted failures.
  * Errors carry `status` like KubeApiError so callers branch on it the same way.
  */
-import { CniError } from '../../src/errors.ts';
-import type { EventInput, KubeClient, Nad, Pod } from '../../src/k8s.ts';
+import { CniError } from '../../src/base/errors.ts';
+import type { EventInput, KubeClient, Nad, Pod } from '../../src/k8s/client.ts';
 
 export class FakeKubeError extends CniError {
   constructor(

@@ -5,7 +5,7 @@
  * containernetworking/plugins `testutils.AllSpecVersions` pattern, style.md "Tests"). The predicates encode
  * what each spec version added (field-notes §5.1) and how libcni lays out results (pkg/types/{020,040,100}).
  */
-import { SUPPORTED_VERSIONS, compareVersions } from '../../src/versions.ts';
+import { SUPPORTED_VERSIONS, compareVersions } from '../../src/base/versions.ts';
 
 export type Version = (typeof SUPPORTED_VERSIONS)[number];
 export type ResultFamily = '02x' | '04x' | '1x';

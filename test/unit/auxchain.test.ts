@@ -2,9 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { auxiliaryChain, passthru } from '../../src/auxchain.ts';
-import { parseMultusConf } from '../../src/conf.ts';
-import { silentLogger } from '../../src/log.ts';
+import { auxiliaryChain, passthru } from '../../src/multus/auxchain.ts';
+import { parseMultusConf } from '../../src/multus/conf.ts';
+import { silentLogger } from '../../src/base/log.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mts-aux-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

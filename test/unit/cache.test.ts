@@ -22,9 +22,9 @@ import {
   writeFileAtomic,
   writeResultCache,
   writeScratchCache,
-} from '../../src/cache.ts';
-import type { CachedDelegate, ReadOutcome, ResultCacheEntry } from '../../src/cache.ts';
-import { CniError } from '../../src/errors.ts';
+} from '../../src/store/cache.ts';
+import type { CachedDelegate, ReadOutcome, ResultCacheEntry } from '../../src/store/cache.ts';
+import { CniError } from '../../src/base/errors.ts';
 import { thrown } from '../helpers/errors.ts';
 
 let dir: string;

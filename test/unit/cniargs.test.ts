@@ -3,9 +3,9 @@
  * delegate CNI_ARGS without Multus' duplicated keys.
  */
 import { describe, expect, it } from 'vitest';
-import { CniError } from '../../src/errors.ts';
-import type { ArgPairs, K8sArgs } from '../../src/cniargs.ts';
-import { buildDelegateArgs, formatCniArgs, parseCniArgs, parseK8sArgs, podRef } from '../../src/cniargs.ts';
+import { CniError } from '../../src/base/errors.ts';
+import type { ArgPairs, K8sArgs } from '../../src/cni/cniargs.ts';
+import { buildDelegateArgs, formatCniArgs, parseCniArgs, parseK8sArgs, podRef } from '../../src/cni/cniargs.ts';
 
 function thrown(fn: () => unknown): CniError {
   try {

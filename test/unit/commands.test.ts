@@ -6,16 +6,16 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cmdAdd } from '../../src/commands/add.ts';
-import { cmdCheck } from '../../src/commands/check.ts';
-import type { CommandDeps } from '../../src/commands/context.ts';
-import { cmdDel } from '../../src/commands/del.ts';
-import { cmdGc } from '../../src/commands/gc.ts';
-import { cmdStatus } from '../../src/commands/status.ts';
-import { parseMultusConf } from '../../src/conf.ts';
-import { silentLogger } from '../../src/log.ts';
-import type { Command } from '../../src/request.ts';
-import { parseRequest } from '../../src/request.ts';
+import { cmdAdd } from '../../src/multus/commands/add.ts';
+import { cmdCheck } from '../../src/multus/commands/check.ts';
+import type { CommandDeps } from '../../src/multus/commands/context.ts';
+import { cmdDel } from '../../src/multus/commands/del.ts';
+import { cmdGc } from '../../src/multus/commands/gc.ts';
+import { cmdStatus } from '../../src/multus/commands/status.ts';
+import { parseMultusConf } from '../../src/multus/conf.ts';
+import { silentLogger } from '../../src/base/log.ts';
+import type { Command } from '../../src/cni/request.ts';
+import { parseRequest } from '../../src/cni/request.ts';
 import { FakeExec, cniErrorReply } from '../helpers/fake-exec.ts';
 
 let dir: string;

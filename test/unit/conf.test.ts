@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MultusConf, Network, StaticNetwork } from '../../src/conf.ts';
+import type { MultusConf, Network, StaticNetwork } from '../../src/multus/conf.ts';
 import {
   findNetworkInDir,
   loadNetworkFile,
@@ -16,9 +16,9 @@ import {
   parseMultusConf,
   parseNetwork,
   resolveStaticNetworks,
-} from '../../src/conf.ts';
-import { CniError } from '../../src/errors.ts';
-import { SUPPORTED_VERSIONS } from '../../src/versions.ts';
+} from '../../src/multus/conf.ts';
+import { CniError } from '../../src/base/errors.ts';
+import { SUPPORTED_VERSIONS } from '../../src/base/versions.ts';
 
 const VERSIONS_LIST = SUPPORTED_VERSIONS.join(', ');
 const NAME_HINT = 'use letters, digits, "_", "." and "-", starting with a letter or digit';

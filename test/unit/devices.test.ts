@@ -27,12 +27,12 @@ import {
   removeDeviceInfo,
   resourceMapFromCheckpoint,
   resourceMapFromPodResources,
-} from '../../src/devices.ts';
-import type { ResourceMap } from '../../src/devices.ts';
-import { parseNetwork } from '../../src/conf.ts';
-import { CniCode } from '../../src/errors.ts';
-import type { Logger } from '../../src/log.ts';
-import type { ListPodResourcesResponse } from '../../src/podresources.ts';
+} from '../../src/devices/devices.ts';
+import type { ResourceMap } from '../../src/devices/devices.ts';
+import { parseNetwork } from '../../src/multus/conf.ts';
+import { CniCode } from '../../src/base/errors.ts';
+import type { Logger } from '../../src/base/log.ts';
+import type { ListPodResourcesResponse } from '../../src/devices/podresources.ts';
 import { thrown, rejection } from '../helpers/errors.ts';
 
 let dir: string;

@@ -7,7 +7,7 @@ import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, r
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { execPlugin, findInPath } from '../../src/exec.ts';
+import { execPlugin, findInPath } from '../../src/cni/exec.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mts-exec-'));
 

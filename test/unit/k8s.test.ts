@@ -17,11 +17,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { CniError } from '../../src/errors.ts';
-import { eventBody, isTransient, KubeApiError, loadFallbackModule, loadKubeClient } from '../../src/k8s.ts';
-import type { FallbackModule, KubeClient, LoadKubeClientOptions, Pod } from '../../src/k8s.ts';
-import type { Logger } from '../../src/log.ts';
-import { silentLogger } from '../../src/log.ts';
+import { CniError } from '../../src/base/errors.ts';
+import { eventBody, isTransient, KubeApiError, loadFallbackModule, loadKubeClient } from '../../src/k8s/client.ts';
+import type { FallbackModule, KubeClient, LoadKubeClientOptions, Pod } from '../../src/k8s/client.ts';
+import type { Logger } from '../../src/base/log.ts';
+import { silentLogger } from '../../src/base/log.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Certificates and the stub API server

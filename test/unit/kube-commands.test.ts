@@ -6,12 +6,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cmdAdd } from '../../src/commands/add.ts';
-import type { CommandDeps } from '../../src/commands/context.ts';
-import { cmdDel } from '../../src/commands/del.ts';
-import { parseMultusConf } from '../../src/conf.ts';
-import { silentLogger } from '../../src/log.ts';
-import { parseRequest } from '../../src/request.ts';
+import { cmdAdd } from '../../src/multus/commands/add.ts';
+import type { CommandDeps } from '../../src/multus/commands/context.ts';
+import { cmdDel } from '../../src/multus/commands/del.ts';
+import { parseMultusConf } from '../../src/multus/conf.ts';
+import { silentLogger } from '../../src/base/log.ts';
+import { parseRequest } from '../../src/cni/request.ts';
 import { FakeExec, cniErrorReply } from '../helpers/fake-exec.ts';
 import { FakeKube, FakeKubeError } from '../helpers/fake-kube.ts';
 import { startPodResourcesServer } from '../devices/podresources-server.ts';

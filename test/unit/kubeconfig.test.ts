@@ -21,7 +21,7 @@ import {
   parseYamlSubset,
   resolveKubeconfig,
   YamlSubsetError,
-} from '../../src/kubeconfig.ts';
+} from '../../src/k8s/kubeconfig.ts';
 
 let dir: string;
 beforeEach(() => {

@@ -18,8 +18,8 @@ import {
   redactSecrets,
   rotationOf,
   silentLogger,
-} from '../../src/log.ts';
-import type { LogLevel, LogOptions } from '../../src/log.ts';
+} from '../../src/base/log.ts';
+import type { LogLevel, LogOptions } from '../../src/base/log.ts';
 
 let dir: string;
 beforeEach(() => {

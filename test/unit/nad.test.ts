@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseNetwork } from '../../src/conf.ts';
-import type { Nad } from '../../src/k8s.ts';
-import { delegateFromNad, mergeCniArgs, networkFromNad } from '../../src/nad.ts';
+import { parseNetwork } from '../../src/multus/conf.ts';
+import type { Nad } from '../../src/k8s/client.ts';
+import { delegateFromNad, mergeCniArgs, networkFromNad } from '../../src/multus/nad.ts';
 
 const confDir = mkdtempSync(join(tmpdir(), 'mts-nad-'));
 afterAll(() => rmSync(confDir, { recursive: true, force: true }));

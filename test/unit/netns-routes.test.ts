@@ -7,12 +7,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ResultCacheEntry } from '../../src/cache.ts';
-import { encodeResultCache, writeResultCache } from '../../src/cache.ts';
-import { CniError } from '../../src/errors.ts';
-import type { CommandOutput } from '../../src/netns-routes.ts';
-import { applyRoutePlan, findRouteTools, updateCachedDefaultRoutes } from '../../src/netns-routes.ts';
-import type { RoutePlan } from '../../src/routes.ts';
+import type { ResultCacheEntry } from '../../src/store/cache.ts';
+import { encodeResultCache, writeResultCache } from '../../src/store/cache.ts';
+import { CniError } from '../../src/base/errors.ts';
+import type { CommandOutput } from '../../src/routes/netns-routes.ts';
+import { applyRoutePlan, findRouteTools, updateCachedDefaultRoutes } from '../../src/routes/netns-routes.ts';
+import type { RoutePlan } from '../../src/routes/routes.ts';
 
 const TOOLS = { nsenter: '/usr/bin/nsenter', ip: '/sbin/ip' };
 const NETNS = '/var/run/netns/cni-1234';

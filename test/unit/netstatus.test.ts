@@ -4,9 +4,9 @@
  * Entries are compared as JSON text, so key order counts.
  */
 import { describe, expect, it } from 'vitest';
-import type { NetworkStatus } from '../../src/netstatus.ts';
-import { buildNetworkStatuses, formatNetworkStatus } from '../../src/netstatus.ts';
-import type { CniResult } from '../../src/result.ts';
+import type { NetworkStatus } from '../../src/multus/netstatus.ts';
+import { buildNetworkStatuses, formatNetworkStatus } from '../../src/multus/netstatus.ts';
+import type { CniResult } from '../../src/cni/result.ts';
 
 const NS = '/var/run/netns/pod';
 const PCI = { type: 'pci', version: '1.1.0', pci: { 'pci-address': '0000:03:00.1' } };

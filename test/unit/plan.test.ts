@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { K8sArgs } from '../../src/cniargs.ts';
-import { parseNetwork } from '../../src/conf.ts';
-import { CniError } from '../../src/errors.ts';
-import type { Delegate } from '../../src/plan.ts';
+import type { K8sArgs } from '../../src/cni/cniargs.ts';
+import { parseNetwork } from '../../src/multus/conf.ts';
+import { CniError } from '../../src/base/errors.ts';
+import type { Delegate } from '../../src/multus/plan.ts';
 import {
   capabilityArgsFor,
   delegateArgsFor,
@@ -10,7 +10,7 @@ import {
   planAttachments,
   toCachedDelegate,
   undeclaredCapabilities,
-} from '../../src/plan.ts';
+} from '../../src/multus/plan.ts';
 
 function delegate(name: string, request: Delegate['request'] = {}, displayName = name): Delegate {
   const network = parseNetwork({ cniVersion: '1.0.0', name, type: 'bridge' });

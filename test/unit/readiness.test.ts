@@ -6,15 +6,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CniError } from '../../src/errors.ts';
-import type { BackoffOptions, ReadinessDeps } from '../../src/readiness.ts';
+import { CniError } from '../../src/base/errors.ts';
+import type { BackoffOptions, ReadinessDeps } from '../../src/multus/readiness.ts';
 import {
   DEFAULT_BACKOFF,
   backoffSchedule,
   checkReadinessOnce,
   realReadinessDeps,
   waitForReadiness,
-} from '../../src/readiness.ts';
+} from '../../src/multus/readiness.ts';
 
 /** Fake deps: the file appears on check number `appearsAt` (1-based; Infinity = never). */
 function fakeDeps(appearsAt: number): ReadinessDeps & { checks: string[]; sleeps: number[] } {

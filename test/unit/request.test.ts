@@ -3,7 +3,7 @@
  * the version gate, each rejection with its skel code and exact message.
  */
 import { describe, expect, it } from 'vitest';
-import { CniError } from '../../src/errors.ts';
+import { CniError } from '../../src/base/errors.ts';
 import {
   aboutText,
   formatVersionInfo,
@@ -12,7 +12,7 @@ import {
   validateContainerId,
   validateIfName,
   validateNetworkName,
-} from '../../src/request.ts';
+} from '../../src/cni/request.ts';
 
 type Env = Record<string, string | undefined>;
 

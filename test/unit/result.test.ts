@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CniError } from '../../src/errors.ts';
+import { CniError } from '../../src/base/errors.ts';
 import {
   type CniResult,
   type PluginOutput,
@@ -15,7 +15,7 @@ import {
   resultFamily,
   resultInterfaces,
   resultIps,
-} from '../../src/result.ts';
+} from '../../src/cni/result.ts';
 import {
   ALL_VERSIONS,
   familyOf,

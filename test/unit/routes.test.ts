@@ -3,8 +3,8 @@
  * rewrite on realistic libcni cached results of every layout (0.2.0 ip4/ip6, 0.3.1, 0.4.0, 1.0.0, 1.1.0).
  */
 import { describe, expect, it } from 'vitest';
-import type { RouteChange, RoutePlan, RouteRequester } from '../../src/routes.ts';
-import { changesRoutes, defaultRouteFamily, gatewayFamily, planDefaultRoutes, rewriteCachedRoutes } from '../../src/routes.ts';
+import type { RouteChange, RoutePlan, RouteRequester } from '../../src/routes/routes.ts';
+import { changesRoutes, defaultRouteFamily, gatewayFamily, planDefaultRoutes, rewriteCachedRoutes } from '../../src/routes/routes.ts';
 import { thrown } from '../helpers/errors.ts';
 
 const att = (ifName: string, defaultRoute?: string[]): RouteRequester => ({

@@ -3,14 +3,14 @@
  * Every table asserts exact values or the exact CniError(7) message.
  */
 import { describe, expect, it } from 'vitest';
-import type { SelectionRequest } from '../../src/plan.ts';
-import type { NetworkSelection } from '../../src/selection.ts';
+import type { SelectionRequest } from '../../src/multus/plan.ts';
+import type { NetworkSelection } from '../../src/multus/selection.ts';
 import {
   checkNamespaceIsolation,
   parseDefaultNetworkAnnotation,
   parseNetworkSelections,
   validateDefaultRoutes,
-} from '../../src/selection.ts';
+} from '../../src/multus/selection.ts';
 import { thrown } from '../helpers/errors.ts';
 
 const NETS = 'k8s.v1.cni.cncf.io/networks';

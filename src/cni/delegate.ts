@@ -1,0 +1,216 @@
+/**
+ * delegate.ts: running one delegate network (a single config or a conflist chain) for ADD, DEL, CHECK,
+ * STATUS and GC (I/O), the equivalent of libcni's api.go.
+ *
+ * A single-plugin config is a chain of one, so there is one code path for both. The per-plugin stdin is
+ * built by the pure `buildPluginConfig` (libcni buildOneConfig + injectRuntimeConfig): `name` and
+ * `cniVersion` of the network, `prevResult` inside a chain, and a `runtimeConfig` holding only the
+ * capabilities the plugin declares, each a deep copy. ADD writes the libcni result cache; DEL and CHECK read
+ * it for prevResult (>= 0.4.0) and DEL removes it once every plugin succeeded.
+ *
+ * Deliberate difference from libcni: DEL keeps going through a chain after a plugin fails (libcni stops), so
+ * an IPAM plugin earlier in the chain still releases its address; the errors are joined (docs/compatibility.md).
+ */
+import { readResultCache, removeResultCache, writeResultCache } from '../store/cache.ts';
+import type { ArgPairs } from './cniargs.ts';
+import { formatCniArgs } from './cniargs.ts';
+import type { Network, PluginConf } from '../multus/conf.ts';
+import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
+import type { Exec } from './exec.ts';
+import type { Logger } from '../base/log.ts';
+import type { CniResult } from './result.ts';
+import { convertResult, parsePluginError, parseResult } from './result.ts';
+import { versionAtLeast } from '../base/versions.ts';
+
+/** What libcni calls RuntimeConf: the attachment's identity and the runtime's per-call data. */
+export interface RuntimeConf {
+  containerId: string;
+  netns: string;
+  ifName: string;
+  args: ArgPairs;
+  capabilityArgs: Record<string, unknown>;
+}
+
+export interface NetworkDeps {
+  exec: Exec;
+  log: Logger;
+  /** binDir first, then CNI_PATH: where plugins are looked up, and the CNI_PATH the plugins get. */
+  path: string[];
+  /** The environment the plugins inherit (libcni passes the process environment through). */
+  baseEnv: Record<string, string>;
+  cniDir: string;
+  timeoutMs: number;
+}
+
+type Command = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC';
+
+export function buildPluginConfig(
+  network: Network,
+  plugin: PluginConf,
+  prevResult: CniResult | undefined,
+  capabilityArgs: Record<string, unknown>,
+  inject: Record<string, unknown> = {},
+): Buffer {
+  const conf: Record<string, unknown> = { ...structuredClone(plugin), name: network.name, cniVersion: network.cniVersion };
+  if (prevResult) conf.prevResult = structuredClone(prevResult);
+  const runtimeConfig: Record<string, unknown> = {};
+  const declared = plugin.capabilities;
+  if (declared && typeof declared === 'object') {
+    for (const [capability, enabled] of Object.entries(declared as Record<string, unknown>)) {
+      if (enabled === true && capability in capabilityArgs) {
+        runtimeConfig[capability] = structuredClone(capabilityArgs[capability]);
+      }
+    }
+  }
+  if (Object.keys(runtimeConfig).length > 0) conf.runtimeConfig = runtimeConfig;
+  Object.assign(conf, structuredClone(inject));
+  return Buffer.from(JSON.stringify(conf));
+}
+
+function pluginEnv(command: Command, rt: RuntimeConf | undefined, deps: NetworkDeps): Record<string, string> {
+  return {
+    ...deps.baseEnv,
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: rt?.containerId ?? '',
+    CNI_NETNS: rt?.netns ?? '',
+    CNI_ARGS: rt ? formatCniArgs(rt.args) : '',
+    CNI_IFNAME: rt?.ifName ?? '',
+    CNI_PATH: deps.path.join(':'),
+  };
+}
+
+/** Runs one plugin; returns its stdout on success, throws the plugin's error (its code kept) otherwise. */
+async function runPlugin(
+  command: Command,
+  plugin: PluginConf,
+  stdin: Buffer,
+  rt: RuntimeConf | undefined,
+  deps: NetworkDeps,
+): Promise<Buffer> {
+  const path = deps.exec.findInPath(plugin.type, deps.path);
+  deps.log.debug(`${command} ${plugin.type} ifname=${rt?.ifName ?? ''} stdin=${stdin.toString()}`);
+  const out = await deps.exec.execPlugin(path, stdin, pluginEnv(command, rt, deps), deps.timeoutMs);
+  if (out.stderr.length > 0) deps.log.verbose(`${plugin.type} ${command} stderr: ${out.stderr.toString().trimEnd()}`);
+  if (out.exitCode === 0 && !out.timedOut) return out.stdout;
+  throw parsePluginError({ ...out, plugin: plugin.type, timeoutMs: deps.timeoutMs });
+}
+
+function describe(plugin: PluginConf): string {
+  return `plugin type="${plugin.type}"${typeof plugin.name === 'string' ? ` name="${plugin.name}"` : ''}`;
+}
+
+export async function addNetwork(network: Network, rt: RuntimeConf, deps: NetworkDeps): Promise<CniResult> {
+  let result: CniResult | undefined;
+  for (const plugin of network.plugins) {
+    const stdin = buildPluginConfig(network, plugin, result, rt.capabilityArgs);
+    try {
+      result = parseResult(await runPlugin('ADD', plugin, stdin, rt, deps), network.cniVersion);
+    } catch (e) {
+      throw wrapError(e, `${describe(plugin)} failed (add)`);
+    }
+  }
+  if (!result) throw new CniError(CniCode.InvalidConfig, `network "${network.name}" has no plugins`);
+  writeResultCache(deps.cniDir, {
+    kind: 'cniCacheV1',
+    containerId: rt.containerId,
+    config: network.bytes,
+    ifName: rt.ifName,
+    networkName: network.name,
+    netns: rt.netns,
+    cniArgs: rt.args,
+    capabilityArgs: rt.capabilityArgs,
+    result,
+  });
+  return result;
+}
+
+/** The cached ADD result converted to the network's version, or undefined (missing, unreadable, < 0.4.0). */
+function cachedResult(network: Network, rt: RuntimeConf, deps: NetworkDeps): CniResult | undefined {
+  if (!versionAtLeast(network.cniVersion, '0.4.0')) return undefined;
+  const cached = readResultCache(deps.cniDir, network.name, rt.containerId, rt.ifName);
+  if (cached.kind === 'missing') return undefined;
+  if (cached.kind === 'corrupt') {
+    deps.log.error(`ignoring the result cache of ${network.name}/${rt.ifName}: ${cached.error.msg}`);
+    return undefined;
+  }
+  try {
+    const raw = cached.value.result;
+    const version = typeof raw.cniVersion === 'string' ? raw.cniVersion : network.cniVersion;
+    return convertResult({ ...raw, cniVersion: version }, network.cniVersion);
+  } catch (e) {
+    deps.log.error(`ignoring the result cache of ${network.name}/${rt.ifName}: ${messageOf(e)}`);
+    return undefined;
+  }
+}
+
+export async function delNetwork(network: Network, rt: RuntimeConf, deps: NetworkDeps): Promise<void> {
+  const prevResult = cachedResult(network, rt, deps);
+  const failures: CniError[] = [];
+  for (const plugin of [...network.plugins].reverse()) {
+    const stdin = buildPluginConfig(network, plugin, prevResult, rt.capabilityArgs);
+    try {
+      await runPlugin('DEL', plugin, stdin, rt, deps);
+    } catch (e) {
+      failures.push(wrapError(e, `${describe(plugin)} failed (delete)`));
+    }
+  }
+  if (failures.length === 0) {
+    removeResultCache(deps.cniDir, network.name, rt.containerId, rt.ifName);
+    return;
+  }
+  // Keep the result cache: a retried DEL still has prevResult and still finds this attachment.
+  throw joinErrors(failures);
+}
+
+/** CHECK in chain order with the cached result. Returns false when the network's version cannot CHECK. */
+export async function checkNetwork(network: Network, rt: RuntimeConf, deps: NetworkDeps): Promise<boolean> {
+  if (!versionAtLeast(network.cniVersion, '0.4.0') || network.disableCheck) return false;
+  const prevResult = cachedResult(network, rt, deps);
+  for (const plugin of network.plugins) {
+    const stdin = buildPluginConfig(network, plugin, prevResult, rt.capabilityArgs);
+    try {
+      await runPlugin('CHECK', plugin, stdin, rt, deps);
+    } catch (e) {
+      throw wrapError(e, `${describe(plugin)} failed (check)`);
+    }
+  }
+  return true;
+}
+
+/** STATUS on every plugin (libcni GetStatusNetworkList); a network below 1.1.0 is reported ready. */
+export async function statusNetwork(network: Network, deps: NetworkDeps): Promise<void> {
+  if (!versionAtLeast(network.cniVersion, '1.1.0')) return;
+  for (const plugin of network.plugins) {
+    await runPlugin('STATUS', plugin, buildPluginConfig(network, plugin, undefined, {}), undefined, deps);
+  }
+}
+
+export interface GcAttachment {
+  containerID: string;
+  ifname: string;
+}
+
+/** GC on every plugin, continuing past failures (CNI spec 1.1 GC); below 1.1.0 or disableGC: nothing. */
+export async function gcNetwork(network: Network, valid: GcAttachment[], deps: NetworkDeps): Promise<void> {
+  if (!versionAtLeast(network.cniVersion, '1.1.0') || network.disableGC) return;
+  // libcni sends both keys (containernetworking/cni#1101: the spec first used the wrong name).
+  const inject = { 'cni.dev/valid-attachments': valid, 'cni.dev/attachments': valid };
+  const failures: CniError[] = [];
+  for (const plugin of network.plugins) {
+    try {
+      await runPlugin('GC', plugin, buildPluginConfig(network, plugin, undefined, {}, inject), undefined, deps);
+    } catch (e) {
+      failures.push(wrapError(e, `${describe(plugin)} failed (gc)`));
+    }
+  }
+  if (failures.length > 0) throw joinErrors(failures);
+}
+
+/** One error for several: the common code when they agree, 999 otherwise; messages joined with "; ". */
+export function joinErrors(errors: CniError[]): CniError {
+  if (errors.length === 1) return errors[0]!;
+  const codes = new Set(errors.map((e) => e.code));
+  const code = codes.size === 1 ? errors[0]!.code : CniCode.Internal;
+  const details = errors.map((e) => e.details).filter(Boolean).join('\n');
+  return new CniError(code, errors.map((e) => e.msg).join('; '), details ? { details } : {});
+}

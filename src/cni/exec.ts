@@ -1,0 +1,143 @@
+/**
+ * exec.ts: finding and running one plugin binary (I/O), the equivalent of libcni's pkg/invoke.
+ *
+ * `Exec` is the seam tests replace with a fake. The real implementation spawns the plugin without a shell,
+ * writes its stdin, collects stdout and stderr (bounded), kills it after a timeout, and retries
+ * "text file busy" (ETXTBSY) like libcni's raw_exec.go: 5 attempts, 1 s apart. It never interprets the
+ * output; result.ts does that.
+ */
+import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CniCode, CniError } from '../base/errors.ts';
+
+export interface ExecOutput {
+  stdout: Buffer;
+  stderr: Buffer;
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+}
+
+export interface Exec {
+  /** Absolute path of plugin `type` in the first of `dirs` that has it; CniError(7) otherwise. */
+  findInPath(type: string, dirs: string[]): string;
+  execPlugin(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number): Promise<ExecOutput>;
+}
+
+const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+const TEXT_BUSY_ATTEMPTS = 5;
+const TEXT_BUSY_DELAY_MS = 1000;
+/** A plugin type names a file in a bin dir: no path separators, no "..". */
+const PLUGIN_TYPE = /^[A-Za-z0-9][A-Za-z0-9_.+\-]*$/;
+
+export function findInPath(type: string, dirs: string[]): string {
+  if (!PLUGIN_TYPE.test(type) || type.includes('..')) {
+    throw new CniError(CniCode.InvalidConfig, `invalid plugin type "${type}": it must be a file name in the CNI bin directories`);
+  }
+  for (const dir of dirs) {
+    const candidate = join(dir, type);
+    try {
+      if (!statSync(candidate).isFile()) continue;
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not in this directory (or not executable): try the next one, as libcni's FindInPath does
+    }
+  }
+  throw new CniError(CniCode.InvalidConfig, `failed to find plugin "${type}" in path [${dirs.join(' ')}]`, {
+    details: 'install the plugin into binDir or a CNI_PATH directory, or fix the delegate\'s "type"',
+  });
+}
+
+function collect(stream: NodeJS.ReadableStream, sink: Buffer[], limit: { left: number }): void {
+  stream.on('data', (chunk: Buffer) => {
+    if (limit.left <= 0) return;
+    const part = chunk.length > limit.left ? chunk.subarray(0, limit.left) : chunk;
+    limit.left -= part.length;
+    sink.push(part);
+  });
+}
+
+/** After the plugin exited, how long its output may still take to drain from pipes a child left open. */
+const DRAIN_GRACE_MS = 200;
+
+function runOnce(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number): Promise<ExecOutput> {
+  return new Promise((resolve, reject) => {
+    // A process group of its own, so a timeout kills whatever the plugin started too.
+    const child = spawn(path, [], { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    collect(child.stdout, out, { left: MAX_OUTPUT_BYTES });
+    collect(child.stderr, err, { left: MAX_OUTPUT_BYTES });
+    let timedOut = false;
+    let settled = false;
+    let exit: { code: number | null; signal: string | null } | undefined;
+    let drain: NodeJS.Timeout | undefined;
+    const finish = () => {
+      if (settled || !exit) return;
+      settled = true;
+      clearTimeout(timer);
+      clearTimeout(drain);
+      child.stdout.destroy();
+      child.stderr.destroy();
+      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode: exit.code, signal: exit.signal, timedOut });
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child.pid);
+      // The group is gone; do not wait for pipes a stray process might still hold.
+      setTimeout(() => {
+        exit ??= { code: null, signal: 'SIGKILL' };
+        finish();
+      }, DRAIN_GRACE_MS);
+    }, timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      settled = true;
+      reject(e);
+    });
+    // 'exit' fires when the plugin is gone; 'close' only once every holder of its pipes is gone too.
+    child.on('exit', (code, signal) => {
+      exit = { code, signal };
+      drain = setTimeout(finish, DRAIN_GRACE_MS);
+    });
+    child.on('close', finish);
+    // A plugin that exits without reading stdin closes the pipe: EPIPE is not our error, its exit status is.
+    child.stdin.on('error', () => {});
+    child.stdin.end(stdin);
+  });
+}
+
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+export async function execPlugin(
+  path: string,
+  stdin: Buffer,
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<ExecOutput> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await runOnce(path, stdin, env, timeoutMs);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      // libcni raw_exec.go: a plugin binary being replaced (upgrade) is briefly "text file busy".
+      if (code === 'ETXTBSY' && attempt < TEXT_BUSY_ATTEMPTS) {
+        await sleep(TEXT_BUSY_DELAY_MS);
+        continue;
+      }
+      throw new CniError(CniCode.Internal, `failed to execute plugin ${path}: ${(e as Error).message}`, { cause: e });
+    }
+  }
+}
+
+export const realExec: Exec = { findInPath, execPlugin };

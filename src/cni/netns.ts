@@ -1,0 +1,35 @@
+/**
+ * netns.ts: sanity checks on CNI_NETNS before any delegate runs (I/O: two stat calls).
+ *
+ * ADD and CHECK need a network namespace that exists. No command may be pointed at the plugin's own
+ * namespace: the delegates would then configure (or, on DEL, delete) the host's interfaces. libcni's skel
+ * rejects that with code 8 unless CNI_NETNS_OVERRIDE is set; we check before running anything.
+ */
+import { statSync } from 'node:fs';
+import { CniCode, CniError } from '../base/errors.ts';
+import type { CniRequest } from './request.ts';
+
+const OWN_NETNS = '/proc/self/ns/net';
+
+export function checkNetns(req: CniRequest): void {
+  if (!req.netns) return;
+  let target;
+  try {
+    target = statSync(req.netns);
+  } catch {
+    if (req.command === 'ADD' || req.command === 'CHECK') {
+      throw new CniError(CniCode.InvalidEnv, `CNI_NETNS "${req.netns}" does not exist: pass the path of the container's network namespace`);
+    }
+    return; // DEL of a namespace that is already gone is normal
+  }
+  if (req.netnsOverride) return;
+  let own;
+  try {
+    own = statSync(OWN_NETNS);
+  } catch {
+    return; // no procfs: nothing to compare with
+  }
+  if (own.dev === target.dev && own.ino === target.ino) {
+    throw new CniError(CniCode.InvalidNetns, `CNI_NETNS "${req.netns}" is the plugin's own network namespace; refusing to configure the host (set CNI_NETNS_OVERRIDE=1 if this is intended)`);
+  }
+}

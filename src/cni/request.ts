@@ -1,0 +1,236 @@
+/**
+ * request.ts: the CNI protocol edge, as libcni's pkg/skel does it (pure).
+ *
+ * Turns the runtime's `CNI_*` environment and stdin bytes into one validated `CniRequest`: the command, the
+ * env table (which variables each command requires, and their validators), the container ID, interface name
+ * and network name rules of libcni pkg/utils, and the version gate per command (CHECK needs 0.4.0, STATUS and
+ * GC need 1.1.0). It also formats the VERSION reply and the "about" text. Every rejection is a `CniError`
+ * with the spec code skel uses (multus-behaviour.md §1.1, field-notes.md §5.2). No I/O: `main` reads the
+ * environment and stdin and hands them in.
+ */
+import { CniCode, CniError } from '../base/errors.ts';
+import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAtLeast } from '../base/versions.ts';
+
+export type Command = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC' | 'VERSION';
+
+export interface CniRequest {
+  command: Command;
+  containerId: string;
+  netns: string;
+  ifName: string;
+  args: string;
+  path: string[];
+  netnsOverride: boolean;
+  config: Record<string, unknown>;
+  cniVersion: string;
+  stdin: Buffer;
+}
+
+type RequestCommand = Exclude<Command, 'VERSION'>;
+type Env = Record<string, string | undefined>;
+
+const COMMANDS: readonly Command[] = ['ADD', 'DEL', 'CHECK', 'STATUS', 'GC', 'VERSION'];
+
+/** libcni `cniValidNameChars`: container IDs and network names share one rule. */
+const VALID_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$/;
+const VALID_NAME_HINT = 'use letters, digits, "_", "." and "-", starting with a letter or digit';
+
+/** IFNAMSIZ - 1: the kernel's limit in bytes (libcni `maxInterfaceNameLength`). */
+const MAX_IFNAME_BYTES = 15;
+
+/**
+ * '/', ':' and the runes Go's `unicode.IsSpace` accepts (libcni iterates runes). JS `\s` is not the same
+ * set: it has U+FEFF and lacks U+0085.
+ */
+const IFNAME_FORBIDDEN = /[/:\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/u;
+
+/** Oldest config version each command exists in (skel's gates); absent = no gate. */
+const MIN_VERSION: Partial<Record<RequestCommand, string>> = { CHECK: '0.4.0', STATUS: '1.1.0', GC: '1.1.0' };
+
+interface EnvVar {
+  name: string;
+  field: 'containerId' | 'netns' | 'ifName' | 'args' | 'path' | 'netnsOverride';
+  /** Commands that read it; for the others the field stays '' (GC and STATUS have no container). */
+  readFor: readonly RequestCommand[];
+  requiredFor: readonly RequestCommand[];
+  validate?: (value: string) => void;
+}
+
+const CONTAINER_COMMANDS: readonly RequestCommand[] = ['ADD', 'CHECK', 'DEL'];
+const ALL_COMMANDS: readonly RequestCommand[] = ['ADD', 'CHECK', 'DEL', 'STATUS', 'GC'];
+
+/** The skel env table (cni v1.3.0 `getCmdArgsFromEnv`), one row per variable. */
+const ENV_TABLE: readonly EnvVar[] = [
+  { name: 'CNI_CONTAINERID', field: 'containerId', readFor: CONTAINER_COMMANDS, requiredFor: CONTAINER_COMMANDS,
+    validate: validateContainerId },
+  { name: 'CNI_NETNS', field: 'netns', readFor: CONTAINER_COMMANDS, requiredFor: ['ADD', 'CHECK'] },
+  { name: 'CNI_IFNAME', field: 'ifName', readFor: CONTAINER_COMMANDS, requiredFor: CONTAINER_COMMANDS,
+    validate: validateIfName },
+  { name: 'CNI_PATH', field: 'path', readFor: ALL_COMMANDS, requiredFor: ALL_COMMANDS },
+  { name: 'CNI_ARGS', field: 'args', readFor: ALL_COMMANDS, requiredFor: [] },
+  { name: 'CNI_NETNS_OVERRIDE', field: 'netnsOverride', readFor: CONTAINER_COMMANDS, requiredFor: [] },
+];
+
+/**
+ * The command from `CNI_COMMAND`. Returns '' when it is unset or empty: skel then prints the about text to
+ * stderr and exits 0, which is `main`'s job. Case-sensitive, as skel's switch is.
+ */
+export function parseCommand(env: Env): Command | '' {
+  const value = env.CNI_COMMAND ?? '';
+  if (value === '') return '';
+  if ((COMMANDS as readonly string[]).includes(value)) return value as Command;
+  throw new CniError(
+    CniCode.InvalidEnv,
+    `unknown CNI_COMMAND ${JSON.stringify(value)}: expected one of ${COMMANDS.join(', ')}`,
+  );
+}
+
+/**
+ * Validates env and stdin for one command, in skel's order: env table (all missing variables reported at
+ * once), then the config (JSON object, network name), then the version gate.
+ */
+export function parseRequest(command: RequestCommand, env: Env, stdin: Buffer): CniRequest {
+  const fields = readEnv(command, env);
+  const config = decodeConfig(stdin);
+  validateNetworkName(stringField(config, 'name'));
+  const cniVersion = stringField(config, 'cniVersion') || '0.1.0'; // spec: a missing cniVersion means 0.1.0
+  checkVersion(command, cniVersion);
+  return {
+    command,
+    containerId: fields.containerId,
+    netns: fields.netns,
+    ifName: fields.ifName,
+    args: fields.args,
+    path: fields.path.split(':').filter((dir) => dir !== ''),
+    // skel: CNI_NETNS_OVERRIDE is "true" (any case) or "1".
+    netnsOverride: fields.netnsOverride.toUpperCase() === 'TRUE' || fields.netnsOverride === '1',
+    config,
+    cniVersion,
+    stdin,
+  };
+}
+
+function readEnv(command: RequestCommand, env: Env): Record<EnvVar['field'], string> {
+  const fields: Record<EnvVar['field'], string> = { containerId: '', netns: '', ifName: '', args: '', path: '', netnsOverride: '' };
+  const missing: string[] = [];
+  for (const row of ENV_TABLE) {
+    if (!row.readFor.includes(command)) continue;
+    const value = env[row.name] ?? '';
+    if (value === '' && row.requiredFor.includes(command)) missing.push(row.name);
+    fields[row.field] = value;
+  }
+  if (missing.length > 0) {
+    throw new CniError(CniCode.InvalidEnv, `required env variables [${missing.join(',')}] missing`);
+  }
+  for (const row of ENV_TABLE) {
+    if (row.validate && fields[row.field] !== '') row.validate(fields[row.field]);
+  }
+  return fields;
+}
+
+function decodeConfig(stdin: Buffer): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(stdin.toString('utf8'));
+  } catch (err) {
+    throw new CniError(CniCode.DecodingFailure, `failed to decode network config from stdin: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+    throw new CniError(CniCode.DecodingFailure, `failed to decode network config from stdin: want a JSON object, got ${got}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * A string key of the config; absent or null reads as '' (Go leaves the field empty), any other type is a
+ * decoding failure (Go's json.Unmarshal into a string field fails).
+ */
+function stringField(config: Record<string, unknown>, key: string): string {
+  const value = config[key];
+  if (value === undefined || value === null) return '';
+  if (typeof value !== 'string') {
+    throw new CniError(
+      CniCode.DecodingFailure,
+      `failed to decode network config from stdin: "${key}" must be a string, got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
+/**
+ * skel checks the command's minimum version before membership in the supported list, so CHECK with 0.3.5
+ * says "does not allow CHECK". A malformed version skips the gate and fails the membership test.
+ */
+function checkVersion(command: RequestCommand, cniVersion: string): void {
+  const minimum = MIN_VERSION[command];
+  if (minimum !== undefined && /^\d+\.\d+\.\d+$/.test(cniVersion) && !versionAtLeast(cniVersion, minimum)) {
+    throw new CniError(CniCode.IncompatibleVersion, `config version does not allow ${command}`, {
+      details: `${command} needs cniVersion ${minimum} or later, config is ${JSON.stringify(cniVersion)}`,
+    });
+  }
+  if (!isSupportedVersion(cniVersion)) {
+    throw new CniError(
+      CniCode.IncompatibleVersion,
+      `incompatible CNI versions: config is ${JSON.stringify(cniVersion)}, plugin supports [${SUPPORTED_VERSIONS.join(', ')}]`,
+    );
+  }
+}
+
+/** The VERSION reply (skel `PluginInfo.Encode`), without the trailing newline. */
+export function formatVersionInfo(): string {
+  return JSON.stringify({ cniVersion: CURRENT_VERSION, supportedVersions: [...SUPPORTED_VERSIONS] });
+}
+
+/**
+ * What skel prints to stderr for an empty CNI_COMMAND: the about line, then the supported versions, each
+ * ending in a newline. The about wording is Multus' own (cmd/multus/main.go).
+ */
+export function aboutText(version: string): string {
+  return (
+    `multus-ts ${version}: meta-plugin that delegates to other CNI plugins\n` +
+    `CNI protocol versions supported: ${SUPPORTED_VERSIONS.join(', ')}\n`
+  );
+}
+
+/** libcni `ValidateContainerID`: empty is "unknown container" (3), bad characters are code 4. */
+export function validateContainerId(id: string): void {
+  if (id === '') throw new CniError(CniCode.UnknownContainer, 'missing containerID');
+  if (!VALID_NAME.test(id)) {
+    throw new CniError(CniCode.InvalidEnv, `invalid characters in containerID ${JSON.stringify(id)}`, {
+      details: VALID_NAME_HINT,
+    });
+  }
+}
+
+/** libcni `ValidateInterfaceName`, with the broken rule and the value in each message (code 4). */
+export function validateIfName(name: string): void {
+  if (name === '') throw new CniError(CniCode.InvalidEnv, 'interface name is empty');
+  const quoted = JSON.stringify(name);
+  const bytes = Buffer.byteLength(name, 'utf8');
+  if (bytes > MAX_IFNAME_BYTES) {
+    throw new CniError(CniCode.InvalidEnv, `interface name ${quoted} is too long: ${bytes} bytes, at most ${MAX_IFNAME_BYTES} allowed`);
+  }
+  if (name === '.' || name === '..') {
+    throw new CniError(CniCode.InvalidEnv, `interface name ${quoted} is not allowed: "." and ".." are reserved`);
+  }
+  const bad = IFNAME_FORBIDDEN.exec(name);
+  if (bad) {
+    throw new CniError(
+      CniCode.InvalidEnv,
+      `interface name ${quoted} contains ${JSON.stringify(bad[0])}: "/", ":" and whitespace are not allowed`,
+    );
+  }
+}
+
+/** libcni `ValidateNetworkName` (code 7). */
+export function validateNetworkName(name: string): void {
+  if (name === '') throw new CniError(CniCode.InvalidConfig, 'missing network name');
+  if (!VALID_NAME.test(name)) {
+    throw new CniError(CniCode.InvalidConfig, `invalid characters found in network name ${JSON.stringify(name)}`, {
+      details: VALID_NAME_HINT,
+    });
+  }
+}

@@ -1,0 +1,400 @@
+/**
+ * devices.ts: device IDs for NADs with the `k8s.v1.cni.cncf.io/resourceName` annotation, SR-IOV style (pure
+ * parts, and thin I/O wrappers marked as such).
+ *
+ * The kubelet knows which devices a device plugin allocated to a pod; Multus reads that as a resource map
+ * (resource name -> sorted device IDs) from the pod-resources gRPC socket when it exists, else from the
+ * device-plugin checkpoint file (multus-behaviour §4.4), and hands each attachment the next unused ID of its
+ * resource. The ID goes into the delegate's config as `deviceID` and `pciBusID` (§1.4), and the device
+ * plugin's device-info file is copied to the CNIDeviceInfoFile path the delegate is told about (§6.3), whose
+ * content later becomes network-status `device-info` (§9.3). Pure: parseCheckpoint, resourceMapFrom*,
+ * DeviceAllocator, injectDeviceId, the path builders. I/O: readResourceMap (src/podresources.ts is imported
+ * only on its gRPC path), copyDevicePluginInfo, readDeviceInfo, removeDeviceInfo.
+ */
+import { closeSync, fchmodSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { ReadOutcome } from '../store/cache.ts';
+import type { Network } from '../multus/conf.ts';
+import { parseNetwork } from '../multus/conf.ts';
+import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
+import type { Logger } from '../base/log.ts';
+import type { ListPodResourcesResponse } from './podresources.ts';
+
+export const POD_RESOURCES_SOCKET = '/var/lib/kubelet/pod-resources/kubelet.sock';
+export const DEVICE_CHECKPOINT_FILE = '/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint';
+export const CNI_DEVINFO_DIR = '/var/run/k8s.cni.cncf.io/devinfo/cni';
+export const DP_DEVINFO_DIR = '/var/run/k8s.cni.cncf.io/devinfo/dp';
+/** Go Multus kubeletclient: 10 s to connect, 10 s for the call, 16 MiB response limit. */
+export const POD_RESOURCES_TIMEOUT_MS = 10_000;
+export const POD_RESOURCES_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+/** Resource name -> device IDs. */
+export type ResourceMap = Map<string, string[]>;
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Adds `ids` to the resource's list (a resource with no IDs is still present, as in Go Multus). */
+function appendIds(resources: ResourceMap, resourceName: string, ids: readonly string[]): void {
+  const list = resources.get(resourceName) ?? [];
+  for (const id of ids) list.push(id);
+  resources.set(resourceName, list);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The device-plugin checkpoint (kubelet pkg/kubelet/cm/devicemanager/checkpoint)
+
+function badCheckpoint(source: string, problem: string): CniError {
+  return new CniError(
+    CniCode.DecodingFailure,
+    `${source} is not a valid kubelet device-plugin checkpoint: ${problem}`,
+  );
+}
+
+/** `DeviceIDs`: `{"<numa node>": [ids]}` since Kubernetes 1.20, a plain array before; null is none. */
+function checkpointDeviceIds(value: unknown, where: string, source: string): string[] {
+  if (value === undefined || value === null) return [];
+  const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((id) => typeof id === 'string');
+  if (Array.isArray(value)) {
+    if (!isStrings(value)) throw badCheckpoint(source, `${where}.DeviceIDs must hold strings`);
+    return value;
+  }
+  if (!isObject(value)) throw badCheckpoint(source, `${where}.DeviceIDs must be an object of NUMA node -> IDs, or an array`);
+  const nodes = Object.keys(value).map((key) => {
+    if (!/^-?\d+$/.test(key)) throw badCheckpoint(source, `${where}.DeviceIDs key ${JSON.stringify(key)} is not a NUMA node number`);
+    const ids = value[key];
+    if (ids !== null && !isStrings(ids)) throw badCheckpoint(source, `${where}.DeviceIDs[${JSON.stringify(key)}] must be an array of strings`);
+    return { node: Number(key), ids: ids ?? [] };
+  });
+  return nodes.sort((a, b) => a.node - b.node).flatMap((n) => n.ids);
+}
+
+function checkpointEntries(bytes: Buffer | string, source: string): unknown[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
+  } catch (err) {
+    throw badCheckpoint(source, `not JSON (${messageOf(err)}); it may be truncated`);
+  }
+  if (!isObject(doc)) throw badCheckpoint(source, 'expected a JSON object');
+  if (!isObject(doc.Data)) throw badCheckpoint(source, '"Data" must be a JSON object');
+  const entries = doc.Data.PodDeviceEntries;
+  if (entries === undefined || entries === null) return [];
+  if (!Array.isArray(entries)) throw badCheckpoint(source, '"Data.PodDeviceEntries" must be an array');
+  return entries;
+}
+
+/**
+ * The checkpoint's device allocations: pod UID -> resource name -> device IDs, all of a pod's containers
+ * concatenated in file order (Go Multus checkpoint.GetPodResourceMap). The checksum is not verified: it is a
+ * hash of Go's in-memory layout, and Go Multus does not check it either. Throws CniError(DecodingFailure)
+ * naming `source` and what is wrong.
+ */
+export function parseCheckpoint(bytes: Buffer | string, source = DEVICE_CHECKPOINT_FILE): Map<string, ResourceMap> {
+  const pods = new Map<string, ResourceMap>();
+  checkpointEntries(bytes, source).forEach((entry, i) => {
+    const where = `Data.PodDeviceEntries[${i}]`;
+    if (!isObject(entry)) throw badCheckpoint(source, `${where} must be a JSON object`);
+    const { PodUID: uid, ResourceName: resource, ContainerName: container } = entry;
+    if (typeof uid !== 'string') throw badCheckpoint(source, `${where}.PodUID must be a string`);
+    if (typeof resource !== 'string') throw badCheckpoint(source, `${where}.ResourceName must be a string`);
+    if (container !== undefined && typeof container !== 'string') throw badCheckpoint(source, `${where}.ContainerName must be a string`);
+    const ids = checkpointDeviceIds(entry.DeviceIDs, where, source);
+    const resources = pods.get(uid) ?? new Map<string, string[]>();
+    appendIds(resources, resource, ids);
+    pods.set(uid, resources);
+  });
+  return pods;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Resource maps (pure)
+
+const compareBytes = (a: string, b: string): number => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+
+/**
+ * Go sort.Strings order: by UTF-8 bytes. Without surrogates (astral characters) UTF-16 order is the same and
+ * much faster, which matters for the largest pod-resources answers (a million IDs).
+ */
+function sortIds(ids: readonly string[]): string[] {
+  const astral = ids.some((id) => /[\uD800-\uDFFF]/.test(id));
+  return astral ? [...ids].sort(compareBytes) : [...ids].sort(); // sort(): UTF-16 code unit order
+}
+
+function sortedCopy(resources: ResourceMap): ResourceMap {
+  return new Map([...resources].map(([name, ids]) => [name, sortIds(ids)]));
+}
+
+/** One pod's resource map from a parsed checkpoint, matched by pod UID; each list sorted (§4.4 step 4). */
+export function resourceMapFromCheckpoint(entries: Map<string, ResourceMap>, podUid: string): ResourceMap {
+  if (podUid === '') throw new CniError(CniCode.InvalidConfig, 'cannot match the device-plugin checkpoint: the pod UID is empty');
+  return sortedCopy(entries.get(podUid) ?? new Map());
+}
+
+function assertPodNamed(podNamespace: string, podName: string): void {
+  if (podNamespace === '' || podName === '') {
+    throw new CniError(CniCode.InvalidConfig, 'cannot match pod resources: the pod name or namespace is empty');
+  }
+}
+
+/**
+ * One pod's resource map from a pod-resources List response, matched by namespace and name: device IDs of
+ * all containers concatenated per resource name, each list sorted (§4.4 steps 2 and 4).
+ */
+export function resourceMapFromPodResources(listResponse: ListPodResourcesResponse, podNamespace: string, podName: string): ResourceMap {
+  assertPodNamed(podNamespace, podName);
+  const resources: ResourceMap = new Map();
+  for (const pod of listResponse.podResources) {
+    if (pod.namespace !== podNamespace || pod.name !== podName) continue;
+    for (const device of pod.containers.flatMap((c) => c.devices)) appendIds(resources, device.resourceName, device.deviceIds);
+  }
+  return sortedCopy(resources);
+}
+
+/**
+ * Hands out device IDs in list order, with one cursor per resource name (§4.4 step 5). An exhausted or absent
+ * resource gives `undefined`: the attachment then simply has no device ID. No I/O; one per ADD.
+ */
+export class DeviceAllocator {
+  readonly #resources: ResourceMap;
+  readonly #cursors = new Map<string, number>();
+
+  constructor(resources: ResourceMap) {
+    this.#resources = new Map([...resources].map(([name, ids]) => [name, [...ids]]));
+  }
+
+  next(resourceName: string): string | undefined {
+    const ids = this.#resources.get(resourceName);
+    const cursor = this.#cursors.get(resourceName) ?? 0;
+    const id = ids?.[cursor];
+    if (id !== undefined) this.#cursors.set(resourceName, cursor + 1);
+    return id;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Reading the resource map (I/O)
+
+export interface PodIdentity {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+export interface ResourceMapDeps {
+  /** Default POD_RESOURCES_SOCKET; when it exists it is used, else the checkpoint. */
+  podResourcesSocket?: string;
+  /** Default DEVICE_CHECKPOINT_FILE. */
+  checkpointFile?: string;
+  dialTimeoutMs?: number;
+  callTimeoutMs?: number;
+  maxMessageBytes?: number;
+  log?: Logger;
+}
+
+/** Go Multus hasKubeletAPIEndpoint: anything at the path (os.Stat succeeds) selects the socket. */
+function pathExists(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function readFromPodResources(pod: PodIdentity, socketPath: string, deps: ResourceMapDeps): Promise<ResourceMap> {
+  assertPodNamed(pod.namespace, pod.name);
+  const { listPodResources } = await import('./podresources.ts');
+  const response = await listPodResources({
+    socketPath,
+    dialTimeoutMs: deps.dialTimeoutMs ?? POD_RESOURCES_TIMEOUT_MS,
+    callTimeoutMs: deps.callTimeoutMs ?? POD_RESOURCES_TIMEOUT_MS,
+    maxMessageBytes: deps.maxMessageBytes ?? POD_RESOURCES_MAX_MESSAGE_BYTES,
+  });
+  return resourceMapFromPodResources(response, pod.namespace, pod.name);
+}
+
+function readFromCheckpoint(pod: PodIdentity, file: string): ResourceMap {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (err) {
+    throw new CniError(CniCode.IoFailure, `cannot read ${file}: ${messageOf(err)}`, { cause: err });
+  }
+  return resourceMapFromCheckpoint(parseCheckpoint(bytes, file), pod.uid);
+}
+
+/**
+ * The pod's resource map from the kubelet: the pod-resources socket when it exists (matched by namespace and
+ * name), else the device-plugin checkpoint (matched by UID). Either failure is a CniError whose message
+ * starts "failed to get resourceMap" and keeps the underlying code (TryAgainLater for an unreachable or slow
+ * kubelet). Multus builds this once per ADD, on the first NAD with a resource name.
+ */
+export async function readResourceMap(pod: PodIdentity, deps: ResourceMapDeps = {}): Promise<ResourceMap> {
+  const socketPath = deps.podResourcesSocket ?? POD_RESOURCES_SOCKET;
+  if (pathExists(socketPath)) {
+    deps.log?.debug(`readResourceMap: using the kubelet pod-resources API at ${socketPath}`);
+    try {
+      return await readFromPodResources(pod, socketPath, deps);
+    } catch (err) {
+      throw wrapError(err, `failed to get resourceMap from the kubelet pod-resources API at ${socketPath}`);
+    }
+  }
+  const file = deps.checkpointFile ?? DEVICE_CHECKPOINT_FILE;
+  deps.log?.debug(`readResourceMap: ${socketPath} does not exist, using the device-plugin checkpoint ${file}`);
+  try {
+    return readFromCheckpoint(pod, file);
+  } catch (err) {
+    throw wrapError(err, 'failed to get resourceMap from the device-plugin checkpoint');
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Device IDs in delegate configs (pure)
+
+/**
+ * A copy of `config` with `deviceID` and `pciBusID` set to `deviceId` (§1.4): at the top level of a single
+ * config (non-empty `type`, the rule parseNetwork uses), else in every plugin of a conflist. Never mutates.
+ */
+export function injectDeviceId(config: Json, deviceId: string): Json {
+  const out = structuredClone(config);
+  const isSingle = typeof out.type === 'string' && out.type !== '';
+  if (isSingle) return { ...out, deviceID: deviceId, pciBusID: deviceId };
+  if (!Array.isArray(out.plugins)) {
+    throw new CniError(CniCode.InvalidConfig, "cannot set the device ID: the config has neither a 'type' nor a 'plugins' array");
+  }
+  out.plugins = out.plugins.map((plugin: unknown, i: number) => {
+    if (!isObject(plugin)) throw new CniError(CniCode.InvalidConfig, `cannot set the device ID: plugins[${i}] is not a JSON object`);
+    return { ...plugin, deviceID: deviceId, pciBusID: deviceId };
+  });
+  return out;
+}
+
+/** `injectDeviceId` on a delegate network; the new bytes (cached for DEL) carry the device ID. */
+export function injectDeviceIdIntoNetwork(network: Network, deviceId: string): Network {
+  const config = JSON.parse(network.bytes.toString('utf8')) as Json;
+  return parseNetwork(Buffer.from(JSON.stringify(injectDeviceId(config, deviceId))));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Device-info files (§6.3): paths are pure, the rest I/O
+
+/** The CNIDeviceInfoFile of one attachment: `<dir>/<name>-<containerID>_<ifName>`, every '/' in it made '-'. */
+export function deviceInfoPath(delegateName: string, containerId: string, ifName: string, dir = CNI_DEVINFO_DIR): string {
+  return join(dir, `${delegateName}-${containerId}_${ifName}`.replaceAll('/', '-'));
+}
+
+/** The file a device plugin writes for one device: `<dir>/<resource>-<deviceID>-device.json`, '/' made '-'. */
+export function devicePluginInfoPath(resourceName: string, deviceId: string, dir = DP_DEVINFO_DIR): string {
+  return join(dir, `${resourceName.replaceAll('/', '-')}-${deviceId.replaceAll('/', '-')}-device.json`);
+}
+
+function isMissing(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+/**
+ * Writes `data` to a new file `target` (mode 0444) that readers never see half-written: temp file, then link,
+ * which never replaces an existing target (then 'exists').
+ */
+function writeNewFile(target: string, data: Buffer): 'written' | 'exists' {
+  mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
+  const temp = join(dirname(target), `.${basename(target)}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`);
+  let fd: number | undefined = openSync(temp, 'wx', 0o444);
+  try {
+    fchmodSync(fd, 0o444);
+    for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
+    closeSync(fd);
+    fd = undefined;
+    return linkTo(temp, target);
+  } finally {
+    if (fd !== undefined) closeQuietly(fd);
+    unlinkQuietly(temp);
+  }
+}
+
+function linkTo(existing: string, target: string): 'written' | 'exists' {
+  try {
+    linkSync(existing, target);
+    return 'written';
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'EEXIST') return 'exists';
+    throw err;
+  }
+}
+
+/** Cleanup after the real outcome, which is the one reported. */
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // already reported: the write failed
+  }
+}
+
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Copies the device plugin's info file for `deviceId` to `target` (the attachment's CNIDeviceInfoFile), as
+ * Go Multus does before the delegate's ADD. A missing source is normal (not every device plugin writes one)
+ * and returns undefined; any other failure (unreadable or non-JSON source, target already there, cannot
+ * write) is not fatal either and comes back as a warning to log.
+ */
+export function copyDevicePluginInfo(resourceName: string, deviceId: string, target: string, dpDir = DP_DEVINFO_DIR): string | undefined {
+  const source = devicePluginInfoPath(resourceName, deviceId, dpDir);
+  let data: Buffer;
+  try {
+    data = readFileSync(source);
+  } catch (err) {
+    return isMissing(err) ? undefined : `cannot read device-plugin info ${source}: ${messageOf(err)}`;
+  }
+  try {
+    if (!isObject(JSON.parse(data.toString('utf8')))) return `device-plugin info ${source} is not a JSON object: not copied`;
+  } catch (err) {
+    return `device-plugin info ${source} is not JSON (${messageOf(err)}): not copied`;
+  }
+  try {
+    if (writeNewFile(target, data) === 'written') return undefined;
+    return `cannot copy device-plugin info ${source} to ${target}: it already exists`;
+  } catch (err) {
+    return `cannot copy device-plugin info ${source} to ${target}: ${messageOf(err)}`;
+  }
+}
+
+/** The CNIDeviceInfoFile's content for network-status `device-info`; missing is not corrupt. */
+export function readDeviceInfo(path: string): ReadOutcome<Json> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if (isMissing(err)) return { kind: 'missing' };
+    return { kind: 'corrupt', error: new CniError(CniCode.IoFailure, `cannot read device info ${path}: ${messageOf(err)}`, { cause: err }) };
+  }
+  try {
+    const value: unknown = JSON.parse(text);
+    if (isObject(value)) return { kind: 'ok', value };
+    return { kind: 'corrupt', error: new CniError(CniCode.DecodingFailure, `device info ${path} is not a JSON object`) };
+  } catch (err) {
+    return { kind: 'corrupt', error: new CniError(CniCode.DecodingFailure, `device info ${path} is not JSON: ${messageOf(err)}`, { cause: err }) };
+  }
+}
+
+/** Removes the CNIDeviceInfoFile after the delegate's DEL; missing is fine, other failures are a warning. */
+export function removeDeviceInfo(path: string): string | undefined {
+  try {
+    unlinkSync(path);
+    return undefined;
+  } catch (err) {
+    return isMissing(err) ? undefined : `cannot remove device info ${path}: ${messageOf(err)}`;
+  }
+}

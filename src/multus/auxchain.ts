@@ -1,0 +1,72 @@
+/**
+ * auxchain.ts: the auxiliary CNI chain (`auxiliaryCNIChainName`, §14.3) and the `passthru` plugin it starts
+ * with (§14.2). Pure, except for listing and reading the chain's directory.
+ *
+ * The chain is a conflist built in memory: `passthru` first, then every `*.conf` in
+ * `<dir of clusterNetwork>/<chain name>/` in lexical order. It runs as the last attachment (net<i>) so
+ * plugins that act on the whole pod (sysctls, routes) run after every interface exists. Built as an object
+ * and serialised, never by string formatting (Multus uses Sprintf).
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { MultusConf, Network } from './conf.ts';
+import { parseNetwork } from './conf.ts';
+import { CniCode, CniError, messageOf } from '../base/errors.ts';
+import type { Logger } from '../base/log.ts';
+import type { Delegate } from './plan.ts';
+import { SUPPORTED_VERSIONS } from '../base/versions.ts';
+
+const VALID_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+
+/**
+ * The auxiliary chain's delegate, or undefined when none is configured or its directory adds no plugin.
+ * compat: a chain that cannot be loaded is logged and skipped (§14.3); a clusterNetwork that is not a path
+ * is an error, as in Multus.
+ */
+export function auxiliaryChain(conf: MultusConf, log: Logger): Delegate | undefined {
+  const name = conf.auxiliaryCNIChainName;
+  if (!name) return undefined;
+  if (!conf.clusterNetwork.includes('/')) {
+    throw new CniError(CniCode.InvalidConfig, `auxiliary chain used but clusterNetwork must be a path, and it is not a path: ${conf.clusterNetwork}`);
+  }
+  try {
+    const network = loadChain(conf, name);
+    return network.plugins.length > 1 ? { network, displayName: name, request: {} } : undefined;
+  } catch (e) {
+    log.error(`auxiliary chain "${name}" skipped: ${messageOf(e)}`);
+    return undefined;
+  }
+}
+
+function loadChain(conf: MultusConf, name: string): Network {
+  if (!VALID_NAME.test(name)) throw new CniError(CniCode.InvalidConfig, `invalid auxiliaryCNIChainName "${name}"`);
+  const dir = join(dirname(conf.clusterNetwork), name);
+  let files: string[] = [];
+  try {
+    files = readdirSync(dir).filter((f) => f.endsWith('.conf')).sort();
+  } catch {
+    // no directory: the chain is just passthru, and is not added
+  }
+  const plugins: Record<string, unknown>[] = [{ type: 'passthru', name: 'passthru-cni' }];
+  for (const file of files) plugins.push(JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, unknown>);
+  return parseNetwork({ cniVersion: conf.cniVersion, name, plugins });
+}
+
+/**
+ * The `passthru` plugin: ADD prints an empty result in the config's version (or passes prevResult through);
+ * every other command succeeds with no output. It is this same executable, run under the name `passthru`.
+ */
+export function passthru(command: string, stdin: Buffer): string {
+  if (command === 'VERSION') {
+    return JSON.stringify({ cniVersion: '1.1.0', supportedVersions: SUPPORTED_VERSIONS.filter((v) => v >= '0.3.0') });
+  }
+  if (command !== 'ADD') return '';
+  let conf: { cniVersion?: string; prevResult?: unknown };
+  try {
+    conf = JSON.parse(stdin.toString()) as typeof conf;
+  } catch (e) {
+    throw new CniError(CniCode.DecodingFailure, `passthru: failed to decode the network config from stdin: ${messageOf(e)}`);
+  }
+  if (conf.prevResult) return JSON.stringify(conf.prevResult);
+  return JSON.stringify({ cniVersion: conf.cniVersion ?? '1.0.0', interfaces: [], ips: [], routes: [], dns: {} });
+}

@@ -1,0 +1,145 @@
+/**
+ * commands/add.ts: CNI ADD (orchestration).
+ *
+ * Reads as the list of steps in docs/design.md: parse CNI_ARGS, wait for the default network, look the pod
+ * up, resolve the delegates (config, NADs, annotations), plan the attachments (all validation before
+ * anything runs), save the scratch cache, add each attachment in order, tell Kubernetes what was attached,
+ * and return the cluster network's result in the multus config's cniVersion. Any failure after the first
+ * attachment rolls back every attachment made so far (§8.3), so no interface or IP is left behind.
+ */
+import { auxiliaryChain } from '../auxchain.ts';
+import { removeScratchCache, writeScratchCache } from '../../store/cache.ts';
+import type { MultusConf } from '../conf.ts';
+import type { RuntimeConf } from '../../cni/delegate.ts';
+import { addNetwork, delNetwork } from '../../cni/delegate.ts';
+import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/devices.ts';
+import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
+import type { KubeClient, Pod } from '../../k8s/client.ts';
+import { buildNetworkStatuses } from '../netstatus.ts';
+import type { Attachment } from '../plan.ts';
+import { planAttachments, toCachedDelegate, undeclaredCapabilities } from '../plan.ts';
+import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-routes.ts';
+import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
+import { planDefaultRoutes } from '../../routes/routes.ts';
+import { addedInterfaceEvent, emitEvents, publishNetworkStatus } from '../podstatus.ts';
+import type { CniRequest } from '../../cni/request.ts';
+import type { CniResult } from '../../cni/result.ts';
+import { convertResult, normalizeResult, resultInterfaces, resultIps } from '../../cni/result.ts';
+import type { CallContext, CommandDeps } from './context.ts';
+import { callContext, resolveDeps, runtimeConfFor, waitUntilReady } from './context.ts';
+
+export async function cmdAdd(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<CniResult> {
+  const ctx = callContext(req, conf, deps);
+  await waitUntilReady(conf, deps);
+  const kube = await deps.kube(conf);
+  const pod = await lookupPod(kube, ctx.k8s, 'ADD', deps);
+  if (pod.kind === 'unknown' && kube) deps.log.verbose(`[${ctx.pod}]: ${pod.reason}: attaching the configured networks only`);
+  const delegates = await resolvePodDelegates(conf, ctx.k8s, pod, resolveDeps(kube, deps));
+  const aux = auxiliaryChain(conf, deps.log);
+  if (aux) delegates.push(aux);
+  const attachments = planAttachments(delegates, req.ifName);
+  checkCapabilities(ctx, attachments);
+  writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));
+  const results = await addAttachments(ctx, attachments);
+  await moveDefaultRoutes(ctx, attachments, deps);
+  if (kube && pod.kind === 'found') await reportAttachments(ctx, kube, pod.pod, attachments, results);
+  return normalizeResult(convertResult(results[0]!, conf.cniVersion));
+}
+
+/** A request no plugin can honour: a warning (Multus compatible), or an error with strictCapabilities. */
+function checkCapabilities(ctx: CallContext, attachments: Attachment[]): void {
+  for (const attachment of attachments) {
+    const missing = undeclaredCapabilities(attachment);
+    if (missing.length === 0) continue;
+    const msg = `${attachment.displayName} requests ${missing.join(', ')} but no plugin of network "${attachment.network.name}" declares ${missing.length > 1 ? 'those capabilities' : 'that capability'}`;
+    if (ctx.conf.strictCapabilities) throw new CniError(CniCode.InvalidConfig, `[${ctx.pod}]: ${msg} (strictCapabilities)`);
+    ctx.net.log.warn(`[${ctx.pod}]: ${msg}; the request is ignored`);
+  }
+}
+
+async function addAttachments(ctx: CallContext, attachments: Attachment[]): Promise<CniResult[]> {
+  const results: CniResult[] = [];
+  for (const [index, attachment] of attachments.entries()) {
+    try {
+      const rt = runtimeConfFor(ctx, attachment, 'ADD');
+      copyDeviceInfo(ctx, attachment, rt);
+      results.push(await addNetwork(attachment.network, rt, ctx.net));
+    } catch (e) {
+      await rollback(ctx, attachments.slice(0, index + 1));
+      const name = attachment.network.name;
+      throw wrapError(e, `[${ctx.pod}:${name}]: error adding container to network "${name}"`);
+    }
+  }
+  return results;
+}
+
+/**
+ * `default-route` (§7): the pod's default route of each requested family goes via the requested gateway only;
+ * the libcni result caches of the attachments whose routes changed are rewritten so CHECK and DEL agree with
+ * the namespace. A failure rolls the whole ADD back (Multus leaves the attachments behind).
+ */
+async function moveDefaultRoutes(ctx: CallContext, attachments: Attachment[], deps: CommandDeps): Promise<void> {
+  const plan = planDefaultRoutes(attachments);
+  if (!plan) return;
+  try {
+    await applyRoutePlan(ctx.req.netns, plan, deps.routes);
+    const refs = attachments.map((a) => ({ ifName: a.ifName, networkName: a.network.name }));
+    updateCachedDefaultRoutes(ctx.conf.cniDir, ctx.req.containerId, refs, plan);
+  } catch (e) {
+    await rollback(ctx, attachments);
+    throw wrapError(e, `[${ctx.pod}]: error setting the default route`);
+  }
+}
+
+/** §6.3: the device plugin's device-info file, copied to the attachment's CNIDeviceInfoFile before its ADD. */
+function copyDeviceInfo(ctx: CallContext, attachment: Attachment, rt: RuntimeConf): void {
+  const target = rt.capabilityArgs.CNIDeviceInfoFile;
+  const { resourceName, deviceID } = attachment.request;
+  if (typeof target !== 'string' || !resourceName || !deviceID) return;
+  const warning = copyDevicePluginInfo(resourceName, deviceID, target, ctx.dpDevinfoDir);
+  if (warning) ctx.net.log.verbose(`[${ctx.pod}]: ${warning}`);
+}
+
+/** The attachment's device-info (its CNIDeviceInfoFile, when the plugin or the copy wrote one). */
+function deviceInfoOf(ctx: CallContext, attachment: Attachment): Record<string, unknown> | undefined {
+  const path = runtimeConfFor(ctx, attachment, 'ADD').capabilityArgs.CNIDeviceInfoFile;
+  if (typeof path !== 'string') return undefined;
+  const info = readDeviceInfo(path);
+  return info.kind === 'ok' ? info.value : undefined;
+}
+
+/** network-status and AddedInterface events; a failed status write rolls the whole ADD back. */
+async function reportAttachments(ctx: CallContext, kube: KubeClient, pod: Pod, attachments: Attachment[], results: CniResult[]): Promise<void> {
+  // Pods in systemNamespaces get no network-status (§9.2; Multus compares the pod's *name* there, #1205).
+  if (!ctx.conf.systemNamespaces.includes(pod.metadata.namespace)) {
+    const statuses = attachments.flatMap((a, i) => buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork, deviceInfoOf(ctx, a)));
+    try {
+      await publishNetworkStatus(kube, pod, statuses, ctx.net.log);
+    } catch (e) {
+      await rollback(ctx, attachments);
+      throw wrapError(e, `[${ctx.pod}]`);
+    }
+  }
+  const events = attachments.flatMap((a, i) => {
+    const ips = resultIps(results[i]!);
+    return ips.length > 0 || resultInterfaces(results[i]!).length > 0 ? [addedInterfaceEvent(a.ifName, ips.map((ip) => ip.address), a.displayName)] : [];
+  });
+  await emitEvents(kube, pod, events, ctx.net.log);
+}
+
+/**
+ * DEL of the given attachments in reverse (the failed one included: it may have half-configured).
+ * The scratch cache goes only when every DEL succeeded; otherwise the runtime's DEL still needs it.
+ */
+async function rollback(ctx: CallContext, attachments: Attachment[]): Promise<void> {
+  let clean = true;
+  for (const attachment of [...attachments].reverse()) {
+    try {
+      await delNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'DEL'), ctx.net);
+    } catch (e) {
+      clean = false;
+      ctx.net.log.error(`[${ctx.pod}]: rollback of ${attachment.network.name}/${attachment.ifName} failed: ${messageOf(e)}`);
+    }
+  }
+  if (clean) removeScratchCache(ctx.conf.cniDir, ctx.req.containerId);
+}

@@ -1,0 +1,50 @@
+/**
+ * commands/check.ts: CNI CHECK (orchestration).
+ *
+ * Checks every attachment ADD recorded in the scratch cache, in order, each against its cached result
+ * (Multus checks only the static `delegates`, so annotation networks were never checked: docs/compatibility.md).
+ * Without a scratch cache it checks the config's delegates. Networks below 0.4.0 cannot CHECK and are
+ * skipped. All failures are reported together.
+ */
+import { readScratchCache } from '../../store/cache.ts';
+import type { MultusConf } from '../conf.ts';
+import { resolveStaticNetworks } from '../conf.ts';
+import { checkNetwork, joinErrors } from '../../cni/delegate.ts';
+import type { CniError } from '../../base/errors.ts';
+import { wrapError } from '../../base/errors.ts';
+import type { Attachment, Delegate } from '../plan.ts';
+import { fromCachedDelegate, planAttachments } from '../plan.ts';
+import type { CniRequest } from '../../cni/request.ts';
+import type { CallContext, CommandDeps } from './context.ts';
+import { callContext, runtimeConfFor } from './context.ts';
+
+export async function cmdCheck(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<void> {
+  const ctx = callContext(req, conf, deps);
+  const attachments = planAttachments(recordedDelegates(ctx), req.ifName);
+  const failures: CniError[] = [];
+  for (const attachment of attachments) {
+    const name = attachment.network.name;
+    if (isAuxiliaryChain(ctx, attachment)) continue;
+    try {
+      const checked = await checkNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'CHECK'), ctx.net);
+      if (!checked) ctx.net.log.verbose(`[${ctx.pod}]: skipped CHECK of ${name} (cniVersion ${attachment.network.cniVersion} or disableCheck)`);
+    } catch (e) {
+      failures.push(wrapError(e, `[${ctx.pod}:${name}]: error checking ${attachment.ifName} of network "${name}"`));
+    }
+  }
+  if (failures.length > 0) throw joinErrors(failures);
+}
+
+/** The auxiliary chain makes no interface of its own (§14.3): there is nothing at net<i> to check. */
+function isAuxiliaryChain(ctx: CallContext, attachment: Attachment): boolean {
+  return attachment.displayName === ctx.conf.auxiliaryCNIChainName && attachment.network.plugins[0]?.type === 'passthru';
+}
+
+function recordedDelegates(ctx: CallContext): Delegate[] {
+  const scratch = readScratchCache(ctx.conf.cniDir, ctx.req.containerId);
+  if (scratch.kind === 'ok') return scratch.value.map(fromCachedDelegate);
+  if (scratch.kind === 'corrupt') {
+    ctx.net.log.error(`[${ctx.pod}]: scratch cache unreadable, checking the config's delegates: ${scratch.error.msg}`);
+  }
+  return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace }).map((d) => ({ ...d, request: {} }));
+}

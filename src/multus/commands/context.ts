@@ -1,0 +1,121 @@
+/**
+ * commands/context.ts: what every command is given and what it derives once per call (pure, except the
+ * readiness helpers, which go through injected deps).
+ *
+ * A command is `cmdX(request, conf, deps)`: no process globals, so a resident daemon can call it per request.
+ * `CallContext` gathers the parsed CNI_ARGS and the settings every delegate call shares; `runtimeConfFor`
+ * turns an attachment into libcni's RuntimeConf with its own copy of runtimeConfig.
+ */
+import type { ArgPairs, K8sArgs } from '../../cni/cniargs.ts';
+import { parseCniArgs, parseK8sArgs, podRef } from '../../cni/cniargs.ts';
+import type { MultusConf } from '../conf.ts';
+import type { NetworkDeps, RuntimeConf } from '../../cni/delegate.ts';
+import type { ResourceMapDeps } from '../../devices/devices.ts';
+import { CNI_DEVINFO_DIR, DP_DEVINFO_DIR, deviceInfoPath } from '../../devices/devices.ts';
+import type { Exec } from '../../cni/exec.ts';
+import type { KubeClient, Pod } from '../../k8s/client.ts';
+import type { Logger } from '../../base/log.ts';
+import type { NetnsRouteDeps } from '../../routes/netns-routes.ts';
+import type { Attachment } from '../plan.ts';
+import type { Clock, ResolveDeps } from '../podnetworks.ts';
+import { emitEvents } from '../podstatus.ts';
+import { capabilityArgsFor, delegateArgsFor } from '../plan.ts';
+import type { ReadinessDeps } from '../readiness.ts';
+import { checkReadinessOnce, waitForReadiness } from '../readiness.ts';
+import type { CniRequest } from '../../cni/request.ts';
+
+export interface CommandDeps {
+  exec: Exec;
+  log: Logger;
+  readiness: ReadinessDeps;
+  /** The environment delegates inherit (the caller's own, as libcni passes it through). */
+  env: Record<string, string | undefined>;
+  /** The Kubernetes client for this config, or undefined when it names none (loaded only when called). */
+  kube(conf: MultusConf): Promise<KubeClient | undefined>;
+  clock: Clock;
+  /** How default routes are changed inside the pod's netns (tests inject a fake runner). */
+  routes?: NetnsRouteDeps;
+  /** Device sources and device-info directories (tests point them at temp dirs). */
+  devices?: DeviceDeps;
+}
+
+export interface DeviceDeps extends ResourceMapDeps {
+  cniDevinfoDir?: string;
+  dpDevinfoDir?: string;
+}
+
+export interface CallContext {
+  req: CniRequest;
+  conf: MultusConf;
+  k8s: K8sArgs;
+  runtimePairs: ArgPairs;
+  /** "ns/name/uid", for error prefixes as Multus writes them. */
+  pod: string;
+  net: NetworkDeps;
+  /** Where CNIDeviceInfoFiles are written, and where device plugins leave theirs (§6.3). */
+  devinfoDir: string;
+  dpDevinfoDir: string;
+}
+
+export function callContext(req: CniRequest, conf: MultusConf, deps: CommandDeps): CallContext {
+  const runtimePairs = parseCniArgs(req.args);
+  const k8s = parseK8sArgs(runtimePairs);
+  const baseEnv: Record<string, string> = {};
+  for (const [key, value] of Object.entries(deps.env)) if (value !== undefined) baseEnv[key] = value;
+  return {
+    req,
+    conf,
+    k8s,
+    runtimePairs,
+    pod: podRef(k8s),
+    devinfoDir: deps.devices?.cniDevinfoDir ?? CNI_DEVINFO_DIR,
+    dpDevinfoDir: deps.devices?.dpDevinfoDir ?? DP_DEVINFO_DIR,
+    net: {
+      exec: deps.exec,
+      log: deps.log,
+      path: [conf.binDir, ...req.path.filter((dir) => dir !== conf.binDir)],
+      baseEnv,
+      cniDir: conf.cniDir,
+      timeoutMs: conf.delegateTimeoutMs,
+    },
+  };
+}
+
+export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command: string): RuntimeConf {
+  const capabilityArgs = capabilityArgsFor(attachment, ctx.conf.runtimeConfig);
+  // §6.3: an attachment with a device gets its own CNIDeviceInfoFile path (any runtime value is replaced).
+  if (attachment.request.deviceID && !attachment.isClusterNetwork) {
+    capabilityArgs.CNIDeviceInfoFile = deviceInfoPath(attachment.displayName, ctx.req.containerId, attachment.ifName, ctx.devinfoDir);
+  }
+  return {
+    containerId: ctx.req.containerId,
+    netns: ctx.req.netns,
+    ifName: attachment.ifName,
+    args: delegateArgsFor(attachment, ctx.k8s, ctx.runtimePairs, command),
+    capabilityArgs,
+  };
+}
+
+export function resolveDeps(kube: KubeClient | undefined, deps: CommandDeps): ResolveDeps {
+  return {
+    kube,
+    log: deps.log,
+    ...(deps.devices ? { devices: deps.devices } : {}),
+    warn: (pod: Pod, reason: string, message: string) =>
+      kube ? emitEvents(kube, pod, [{ type: 'Warning', reason, message }], deps.log) : Promise.resolve(),
+  };
+}
+
+/** ADD, STATUS and GC wait for the readiness indicator file (NPWG §6.1.2); CHECK does not. */
+export async function waitUntilReady(conf: MultusConf, deps: CommandDeps): Promise<void> {
+  if (conf.readinessIndicatorFile) {
+    await waitForReadiness(conf.readinessIndicatorFile, conf.readinessBackoff, deps.readiness);
+  }
+}
+
+/** DEL never waits: tearing down must not depend on the default network (§10). It only logs. */
+export async function noteReadiness(conf: MultusConf, deps: CommandDeps): Promise<void> {
+  if (conf.readinessIndicatorFile && !(await checkReadinessOnce(conf.readinessIndicatorFile, deps.readiness))) {
+    deps.log.verbose(`readinessindicatorfile ${conf.readinessIndicatorFile} is missing; deleting anyway`);
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * commands/del.ts: CNI DEL (orchestration).
+ *
+ * Finds every attachment it can know of, from sources merged without duplicates: the scratch cache written
+ * at ADD (or, when it is missing or corrupt, what ADD would choose now: the config's delegates and, if the API
+ * answers at once, the pod's annotations) and the libcni result caches of this container (which also recover
+ * attachments a corrupt scratch cache lost). With a scratch cache no API request is made. Then it
+ * deletes all of them in reverse order, keeps going past failures, and returns one error naming each failed
+ * attachment (NPWG §7.2). A corrupt cache is logged and removed once its attachments are gone, never a
+ * silent success (Multus #948, #1087); a corrupt result cache that nothing else explains fails the DEL.
+ */
+import { listResultCaches, readScratchCache, removeScratchCache } from '../../store/cache.ts';
+import { rmSync } from 'node:fs';
+import type { MultusConf } from '../conf.ts';
+import { parseNetwork, resolveStaticNetworks } from '../conf.ts';
+import type { RuntimeConf } from '../../cni/delegate.ts';
+import { delNetwork, joinErrors } from '../../cni/delegate.ts';
+import { removeDeviceInfo } from '../../devices/devices.ts';
+import type { Network } from '../conf.ts';
+import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
+import type { Delegate } from '../plan.ts';
+import { fromCachedDelegate, planAttachments } from '../plan.ts';
+import type { CniRequest } from '../../cni/request.ts';
+import type { CallContext, CommandDeps } from './context.ts';
+import { callContext, noteReadiness, resolveDeps, runtimeConfFor } from './context.ts';
+import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
+
+interface Teardown {
+  network: Network;
+  rt: RuntimeConf;
+}
+
+interface DelPlan {
+  teardowns: Teardown[];
+  /** Corrupt result-cache files, with whether a known attachment accounts for them. */
+  corruptResults: { path: string; covered: boolean; error: string }[];
+  scratchCorrupt: boolean;
+}
+
+export async function cmdDel(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<void> {
+  const ctx = callContext(req, conf, deps);
+  await noteReadiness(conf, deps);
+  const plan = await planTeardowns(ctx, deps);
+  const failures: CniError[] = [];
+  for (const { network, rt } of [...plan.teardowns].reverse()) {
+    try {
+      await delNetwork(network, rt, ctx.net);
+      removeDeviceInfoOf(ctx, rt);
+    } catch (e) {
+      failures.push(wrapError(e, `[${ctx.pod}:${network.name}]: error deleting ${rt.ifName} of network "${network.name}"`));
+    }
+  }
+  finishCaches(ctx, plan, failures.length === 0);
+  const unexplained = plan.corruptResults.filter((c) => !c.covered);
+  for (const c of unexplained) {
+    failures.push(new CniError(CniCode.DecodingFailure, `cannot tear down the attachment recorded in ${c.path}: ${c.error}`, {
+      details: 'the file is corrupt and no other cache names its network; check the pod\'s interfaces, then remove the file',
+    }));
+  }
+  if (failures.length > 0) throw joinErrors(failures);
+}
+
+/** §6.3: the attachment's CNIDeviceInfoFile goes with it (errors only logged). */
+function removeDeviceInfoOf(ctx: CallContext, rt: RuntimeConf): void {
+  const path = rt.capabilityArgs.CNIDeviceInfoFile;
+  if (typeof path !== 'string') return;
+  const warning = removeDeviceInfo(path);
+  if (warning) ctx.net.log.verbose(`[${ctx.pod}]: ${warning}`);
+}
+
+async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPlan> {
+  const { conf, req } = ctx;
+  const scratch = readScratchCache(conf.cniDir, req.containerId);
+  let delegates: Delegate[];
+  if (scratch.kind === 'ok') {
+    delegates = scratch.value.map(fromCachedDelegate);
+  } else {
+    if (scratch.kind === 'corrupt') ctx.net.log.error(`[${ctx.pod}]: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`);
+    delegates = await currentDelegates(ctx, deps);
+  }
+  const teardowns = planAttachments(delegates, req.ifName).map((a) => ({ network: a.network, rt: runtimeConfFor(ctx, a, 'DEL') }));
+  const known = new Set(teardowns.map((t) => `${t.network.name}\0${t.rt.ifName}`));
+  const corruptResults: DelPlan['corruptResults'] = [];
+  for (const { path, outcome } of listResultCaches(conf.cniDir, { containerId: req.containerId })) {
+    if (outcome.kind === 'corrupt') {
+      const covered = teardowns.some((t) => path.endsWith(`/${t.network.name}-${req.containerId}-${t.rt.ifName}`));
+      corruptResults.push({ path, covered, error: outcome.error.msg });
+      continue;
+    }
+    if (outcome.kind !== 'ok') continue;
+    const entry = outcome.value;
+    if (known.has(`${entry.networkName}\0${entry.ifName}`)) continue;
+    try {
+      const network = parseNetwork(entry.config);
+      teardowns.push({ network, rt: { containerId: req.containerId, netns: req.netns, ifName: entry.ifName, args: entry.cniArgs, capabilityArgs: entry.capabilityArgs } });
+      known.add(`${entry.networkName}\0${entry.ifName}`);
+    } catch (e) {
+      corruptResults.push({ path, covered: false, error: messageOf(e) });
+    }
+  }
+  return { teardowns, corruptResults, scratchCorrupt: scratch.kind === 'corrupt' };
+}
+
+/**
+ * Without a scratch cache: the delegates ADD would choose now (config, and the pod's annotations when the
+ * API answers at once). On DEL nothing here is fatal: what cannot be resolved is logged, and the result
+ * caches still name every attachment ADD made.
+ */
+async function currentDelegates(ctx: CallContext, deps: CommandDeps): Promise<Delegate[]> {
+  try {
+    const kube = await deps.kube(ctx.conf);
+    const pod = await lookupPod(kube, ctx.k8s, 'DEL', deps);
+    return await resolvePodDelegates(ctx.conf, ctx.k8s, pod, resolveDeps(kube, deps));
+  } catch (e) {
+    ctx.net.log.error(`[${ctx.pod}]: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`);
+  }
+  try {
+    return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace }).map((d) => ({ ...d, request: {} }));
+  } catch (e) {
+    ctx.net.log.error(`[${ctx.pod}]: cannot resolve the configured delegates, using the result caches only: ${messageOf(e)}`);
+    return [];
+  }
+}
+
+/**
+ * Scratch cache: removed when every DEL succeeded; after failures it is removed too unless
+ * retryDeleteOnError is set (§8.4, compat). Either way the failed attachments keep their result caches, so a
+ * retried DEL still finds them. Corrupt result caches that a known attachment accounted for go once it is gone.
+ */
+function finishCaches(ctx: CallContext, plan: DelPlan, allDeleted: boolean): void {
+  if (allDeleted || !ctx.conf.retryDeleteOnError || plan.scratchCorrupt) {
+    removeScratchCache(ctx.conf.cniDir, ctx.req.containerId);
+  }
+  if (!allDeleted) return;
+  for (const c of plan.corruptResults) if (c.covered) rmSync(c.path, { force: true });
+}

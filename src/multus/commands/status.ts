@@ -1,0 +1,26 @@
+/**
+ * commands/status.ts: CNI STATUS (orchestration, CNI spec 1.1).
+ *
+ * Waits for the readiness indicator file, then asks the cluster network (delegates[0]) whether it can serve
+ * ADD; a delegate's own error code (50, 51, ...) passes through unchanged. A cluster network below 1.1.0
+ * cannot answer STATUS and is taken as ready, as libcni does.
+ */
+import type { MultusConf } from '../conf.ts';
+import { resolveStaticNetworks } from '../conf.ts';
+import { statusNetwork } from '../../cni/delegate.ts';
+import { wrapError } from '../../base/errors.ts';
+import type { CniRequest } from '../../cni/request.ts';
+import type { CommandDeps } from './context.ts';
+import { callContext, waitUntilReady } from './context.ts';
+
+export async function cmdStatus(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<void> {
+  const ctx = callContext(req, conf, deps);
+  await waitUntilReady(conf, deps);
+  const cluster = resolveStaticNetworks(conf, { clusterOnly: true })[0];
+  if (!cluster) return;
+  try {
+    await statusNetwork(cluster.network, ctx.net);
+  } catch (e) {
+    throw wrapError(e, `error in STATUS command for network "${cluster.network.name}"`);
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * podnetworks.ts: what the Kubernetes API says a pod's attachments are (I/O through the KubeClient seam).
+ *
+ * `lookupPod` fetches the pod with Multus' retry policy (§9.1: transient errors retried every 250 ms for
+ * 2.5 s) and the UID check; its outcome is a union, never null-as-a-message. `resolvePodDelegates` builds the
+ * ordered delegate list of §5.1: cluster network (a NAD in multusNamespace, a config name or a path), the
+ * default networks, the per-pod default-network override (§3.2), then one delegate per selection element in
+ * annotation order (§3.1, §4). Every NAD is fetched once per call; any failure aborts before a delegate runs.
+ * API economy: one GET for the pod and one per NAD (issue: at most N+2 requests per ADD with the status write).
+ */
+import type { K8sArgs } from '../cni/cniargs.ts';
+import type { MultusConf, StaticNetwork } from './conf.ts';
+import { resolveStaticNetworks } from './conf.ts';
+import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
+import type { KubeClient, Nad, Pod } from '../k8s/client.ts';
+import type { Logger } from '../base/log.ts';
+import type { ResourceMapDeps } from '../devices/devices.ts';
+import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../devices/devices.ts';
+import { delegateFromNad } from './nad.ts';
+import type { Delegate, SelectionRequest } from './plan.ts';
+import type { NetworkSelection } from './selection.ts';
+import {
+  checkNamespaceIsolation,
+  parseDefaultNetworkAnnotation,
+  parseNetworkSelections,
+  validateDefaultRoutes,
+} from './selection.ts';
+
+export const NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
+export const DEFAULT_NETWORK_ANNOTATION = 'v1.multus-cni.io/default-network';
+const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
+
+export interface Clock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export type PodLookup = { kind: 'found'; pod: Pod } | { kind: 'unknown'; reason: string };
+
+const POLL_INTERVAL_MS = 250;
+const POLL_TIMEOUT_MS = 2500;
+
+/** The HTTP status of an API error (KubeApiError carries it), or undefined for other failures. */
+export function apiStatus(e: unknown): number | undefined {
+  const status = (e as { status?: unknown } | null)?.status;
+  return typeof status === 'number' ? status : undefined;
+}
+
+function isTransient(e: unknown): boolean {
+  const status = apiStatus(e);
+  if (status !== undefined) return status === 429 || status >= 500;
+  return (e as { code?: unknown } | null)?.code === CniCode.TryAgainLater;
+}
+
+/** A static pod's mirror has its own UID; the kubelet marks static pods with config.source != "api". */
+function isStaticPod(pod: Pod): boolean {
+  const source = pod.metadata.annotations?.[CONFIG_SOURCE_ANNOTATION];
+  return source !== undefined && source !== 'api';
+}
+
+export async function lookupPod(
+  kube: KubeClient | undefined,
+  k8s: K8sArgs,
+  command: 'ADD' | 'DEL',
+  deps: { clock: Clock; log: Logger },
+): Promise<PodLookup> {
+  if (!kube) return { kind: 'unknown', reason: 'no Kubernetes client configured' };
+  if (!k8s.podNamespace || !k8s.podName) return { kind: 'unknown', reason: 'CNI_ARGS name no pod' };
+  const pod = command === 'ADD' ? await getPodWithRetry(kube, k8s, deps.clock) : await getPodOnce(kube, k8s, deps.log);
+  if (!pod) return { kind: 'unknown', reason: `pod ${k8s.podNamespace}/${k8s.podName} not found` };
+  if (k8s.podUid && pod.metadata.uid !== k8s.podUid && !isStaticPod(pod)) {
+    const msg = `expected pod UID "${k8s.podUid}" but got "${pod.metadata.uid}" from Kube API`;
+    if (command === 'ADD') {
+      throw new CniError(CniCode.InvalidConfig, msg, { details: 'the pod was deleted and re-created with the same name; the runtime will retry with the new pod' });
+    }
+    deps.log.verbose(`${msg}; deleting from the cache only`);
+    return { kind: 'unknown', reason: msg };
+  }
+  return { kind: 'found', pod };
+}
+
+async function getPodWithRetry(kube: KubeClient, k8s: K8sArgs, clock: Clock): Promise<Pod | undefined> {
+  const deadline = clock.now() + POLL_TIMEOUT_MS;
+  for (;;) {
+    try {
+      return await kube.getPod(k8s.podNamespace, k8s.podName);
+    } catch (e) {
+      if (apiStatus(e) === 404) return undefined;
+      if (!isTransient(e) || clock.now() + POLL_INTERVAL_MS > deadline) {
+        throw wrapError(e, 'error waiting for pod', CniCode.TryAgainLater);
+      }
+      await clock.sleep(POLL_INTERVAL_MS);
+    }
+  }
+}
+
+/** DEL must not depend on the API: one attempt; any failure means "use the caches". */
+async function getPodOnce(kube: KubeClient, k8s: K8sArgs, log: Logger): Promise<Pod | undefined> {
+  try {
+    return await kube.getPod(k8s.podNamespace, k8s.podName);
+  } catch (e) {
+    if (apiStatus(e) !== 404) log.error(`cannot read pod ${k8s.podNamespace}/${k8s.podName}, deleting from the caches: ${messageOf(e)}`);
+    return undefined;
+  }
+}
+
+export interface ResolveDeps {
+  kube: KubeClient | undefined;
+  log: Logger;
+  /** Where the kubelet's pod-resources socket and device checkpoint are (tests point elsewhere). */
+  devices?: ResourceMapDeps;
+  /** Warning events (NoNetworkFound) go through here; best effort, never throws. */
+  warn(pod: Pod, reason: string, message: string): Promise<void>;
+}
+
+async function fetchNad(kube: KubeClient, namespace: string, name: string): Promise<Nad | undefined> {
+  try {
+    return await kube.getNad(namespace, name);
+  } catch (e) {
+    if (apiStatus(e) === 404) return undefined;
+    throw wrapError(e, `cannot read network-attachment-definition ${namespace}/${name}`, CniCode.TryAgainLater);
+  }
+}
+
+/** clusterNetwork/defaultNetworks: NADs in multusNamespace for plain names, else config names or paths. */
+async function clusterDelegates(conf: MultusConf, podNamespace: string, kube: KubeClient | undefined): Promise<StaticNetwork[]> {
+  const found = new Map<string, StaticNetwork>();
+  if (kube && conf.clusterNetwork) {
+    const names = [conf.clusterNetwork, ...(conf.systemNamespaces.includes(podNamespace) ? [] : conf.defaultNetworks)];
+    for (const name of new Set(names.filter((n) => n && !n.includes('/')))) {
+      const nad = await fetchNad(kube, conf.multusNamespace, name);
+      if (nad) found.set(name, delegateFromNad(nad, conf.confDir, {}));
+    }
+  }
+  return resolveStaticNetworks(conf, { podNamespace, lookup: (name) => found.get(name) });
+}
+
+async function selectionDelegate(conf: MultusConf, deps: ResolveDeps, pod: Pod, sel: NetworkSelection): Promise<Delegate> {
+  const nad = await fetchNad(deps.kube!, sel.namespace, sel.name);
+  if (!nad) {
+    const msg = `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`;
+    await deps.warn(pod, 'NoNetworkFound', msg);
+    throw new CniError(CniCode.InvalidConfig, `${msg}: create it, or fix the pod's ${NETWORKS_ANNOTATION} annotation`);
+  }
+  return withPod(pod, 'error loading k8s delegates', () => delegateFromNad(nad, conf.confDir, sel.request));
+}
+
+export async function resolvePodDelegates(
+  conf: MultusConf,
+  k8s: K8sArgs,
+  lookup: PodLookup,
+  deps: ResolveDeps,
+): Promise<Delegate[]> {
+  const statics = await clusterDelegates(conf, k8s.podNamespace, deps.kube);
+  const delegates: Delegate[] = statics.map((s) => ({ ...s, request: {} }));
+  if (lookup.kind !== 'found') return delegates;
+  const pod = lookup.pod;
+  const annotations = pod.metadata.annotations ?? {};
+  const override = withPod(pod, 'error in loading the default network from the pod annotation', () =>
+    parseDefaultNetworkAnnotation(annotations[DEFAULT_NETWORK_ANNOTATION], conf.multusNamespace),
+  );
+  if (override) {
+    // The cluster network always gets CNI_IFNAME and ignores selection requests (§3.2, §6.1); Multus
+    // honours an @ifname here, which would hide eth0 from the runtime (docs/compatibility.md).
+    const replaced = await selectionDelegate(conf, deps, pod, { ...override, request: {} as SelectionRequest });
+    delegates[0] = replaced;
+  }
+  const selections = withPod(pod, 'error loading k8s delegates', () => {
+    const parsed = parseNetworkSelections(annotations[NETWORKS_ANNOTATION], pod.metadata.namespace);
+    if (conf.namespaceIsolation) checkNamespaceIsolation(parsed, pod.metadata.namespace, conf.globalNamespaces);
+    validateDefaultRoutes(parsed);
+    return parsed;
+  });
+  for (const sel of selections) delegates.push(await selectionDelegate(conf, deps, pod, sel));
+  return assignDeviceIds(delegates, pod, deps);
+}
+
+/**
+ * §4.4: NADs with a resourceName get the pod's allocated devices in sorted order, one per attachment of that
+ * resource, injected as `deviceID`/`pciBusID` into their config. The kubelet is asked once per ADD, and only
+ * when some delegate has a resource name (otherwise none of this runs).
+ */
+async function assignDeviceIds(delegates: Delegate[], pod: Pod, deps: ResolveDeps): Promise<Delegate[]> {
+  if (!delegates.some((d) => d.request.resourceName)) return delegates;
+  const { namespace, name, uid } = pod.metadata;
+  const allocator = new DeviceAllocator(await readResourceMap({ namespace, name, uid }, { log: deps.log, ...deps.devices }));
+  return delegates.map((d) => {
+    const id = d.request.resourceName ? allocator.next(d.request.resourceName) : undefined;
+    if (!id) return d;
+    return { ...d, network: injectDeviceIdIntoNetwork(d.network, id), request: { ...d.request, deviceID: id } };
+  });
+}
+
+function withPod<T>(pod: Pod, context: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    throw wrapError(e, `pod ${pod.metadata.namespace}/${pod.metadata.name}: ${context}`, CniCode.InvalidConfig);
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * readiness.ts: waiting for the readiness indicator file (pure schedule, injected I/O).
+ *
+ * Multus polls `readinessindicatorfile` every 1 s for up to 45 s before ADD, STATUS and GC, and checks it
+ * once on DEL (multus-behaviour.md §10). Here the wait is an exponential backoff in the style of k8s
+ * `wait.Backoff` (~0, 0.25, 1.25, 5.25, 21.25 s by default), computed by the pure `backoffSchedule`; the
+ * file check and the sleep are `ReadinessDeps`, so tests run without clocks or files and a resident daemon
+ * can share the code. A timeout is CniError(11, try again later).
+ */
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { CniCode, CniError } from '../base/errors.ts';
+
+export interface BackoffOptions {
+  initialMs: number;
+  factor: number;
+  jitter: number;
+  steps: number;
+}
+
+export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 250, factor: 4, jitter: 0.1, steps: 4 };
+
+export interface ReadinessDeps {
+  exists(path: string): Promise<boolean>;
+  sleep(ms: number): Promise<void>;
+}
+
+export const realReadinessDeps: ReadinessDeps = {
+  async exists(path) {
+    try {
+      await stat(path);
+      return true;
+    } catch {
+      // compat: Multus treats any stat error (ENOENT, EACCES, ...) as "not there yet" (`err == nil`).
+      return false;
+    }
+  },
+  async sleep(ms) {
+    await delay(ms);
+  },
+};
+
+function checkOptions(opts: BackoffOptions): void {
+  const ok =
+    Number.isInteger(opts.steps) && opts.steps >= 0 &&
+    Number.isFinite(opts.initialMs) && opts.initialMs >= 0 &&
+    Number.isFinite(opts.factor) && opts.factor >= 0 &&
+    Number.isFinite(opts.jitter) && opts.jitter >= 0;
+  if (!ok) {
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `invalid readiness backoff ${JSON.stringify(opts)}: steps must be a whole number >= 0, initialMs, factor and jitter finite numbers >= 0`,
+    );
+  }
+}
+
+/**
+ * The sleeps between checks, in whole milliseconds: delay_i = initialMs * factor^i, jittered as k8s
+ * `wait.Jitter` does (d + d * jitter * random()). `random` is injectable so tests get a fixed schedule.
+ */
+export function backoffSchedule(opts: BackoffOptions, random: () => number = Math.random): number[] {
+  checkOptions(opts);
+  const schedule: number[] = [];
+  for (let i = 0; i < opts.steps; i++) {
+    const base = opts.initialMs * opts.factor ** i;
+    schedule.push(Math.round(base + base * opts.jitter * random()));
+  }
+  return schedule;
+}
+
+/**
+ * Checks `file` at once and after each sleep of the schedule; returns as soon as it exists. The path is made
+ * absolute and normalised first, as Multus does (`filepath.Abs`), so the message names the path checked.
+ */
+export async function waitForReadiness(
+  file: string,
+  opts: BackoffOptions,
+  deps: ReadinessDeps,
+  random?: () => number,
+): Promise<void> {
+  const path = resolve(file);
+  const schedule = backoffSchedule(opts, random);
+  if (await deps.exists(path)) return;
+  for (const ms of schedule) {
+    await deps.sleep(ms);
+    if (await deps.exists(path)) return;
+  }
+  const totalMs = schedule.reduce((sum, ms) => sum + ms, 0);
+  throw new CniError(
+    CniCode.TryAgainLater,
+    'have you checked that your default network is ready? still waiting for readinessindicatorfile @ ' +
+      `${path} after ${schedule.length + 1} checks over ${totalMs / 1000} s`,
+  );
+}
+
+/** The DEL behaviour: one check, never waits (a missing file is only worth a warning to the caller). */
+export async function checkReadinessOnce(file: string, deps: ReadinessDeps): Promise<boolean> {
+  return deps.exists(resolve(file));
+}

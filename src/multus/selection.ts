@@ -1,0 +1,363 @@
+/**
+ * selection.ts: a pod's network selection annotations, parsed and checked (pure, no I/O).
+ *
+ * `parseNetworkSelections` reads `k8s.v1.cni.cncf.io/networks` (multus-behaviour.md §3.1): absent or empty
+ * means no networks; text containing `[`, `{` or `"` is a JSON array of selection objects; anything else is
+ * the comma list `[<namespace>/]<name>[@<ifname>]`, split, trimmed and DNS-1123-checked exactly as Multus'
+ * parsePodNetworkObjectName does. `parseDefaultNetworkAnnotation` reads `v1.multus-cni.io/default-network`
+ * (§3.2), `checkNamespaceIsolation` applies §4.3 and `validateDefaultRoutes` the `default-route` rules.
+ *
+ * Messages keep Multus' texts as their core (`parsePodNetworkAnnotation: ...`), then name the annotation and
+ * the bad element and say what to fix; the caller prefixes the pod. All errors are CniError(7).
+ *
+ * Deliberate differences from Multus (each fails the pod where Multus fails later, panics or misbehaves):
+ * - Text form: an empty element (`net1,,net2`, a trailing comma, `ns/`, `@eth1`) is rejected here; Multus
+ *   builds an element with an empty name that fails only at the NAD lookup.
+ * - JSON form: a missing or empty `name`, a non-object element (`null` makes Multus panic), a key of the wrong
+ *   JSON type and a `cni-args` that is not an object are rejected, naming the element and the key.
+ * - Interface names (text `@if`, JSON `interface`/`interfaceRequest`) get libcni's full check here (≤ 15
+ *   bytes, not `.`/`..`, no `/`, `:` or whitespace); Multus checks part of it and libcni the rest at ADD.
+ * - `default-route` (NPWG §4.1.2.1.9): only one element may carry the key, and `"default-route": []` is
+ *   rejected, because Multus then removes the default route of every interface, eth0 included (§7.1 quirk).
+ * - An empty default-network annotation or one naming no network (`[]`) is a clear error (Multus: a
+ *   misleading message, or a panic).
+ */
+import { BlockList, isIP } from 'node:net';
+import { CniCode, CniError, isCniError } from '../base/errors.ts';
+import type { SelectionRequest } from './plan.ts';
+import { validateIfName } from '../cni/request.ts';
+
+/** One element of a selection annotation, normalised; `namespace` is already defaulted. */
+export interface NetworkSelection {
+  name: string;
+  namespace: string;
+  request: SelectionRequest;
+}
+
+const NETWORKS_KEY = 'k8s.v1.cni.cncf.io/networks';
+const DEFAULT_NETWORK_KEY = 'v1.multus-cni.io/default-network';
+const TEXT_FORM = '[<namespace>/]<name>[@<ifname>]';
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const JSON_FORMAT_ERROR = 'failed to parse pod Network Attachment Selection Annotation JSON format';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function preview(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+}
+
+/** `parsePodNetworkAnnotation: <core> (<where>); <fix>`. */
+function annotationError(core: string, where: string, fix: string): CniError {
+  return new CniError(CniCode.InvalidConfig, `parsePodNetworkAnnotation: ${core} (${where}); ${fix}`);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Go's parsers, as Multus calls them: net.ParseMAC, net.ParseIP, net.ParseCIDR.
+
+/** Go net.ParseMAC: 6, 8 or 20 octets as `xx:xx…`/`xx-xx…`, or `xxxx.xxxx…`; Go's error text, or null. */
+function macError(s: string): string | null {
+  const invalid = `address ${s}: invalid MAC address`;
+  const colons = s[2] === ':' || s[2] === '-';
+  if (!colons && s[4] !== '.') return invalid;
+  const groups = s.split(colons ? s[2]! : '.');
+  const group = colons ? /^[0-9a-fA-F]{2}$/ : /^[0-9a-fA-F]{4}$/;
+  const octets = groups.length * (colons ? 1 : 2);
+  return [6, 8, 20].includes(octets) && groups.every((g) => group.test(g)) ? null : invalid;
+}
+
+/** Go net.ParseIP: an IPv4 (no leading zeros) or IPv6 address, no zone. */
+function isGoIp(s: string): boolean {
+  return isIP(s) !== 0 && !s.includes('%');
+}
+
+/** Go net.ParseCIDR: `<ip>/<decimal prefix>` with the prefix at most 32 (IPv4 text) or 128. */
+function isGoCidr(s: string): boolean {
+  const slash = s.indexOf('/');
+  const ip = s.slice(0, slash);
+  const bits = s.slice(slash + 1);
+  if (slash < 0 || !isGoIp(ip) || !/^\d+$/.test(bits)) return false;
+  return Number(bits) <= (isIP(ip) === 4 ? 32 : 128);
+}
+
+const V4_MAPPED = new BlockList();
+V4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
+
+/** Go's `ip.To4() != nil`: IPv4, or IPv4-mapped IPv6. */
+function isV4(ip: string): boolean {
+  return isIP(ip) === 4 || V4_MAPPED.check(ip, 'ipv6');
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Text form.
+
+interface Parsed {
+  name: string;
+  namespace: string;
+  request: SelectionRequest;
+}
+
+/** Interface names get libcni's rules; the core of the message is Multus' own. */
+function checkIfName(ifname: string, where: string): void {
+  try {
+    validateIfName(ifname);
+  } catch (err) {
+    if (!isCniError(err)) throw err;
+    throw annotationError(
+      `parsePodNetworkObjectName: Failed to parse interface name: must be less than 15 chars and not contain '/' or spaces. interface name '${ifname}'`,
+      where,
+      `${err.msg}; choose another interface name`,
+    );
+  }
+}
+
+function checkDns1123(value: string, where: string): void {
+  if (value === '' || DNS1123_LABEL.test(value)) return;
+  throw annotationError(
+    `parsePodNetworkObjectName: Failed to parse: one or more items did not match comma-delimited format (must consist of lower case alphanumeric characters). Must start and end with an alphanumeric character), mismatch @ '${value}'`,
+    where,
+    `namespaces and names in the text form are DNS-1123 labels: lower case letters, digits and "-"`,
+  );
+}
+
+/**
+ * Multus parsePodNetworkObjectName: split on "/", then the rest on "@", trim, check.
+ * compat: the "@" split comes after the "/" split, so `ns@x/net` puts "@" into the namespace (then rejected).
+ */
+function parseTextItem(raw: string, where: string): Parsed {
+  const slashItems = raw.split('/');
+  if (slashItems.length > 2) {
+    throw annotationError("parsePodNetworkObjectName: Invalid network object (failed at '/')", where, `write ${TEXT_FORM} with at most one "/"`);
+  }
+  const namespace = slashItems.length === 2 ? slashItems[0]!.trim() : '';
+  const atItems = slashItems[slashItems.length - 1]!.split('@');
+  if (atItems.length > 2) {
+    throw annotationError("parsePodNetworkObjectName: Invalid network object (failed at '@')", where, `write ${TEXT_FORM} with at most one "@"`);
+  }
+  const name = atItems[0]!.trim();
+  const ifname = (atItems[1] ?? '').trim();
+  checkDns1123(namespace, where);
+  checkDns1123(name, where);
+  if (name === '') {
+    throw annotationError('network name is empty', where, `name a NetworkAttachmentDefinition in every element (${TEXT_FORM}) and remove stray commas`);
+  }
+  if (ifname !== '') checkIfName(ifname, where);
+  return { name, namespace, request: ifname === '' ? {} : { ifname } };
+}
+
+function parseTextForm(annotation: string, key: string): Parsed[] {
+  return annotation.split(',').map((item, i) => parseTextItem(item, `element ${i} (${JSON.stringify(item.trim())}) of ${key}`));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// JSON form.
+
+type Kind = 'string' | 'strings' | 'object' | 'objects';
+const FIELDS: Record<string, { kind: Kind; example: string }> = {
+  name: { kind: 'string', example: '"macvlan-conf"' },
+  namespace: { kind: 'string', example: '"default"' },
+  interface: { kind: 'string', example: '"net1"' },
+  interfaceRequest: { kind: 'string', example: '"net1"' },
+  ips: { kind: 'strings', example: '["10.1.1.11/24"]' },
+  mac: { kind: 'string', example: '"c2:b0:57:49:47:f1"' },
+  'infiniband-guid': { kind: 'string', example: '"c2:b0:57:49:47:f1:00:01"' },
+  portMappings: { kind: 'objects', example: '[{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]' },
+  bandwidth: { kind: 'object', example: '{"ingressRate": 1000000, "ingressBurst": 1000000}' },
+  'cni-args': { kind: 'object', example: '{"key": "value"}' },
+  'default-route': { kind: 'strings', example: '["10.1.1.1"]' },
+  deviceID: { kind: 'string', example: '"0000:03:00.1"' },
+};
+const KIND_TEXT: Record<Kind, string> = {
+  string: 'a string',
+  strings: 'an array of strings',
+  object: 'an object',
+  objects: 'an array of objects',
+};
+
+function hasKind(value: unknown, kind: Kind): boolean {
+  if (kind === 'string') return typeof value === 'string';
+  if (kind === 'object') return isObj(value);
+  const item = kind === 'strings' ? (v: unknown) => typeof v === 'string' : isObj;
+  return Array.isArray(value) && value.every(item);
+}
+
+/**
+ * The known keys of one element, type-checked; JSON null reads as absent (Go leaves the zero value).
+ * compat: keys match case-insensitively (no two known keys fold alike), as Go's encoding/json does; unknown
+ * keys are ignored.
+ */
+function readFields(element: Obj, where: string): Obj {
+  const names = Object.keys(FIELDS);
+  const out: Obj = {};
+  for (const [key, value] of Object.entries(element)) {
+    const field = names.find((n) => n.toLowerCase() === key.toLowerCase());
+    if (field === undefined || value === null) continue;
+    const spec = FIELDS[field]!;
+    if (!hasKind(value, spec.kind)) {
+      const core = `${JSON_FORMAT_ERROR}: "${key}" must be ${KIND_TEXT[spec.kind]}, got ${preview(value)}`;
+      throw annotationError(core, where, `write it like "${field}": ${spec.example}`);
+    }
+    out[field] = value;
+  }
+  return out;
+}
+
+function checkIps(ips: string[], where: string): void {
+  for (const ip of ips) {
+    const fix = 'give an IP such as "10.1.1.11" or a CIDR such as "10.1.1.11/24"';
+    if (ip.includes('/')) {
+      if (!isGoCidr(ip)) throw annotationError(`failed to parse CIDR ${JSON.stringify(ip)}: invalid CIDR address: ${ip}`, where, fix);
+    } else if (!isGoIp(ip)) {
+      throw annotationError(`failed to parse IP address ${JSON.stringify(ip)}`, where, fix);
+    }
+  }
+}
+
+function checkMac(value: string, core: string, where: string, fix: string): void {
+  const err = macError(value);
+  if (err !== null) throw annotationError(`${core}: ${err}`, where, fix);
+}
+
+function checkGateways(gateways: string[], where: string): void {
+  const bad = gateways.find((gw) => !isGoIp(gw));
+  if (bad !== undefined) {
+    throw annotationError(`${JSON_FORMAT_ERROR}: invalid IP address: ${bad}`, where, '"default-route" lists gateway IPs such as ["10.1.1.1"]');
+  }
+}
+
+/** The request of one JSON element from its checked fields. */
+function requestOf(f: Obj): SelectionRequest {
+  const request: SelectionRequest = {};
+  const ifname = (f.interface as string | undefined) || (f.interfaceRequest as string | undefined); // compat: pre-3.2 alias
+  if (ifname) request.ifname = ifname;
+  if (f.mac) request.mac = f.mac as string;
+  if ((f.ips as string[] | undefined)?.length) request.ips = f.ips as string[];
+  if (f['infiniband-guid']) request.infinibandGUID = f['infiniband-guid'] as string;
+  if ((f.portMappings as unknown[] | undefined)?.length) request.portMappings = f.portMappings as unknown[];
+  if (f.bandwidth) request.bandwidth = f.bandwidth as Obj;
+  if (f['cni-args']) request.cniArgs = f['cni-args'] as Obj;
+  if (f['default-route']) request.defaultRoute = f['default-route'] as string[]; // kept when [] (see validateDefaultRoutes)
+  if (f.deviceID) request.deviceID = f.deviceID as string;
+  return request;
+}
+
+function parseJsonElement(element: unknown, index: number, key: string): Parsed {
+  const at = `element ${index}`;
+  if (!isObj(element)) {
+    throw annotationError(`${JSON_FORMAT_ERROR}: ${at} must be an object, got ${preview(element)}`, key, 'write each element like {"name": "macvlan-conf"}');
+  }
+  const named = typeof element.name === 'string' && element.name !== '' ? `${at} (${JSON.stringify(element.name)})` : at;
+  const where = `${named} of ${key}`;
+  const f = readFields(element, where);
+  if (!f.name) throw annotationError(`${at} has no "name"`, key, 'set "name" to the NetworkAttachmentDefinition\'s name');
+  const request = requestOf(f);
+  if (request.ifname) checkIfName(request.ifname, where);
+  checkIps(request.ips ?? [], where);
+  if (request.mac) checkMac(request.mac, 'failed to mac', where, 'give 6, 8 or 20 hex octets such as "c2:b0:57:49:47:f1"');
+  if (request.infinibandGUID) {
+    checkMac(request.infinibandGUID, 'failed to validate infiniband GUID', where, 'give a GUID of 8 hex octets such as "c2:b0:57:49:47:f1:00:01"');
+  }
+  checkGateways(request.defaultRoute ?? [], where);
+  return { name: f.name as string, namespace: (f.namespace as string | undefined) ?? '', request };
+}
+
+function parseJsonForm(annotation: string, key: string): Parsed[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(annotation);
+  } catch (err) {
+    throw annotationError(`${JSON_FORMAT_ERROR}: ${(err as Error).message}`, key, `write a JSON array such as [{"name": "macvlan-conf"}] or the text form ${TEXT_FORM},...`);
+  }
+  if (!Array.isArray(value)) {
+    const got = isObj(value) ? 'an object' : preview(value);
+    throw annotationError(`${JSON_FORMAT_ERROR}: expected an array of selection objects, got ${got}`, key, 'wrap the element in [ ]');
+  }
+  return value.map((element, i) => parseJsonElement(element, i, key));
+}
+
+function parseAnnotation(annotation: string, defaultNamespace: string, key: string): NetworkSelection[] {
+  const parsed = /[[{"]/.test(annotation) ? parseJsonForm(annotation, key) : parseTextForm(annotation, key);
+  return parsed.map((p) => ({ name: p.name, namespace: p.namespace || defaultNamespace, request: p.request }));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Public API.
+
+/** `k8s.v1.cni.cncf.io/networks` (§3.1); namespaces default to `defaultNamespace` (the pod's). */
+export function parseNetworkSelections(annotation: string | undefined, defaultNamespace: string): NetworkSelection[] {
+  if (annotation === undefined || annotation === '') return [];
+  return parseAnnotation(annotation, defaultNamespace, NETWORKS_KEY);
+}
+
+/**
+ * `v1.multus-cni.io/default-network` (§3.2): at most one network, namespace defaulting to `multusNamespace`.
+ * Absent → undefined. Requests other than the interface name are the caller's to ignore.
+ */
+export function parseDefaultNetworkAnnotation(annotation: string | undefined, multusNamespace: string): NetworkSelection | undefined {
+  if (annotation === undefined) return undefined;
+  const fix = `name one NetworkAttachmentDefinition ([<namespace>/]<name>) or remove the annotation`;
+  if (annotation === '') {
+    throw new CniError(CniCode.InvalidConfig, `tryLoadK8sPodDefaultNetwork: the ${DEFAULT_NETWORK_KEY} annotation is empty; ${fix}`);
+  }
+  let selections: NetworkSelection[];
+  try {
+    selections = parseAnnotation(annotation, multusNamespace, DEFAULT_NETWORK_KEY);
+  } catch (err) {
+    if (!isCniError(err)) throw err;
+    throw new CniError(err.code, `tryLoadK8sPodDefaultNetwork: failed to parse CRD object: ${err.msg}`, { cause: err });
+  }
+  if (selections.length > 1) {
+    throw new CniError(CniCode.InvalidConfig, `tryLoadK8sPodDefaultNetwork: more than one default network is specified: ${annotation}; ${fix}`);
+  }
+  const [selection] = selections;
+  if (selection === undefined) {
+    throw new CniError(CniCode.InvalidConfig, `tryLoadK8sPodDefaultNetwork: the ${DEFAULT_NETWORK_KEY} annotation names no network; ${fix}`);
+  }
+  return selection;
+}
+
+/** §4.3: with namespaceIsolation, a selection may only name the pod's namespace or a global one. */
+export function checkNamespaceIsolation(selections: NetworkSelection[], podNamespace: string, globalNamespaces: string[]): void {
+  for (const s of selections) {
+    if (s.namespace === podNamespace || globalNamespaces.includes(s.namespace)) continue;
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `GetNetworkDelegates: namespace isolation enabled, annotation violates permission, pod is in namespace ${podNamespace} but refers to target namespace ${s.namespace}` +
+        ` (network "${s.namespace}/${s.name}" in ${NETWORKS_KEY}); use a NetworkAttachmentDefinition in namespace ${podNamespace}` +
+        ` or in a global namespace (${globalNamespaces.join(', ') || 'none configured'})`,
+    );
+  }
+}
+
+const label = (s: NetworkSelection, i: number): string => `element ${i} ("${s.namespace}/${s.name}")`;
+
+/**
+ * The `default-route` requests of all selections: at most one IPv4 and one IPv6 gateway (Multus' ECMP
+ * check, §7.1), on at most one element (NPWG §4.1.2.1.9), and never an empty list (it would remove every
+ * default route of the pod, eth0's included, §7.1 quirk).
+ */
+export function validateDefaultRoutes(selections: NetworkSelection[]): void {
+  const carriers = selections.flatMap((s, i) => (s.request.defaultRoute === undefined ? [] : [{ s, i, gws: s.request.defaultRoute }]));
+  const all = carriers.flatMap((c) => c.gws.map((gw) => `${gw} in ${label(c.s, c.i)}`));
+  const v4 = carriers.flatMap((c) => c.gws.filter(isV4)).length;
+  if (v4 > 1 || all.length - v4 > 1) {
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `multus does not support ECMP for default-route: ${NETWORKS_KEY} asks for ${all.join(', ')}; give at most one IPv4 and one IPv6 gateway`,
+    );
+  }
+  const [first, second] = carriers;
+  if (first && second) {
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `"default-route" is set on both ${label(first.s, first.i)} and ${label(second.s, second.i)} of ${NETWORKS_KEY}, but only one element may carry it (NPWG §4.1.2.1.9); keep it on the attachment that should own the pod's default route`,
+    );
+  }
+  if (first && first.gws.length === 0) {
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `${label(first.s, first.i)} of ${NETWORKS_KEY} has "default-route": [], which would remove the default route of every interface of the pod, eth0 included; omit the key to keep the cluster network's default route, or give this attachment's gateway such as ["10.1.1.1"]`,
+    );
+  }
+}
