@@ -1,4 +1,74 @@
-/** cli.ts: the bundle's entry point; `main.ts` stays importable without side effects. */
-import { run } from './host/main.ts';
+/**
+ * cli.ts: the process edge, the bundle's entry. The only reader of process.env, stdin and argv, and the only
+ * writer of stdout and the exit code.
+ *
+ * One executable serves every role: run as `passthru` it is the passthru plugin (docs/behaviour.md,
+ * "Auxiliary chain"); `--version` prints the version; otherwise it is the CNI plugin and serves one request
+ * with `handle()`.
+ */
+import { basename } from 'node:path';
+import { CniCode, CniError } from './base/errors.ts';
+import { CURRENT_VERSION } from './base/versions.ts';
+import { parseCommand } from './cni/request.ts';
+import { VERSION, handle } from './host/handle.ts';
+import { createHost } from './host/host.ts';
+import { passthru } from './multus/auxchain.ts';
 
-run();
+function readStdin(): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    process.stdin.on('data', (c: Buffer) => chunks.push(c));
+    process.stdin.on('end', () => resolve(Buffer.concat(chunks)));
+    process.stdin.on('error', (e) =>
+      reject(new CniError(CniCode.IoFailure, `failed to read the network config from stdin: ${e.message}`)),
+    );
+  });
+}
+
+/** The passthru plugin: the same executable installed (or linked) as `passthru`. */
+async function runPassthru(): Promise<number> {
+  const command = parseCommand(process.env);
+  if (command === '') return -1;
+  const out = passthru(command, command === 'VERSION' ? Buffer.alloc(0) : await readStdin());
+  if (out) process.stdout.write(out + '\n');
+  return 0;
+}
+
+async function runPlugin(): Promise<number> {
+  const host = createHost({ writeStderr: (s) => process.stderr.write(s) });
+  try {
+    const command = process.env.CNI_COMMAND;
+    // VERSION and the about text need no stdin (a runtime may not close it).
+    const stdin = command && command !== 'VERSION' ? await readStdin() : Buffer.alloc(0);
+    const answer = await handle(host, { env: process.env, stdin });
+    if (answer.stderr) process.stderr.write(answer.stderr);
+    if (answer.stdout) process.stdout.write(answer.stdout);
+    return answer.exitCode;
+  } finally {
+    host.close();
+  }
+}
+
+async function run(argv: string[]): Promise<number> {
+  if (argv.includes('-version') || argv.includes('--version') || argv.includes('-v')) {
+    process.stdout.write(`multus-ts: version:${VERSION}, cni:${CURRENT_VERSION}\n`);
+    return 0;
+  }
+  if (basename(process.argv0) === 'passthru') {
+    const code = await runPassthru();
+    if (code >= 0) return code;
+  }
+  return runPlugin();
+}
+
+run(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    // handle() answers every request failure itself; this is a failure of the process edge (stdin, stdout).
+    const error = e instanceof CniError ? e : new CniError(CniCode.Internal, String(e));
+    process.stdout.write(JSON.stringify(error.toJSON(CURRENT_VERSION), null, 4) + '\n');
+    process.exitCode = 1;
+  },
+);

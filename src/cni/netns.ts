@@ -11,16 +11,17 @@ import type { CniRequest } from './request.ts';
 
 const OWN_NETNS = '/proc/self/ns/net';
 
-export function checkNetns(req: CniRequest): void {
+/** `mustExist`: ADD and CHECK need the namespace; DEL of one that is already gone is normal. */
+export function checkNetns(req: CniRequest, mustExist: boolean): void {
   if (!req.netns) return;
   let target;
   try {
     target = statSync(req.netns);
   } catch {
-    if (req.command === 'ADD' || req.command === 'CHECK') {
+    if (mustExist) {
       throw new CniError(CniCode.InvalidEnv, `CNI_NETNS "${req.netns}" does not exist: pass the path of the container's network namespace`);
     }
-    return; // DEL of a namespace that is already gone is normal
+    return;
   }
   if (req.netnsOverride) return;
   let own;

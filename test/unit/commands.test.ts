@@ -16,6 +16,7 @@ import { parseMultusConf } from '../../src/multus/conf.ts';
 import { silentLogger } from '../../src/base/log.ts';
 import type { Command } from '../../src/cni/request.ts';
 import { parseRequest } from '../../src/cni/request.ts';
+import { withContext } from '../helpers/commands.ts';
 import { FakeExec, cniErrorReply } from '../helpers/fake-exec.ts';
 
 let dir: string;
@@ -71,7 +72,7 @@ describe('ADD', () => {
   it('runs every delegate in order with its ifname, its own runtimeConfig and the chain\'s prevResult', async () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     const { req, conf } = request('ADD', multusConf({}, '0.4.0'));
-    const result = await cmdAdd(req, conf, deps(exec));
+    const result = await cmdAdd(...withContext(req, conf, deps(exec)));
     expect(exec.calls()).toEqual(['ADD p0 eth0', 'ADD p1 net1', 'ADD p2 net1', 'ADD p3 net2']);
     const [p0, p1, p2, p3] = exec.received;
     expect(p0!.stdin.runtimeConfig).toEqual({ portMappings: [{ hostPort: 80, containerPort: 8080 }] });
@@ -92,7 +93,7 @@ describe('ADD', () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     exec.returns['p2 ADD'] = cniErrorReply(11, 'busy, try again');
     const { req, conf } = request('ADD', multusConf());
-    const error = await cmdAdd(req, conf, deps(exec)).catch((e: unknown) => e);
+    const error = await cmdAdd(...withContext(req, conf, deps(exec))).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 11 });
     expect((error as { msg: string }).msg).toBe(
       '[ns1/pod1/u1:chain]: error adding container to network "chain": plugin type="p2" failed (add): busy, try again',
@@ -107,23 +108,16 @@ describe('ADD', () => {
     exec.returns['p3 ADD'] = cniErrorReply(7, 'bad');
     exec.returns['p0 DEL'] = cniErrorReply(999, 'cannot');
     const { req, conf } = request('ADD', multusConf());
-    await expect(cmdAdd(req, conf, deps(exec))).rejects.toMatchObject({ code: 7 });
+    await expect(cmdAdd(...withContext(req, conf, deps(exec)))).rejects.toMatchObject({ code: 7 });
     expect(existsSync(join(cniDir, 'cid1'))).toBe(true);
     expect(readdirSync(join(cniDir, 'results'))).toEqual(['cluster-cid1-eth0']);
-  });
-
-  it('waits for the readiness file and fails with code 11 before any delegate runs', async () => {
-    const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
-    const { req, conf } = request('ADD', multusConf({ readinessindicatorfile: join(dir, 'ready') }));
-    await expect(cmdAdd(req, conf, deps(exec, false))).rejects.toMatchObject({ code: 11 });
-    expect(exec.received).toEqual([]);
   });
 });
 
 describe('DEL', () => {
   async function added(exec: FakeExec, extra: Record<string, unknown> = {}) {
     const { req, conf } = request('ADD', multusConf(extra));
-    await cmdAdd(req, conf, deps(exec));
+    await cmdAdd(...withContext(req, conf, deps(exec)));
     exec.received.length = 0;
   }
 
@@ -131,12 +125,12 @@ describe('DEL', () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     await added(exec);
     const { req, conf } = request('DEL', multusConf());
-    await cmdDel(req, conf, deps(exec));
+    await cmdDel(...withContext(req, conf, deps(exec)));
     expect(exec.calls()).toEqual(['DEL p3 net2', 'DEL p2 net1', 'DEL p1 net1', 'DEL p0 eth0']);
     expect(exec.received[0]!.stdin.prevResult).toMatchObject({ interfaces: [{ name: 'net2' }] });
     expect(readdirSync(join(cniDir, 'results'))).toEqual([]);
     expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
-    await cmdDel(req, conf, deps(exec));
+    await cmdDel(...withContext(req, conf, deps(exec)));
   });
 
   it('keeps going past failures and names every failed attachment', async () => {
@@ -145,7 +139,7 @@ describe('DEL', () => {
     exec.returns['p3 DEL'] = cniErrorReply(999, 'p3 broke');
     exec.returns['p0 DEL'] = cniErrorReply(999, 'p0 broke');
     const { req, conf } = request('DEL', multusConf());
-    const error = await cmdDel(req, conf, deps(exec)).catch((e: unknown) => e);
+    const error = await cmdDel(...withContext(req, conf, deps(exec))).catch((e: unknown) => e);
     expect(exec.calls()).toEqual(['DEL p3 net2', 'DEL p2 net1', 'DEL p1 net1', 'DEL p0 eth0']);
     expect((error as { msg: string }).msg).toMatch(/network "third".*p3 broke; .*network "cluster".*p0 broke/);
     // failed attachments keep their result cache, so a retry still finds them (the scratch cache is gone: compat)
@@ -153,7 +147,7 @@ describe('DEL', () => {
     exec.returns['p3 DEL'] = {};
     exec.returns['p0 DEL'] = {};
     exec.received.length = 0;
-    await cmdDel(req, conf, deps(exec));
+    await cmdDel(...withContext(req, conf, deps(exec)));
     expect(readdirSync(join(cniDir, 'results'))).toEqual([]);
   });
 
@@ -162,7 +156,7 @@ describe('DEL', () => {
     await added(exec, { retryDeleteOnError: true });
     exec.returns['p1 DEL'] = cniErrorReply(999, 'no');
     const { req, conf } = request('DEL', multusConf({ retryDeleteOnError: true }));
-    await expect(cmdDel(req, conf, deps(exec))).rejects.toMatchObject({ code: 999 });
+    await expect(cmdDel(...withContext(req, conf, deps(exec)))).rejects.toMatchObject({ code: 999 });
     expect(existsSync(join(cniDir, 'cid1'))).toBe(true);
   });
 
@@ -171,7 +165,7 @@ describe('DEL', () => {
     await added(exec);
     writeFileSync(join(cniDir, 'cid1'), '[{"Conf":{"cniVer');
     const { req, conf } = request('DEL', multusConf());
-    await cmdDel(req, conf, deps(exec));
+    await cmdDel(...withContext(req, conf, deps(exec)));
     expect(exec.calls()).toEqual(['DEL p3 net2', 'DEL p2 net1', 'DEL p1 net1', 'DEL p0 eth0']);
     expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
   });
@@ -183,7 +177,7 @@ describe('DEL', () => {
     const conf = multusConf();
     conf.delegates = (conf.delegates as unknown[]).slice(0, 1);
     const { req, conf: parsed } = request('DEL', conf);
-    await cmdDel(req, parsed, deps(exec));
+    await cmdDel(...withContext(req, parsed, deps(exec)));
     expect(exec.calls().sort()).toEqual(['DEL p0 eth0', 'DEL p1 net1', 'DEL p2 net1', 'DEL p3 net2']);
     expect(readdirSync(join(cniDir, 'results'))).toEqual([]);
   });
@@ -196,7 +190,7 @@ describe('DEL', () => {
     const conf = multusConf();
     conf.delegates = (conf.delegates as unknown[]).slice(0, 1);
     const { req, conf: parsed } = request('DEL', conf);
-    const error = await cmdDel(req, parsed, deps(exec)).catch((e: unknown) => e);
+    const error = await cmdDel(...withContext(req, parsed, deps(exec))).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 6 });
     expect((error as { msg: string }).msg).toContain('third-cid1-net2');
   });
@@ -206,10 +200,10 @@ describe('CHECK', () => {
   it('checks every recorded attachment in order with its cached result', async () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     const add = request('ADD', multusConf());
-    await cmdAdd(add.req, add.conf, deps(exec));
+    await cmdAdd(...withContext(add.req, add.conf, deps(exec)));
     exec.received.length = 0;
     const { req, conf } = request('CHECK', multusConf());
-    await cmdCheck(req, conf, deps(exec));
+    await cmdCheck(...withContext(req, conf, deps(exec)));
     expect(exec.calls()).toEqual(['CHECK p0 eth0', 'CHECK p1 net1', 'CHECK p2 net1', 'CHECK p3 net2']);
     expect(exec.received[3]!.stdin.prevResult).toMatchObject({ interfaces: [{ name: 'net2' }] });
   });
@@ -219,11 +213,11 @@ describe('CHECK', () => {
     const conf = multusConf();
     (conf.delegates as Record<string, unknown>[])[2]!.cniVersion = '0.3.1';
     const add = request('ADD', conf);
-    await cmdAdd(add.req, add.conf, deps(exec));
+    await cmdAdd(...withContext(add.req, add.conf, deps(exec)));
     exec.received.length = 0;
     exec.returns['p0 CHECK'] = cniErrorReply(999, 'eth0 is gone');
     const { req, conf: parsed } = request('CHECK', conf);
-    await expect(cmdCheck(req, parsed, deps(exec))).rejects.toMatchObject({ msg: expect.stringContaining('eth0 is gone') });
+    await expect(cmdCheck(...withContext(req, parsed, deps(exec)))).rejects.toMatchObject({ msg: expect.stringContaining('eth0 is gone') });
     expect(exec.calls()).toEqual(['CHECK p0 eth0', 'CHECK p1 net1', 'CHECK p2 net1']);
   });
 });
@@ -235,7 +229,7 @@ describe('STATUS and GC', () => {
     (conf.delegates as Record<string, unknown>[])[0]!.cniVersion = '1.1.0';
     exec.returns['p0 STATUS'] = cniErrorReply(50, 'not ready');
     const { req, conf: parsed } = request('STATUS', conf);
-    await expect(cmdStatus(req, parsed, deps(exec))).rejects.toMatchObject({ code: 50 });
+    await expect(cmdStatus(...withContext(req, parsed, deps(exec)))).rejects.toMatchObject({ code: 50 });
     expect(exec.calls()).toEqual(['STATUS p0 ']);
   });
 
@@ -243,12 +237,12 @@ describe('STATUS and GC', () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     for (const id of ['cid1', 'cid2']) {
       const add = request('ADD', multusConf({}, '1.1.0'), { CNI_CONTAINERID: id });
-      await cmdAdd(add.req, add.conf, deps(exec));
+      await cmdAdd(...withContext(add.req, add.conf, deps(exec)));
     }
     exec.received.length = 0;
     const conf = multusConf({ 'cni.dev/valid-attachments': [{ containerID: 'cid2', ifname: 'eth0' }] }, '1.1.0');
     const { req, conf: parsed } = request('GC', conf);
-    await cmdGc(req, parsed, deps(exec));
+    await cmdGc(...withContext(req, parsed, deps(exec)));
     expect(exec.calls().sort()).toEqual(['DEL p0 eth0', 'DEL p1 net1', 'DEL p2 net1', 'DEL p3 net2']);
     expect(exec.received.every((c) => c.stdin.prevResult !== undefined)).toBe(true);
     expect(readdirSync(join(cniDir, 'results')).sort()).toEqual(['chain-cid2-net1', 'cluster-cid2-eth0', 'third-cid2-net2']);
@@ -259,10 +253,10 @@ describe('STATUS and GC', () => {
   it('GC without the runtime\'s list deletes nothing', async () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     const add = request('ADD', multusConf({}, '1.1.0'));
-    await cmdAdd(add.req, add.conf, deps(exec));
+    await cmdAdd(...withContext(add.req, add.conf, deps(exec)));
     exec.received.length = 0;
     const { req, conf } = request('GC', multusConf({}, '1.1.0'));
-    await cmdGc(req, conf, deps(exec));
+    await cmdGc(...withContext(req, conf, deps(exec)));
     expect(exec.received).toEqual([]);
     expect(readdirSync(join(cniDir, 'results'))).toHaveLength(3);
   });

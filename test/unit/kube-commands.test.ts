@@ -12,6 +12,7 @@ import { cmdDel } from '../../src/multus/commands/del.ts';
 import { parseMultusConf } from '../../src/multus/conf.ts';
 import { silentLogger } from '../../src/base/log.ts';
 import { parseRequest } from '../../src/cni/request.ts';
+import { withContext } from '../helpers/commands.ts';
 import { FakeExec, cniErrorReply } from '../helpers/fake-exec.ts';
 import { FakeKube, FakeKubeError } from '../helpers/fake-kube.ts';
 import { startPodResourcesServer } from '../devices/podresources-server.ts';
@@ -66,11 +67,11 @@ function setup(annotations: Record<string, string> = {}, confExtra: Record<strin
   };
   const add = () => {
     const { req, conf: c } = call('ADD');
-    return cmdAdd(req, c, deps);
+    return cmdAdd(...withContext(req, c, deps));
   };
   const del = () => {
     const { req, conf: c } = call('DEL');
-    return cmdDel(req, c, deps);
+    return cmdDel(...withContext(req, c, deps));
   };
   return { kube, exec, deps, add, del };
 }

@@ -28,9 +28,8 @@ import { convertResult, normalizeResult, resultInterfaces, resultIps } from '../
 import type { CallContext, CommandDeps } from './context.ts';
 import { callContext, resolveDeps, runtimeConfFor, waitUntilReady } from './context.ts';
 
-export async function cmdAdd(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<CniResult> {
-  const ctx = callContext(req, conf, deps);
-  await waitUntilReady(conf, deps);
+export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniResult> {
+  const { req, conf } = ctx;
   const kube = await deps.kube(conf);
   const pod = await lookupPod(kube, ctx.k8s, 'ADD', deps);
   if (pod.kind === 'unknown' && kube) deps.log.verbose(`[${ctx.pod}]: ${pod.reason}: attaching the configured networks only`);

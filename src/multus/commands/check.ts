@@ -18,8 +18,8 @@ import type { CniRequest } from '../../cni/request.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 import { callContext, runtimeConfFor } from './context.ts';
 
-export async function cmdCheck(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<void> {
-  const ctx = callContext(req, conf, deps);
+export async function cmdCheck(ctx: CallContext, deps: CommandDeps): Promise<void> {
+  const { req, conf } = ctx;
   const attachments = planAttachments(recordedDelegates(ctx), req.ifName);
   const failures: CniError[] = [];
   for (const attachment of attachments) {

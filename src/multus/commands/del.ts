@@ -37,9 +37,8 @@ interface DelPlan {
   scratchCorrupt: boolean;
 }
 
-export async function cmdDel(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<void> {
-  const ctx = callContext(req, conf, deps);
-  await noteReadiness(conf, deps);
+export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void> {
+  const { req, conf } = ctx;
   const plan = await planTeardowns(ctx, deps);
   const failures: CniError[] = [];
   for (const { network, rt } of [...plan.teardowns].reverse()) {

@@ -18,9 +18,8 @@ import type { CniRequest } from '../../cni/request.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 import { callContext, waitUntilReady } from './context.ts';
 
-export async function cmdGc(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<void> {
-  const ctx = callContext(req, conf, deps);
-  await waitUntilReady(conf, deps);
+export async function cmdGc(ctx: CallContext, deps: CommandDeps): Promise<void> {
+  const { req, conf } = ctx;
   const valid = parseValidAttachments(req.config);
   const failures: CniError[] = [];
   if (valid) await deleteStale(ctx, new Set(valid.map((a) => a.containerID)), failures);

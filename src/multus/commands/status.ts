@@ -10,12 +10,11 @@ import { resolveStaticNetworks } from '../conf.ts';
 import { statusNetwork } from '../../cni/delegate.ts';
 import { wrapError } from '../../base/errors.ts';
 import type { CniRequest } from '../../cni/request.ts';
-import type { CommandDeps } from './context.ts';
+import type { CallContext, CommandDeps } from './context.ts';
 import { callContext, waitUntilReady } from './context.ts';
 
-export async function cmdStatus(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<void> {
-  const ctx = callContext(req, conf, deps);
-  await waitUntilReady(conf, deps);
+export async function cmdStatus(ctx: CallContext, deps: CommandDeps): Promise<void> {
+  const { req, conf } = ctx;
   const cluster = resolveStaticNetworks(conf, { clusterOnly: true })[0];
   if (!cluster) return;
   try {

@@ -1,0 +1,100 @@
+/**
+ * host/handle.ts: one CNI request in, one answer out: `handle(host, { env, stdin })`.
+ *
+ * The thin executable calls it once; the resident daemon calls it for every request it serves; the protocol
+ * tests call it in-process. The steps: the command from CNI_COMMAND, the request (skel's env, config and
+ * version rules, cni/request.ts), the multus config, the request's logger, the netns rule, the readiness rule,
+ * then the command. Every failure becomes a CNI error JSON on stdout with exit code 1; anything that is not a
+ * CniError is code 999 and its stack goes to the log, never to stdout. Results and errors are printed indented
+ * by 4 spaces, as skel prints them.
+ */
+import { CniCode, CniError, isCniError, messageOf } from '../base/errors.ts';
+import type { Logger } from '../base/log.ts';
+import { silentLogger } from '../base/log.ts';
+import { CURRENT_VERSION } from '../base/versions.ts';
+import { checkNetns } from '../cni/netns.ts';
+import type { CniRequest, Command } from '../cni/request.ts';
+import { aboutText, formatVersionInfo, parseCommand, parseRequest } from '../cni/request.ts';
+import { cmdAdd } from '../multus/commands/add.ts';
+import { cmdCheck } from '../multus/commands/check.ts';
+import type { CallContext, CommandDeps } from '../multus/commands/context.ts';
+import { callContext, noteReadiness, waitUntilReady } from '../multus/commands/context.ts';
+import { cmdDel } from '../multus/commands/del.ts';
+import { cmdGc } from '../multus/commands/gc.ts';
+import { cmdStatus } from '../multus/commands/status.ts';
+import type { MultusConf } from '../multus/conf.ts';
+import { parseMultusConf } from '../multus/conf.ts';
+import type { Host } from './host.ts';
+import { commandDeps } from './host.ts';
+
+export const VERSION = '0.1.0';
+
+export interface CniCall {
+  env: Record<string, string | undefined>;
+  stdin: Buffer;
+}
+
+export interface CniAnswer {
+  exitCode: number;
+  /** What goes to stdout: a result, a CNI error JSON, or nothing. */
+  stdout: string;
+  /** What goes to stderr besides the log (the about text of an empty CNI_COMMAND). */
+  stderr: string;
+  /** The CNI error when the call failed (the daemon maps its code to an HTTP status). */
+  error?: CniError;
+}
+
+type RequestCommand = Exclude<Command, 'VERSION'>;
+
+interface CommandRule {
+  run(ctx: CallContext, deps: CommandDeps): Promise<unknown>;
+  /** ADD, STATUS and GC wait for the readiness indicator file; DEL only notes its absence; CHECK ignores it. */
+  readiness: 'wait' | 'note' | 'none';
+  /** ADD and CHECK need CNI_NETNS to exist; DEL accepts a namespace that is already gone. */
+  netnsMustExist: boolean;
+}
+
+/**
+ * The dispatch table, one row per command (skel's CNIFuncs). The env table and the minimum config version of
+ * each command are protocol rules and live with the request decoding in cni/request.ts.
+ */
+const COMMANDS: Readonly<Record<RequestCommand, CommandRule>> = {
+  ADD: { run: cmdAdd, readiness: 'wait', netnsMustExist: true },
+  DEL: { run: cmdDel, readiness: 'note', netnsMustExist: false },
+  CHECK: { run: cmdCheck, readiness: 'none', netnsMustExist: true },
+  STATUS: { run: cmdStatus, readiness: 'wait', netnsMustExist: false },
+  GC: { run: cmdGc, readiness: 'wait', netnsMustExist: false },
+};
+
+export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
+  let cniVersion = CURRENT_VERSION;
+  let log: Logger = silentLogger;
+  try {
+    const command = parseCommand(call.env);
+    if (command === '') return { exitCode: 0, stdout: '', stderr: aboutText(VERSION) };
+    if (command === 'VERSION') return { exitCode: 0, stdout: formatVersionInfo() + '\n', stderr: '' };
+    const req = parseRequest(command, call.env, call.stdin);
+    cniVersion = req.cniVersion;
+    const conf = parseMultusConf(req.stdin);
+    log = host.logger(conf);
+    for (const warning of conf.warnings) log.warn(warning);
+    const output = await dispatch(req, conf, commandDeps(host, call.env, log));
+    // compat: skel prints results and errors indented by 4 spaces (types.prettyPrint).
+    return { exitCode: 0, stdout: output === undefined ? '' : JSON.stringify(output, null, 4) + '\n', stderr: '' };
+  } catch (e) {
+    const error = isCniError(e) ? e : new CniError(CniCode.Internal, messageOf(e), { cause: e });
+    log.error(`${error.msg}${error.details ? ` (${error.details})` : ''}`);
+    if (!isCniError(e) && e instanceof Error && e.stack) log.debug(e.stack);
+    return { exitCode: 1, stdout: JSON.stringify(error.toJSON(cniVersion), null, 4) + '\n', stderr: '', error };
+  }
+}
+
+async function dispatch(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<unknown> {
+  const rule = COMMANDS[req.command as RequestCommand];
+  deps.log.verbose(`${req.command} containerId=${req.containerId} netns=${req.netns} ifname=${req.ifName} args=${req.args}`);
+  checkNetns(req, rule.netnsMustExist);
+  const ctx = callContext(req, conf, deps); // CNI_ARGS are decoded here, before any wait (Multus' order)
+  if (rule.readiness === 'wait') await waitUntilReady(conf, deps);
+  if (rule.readiness === 'note') await noteReadiness(conf, deps);
+  return rule.run(ctx, deps);
+}

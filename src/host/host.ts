@@ -1,0 +1,104 @@
+/**
+ * host/host.ts: what one process holds for every request it serves (I/O).
+ *
+ * A `Host` is built once per process: the thin executable builds one and serves a single request, the
+ * resident daemon builds one and serves every request with it. It owns the plugin exec seam, the clock, the
+ * readiness waiter, a logger factory, and a cache of Kubernetes clients keyed by kubeconfig path (so a daemon
+ * keeps one keep-alive connection per API server), closed by `close()`.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '../base/log.ts';
+import { createLogger } from '../base/log.ts';
+import type { Exec } from '../cni/exec.ts';
+import { realExec } from '../cni/exec.ts';
+import type { KubeClient } from '../k8s/client.ts';
+import type { CommandDeps, DeviceDeps } from '../multus/commands/context.ts';
+import type { MultusConf } from '../multus/conf.ts';
+import type { Clock } from '../multus/podnetworks.ts';
+import type { ReadinessDeps } from '../multus/readiness.ts';
+import { realReadinessDeps } from '../multus/readiness.ts';
+import type { NetnsRouteDeps } from '../routes/netns-routes.ts';
+
+type Env = Record<string, string | undefined>;
+
+export interface Host {
+  exec: Exec;
+  clock: Clock;
+  readiness: ReadinessDeps;
+  /** The logger for one request, from the request's multus config. */
+  logger(conf: MultusConf): Logger;
+  /** The Kubernetes client for a config (undefined without one); kept and reused for the host's life. */
+  kube(conf: MultusConf, env: Env, log: Logger): Promise<KubeClient | undefined>;
+  routes?: NetnsRouteDeps;
+  devices?: DeviceDeps;
+  /** Closes kept connections; the host serves no request after it. */
+  close(): void;
+}
+
+export interface HostOptions {
+  writeStderr(s: string): void;
+  exec?: Exec;
+  clock?: Clock;
+  readiness?: ReadinessDeps;
+  /** Builds a Kubernetes client (tests inject a fake); default: the lean client, imported on first use. */
+  connectKube?: (conf: MultusConf, env: Env, log: Logger) => Promise<KubeClient | undefined>;
+  routes?: NetnsRouteDeps;
+  devices?: DeviceDeps;
+}
+
+export function createHost(o: HostOptions): Host {
+  const clients = new Map<string, Promise<KubeClient | undefined>>();
+  const connect = o.connectKube ?? connectKube;
+  return {
+    exec: o.exec ?? realExec,
+    clock: o.clock ?? { now: () => Date.now(), sleep: (ms) => sleep(ms) },
+    readiness: o.readiness ?? realReadinessDeps,
+    ...(o.routes ? { routes: o.routes } : {}),
+    ...(o.devices ? { devices: o.devices } : {}),
+    logger: (conf) =>
+      createLogger(
+        { level: conf.logLevel, logFile: conf.logFile || undefined, logToStderr: conf.logToStderr, logOptions: conf.logOptions },
+        { writeStderr: o.writeStderr },
+      ),
+    kube(conf, env, log) {
+      const key = `${conf.kubeconfig}\0${env.KUBERNETES_SERVICE_HOST ?? ''}\0${env.KUBERNETES_SERVICE_PORT ?? ''}`;
+      let client = clients.get(key);
+      if (!client) {
+        client = connect(conf, env, log);
+        clients.set(key, client);
+        // A failed connection is not kept: the next request tries again (the kubeconfig may appear later).
+        client.catch(() => clients.delete(key));
+      }
+      return client;
+    },
+    close() {
+      for (const client of clients.values()) client.then((c) => c?.close(), () => undefined);
+      clients.clear();
+    },
+  };
+}
+
+/** The dependencies one request's command gets from the host. */
+export function commandDeps(host: Host, env: Env, log: Logger): CommandDeps {
+  return {
+    exec: host.exec,
+    log,
+    readiness: host.readiness,
+    env,
+    kube: (conf) => host.kube(conf, env, log),
+    clock: host.clock,
+    ...(host.routes ? { routes: host.routes } : {}),
+    ...(host.devices ? { devices: host.devices } : {}),
+  };
+}
+
+/**
+ * The Kubernetes client, only when the config names a kubeconfig or the in-cluster service environment is
+ * set (docs/behaviour.md, "Kubernetes mode"). The client module is imported on demand, so delegates-only
+ * calls never load it.
+ */
+async function connectKube(conf: MultusConf, env: Env, log: Logger): Promise<KubeClient | undefined> {
+  if (!conf.kubeconfig && !(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT)) return undefined;
+  const { loadKubeClient } = await import('../k8s/client.ts');
+  return loadKubeClient({ kubeconfig: conf.kubeconfig, env, log });
+}
