@@ -11,7 +11,7 @@
  * Deliberate difference from libcni: DEL keeps going through a chain after a plugin fails (libcni stops), so
  * an IPAM plugin earlier in the chain still releases its address; the errors are joined (docs/compatibility.md).
  */
-import { readResultCache, removeResultCache, writeResultCache } from '../store/cache.ts';
+import { readResultCache, removeResultCache, writeResultCache } from '../store/result-cache.ts';
 import type { ArgPairs } from './cniargs.ts';
 import { formatCniArgs } from './cniargs.ts';
 import type { Network, PluginConf } from '../multus/conf.ts';

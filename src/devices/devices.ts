@@ -13,7 +13,7 @@
  */
 import { closeSync, fchmodSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { ReadOutcome } from '../store/cache.ts';
+import type { ReadOutcome } from '../base/files.ts';
 import type { Network } from '../multus/conf.ts';
 import { parseNetwork } from '../multus/conf.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';

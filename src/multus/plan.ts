@@ -7,7 +7,7 @@
  * one delegate to the next) and its CNI_ARGS (§2.2). It also maps attachments to and from the scratch
  * cache's delegate records, so ADD and DEL agree on names and order.
  */
-import type { CachedDelegate } from '../store/cache.ts';
+import type { CachedDelegate } from '../store/scratch-cache.ts';
 import type { ArgPairs, K8sArgs } from '../cni/cniargs.ts';
 import { buildDelegateArgs } from '../cni/cniargs.ts';
 import type { Network } from './conf.ts';

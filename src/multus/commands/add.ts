@@ -8,8 +8,7 @@
  * attachment rolls back every attachment made so far (§8.3), so no interface or IP is left behind.
  */
 import { auxiliaryChain } from '../auxchain.ts';
-import { removeScratchCache, writeScratchCache } from '../../store/cache.ts';
-import type { MultusConf } from '../conf.ts';
+import { removeScratchCache, writeScratchCache } from '../../store/scratch-cache.ts';
 import type { RuntimeConf } from '../../cni/delegate.ts';
 import { addNetwork, delNetwork } from '../../cni/delegate.ts';
 import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/devices.ts';
@@ -22,11 +21,10 @@ import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-ro
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 import { planDefaultRoutes } from '../../routes/routes.ts';
 import { addedInterfaceEvent, emitEvents, publishNetworkStatus } from '../podstatus.ts';
-import type { CniRequest } from '../../cni/request.ts';
 import type { CniResult } from '../../cni/result.ts';
 import { convertResult, normalizeResult, resultInterfaces, resultIps } from '../../cni/result.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { callContext, resolveDeps, runtimeConfFor, waitUntilReady } from './context.ts';
+import { resolveDeps, runtimeConfFor } from './context.ts';
 
 export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniResult> {
   const { req, conf } = ctx;
