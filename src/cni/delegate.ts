@@ -14,7 +14,7 @@
 import { readResultCache, removeResultCache, writeResultCache } from '../store/result-cache.ts';
 import type { ArgPairs } from './cniargs.ts';
 import { formatCniArgs } from './cniargs.ts';
-import type { Network, PluginConf } from '../multus/conf.ts';
+import type { Network, PluginConf } from './network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { Exec } from './exec.ts';
 import type { Logger } from '../base/log.ts';

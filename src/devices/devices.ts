@@ -14,8 +14,8 @@
 import { closeSync, fchmodSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { ReadOutcome } from '../base/files.ts';
-import type { Network } from '../multus/conf.ts';
-import { parseNetwork } from '../multus/conf.ts';
+import type { Network } from '../cni/network.ts';
+import { parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { ListPodResourcesResponse } from './podresources.ts';

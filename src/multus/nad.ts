@@ -7,8 +7,8 @@
  * delegate's display name (events, network-status) is `<namespace>/<name>`; the CNI network name (caches,
  * the `name` the plugins see) stays the config's own. The resourceName annotation is carried for device IDs.
  */
-import type { Network } from './conf.ts';
-import { findNetworkInDir, parseNetwork } from './conf.ts';
+import type { Network } from '../cni/network.ts';
+import { findNetworkInDir, parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, wrapError } from '../base/errors.ts';
 import type { Nad } from '../k8s/client.ts';
 import type { Delegate, SelectionRequest } from './plan.ts';

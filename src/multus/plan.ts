@@ -10,10 +10,10 @@
 import type { CachedDelegate } from '../store/scratch-cache.ts';
 import type { ArgPairs, K8sArgs } from '../cni/cniargs.ts';
 import { buildDelegateArgs } from '../cni/cniargs.ts';
-import type { Network } from './conf.ts';
-import { parseNetwork } from './conf.ts';
+import type { Network } from '../cni/network.ts';
+import { parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError } from '../base/errors.ts';
-import { validateIfName } from '../cni/request.ts';
+import { validateIfName } from '../base/names.ts';
 
 /** What a pod's selection element asks of one attachment (empty for static delegates). */
 export interface SelectionRequest {

@@ -25,7 +25,7 @@
 import { BlockList, isIP } from 'node:net';
 import { CniCode, CniError, isCniError } from '../base/errors.ts';
 import type { SelectionRequest } from './plan.ts';
-import { validateIfName } from '../cni/request.ts';
+import { validateIfName } from '../base/names.ts';
 
 /** One element of a selection annotation, normalised; `namespace` is already defaulted. */
 export interface NetworkSelection {

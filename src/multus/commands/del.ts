@@ -12,11 +12,12 @@
 import { listResultCaches } from '../../store/result-cache.ts';
 import { readScratchCache, removeScratchCache } from '../../store/scratch-cache.ts';
 import { rmSync } from 'node:fs';
-import { parseNetwork, resolveStaticNetworks } from '../conf.ts';
+import { parseNetwork } from '../../cni/network.ts';
+import { resolveStaticNetworks } from '../conf.ts';
 import type { RuntimeConf } from '../../cni/delegate.ts';
 import { delNetwork, joinErrors } from '../../cni/delegate.ts';
 import { removeDeviceInfo } from '../../devices/devices.ts';
-import type { Network } from '../conf.ts';
+import type { Network } from '../../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Delegate } from '../plan.ts';
 import { fromCachedDelegate, planAttachments } from '../plan.ts';

@@ -10,7 +10,8 @@
  */
 import { listResultCaches } from '../../store/result-cache.ts';
 import { removeScratchCache } from '../../store/scratch-cache.ts';
-import { parseNetwork, resolveStaticNetworks } from '../conf.ts';
+import { parseNetwork } from '../../cni/network.ts';
+import { resolveStaticNetworks } from '../conf.ts';
 import type { GcAttachment } from '../../cni/delegate.ts';
 import { delNetwork, gcNetwork, joinErrors } from '../../cni/delegate.ts';
 import { CniCode, CniError, wrapError } from '../../base/errors.ts';
