@@ -4,13 +4,13 @@
  * `decodeObject` for JSON text that must be an object (code 6), and `withContext` to prefix an error.
  */
 import { CniCode, CniError, messageOf, wrapError } from './errors.ts';
+import { isObject } from './json.ts';
 
 export interface Kind<T> {
   readonly what: string;
   is(value: unknown): value is T;
 }
 
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 export const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
 export const STRING: Kind<string> = { what: 'a string', is: (v): v is string => typeof v === 'string' };

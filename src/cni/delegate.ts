@@ -18,8 +18,9 @@ import type { Network, PluginConf } from './network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { Exec } from './exec.ts';
 import type { Logger } from '../base/log.ts';
-import type { CniResult } from './result.ts';
-import { convertResult, parsePluginError, parseResult } from './result.ts';
+import type { CniResult } from './result-model.ts';
+import { convertResult, parseResult } from './result.ts';
+import { parsePluginError } from './plugin-error.ts';
 import { versionAtLeast } from '../base/versions.ts';
 
 /** What libcni calls RuntimeConf: the attachment's identity and the runtime's per-call data. */

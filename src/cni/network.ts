@@ -9,7 +9,8 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
-import { BOOLEAN_MAP, STRING, STRINGS, decodeObject, getKey, invalid, isObject, readFlag, withContext } from '../base/keys.ts';
+import { BOOLEAN_MAP, STRING, STRINGS, decodeObject, getKey, invalid, readFlag, withContext } from '../base/keys.ts';
+import { isObject } from '../base/json.ts';
 import { VALID_NAME, VALID_NAME_HINT } from '../base/names.ts';
 import { CURRENT_VERSION, SUPPORTED_VERSIONS, compareVersions, isSupportedVersion } from '../base/versions.ts';
 

@@ -14,6 +14,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
+import { isObject } from '../base/json.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Types
@@ -271,7 +272,6 @@ export function isDns1123Subdomain(s: string): boolean {
 // Resolution: current-context → cluster and user (pure)
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const fail = (msg: string): never => {
   throw new KubeconfigError(msg);
 };
@@ -283,10 +283,10 @@ function namedEntries(doc: Obj, list: string, inner: string): Map<string, Obj> {
   if (v === undefined || v === null) return out;
   if (!Array.isArray(v)) return fail(`${list} must be a list`);
   v.forEach((entry: unknown, i) => {
-    if (!isObj(entry) || typeof entry.name !== 'string') return fail(`${list}[${i}] must be an object with a name`);
+    if (!isObject(entry) || typeof entry.name !== 'string') return fail(`${list}[${i}] must be an object with a name`);
     if (out.has(entry.name)) fail(`duplicate name "${entry.name}" in ${list}`);
     const body = entry[inner] ?? {};
-    if (!isObj(body)) fail(`${list}[${i}].${inner} must be an object`);
+    if (!isObject(body)) fail(`${list}[${i}].${inner} must be an object`);
     out.set(entry.name, body as Obj);
   });
   return out;
@@ -328,7 +328,7 @@ function impersonation(user: Obj, where: string): Impersonation | undefined {
   const name = str(user, 'as', where);
   const groups = stringList(user, 'as-groups', where);
   const rawExtra = user['as-user-extra'] ?? {};
-  if (!isObj(rawExtra)) return fail(`${where}: as-user-extra must be a map of string lists`);
+  if (!isObject(rawExtra)) return fail(`${where}: as-user-extra must be a map of string lists`);
   const extra: Record<string, string[]> = {};
   for (const k of Object.keys(rawExtra)) extra[k] = stringList(rawExtra, k, `${where}: as-user-extra`);
   const uid = str(user, 'as-uid', where);
@@ -436,13 +436,13 @@ function resolveUser(name: string, user: Obj, dir: string): ResolvedUser {
   const exec = user.exec;
   const provider = user['auth-provider'];
   if (exec != null && provider != null) fail(`authProvider cannot be provided in combination with an exec plugin for ${name}`);
-  if (exec != null && !isObj(exec)) fail(`${where}: exec must be an object`);
-  if (provider != null && !isObj(provider)) fail(`${where}: auth-provider must be an object`);
+  if (exec != null && !isObject(exec)) fail(`${where}: exec must be an object`);
+  if (provider != null && !isObject(provider)) fail(`${where}: auth-provider must be an object`);
   const out: ResolvedUser = { auth, certs: userCerts(name, user, dir) };
   const imp = impersonation(user, name);
   if (imp) out.impersonate = imp;
-  if (isObj(exec)) out.fallback = 'user.exec';
-  if (isObj(provider)) out.fallback = `user.auth-provider (${typeof provider.name === 'string' ? provider.name : 'unnamed'})`;
+  if (isObject(exec)) out.fallback = 'user.exec';
+  if (isObject(provider)) out.fallback = `user.auth-provider (${typeof provider.name === 'string' ? provider.name : 'unnamed'})`;
   return out;
 }
 
@@ -452,7 +452,7 @@ function resolveUser(name: string, user: Obj, dir: string): ResolvedUser {
  * `KubeconfigError` with client-go's wording where client-go refuses the file too.
  */
 export function resolveKubeconfig(doc: unknown, path: string): ClientConfig {
-  if (!isObj(doc)) return fail('invalid configuration: no configuration has been provided');
+  if (!isObject(doc)) return fail('invalid configuration: no configuration has been provided');
   const contexts = namedEntries(doc, 'contexts', 'context');
   const clusters = namedEntries(doc, 'clusters', 'cluster');
   const users = namedEntries(doc, 'users', 'user');

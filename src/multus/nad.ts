@@ -12,6 +12,7 @@ import { findNetworkInDir, parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, wrapError } from '../base/errors.ts';
 import type { Nad } from '../k8s/client.ts';
 import type { Delegate, SelectionRequest } from './plan.ts';
+import { isObject } from '../base/json.ts';
 
 export const RESOURCE_NAME_ANNOTATION = 'k8s.v1.cni.cncf.io/resourceName';
 
@@ -56,9 +57,6 @@ export function mergeCniArgs(network: Network, cniArgs: Record<string, unknown>)
   return parseNetwork(Buffer.from(JSON.stringify(conf)));
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** A delegate for one NAD, with the selection's requests (and the NAD's resource name, for device IDs). */
 export function delegateFromNad(nad: Nad, confDir: string, request: SelectionRequest): Delegate {

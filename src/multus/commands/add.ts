@@ -21,7 +21,7 @@ import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-ro
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 import { planDefaultRoutes } from '../../routes/routes.ts';
 import { addedInterfaceEvent, emitEvents, publishNetworkStatus } from '../podstatus.ts';
-import type { CniResult } from '../../cni/result.ts';
+import type { CniResult } from '../../cni/result-model.ts';
 import { convertResult, normalizeResult, resultInterfaces, resultIps } from '../../cni/result.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 import { resolveDeps, runtimeConfFor } from './context.ts';
