@@ -10,7 +10,7 @@
 import type { Network } from '../cni/network.ts';
 import { findNetworkInDir, parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, wrapError } from '../base/errors.ts';
-import type { Nad } from '../k8s/client.ts';
+import type { Nad } from '../k8s/types.ts';
 import type { Delegate, SelectionRequest } from './plan.ts';
 import { isObject } from '../base/json.ts';
 

@@ -13,7 +13,7 @@ import type { RuntimeConf } from '../../cni/delegate.ts';
 import { addNetwork, delNetwork } from '../../cni/delegate.ts';
 import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/devices.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
-import type { KubeClient, Pod } from '../../k8s/client.ts';
+import type { KubeClient, Pod } from '../../k8s/types.ts';
 import { buildNetworkStatuses } from '../netstatus.ts';
 import type { Attachment } from '../plan.ts';
 import { planAttachments, toCachedDelegate, undeclaredCapabilities } from '../plan.ts';
