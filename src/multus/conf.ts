@@ -80,7 +80,7 @@ const LOG_LEVELS: readonly LogLevel[] = ['panic', 'error', 'verbose', 'debug'];
 // ---------------------------------------------------------------------------------------------------------
 // 00-multus.conf
 
-const MULTUS_KEYS = [
+export const MULTUS_KEYS: readonly string[] = [
   'name', 'type', 'cniVersion', 'kubeconfig', 'confDir', 'cniDir', 'binDir', 'delegates', 'clusterNetwork',
   'defaultNetworks', 'systemNamespaces', 'multusNamespace', 'logFile', 'logLevel', 'logToStderr', 'logOptions',
   'readinessindicatorfile', 'namespaceIsolation', 'globalNamespaces', 'retryDeleteOnError',
