@@ -148,9 +148,9 @@ describe('/cni answers as handle() does', () => {
     let seen: Record<string, string> = {};
     exec.returns.p0 = () => ({});
     const orig = exec.execPlugin.bind(exec);
-    exec.execPlugin = (path, stdin, env, t) => {
+    exec.execPlugin = (path, stdin, env) => {
       if (path.endsWith('p0')) seen = env;
-      return orig(path, stdin, env, t);
+      return orig(path, stdin, env);
     };
     const env = { ...baseEnv(), CNI_COMMAND: 'DEL', PATH: '/evil', HOME: '/x' };
     expect((await http(socket, '/cni', { body: cniBody(env, conf(join(dir, 'c'))) })).status).toBe(200);
