@@ -105,15 +105,16 @@ export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
   const { cfg, log } = o;
   const target = join(cfg.cniConfigDir, GENERATED_NAME);
   let written: string | undefined; // the content we last wrote
+  let writtenPath = target; // where we wrote it
   let lastMaster = '';
 
   const remove = (why: string): void => {
     if (written === undefined) return;
     try {
-      unlinkSync(target);
-      log.verbose(`removed ${target}: ${why}`);
+      unlinkSync(writtenPath);
+      log.verbose(`removed ${writtenPath}: ${why}`);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') log.error(`cannot remove ${target}: ${messageOf(e)}`);
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') log.error(`cannot remove ${writtenPath}: ${messageOf(e)}`);
     }
     written = undefined;
   };
@@ -163,6 +164,7 @@ export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
       writeFileAtomic(path, want.text, 0o600);
       if (want.master !== lastMaster) log.verbose(`wrote ${path} for the master CNI config ${want.master}`);
       written = want.text;
+      writtenPath = path;
       lastMaster = want.master;
     } catch (e) {
       log.error(`cannot write the multus config: ${messageOf(e)}`);

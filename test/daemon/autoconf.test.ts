@@ -127,4 +127,22 @@ describe('startConfigWriter', () => {
     for (let i = 0; i < 500 && !existsSync(ours()); i++) await new Promise((r) => setTimeout(r, 10));
     expect(read()).toMatchObject({ clusterNetwork: join(dir, '10-late.conf') });
   });
+
+  it('multusConfigFile <path>: served as is, copied into cniConfigDir when elsewhere, left alone when already there', () => {
+    const other = join(dir, 'elsewhere');
+    mkdirSync(other);
+    writeFileSync(join(other, '05-mine.conf'), '{"cniVersion":"1.0.0","type":"multus-shim","name":"mine","clusterNetwork":"/x"}');
+    writer = startConfigWriter({ cfg: cfg({ multusConfigFile: join(other, '05-mine.conf') }), log: silent, pollMs: 3_600_000 });
+    expect(readFileSync(join(dir, '05-mine.conf'), 'utf8')).toBe(readFileSync(join(other, '05-mine.conf'), 'utf8'));
+    expect(existsSync(ours())).toBe(false);
+    writer.stop();
+    writer = undefined;
+    expect(existsSync(join(dir, '05-mine.conf'))).toBe(false);
+    writeFileSync(join(dir, '06-here.conf'), '{"cniVersion":"1.0.0","type":"multus-shim","name":"here","clusterNetwork":"/x"}');
+    writer = startConfigWriter({ cfg: cfg({ multusConfigFile: join(dir, '06-here.conf') }), log: silent, pollMs: 3_600_000 });
+    expect(writer.current()).toBe(join(dir, '06-here.conf'));
+    writer.stop();
+    writer = undefined;
+    expect(existsSync(join(dir, '06-here.conf'))).toBe(true);
+  });
 });
