@@ -17,7 +17,7 @@ import { readdirSync, readFileSync, unlinkSync, watch } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
-import { writeFileAtomic } from '../store/cache.ts';
+import { writeFileAtomic } from '../base/files.ts';
 import type { DaemonConfig } from './config.ts';
 
 export const GENERATED_NAME = '00-multus.conf';

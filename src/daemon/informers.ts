@@ -1,6 +1,6 @@
 // placeholder until branch warm lands: the interface only; the daemon falls back to the per-request client.
 import type { Logger } from '../base/log.ts';
-import type { KubeClient } from '../k8s/client.ts';
+import type { KubeClient } from '../k8s/types.ts';
 import type { Metrics } from './metrics.ts';
 
 export interface WarmKube {

@@ -19,7 +19,7 @@ import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
 import { realExec } from '../cni/exec.ts';
 import { createHost } from '../host/host.ts';
-import type { KubeClient } from '../k8s/client.ts';
+import type { KubeClient } from '../k8s/types.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { ConfigWriter } from './autoconf.ts';
 import { startConfigWriter } from './autoconf.ts';
