@@ -41,8 +41,13 @@ function isMultusConfig(name: string, bytes: Buffer | undefined): boolean {
  * The master config's file name among `names`, or undefined. `read` gives a file's bytes (undefined if it
  * cannot be read); unreadable or non-JSON files are skipped like libcni skips them.
  */
-export function pickMaster(names: string[], masterName: string, read: (name: string) => Buffer | undefined): string | undefined {
-  const candidates = masterName !== '' ? [masterName] : [...names].sort().filter((n) => EXTS.some((e) => n.endsWith(e)));
+export function pickMaster(
+  names: string[],
+  masterName: string,
+  read: (name: string) => Buffer | undefined,
+): string | undefined {
+  const candidates =
+    masterName !== '' ? [masterName] : [...names].sort().filter((n) => EXTS.some((e) => n.endsWith(e)));
   for (const name of candidates) {
     if (!names.includes(name) || name.startsWith('.')) continue;
     const bytes = read(name);
@@ -66,7 +71,8 @@ export function generateMultusConf(cfg: DaemonConfig, masterPath: string, master
   }
   for (const [k, v] of Object.entries(cfg.capabilities)) if (v) capabilities[k] = true;
   const masterVersion = typeof master.cniVersion === 'string' ? master.cniVersion : '';
-  const name = cfg.overrideNetworkName && typeof master.name === 'string' && master.name ? master.name : 'multus-cni-network';
+  const own = typeof master.name === 'string' && master.name !== '' ? master.name : undefined;
+  const name = cfg.overrideNetworkName && own !== undefined ? own : 'multus-cni-network';
   const out: Record<string, unknown> = {
     ...cfg.multusKeys,
     cniVersion: cfg.cniVersion || masterVersion || '1.0.0',
@@ -136,7 +142,8 @@ export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
     const path = join(cfg.multusAutoconfigDir, name);
     const bytes = readOrUndefined(path);
     if (bytes === undefined) return undefined;
-    return { text: generateMultusConf(cfg, path, JSON.parse(bytes.toString('utf8')) as Record<string, unknown>), master: path };
+    const master = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
+    return { text: generateMultusConf(cfg, path, master), master: path };
   };
 
   const servedPath = (): string =>
@@ -150,7 +157,9 @@ export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
     try {
       const want = desired();
       if (want === undefined) {
-        if (lastMaster !== '') log.error(`the master CNI config ${lastMaster} is gone; waiting for one in ${cfg.multusAutoconfigDir}`);
+        if (lastMaster !== '') {
+          log.error(`the master CNI config ${lastMaster} is gone; waiting for one in ${cfg.multusAutoconfigDir}`);
+        }
         lastMaster = '';
         remove('no master CNI config');
         return;
@@ -188,7 +197,8 @@ export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
 
   return {
     sync,
-    current: () => (written !== undefined || (cfg.multusConfigFile !== 'auto' && lastMaster !== '') ? servedPath() : ''),
+    current: () =>
+      written !== undefined || (cfg.multusConfigFile !== 'auto' && lastMaster !== '') ? servedPath() : '',
     stop(opts = {}) {
       clearInterval(timer);
       for (const w of watchers) w.close();

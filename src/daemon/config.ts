@@ -81,7 +81,9 @@ function bool(raw: Record<string, unknown>, key: string): boolean {
 function int(raw: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
   const v = raw[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw bad(key, `a whole number from ${min} to ${max}`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw bad(key, `a whole number from ${min} to ${max}`);
+  }
   return v;
 }
 

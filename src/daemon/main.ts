@@ -52,7 +52,7 @@ function parseArgs(argv: string[]): string {
     const a = argv[i]!;
     if (a === '--config' || a === '-config') {
       const v = argv[++i];
-      if (!v) throw new StartError(`${a} needs a path: multus daemon --config /etc/cni/net.d/multus.d/daemon-config.json`);
+      if (!v) throw new StartError(`${a} needs a path: multus daemon --config ${DEFAULT_DAEMON_CONFIG}`);
       config = v;
     } else if (a.startsWith('--config=')) config = a.slice('--config='.length);
     else throw new StartError(`unknown argument "${a}": usage: multus daemon [--config PATH]`);
@@ -93,11 +93,17 @@ function kubeConnector(warm: WarmKube | undefined, warmKubeconfig: string) {
   };
 }
 
-async function startWarm(cfg: DaemonConfig, env: Env, log: Logger, metrics: Metrics | undefined): Promise<WarmKube | undefined> {
+async function startWarm(
+  cfg: DaemonConfig,
+  env: Env,
+  log: Logger,
+  metrics: Metrics | undefined,
+): Promise<WarmKube | undefined> {
   const kubeconfig = typeof cfg.multusKeys.kubeconfig === 'string' ? cfg.multusKeys.kubeconfig : '';
   if (!kubeconfig && !(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT)) return undefined;
   try {
-    return await startWarmKube({ kubeconfig, env, nodeName: env.MULTUS_NODE_NAME || hostname(), log, ...(metrics ? { metrics } : {}) });
+    const nodeName = env.MULTUS_NODE_NAME || hostname();
+    return await startWarmKube({ kubeconfig, env, nodeName, log, ...(metrics ? { metrics } : {}) });
   } catch (e) {
     log.verbose(`no informers (${messageOf(e)}): each request uses the per-request Kubernetes client`);
     return undefined;
@@ -116,7 +122,8 @@ function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise
     );
   });
   return new Promise((resolve, reject) => {
-    server.once('error', (e) => reject(new StartError(`cannot serve /metrics on ${cfg.metricsBindAddress}:${cfg.metricsPort}: ${messageOf(e)}`)));
+    const where = `${cfg.metricsBindAddress}:${cfg.metricsPort}`;
+    server.once('error', (e) => reject(new StartError(`cannot serve /metrics on ${where}: ${messageOf(e)}`)));
     server.listen(cfg.metricsPort, cfg.metricsBindAddress, () => {
       log.verbose(`metrics on http://${cfg.metricsBindAddress}:${cfg.metricsPort}/metrics`);
       resolve(server);
@@ -124,13 +131,16 @@ function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise
   });
 }
 
-export async function runDaemon(argv: string[], io: DaemonIo = { env: process.env, writeStderr: (s) => process.stderr.write(s) }): Promise<number> {
+const processIo: DaemonIo = { env: process.env, writeStderr: (s) => process.stderr.write(s) };
+
+export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promise<number> {
   const stop = io.stopSignal ?? signalPromise();
   let cfg: DaemonConfig;
   let exec: Exec = realExec;
   try {
     cfg = readConfig(parseArgs(argv));
-    if (!(io.isRoot ?? (() => process.getuid?.() === 0))()) throw new StartError('the multus daemon must run as root (it runs CNI plugins)');
+    const isRoot = io.isRoot ?? (() => process.getuid?.() === 0);
+    if (!isRoot()) throw new StartError('the multus daemon must run as root (it runs CNI plugins)');
     if (cfg.chrootDir) {
       const program = findChrootProgram();
       if (!program) throw new StartError('chrootDir is set but no chroot program was found (/usr/sbin/chroot)');
@@ -141,7 +151,10 @@ export async function runDaemon(argv: string[], io: DaemonIo = { env: process.en
     io.writeStderr(`multus daemon: ${messageOf(e)}\n`);
     return 2;
   }
-  const log = createLogger({ level: cfg.logLevel, logFile: cfg.logFile || undefined, logToStderr: cfg.logToStderr }, { writeStderr: io.writeStderr });
+  const log = createLogger(
+    { level: cfg.logLevel, logFile: cfg.logFile || undefined, logToStderr: cfg.logToStderr },
+    { writeStderr: io.writeStderr },
+  );
 
   let metrics: Metrics | undefined;
   let metricsServer: Server | undefined;
@@ -163,16 +176,19 @@ export async function runDaemon(argv: string[], io: DaemonIo = { env: process.en
     }
     warm = await startWarm(cfg, io.env, log, metrics);
     const warmKubeconfig = typeof cfg.multusKeys.kubeconfig === 'string' ? cfg.multusKeys.kubeconfig : '';
-    const realHost = createHost({ writeStderr: io.writeStderr, exec, connectKube: kubeConnector(warm, warmKubeconfig) });
+    const connectKube = kubeConnector(warm, warmKubeconfig);
+    const realHost = createHost({ writeStderr: io.writeStderr, exec, connectKube });
     host.close = () => realHost.close();
     writer = startConfigWriter({ cfg, log });
     const notReady = (): string | undefined => {
       if (stopping) return 'shutting down';
-      if (cfg.readinessIndicatorFile && !existsSync(cfg.readinessIndicatorFile)) return `waiting for ${cfg.readinessIndicatorFile}`;
+      const indicator = cfg.readinessIndicatorFile;
+      if (indicator && !existsSync(indicator)) return `waiting for ${indicator}`;
       if (warm && !warm.synced()) return 'the Kubernetes informers have not synced yet';
       return undefined;
     };
-    server.http = createCniServer({ host: realHost, daemonEnv: io.env, log, queue, notReady, ...(metrics ? { metrics } : {}) });
+    const deps = { host: realHost, daemonEnv: io.env, log, queue, notReady, ...(metrics ? { metrics } : {}) };
+    server.http = createCniServer(deps);
     socket = await listenUnix(server.http, cfg.socketDir);
     if (metrics) metricsServer = await serveMetrics(metrics, cfg, log);
     log.verbose(`multus daemon serving ${socket}`);

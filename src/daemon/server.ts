@@ -190,7 +190,9 @@ export function createCniServer(deps: ServerDeps): Server {
       send(res, status, errorBody(new CniError(code, msg)));
     };
     if (path === '/healthz') {
-      if (req.method !== 'GET' && req.method !== 'POST') return fail(405, CniCode.InvalidEnv, 'use GET or POST on /healthz');
+      if (req.method !== 'GET' && req.method !== 'POST') {
+        return fail(405, CniCode.InvalidEnv, 'use GET or POST on /healthz');
+      }
       req.resume();
       const why = deps.notReady();
       if (why === undefined) send(res, 200, '');

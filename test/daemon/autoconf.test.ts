@@ -51,7 +51,8 @@ describe('generateMultusConf', () => {
       capabilities: { portMappings: true, bandwidth: true },
     });
     // A thin call reads the same file.
-    expect(parseMultusConf(text)).toMatchObject({ clusterNetwork: '/etc/cni/net.d/10-x.conflist', kubeconfig: '/k', binDir: '/b' });
+    expect(parseMultusConf(text))
+      .toMatchObject({ clusterNetwork: '/etc/cni/net.d/10-x.conflist', kubeconfig: '/k', binDir: '/b' });
   });
 
   it('cniVersion from the daemon config wins; overrideNetworkName takes the master\'s name', () => {
@@ -82,7 +83,8 @@ describe('startConfigWriter', () => {
     expect(existsSync(ours())).toBe(false);
     writeFileSync(join(dir, '20-b.conf'), '{"cniVersion":"1.0.0","type":"bridge","name":"b"}');
     writer.sync();
-    expect(read()).toMatchObject({ type: 'multus-shim', clusterNetwork: join(dir, '20-b.conf'), daemonSocketDir: '/run/x/' });
+    expect(read())
+      .toMatchObject({ type: 'multus-shim', clusterNetwork: join(dir, '20-b.conf'), daemonSocketDir: '/run/x/' });
     expect(statSync(ours()).mode & 0o777).toBe(0o600);
     // A master earlier by name appears: it takes over.
     writeFileSync(join(dir, '10-a.conflist'), '{"cniVersion":"0.4.0","name":"a","plugins":[{"type":"ptp"}]}');
@@ -128,18 +130,21 @@ describe('startConfigWriter', () => {
     expect(read()).toMatchObject({ clusterNetwork: join(dir, '10-late.conf') });
   });
 
-  it('multusConfigFile <path>: served as is, copied into cniConfigDir when elsewhere, left alone when already there', () => {
+  it('multusConfigFile <path>: copied into cniConfigDir when elsewhere, left alone when already there', () => {
     const other = join(dir, 'elsewhere');
     mkdirSync(other);
-    writeFileSync(join(other, '05-mine.conf'), '{"cniVersion":"1.0.0","type":"multus-shim","name":"mine","clusterNetwork":"/x"}');
-    writer = startConfigWriter({ cfg: cfg({ multusConfigFile: join(other, '05-mine.conf') }), log: silent, pollMs: 3_600_000 });
+    const given = '{"cniVersion":"1.0.0","type":"multus-shim","name":"mine","clusterNetwork":"/x"}';
+    writeFileSync(join(other, '05-mine.conf'), given);
+    const elsewhere = cfg({ multusConfigFile: join(other, '05-mine.conf') });
+    writer = startConfigWriter({ cfg: elsewhere, log: silent, pollMs: 3_600_000 });
     expect(readFileSync(join(dir, '05-mine.conf'), 'utf8')).toBe(readFileSync(join(other, '05-mine.conf'), 'utf8'));
     expect(existsSync(ours())).toBe(false);
     writer.stop();
     writer = undefined;
     expect(existsSync(join(dir, '05-mine.conf'))).toBe(false);
-    writeFileSync(join(dir, '06-here.conf'), '{"cniVersion":"1.0.0","type":"multus-shim","name":"here","clusterNetwork":"/x"}');
-    writer = startConfigWriter({ cfg: cfg({ multusConfigFile: join(dir, '06-here.conf') }), log: silent, pollMs: 3_600_000 });
+    writeFileSync(join(dir, '06-here.conf'), given);
+    const here = cfg({ multusConfigFile: join(dir, '06-here.conf') });
+    writer = startConfigWriter({ cfg: here, log: silent, pollMs: 3_600_000 });
     expect(writer.current()).toBe(join(dir, '06-here.conf'));
     writer.stop();
     writer = undefined;

@@ -14,7 +14,8 @@ const MARKERS = ['the multus daemon must run as root', 'does not serve /delegate
 
 describe('bundles', () => {
   it('the thin bundle has no daemon code; the daemon bundle has it', () => {
-    if (!needs(fileExists(THIN, 'the built bundle (npm run build)'), fileExists(DAEMON, 'the daemon bundle (npm run build)'))) return;
+    const built = needs(fileExists(THIN, 'the built bundle (npm run build)'), fileExists(DAEMON, 'the daemon bundle'));
+    if (!built) return;
     const thin = readFileSync(THIN, 'utf8');
     const daemon = readFileSync(DAEMON, 'utf8');
     for (const m of MARKERS) {

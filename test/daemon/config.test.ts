@@ -23,7 +23,8 @@ describe('parseDaemonConfig', () => {
     });
     expect(c).toMatchObject({
       chrootDir: '/hostroot', socketDir: '/host/run/multus/', daemonSocketDir: '/host/run/multus/', logLevel: 'verbose',
-      connectionLimit: 8, metricsPort: 9091, multusMasterCNI: '10-flannel.conflist', readinessIndicatorFile: '/run/ready',
+      connectionLimit: 8, metricsPort: 9091, multusMasterCNI: '10-flannel.conflist',
+      readinessIndicatorFile: '/run/ready',
     });
     expect(c.multusKeys).toEqual({
       cniVersion: '0.3.1', logLevel: 'VERBOSE', logFile: '/var/log/multus.log', kubeconfig: '/etc/kubeconfig',
@@ -37,7 +38,7 @@ describe('parseDaemonConfig', () => {
     ['relative socketDir', { socketDir: 'run' }, /`socketDir` must be an absolute path/],
     ['connectionLimit 0', { connectionLimit: 0 }, /`connectionLimit` must be a whole number from 1/],
     ['metricsPort text', { metricsPort: '9091' }, /`metricsPort` must be a whole number from 1 to 65535/],
-    ['multusConfigFile relative', { multusConfigFile: 'x.conf' }, /`multusConfigFile` must be "auto" or an absolute path/],
+    ['relative multusConfigFile', { multusConfigFile: 'x.conf' }, /`multusConfigFile` must be "auto" or an absolute/],
     ['multusMasterCNI with a slash', { multusMasterCNI: '../x.conf' }, /`multusMasterCNI` must be a file name/],
     ['unknown cniVersion', { cniVersion: '9.9.9' }, /`cniVersion` must be one of/],
     ['logLevel', { logLevel: 'loud' }, /`logLevel` must be one of panic, error, verbose, debug/],

@@ -24,7 +24,8 @@ const UPSTREAM_SHIM = process.env.MULTUS_TS_UPSTREAM_SHIM ?? join(REPO_ROOT, '.c
 
 const base = needs(...e2eRequirements());
 const withOurShim = base && needs(fileExists(OUR_SHIM, 'the native shim build/multus-shim (npm run build with Go)'));
-const withUpstreamShim = base && needs(fileExists(UPSTREAM_SHIM, 'Multus v4.3.0\'s shim (bash test/peers/build-gomultus.sh)'));
+const withUpstreamShim =
+  base && needs(fileExists(UPSTREAM_SHIM, 'Multus v4.3.0\'s shim (bash test/peers/build-gomultus.sh)'));
 
 interface Daemon {
   child: ChildProcess;
@@ -93,7 +94,10 @@ fi
 `, { mode: 0o755 });
 }
 
-async function shimConf(version: string, extraPlugins: Record<string, unknown>[] = []): Promise<{ conf: string; subnet: string }> {
+async function shimConf(
+  version: string,
+  extraPlugins: Record<string, unknown>[] = [],
+): Promise<{ conf: string; subnet: string }> {
   net++;
   const subnet = `10.253.${net}.0/24`;
   const cluster = clusterConflist(world, version, subnet, extraPlugins);
@@ -145,7 +149,9 @@ describe.skipIf(!withOurShim)('resident mode through build/multus-shim', () => {
     const d = await startDaemon();
     const { conf } = await shimConf('1.0.0', [{ type: 'slow' }]);
     const add = world.driver('add', conf);
-    for (let i = 0; i < 1000 && !existsSync(join(world.dir, 'started')); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 1000 && !existsSync(join(world.dir, 'started')); i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     expect(existsSync(join(world.dir, 'started'))).toBe(true);
     expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1); // bridge ran before the slow plugin
     d.child.kill('SIGKILL');

@@ -41,8 +41,9 @@ describe('timedExec', () => {
   it('reports each delegate call by plugin type and command, ok by exit code', async () => {
     const seen: unknown[][] = [];
     const metrics = { delegateCall: (...a: unknown[]) => seen.push(a) } as unknown as Metrics;
-    await timedExec(recording(0), metrics).execPlugin('/opt/cni/bin/bridge', Buffer.alloc(0), { CNI_COMMAND: 'ADD' }, 1);
-    await timedExec(recording(1), metrics).execPlugin('/opt/cni/bin/macvlan', Buffer.alloc(0), { CNI_COMMAND: 'DEL' }, 1);
+    const none = Buffer.alloc(0);
+    await timedExec(recording(0), metrics).execPlugin('/opt/cni/bin/bridge', none, { CNI_COMMAND: 'ADD' }, 1);
+    await timedExec(recording(1), metrics).execPlugin('/opt/cni/bin/macvlan', none, { CNI_COMMAND: 'DEL' }, 1);
     expect(seen.map(([type, command, seconds, ok]) => [type, command, typeof seconds, ok])).toEqual([
       ['bridge', 'ADD', 'number', true],
       ['macvlan', 'DEL', 'number', false],

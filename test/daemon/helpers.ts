@@ -8,7 +8,11 @@ export interface HttpAnswer {
   json(): Record<string, unknown>;
 }
 
-export function http(socket: string, path: string, o: { method?: string; body?: string | Buffer } = {}): Promise<HttpAnswer> {
+export function http(
+  socket: string,
+  path: string,
+  o: { method?: string; body?: string | Buffer } = {},
+): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const req = request({ socketPath: socket, path, method: o.method ?? 'POST', headers: { Host: 'dummy' } }, (res) => {
       const chunks: Buffer[] = [];

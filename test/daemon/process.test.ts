@@ -5,7 +5,9 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync,
+} from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -47,7 +49,9 @@ function spawnDaemon(config: Record<string, unknown> | string): Started {
   child = c;
   let stderr = '';
   c.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<{ code: number | null; stderr: string }>((r) => c.on('exit', (code) => r({ code, stderr })));
+  const exited = new Promise<{ code: number | null; stderr: string }>((r) => {
+    c.on('exit', (code) => r({ code, stderr }));
+  });
   return { child: c, exited, socket: join(dir, 'run', 'multus.sock') };
 }
 
@@ -91,7 +95,7 @@ describe('multus daemon (process)', () => {
     expect(out).toBe(2);
   });
 
-  it('SIGTERM: the call in flight finishes, new connections are refused, socket and config removed, exit 0', async () => {
+  it('SIGTERM: the call in flight finishes, new connections refused, socket and config removed, exit 0', async () => {
     if (!ready()) return;
     mkdirSync(join(dir, 'bin'));
     const plugin = join(dir, 'bin', 'slow');
@@ -99,12 +103,14 @@ describe('multus daemon (process)', () => {
 cat >/dev/null
 touch ${dir}/started
 while [ ! -f ${dir}/release ]; do sleep 0.02; done
-echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],"ips":[{"address":"10.9.0.2/24","interface":0}]}'
+echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
+'"ips":[{"address":"10.9.0.2/24","interface":0}]}'
 `, { mode: 0o755 });
-    writeFileSync(join(dir, 'net.d', '10-slow.conf'), JSON.stringify({ cniVersion: '1.0.0', name: 'slow', type: 'slow' }));
+    const slow = { cniVersion: '1.0.0', name: 'slow', type: 'slow' };
+    writeFileSync(join(dir, 'net.d', '10-slow.conf'), JSON.stringify(slow));
     const d = spawnDaemon(baseConfig({ binDir: join(dir, 'bin'), cniDir: join(dir, 'cache') }));
     await until(() => existsSync(d.socket) && existsSync(join(dir, 'net.d', '00-multus.conf')), 'the daemon to listen');
-    const conf = JSON.parse(spawnSync('cat', [join(dir, 'net.d', '00-multus.conf')]).stdout.toString()) as Record<string, unknown>;
+    const conf = JSON.parse(readFileSync(join(dir, 'net.d', '00-multus.conf'), 'utf8')) as Record<string, unknown>;
     expect(conf).toMatchObject({ type: 'multus-shim', clusterNetwork: join(dir, 'net.d', '10-slow.conf') });
     const add = http(d.socket, '/cni', { body: cniBody(callEnv('ADD'), conf) });
     await until(() => existsSync(join(dir, 'started')), 'the delegate to start');
@@ -134,10 +140,12 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],"ips":
     const d = spawnDaemon(baseConfig({ multusConfigFile: join(dir, 'none.conf') }));
     await until(() => existsSync(d.socket), 'the daemon to listen');
     const asNobody = (): string => {
-      const script = "require('net').connect(process.argv[1]).on('connect',()=>{console.log('CONNECTED');process.exit(0)})" +
+      const script = "require('net').connect(process.argv[1])" +
+        ".on('connect',()=>{console.log('CONNECTED');process.exit(0)})" +
         ".on('error',(e)=>{console.log(e.code);process.exit(0)})";
       const env = { PATH: process.env.PATH ?? '' };
-      const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', script, d.socket], { env });
+      const nobody = ['--reuid=65534', '--regid=65534', '--clear-groups'];
+      const r = spawnSync('setpriv', [...nobody, process.execPath, '-e', script, d.socket], { env });
       return r.stdout.toString().trim();
     };
     expect(asNobody()).toBe('EACCES');
@@ -165,7 +173,8 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],"ips":
     mkdirSync(join(root, 'opt', 'cni', 'bin'), { recursive: true });
     writeFileSync(join(root, 'opt', 'cni', 'bin', 'rooted'), `#!/bin/sh
 if [ ! -f /inside-marker ]; then echo '{"code":7,"msg":"not inside the root"}'; exit 1; fi
-echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],"ips":[{"address":"10.8.0.2/24","interface":0}]}'
+echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
+'"ips":[{"address":"10.8.0.2/24","interface":0}]}'
 `, { mode: 0o755 });
     const d = spawnDaemon(baseConfig({ chrootDir: root, multusConfigFile: join(dir, 'none.conf') }));
     await until(() => existsSync(d.socket), 'the daemon to listen');
@@ -178,7 +187,9 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],"ips":
     expect(add.json()).toMatchObject({ Result: { ips: [{ address: '10.8.0.2/24' }] } });
     // Not in the root: not found, as a thin call would say.
     const missing = await http(d.socket, '/cni', {
-      body: cniBody(callEnv('ADD', 'c2'), { ...conf, delegates: [{ cniVersion: '1.0.0', name: 'x', type: 'dash' }], binDir: '/usr/bin' }),
+      body: cniBody(callEnv('ADD', 'c2'), {
+        ...conf, delegates: [{ cniVersion: '1.0.0', name: 'x', type: 'dash' }], binDir: '/usr/bin',
+      }),
     });
     expect(missing.status).toBe(400);
     expect(missing.json()).toMatchObject({ code: 7, msg: expect.stringContaining('failed to find plugin "dash"') });

@@ -105,12 +105,16 @@ const CASES: Case[] = [
   {
     name: 'a delegate error keeps its code (42)', command: 'ADD',
     setup: () => {
-      exec.returns['p1 ADD'] = { exitCode: 1, stdout: Buffer.from(JSON.stringify({ cniVersion: '1.0.0', code: 42, msg: 'nope' })) };
+      const error = { cniVersion: '1.0.0', code: 42, msg: 'nope' };
+      exec.returns['p1 ADD'] = { exitCode: 1, stdout: Buffer.from(JSON.stringify(error)) };
     },
   },
   { name: 'a gone netns on ADD (4)', command: 'ADD', env: { CNI_NETNS: '/nonexistent/netns' } },
   { name: 'the own netns (8)', command: 'ADD', env: { CNI_NETNS: '/proc/self/ns/net' } },
-  { name: 'not ready (11)', command: 'ADD', extra: { readinessindicatorfile: '/nonexistent/ready' }, setup: () => (ready = false) },
+  {
+    name: 'not ready (11)', command: 'ADD', extra: { readinessindicatorfile: '/nonexistent/ready' },
+    setup: () => (ready = false),
+  },
   { name: 'bad CNI_ARGS (4)', command: 'ADD', env: { CNI_ARGS: 'novalue' } },
 ];
 
@@ -132,7 +136,8 @@ describe('/cni answers as handle() does', () => {
         expect(via.status).toBe(statusOf(direct.error!.code));
         expect(via.status).not.toBe(200);
         // The readiness message names the jittered time it waited: compare without it.
-        const norm = (o: Record<string, unknown>) => JSON.parse(JSON.stringify(o).replace(/over [\d.]+ s/, 'over T s')) as unknown;
+        const norm = (o: Record<string, unknown>): unknown =>
+          JSON.parse(JSON.stringify(o).replace(/over [\d.]+ s/, 'over T s'));
         expect(norm(via.json())).toEqual(norm(JSON.parse(direct.stdout) as Record<string, unknown>));
       }
     });
@@ -168,7 +173,8 @@ describe('/cni: what the server itself refuses', () => {
     expect([a.status, a.json().code]).toEqual([400, 6]);
     const b = await http(socket, '/cni', { body: JSON.stringify({ env: 'CNI_COMMAND=ADD', config: '' }) });
     expect([b.status, b.json().code]).toEqual([400, 4]);
-    const c = await http(socket, '/cni', { body: JSON.stringify({ env: { CNI_COMMAND: 'ADD' }, config: 'not base64!' }) });
+    const notBase64 = JSON.stringify({ env: { CNI_COMMAND: 'ADD' }, config: 'not base64!' });
+    const c = await http(socket, '/cni', { body: notBase64 });
     expect([c.status, c.json().code]).toEqual([400, 6]);
     const d = await http(socket, '/cni', { body: JSON.stringify({ env: { CNI_COMMAND: 5 } }) });
     expect([d.status, d.json().code]).toEqual([400, 4]);
@@ -222,7 +228,8 @@ describe('/cni: what the server itself refuses', () => {
     await closeServer(server!);
     server = undefined;
     // A socket file left behind by a process that died: bound, never listened on, not unlinked.
-    const r = spawnSync('python3', ['-c', 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])', socket]);
+    const bind = 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])';
+    const r = spawnSync('python3', ['-c', bind, socket]);
     expect(r.status).toBe(0);
     expect(statSync(socket).isSocket()).toBe(true);
     server = other;
@@ -248,7 +255,9 @@ function gatedExec(): { events: string[]; release(cid: string): void; running():
   };
   exec.execPlugin = async (path, stdin, env): Promise<ExecOutput> => {
     const cid = env.CNI_CONTAINERID!;
-    if (!path.endsWith('p0') || env.CNI_COMMAND !== 'ADD') return FakeExec.prototype.execPlugin.call(exec, path, stdin, env);
+    if (!path.endsWith('p0') || env.CNI_COMMAND !== 'ADD') {
+      return FakeExec.prototype.execPlugin.call(exec, path, stdin, env);
+    }
     running++;
     max = Math.max(max, running);
     events.push(`start ${cid}`);
@@ -276,7 +285,9 @@ async function until(cond: () => boolean): Promise<void> {
 
 describe('/cni: order and concurrency', () => {
   const add = (socket: string, cid: string) =>
-    http(socket, '/cni', { body: cniBody({ ...baseEnv(), CNI_COMMAND: 'ADD', CNI_CONTAINERID: cid }, conf(join(dir, 'c'))) });
+    http(socket, '/cni', {
+      body: cniBody({ ...baseEnv(), CNI_COMMAND: 'ADD', CNI_CONTAINERID: cid }, conf(join(dir, 'c'))),
+    });
 
   it('the same container runs in order; another container runs meanwhile', async () => {
     const socket = await start();
