@@ -18,6 +18,7 @@ import { CURRENT_VERSION } from '../base/versions.ts';
 import type { CniAnswer } from '../host/handle.ts';
 import { handle } from '../host/handle.ts';
 import type { Host } from '../host/host.ts';
+import { serveDelegate } from './delegate-http.ts';
 import type { Metrics } from './metrics.ts';
 import type { RequestQueue } from './queue.ts';
 
@@ -35,6 +36,8 @@ export interface ServerDeps {
   notReady(): string | undefined;
   metrics?: Metrics;
   maxBodyBytes?: number;
+  /** The multus config the daemon serves; when set, `/delegate` (hot-plug, docs/hotplug.md) is served. */
+  multusConf?: () => Buffer;
 }
 
 /** A decoded `/cni` request. */
@@ -84,11 +87,11 @@ export function statusOf(code: number): number {
   return code >= 1 && code <= 8 ? 400 : 500;
 }
 
-function errorBody(error: CniError): string {
+export function errorBody(error: CniError): string {
   return JSON.stringify(error.toJSON(CURRENT_VERSION));
 }
 
-function send(res: ServerResponse, status: number, body: string): void {
+export function send(res: ServerResponse, status: number, body: string): void {
   if (res.headersSent || res.destroyed) return;
   res.writeHead(status, {
     'Content-Type': 'application/json',
@@ -98,7 +101,7 @@ function send(res: ServerResponse, status: number, body: string): void {
   res.end(body);
 }
 
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-large'> {
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-large'> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > limit) {
@@ -203,6 +206,14 @@ export function createCniServer(deps: ServerDeps): Server {
       if (req.method !== 'POST') return fail(405, CniCode.InvalidEnv, 'use POST on /cni');
       serveCni(req, res).catch((e: unknown) => {
         deps.log.error(`/cni: ${messageOf(e)}`);
+        send(res, 500, errorBody(new CniError(CniCode.Internal, `the multus daemon failed: ${messageOf(e)}`)));
+      });
+      return;
+    }
+    if (path === '/delegate' && deps.multusConf) {
+      if (req.method !== 'POST') return fail(405, CniCode.InvalidEnv, 'use POST on /delegate');
+      serveDelegate(req, res, { ...deps, multusConf: deps.multusConf, limit }).catch((e: unknown) => {
+        deps.log.error(`/delegate: ${messageOf(e)}`);
         send(res, 500, errorBody(new CniError(CniCode.Internal, `the multus daemon failed: ${messageOf(e)}`)));
       });
       return;

@@ -1,0 +1,226 @@
+/**
+ * daemon/delegate-api.ts: `POST /delegate`, one delegate's ADD, DEL or CHECK in a running pod sandbox
+ * (hot-plug, docs/hotplug.md). The wire format is Multus thick's (`CreateDelegateRequest`):
+ *
+ *   {"env": {CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME, CNI_ARGS (K8S_POD_NAMESPACE/NAME/UID)},
+ *    "config": "<the delegate's config, base64>",
+ *    "interfaceAttributes": {"ips": [...], "mac": "...", "cni-args": {...}}}
+ *
+ * plus one key of ours, `"network": "[<namespace>/]<nad>"`, naming a NetworkAttachmentDefinition instead of
+ * sending a config: the daemon then reads the NAD itself, with namespace isolation as at pod creation (what
+ * `multus hotplug` sends). The interface attributes go through the selection parser as one element of the
+ * networks annotation, so ips/mac/cni-args are checked and applied exactly as at pod creation. The work is in
+ * multus/hotplug.ts; this file decodes the request, finds the multus config, the Kubernetes client and the
+ * sandbox's links, and answers.
+ */
+import { CniCode, CniError, isCniError, messageOf } from '../base/errors.ts';
+import { isObject } from '../base/json.ts';
+import type { Logger } from '../base/log.ts';
+import { validateContainerId, validateIfName } from '../base/names.ts';
+import { statusNetwork } from '../cni/delegate.ts';
+import { parseNetwork } from '../cni/network.ts';
+import type { CniRequest } from '../cni/request.ts';
+import type { CniResult } from '../cni/result-model.ts';
+import { convertResult } from '../cni/result.ts';
+import type { Host } from '../host/host.ts';
+import { commandDeps } from '../host/host.ts';
+import type { KubeClient } from '../k8s/types.ts';
+import { callContext } from '../multus/commands/context.ts';
+import type { MultusConf } from '../multus/conf.ts';
+import { parseMultusConf } from '../multus/conf.ts';
+import type { SandboxLinks } from '../multus/hotplug.ts';
+import { checkedPod, hotplugAdd, hotplugCheck, hotplugDel } from '../multus/hotplug.ts';
+import { delegateFromNad, mergeCniArgs } from '../multus/nad.ts';
+import type { Delegate, SelectionRequest } from '../multus/plan.ts';
+import { apiStatus } from '../multus/podnetworks.ts';
+import type { NetworkSelection } from '../multus/selection.ts';
+import { checkNamespaceIsolation, parseNetworkSelections } from '../multus/selection.ts';
+import { findRouteTools, runCommand } from '../routes/netns-routes.ts';
+import { decodeCniBody } from './server.ts';
+
+type Env = Record<string, string | undefined>;
+type DelegateCommand = 'ADD' | 'DEL' | 'CHECK' | 'STATUS';
+
+/** A decoded `/delegate` request (pure). */
+export interface DelegateRequest {
+  command: DelegateCommand;
+  env: Env;
+  containerId: string;
+  netns: string;
+  ifName: string;
+  args: string;
+  /** The delegate's config bytes (empty when `network` names a NAD). */
+  config: Buffer;
+  /** Our extension: a NAD reference, `[<namespace>/]<name>`. */
+  network: string;
+  attributes: { ips?: unknown; mac?: unknown; 'cni-args'?: unknown };
+}
+
+const COMMANDS: readonly DelegateCommand[] = ['ADD', 'DEL', 'CHECK', 'STATUS'];
+
+/** Decodes and checks a `/delegate` body; a CniError says what is wrong. */
+export function decodeDelegateBody(body: Buffer, daemonEnv: Env): DelegateRequest {
+  const { env, stdin } = decodeCniBody(body, daemonEnv);
+  const value = JSON.parse(body.toString('utf8')) as Record<string, unknown>; // decodeCniBody checked it
+  const command = (env.CNI_COMMAND ?? '').toUpperCase() as DelegateCommand;
+  if (!COMMANDS.includes(command)) {
+    throw new CniError(CniCode.InvalidEnv, `/delegate: CNI_COMMAND must be one of ${COMMANDS.join(', ')}, got "${env.CNI_COMMAND ?? ''}"`);
+  }
+  const attributes = value.interfaceAttributes ?? {};
+  if (!isObject(attributes)) {
+    throw new CniError(CniCode.DecodingFailure, '/delegate: "interfaceAttributes" must be an object {"ips", "mac", "cni-args"}');
+  }
+  const network = value.network ?? '';
+  if (typeof network !== 'string') throw new CniError(CniCode.DecodingFailure, '/delegate: "network" must be a string "[<namespace>/]<nad>"');
+  const req: DelegateRequest = {
+    command,
+    env,
+    containerId: env.CNI_CONTAINERID ?? '',
+    netns: env.CNI_NETNS ?? '',
+    ifName: env.CNI_IFNAME ?? '',
+    args: env.CNI_ARGS ?? '',
+    config: stdin,
+    network,
+    attributes,
+  };
+  if (command === 'STATUS') return req;
+  const missing = ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_ARGS'].filter((k) => !env[k]);
+  if (missing.length > 0) throw new CniError(CniCode.InvalidEnv, `required env variables [${missing.join(',')}] missing`);
+  validateContainerId(req.containerId);
+  validateIfName(req.ifName);
+  if (req.config.length === 0 && network === '' && command === 'ADD') {
+    throw new CniError(CniCode.InvalidConfig, '/delegate: send the delegate\'s config ("config", base64) or a NAD ("network")');
+  }
+  return req;
+}
+
+/**
+ * The selection element the request amounts to, parsed by the annotation parser: `name` is the NAD (or a
+ * placeholder when a config was sent), `interface` is CNI_IFNAME, and the interface attributes.
+ */
+export function selectionOf(req: DelegateRequest, podNamespace: string): NetworkSelection {
+  const ref = req.network || 'delegate';
+  const slash = ref.indexOf('/');
+  const element: Record<string, unknown> = {
+    name: slash < 0 ? ref : ref.slice(slash + 1),
+    ...(slash < 0 ? {} : { namespace: ref.slice(0, slash) }),
+    interface: req.ifName,
+  };
+  const { ips, mac } = req.attributes;
+  const cniArgs = req.attributes['cni-args'];
+  if (ips !== undefined && ips !== null) element.ips = ips;
+  if (mac !== undefined && mac !== null && mac !== '') element.mac = mac;
+  if (cniArgs !== undefined && cniArgs !== null) element['cni-args'] = cniArgs;
+  const [selection] = parseNetworkSelections(JSON.stringify([element]), podNamespace);
+  return selection!;
+}
+
+export interface DelegateApiDeps {
+  host: Host;
+  /** The multus config the daemon serves (its bytes), read per request. */
+  multusConf(): Buffer;
+  links?: SandboxLinks;
+}
+
+/** `ip -j link show` inside the netns (nsenter, argv only). */
+export const nsenterLinks: SandboxLinks = {
+  async names(netns) {
+    const tools = findRouteTools();
+    const out = await runCommand(tools.nsenter, [`--net=${netns}`, '--', tools.ip, '-j', 'link', 'show']);
+    if (out.exitCode !== 0) {
+      throw new CniError(CniCode.InvalidNetns, `cannot list the interfaces of ${netns}: ${out.stderr.trim() || `exit ${out.exitCode}`}`, {
+        details: 'check that CNI_NETNS is the pod sandbox\'s network namespace and that it still exists',
+      });
+    }
+    const links = JSON.parse(out.stdout) as { ifname?: string }[];
+    return links.map((l) => l.ifname ?? '').filter((n) => n !== '');
+  },
+};
+
+async function delegateFor(req: DelegateRequest, conf: MultusConf, kube: KubeClient, podNamespace: string): Promise<Delegate> {
+  const sel = selectionOf(req, podNamespace);
+  const request: SelectionRequest = sel.request;
+  if (req.network) {
+    if (conf.namespaceIsolation) checkNamespaceIsolation([sel], podNamespace, conf.globalNamespaces);
+    let nad;
+    try {
+      nad = await kube.getNad(sel.namespace, sel.name);
+    } catch (e) {
+      if (apiStatus(e) !== 404) throw e;
+      throw new CniError(CniCode.InvalidConfig, `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`, {
+        details: 'create it, or name another network',
+      });
+    }
+    return delegateFromNad(nad, conf.confDir, request);
+  }
+  const loaded = parseNetwork(req.config, { source: 'the /delegate config' });
+  const network = request.cniArgs ? mergeCniArgs(loaded, request.cniArgs) : loaded;
+  return { network, displayName: network.name, request };
+}
+
+/** Runs one decoded `/delegate` request; the ADD result (CNI 1.0.0, as Multus thick answers), else null. */
+export async function runDelegate(req: DelegateRequest, deps: DelegateApiDeps): Promise<CniResult | null> {
+  let conf: MultusConf;
+  try {
+    conf = parseMultusConf(deps.multusConf());
+  } catch (e) {
+    throw new CniError(CniCode.TryAgainLater, `the multus daemon has no usable multus config yet: ${messageOf(e)}`);
+  }
+  const log: Logger = deps.host.logger(conf);
+  const cdeps = commandDeps(deps.host, req.env, log);
+  if (req.command === 'STATUS') {
+    if (req.config.length > 0) {
+      const ctx = callContext(cniRequest(req), conf, cdeps);
+      await statusNetwork(parseNetwork(req.config, { source: 'the /delegate config' }), ctx.net);
+    }
+    return null;
+  }
+  const ctx = callContext(cniRequest(req), conf, cdeps);
+  const kube = await cdeps.kube(conf);
+  if (!kube) {
+    throw new CniError(CniCode.InvalidConfig, 'hot-plug needs the Kubernetes API: the multus config names no kubeconfig', {
+      details: 'set "kubeconfig" in the daemon config',
+    });
+  }
+  const hdeps = { kube, links: deps.links ?? nsenterLinks, log };
+  log.verbose(`/delegate ${req.command} ${req.containerId} ${req.ifName} (${ctx.pod})`);
+  if (req.command === 'ADD') {
+    const pod = (await checkedPod(kube, ctx))!;
+    const delegate = await delegateFor(req, conf, kube, ctx.k8s.podNamespace);
+    const result = await hotplugAdd(ctx, pod, delegate, hdeps);
+    try {
+      return convertResult(result, '1.0.0');
+    } catch {
+      return result;
+    }
+  }
+  if (req.command === 'CHECK') {
+    await checkedPod(kube, ctx);
+    await hotplugCheck(ctx);
+    return null;
+  }
+  const pod = await checkedPod(kube, ctx, true);
+  const fallback = req.config.length > 0 ? await delegateFor(req, conf, kube, ctx.k8s.podNamespace) : undefined;
+  await hotplugDel(ctx, pod, fallback, hdeps);
+  return null;
+}
+
+function cniRequest(req: DelegateRequest): CniRequest {
+  return {
+    command: req.command,
+    containerId: req.containerId,
+    netns: req.netns,
+    ifName: req.ifName,
+    args: req.args,
+    path: (req.env.CNI_PATH ?? '').split(':').filter((d) => d !== ''),
+    netnsOverride: false,
+    config: {},
+    cniVersion: '1.0.0',
+    stdin: Buffer.alloc(0),
+  };
+}
+
+/** The error a failed request answers with (anything not a CniError is code 999). */
+export function delegateError(e: unknown): CniError {
+  return isCniError(e) ? e : new CniError(CniCode.Internal, messageOf(e));
+}
