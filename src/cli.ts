@@ -59,6 +59,14 @@ async function run(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  if (argv[0] === 'hotplug') {
+    try {
+      return await (await loadDaemonModule()).runHotplugCli(argv.slice(1));
+    } catch (e) {
+      process.stderr.write(`multus hotplug: ${e instanceof Error ? e.message : String(e)}\n`);
+      return 2;
+    }
+  }
   if (argv.includes('-version') || argv.includes('--version') || argv.includes('-v')) {
     process.stdout.write(`multus-ts: version:${VERSION}, cni:${CURRENT_VERSION}\n`);
     return 0;

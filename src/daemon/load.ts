@@ -8,6 +8,8 @@ export const DAEMON_ASSET = 'multus-daemon.cjs';
 
 export interface DaemonModule {
   runDaemon(argv: string[]): Promise<number>;
+  /** `multus hotplug ...` (docs/hotplug.md). */
+  runHotplugCli(argv: string[]): Promise<number>;
 }
 
 const SPECIFIERS = ['./multus-daemon.cjs', './main.ts'];

@@ -34,6 +34,9 @@ import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
 import { listenUnix, removeSocket } from './socket.ts';
 
+// The operator commands that live in this bundle (cli.ts loads it for them too).
+export { runHotplugCli } from './hotplug-cli.ts';
+
 type Env = Record<string, string | undefined>;
 
 export interface DaemonIo {

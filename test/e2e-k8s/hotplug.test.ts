@@ -1,0 +1,295 @@
+/**
+ * Hot-plug end to end (docs/hotplug.md): a real kube-apiserver, `build/multus daemon` in the test's host
+ * namespace, pods created through the shim (libcni -> build/multus-shim -> the daemon; bridge cluster network),
+ * then macvlan NADs (on the world's veth end) plugged into and out of the running sandboxes through
+ * `multus hotplug` (the CLI) or a raw `POST /delegate`:
+ * - add: the interface and its IP appear, network-status has 2 entries, the scratch cache 2 attachments,
+ *   an AddedInterface event; CHECK passes;
+ * - static IP and MAC; unplug (interface gone, IP released, status and caches back to 1, RemovedInterface);
+ * - hot-plug then the runtime's DEL only: nothing left;
+ * - a name clash and a UID mismatch are refused with nothing changed;
+ * - 10 concurrent hot-plugs into one pod and into 10 pods;
+ * - the body Multus' dynamic networks controller sends (CreateDelegateRequest) is accepted.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Cluster, k8sRequirements, startCluster } from '../k8s/cluster.ts';
+import { fileExists, needs } from '../helpers/skip.ts';
+import { MULTUS_BIN, REPO_ROOT, describeRun, e2eRequirements, reservedIps, run, withSbin } from '../e2e/helpers.ts';
+import { http } from '../daemon/helpers.ts';
+import { type K8sWorld, type Sandbox, createNad, networkStatus, podEvents, v4, withWorld } from './world.ts';
+
+const SHIM = process.env.MULTUS_TS_SHIM ?? join(REPO_ROOT, 'build/multus-shim');
+const ready = needs(...e2eRequirements(), ...k8sRequirements(), fileExists(SHIM, 'the native shim build/multus-shim (npm run build with Go)'));
+
+interface Daemon {
+  child: ChildProcess;
+  log(): string;
+  stop(): Promise<void>;
+}
+
+const socketDir = (kw: K8sWorld) => join(kw.dir, 'run');
+
+/** The daemon in the world's host namespace, serving `conf` (type multus-shim) as its multus config. */
+async function startDaemon(kw: K8sWorld, conf: string): Promise<Daemon> {
+  const file = join(kw.dir, 'daemon-config.json');
+  writeFileSync(file, JSON.stringify({
+    socketDir: socketDir(kw), cniConfigDir: join(kw.dir, 'net.d'), multusConfigFile: conf, logLevel: 'verbose',
+    logToStderr: true,
+  }));
+  const child = spawn('ip', ['netns', 'exec', kw.w.hostNs, MULTUS_BIN, 'daemon', '--config', file], {
+    env: { PATH: withSbin(process.env.PATH) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  const exited = new Promise<void>((r) => child.on('exit', () => r()));
+  const sock = join(socketDir(kw), 'multus.sock');
+  for (let i = 0; i < 1000 && !existsSync(sock) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 10));
+  if (!existsSync(sock)) throw new Error(`the daemon did not start: ${log}`);
+  return {
+    child,
+    log: () => log,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** A world with the shim installed, a served multus-shim config, a running daemon and a macvlan NAD `mv`. */
+async function hotplugWorld(kw: K8sWorld, cluster: Cluster): Promise<{ conf: string; daemon: Daemon }> {
+  copyFileSync(SHIM, join(kw.w.binDir, 'multus-shim'));
+  chmodSync(join(kw.w.binDir, 'multus-shim'), 0o755);
+  const conf = await kw.writeConf(kw.multusConfig(cluster.multusKubeconfig, { type: 'multus-shim', daemonSocketDir: socketDir(kw) }));
+  await createNad(cluster, kw.ns, 'mv', kw.macvlan('', 1));
+  return { conf, daemon: await startDaemon(kw, conf) };
+}
+
+/** `multus hotplug ...` with this world's socket and cniDir. */
+async function hotplug(kw: K8sWorld, verb: string, sb: Sandbox, network: string, ...extra: string[]) {
+  const r = await run(MULTUS_BIN, [
+    'hotplug', verb, '--pod', `${sb.pod.namespace}/${sb.pod.name}`, '--network', network,
+    '--socket-dir', socketDir(kw), '--cni-dir', kw.w.cniDir, ...extra,
+  ], { env: { PATH: withSbin(process.env.PATH) } });
+  return { ...r, json: () => JSON.parse(r.stdout) as Record<string, unknown> };
+}
+
+async function hotplugOk(kw: K8sWorld, verb: string, sb: Sandbox, network: string, ...extra: string[]) {
+  const r = await hotplug(kw, verb, sb, network, ...extra);
+  expect(r.code, `multus hotplug ${verb} ${network}: ${describeRun(r)}\n${await kw.logTail()}`).toBe(0);
+  return r;
+}
+
+/** The container's scratch cache: the attachments' names and interface requests. */
+function scratch(kw: K8sWorld, sb: Sandbox): { Name: string; ifnameRequest?: string }[] {
+  const path = join(kw.w.cniDir, sb.containerId);
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as { Name: string }[]) : [];
+}
+
+const ifaces = async (kw: K8sWorld, sb: Sandbox) => [...(await kw.podLinks(sb)).keys()].sort();
+
+/** A `/delegate` body as Multus' CreateDelegateRequest builds it (pkg/server/api). */
+function delegateBody(command: string, sb: Sandbox, ifName: string, config: unknown, attrs: Record<string, unknown> = {}, uid = sb.pod.uid) {
+  return JSON.stringify({
+    env: {
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: sb.containerId,
+      CNI_NETNS: `/var/run/netns/${sb.netns}`,
+      CNI_IFNAME: ifName,
+      CNI_ARGS: `K8S_POD_NAMESPACE=${sb.pod.namespace};K8S_POD_NAME=${sb.pod.name};K8S_POD_UID=${uid}`,
+    },
+    config: Buffer.from(JSON.stringify(config)).toString('base64'),
+    interfaceAttributes: { 'cni-args': null, ...attrs },
+  });
+}
+
+describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver', () => {
+  let cluster: Cluster;
+  let index = 60;
+  const next = () => ++index;
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it('adds a macvlan NAD as net1, checks it, removes it', async () => {
+    await withWorld(cluster, { index: next() }, async (kw) => {
+      const { conf, daemon } = await hotplugWorld(kw, cluster);
+      try {
+        const sb = await kw.pod('p');
+        await kw.add(conf, sb);
+        expect(daemon.log()).toContain(`ADD ${sb.containerId}: 200`);
+        const before = await reservedIps(kw.w.ipamDir);
+
+        const add = await hotplugOk(kw, 'add', sb, 'mv@net1');
+        expect(add.json()).toMatchObject({ cniVersion: '1.0.0', ips: [{ address: expect.stringMatching(/^10\.241\./) }] });
+        expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net1']);
+        expect(v4((await kw.podLinks(sb)).get('net1'))).toEqual([(add.json().ips as { address: string }[])[0]!.address]);
+        const status = (await networkStatus(cluster, sb.pod))!;
+        expect(status.map((s) => [s.name, s.interface])).toEqual([['mts-cluster', 'eth0'], [`${kw.ns}/mv`, 'net1']]);
+        expect(scratch(kw, sb).map((d) => d.Name)).toEqual(['mts-cluster', `${kw.ns}/mv`]);
+        expect(await kw.cacheFiles(sb)).toContain(`cniDir/results/mv-${sb.containerId}-net1`);
+        expect((await podEvents(cluster, sb.pod, 'AddedInterface')).map((e) => e.message)).toContainEqual(
+          expect.stringMatching(new RegExp(`^Add net1 \\[10\\.241\\..*\\] from ${kw.ns}/mv$`)),
+        );
+        await hotplugOk(kw, 'check', sb, 'mv');
+        // the runtime's CHECK of the pod checks the hot-plugged attachment too
+        const check = await kw.driver('check', conf, sb);
+        expect(check.code, describeRun(check)).toBe(0);
+
+        await hotplugOk(kw, 'del', sb, 'mv');
+        expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo']);
+        expect(await reservedIps(kw.w.ipamDir)).toEqual(before);
+        expect((await networkStatus(cluster, sb.pod))!.map((s) => s.interface)).toEqual(['eth0']);
+        expect(scratch(kw, sb).map((d) => d.Name)).toEqual(['mts-cluster']);
+        expect((await kw.cacheFiles(sb)).filter((f) => f.includes('-net1'))).toEqual([]);
+        expect((await podEvents(cluster, sb.pod, 'RemovedInterface')).map((e) => e.message)).toEqual([`Removed net1 from ${kw.ns}/mv`]);
+
+        await kw.del(conf, sb);
+        await kw.expectTornDown(sb);
+      } finally {
+        await daemon.stop();
+      }
+    });
+  });
+
+  it('a static IP and MAC reach the hot-plugged interface', async () => {
+    await withWorld(cluster, { index: next() }, async (kw) => {
+      const { conf, daemon } = await hotplugWorld(kw, cluster);
+      try {
+        await createNad(cluster, kw.ns, 'mvs', { ...kw.staticMacvlan('mvs'), capabilities: { ips: true, mac: true } });
+        const sb = await kw.pod('p');
+        await kw.add(conf, sb);
+        const ipAddr = `${kw.addr(3, 77)}/24`;
+        await hotplugOk(kw, 'add', sb, 'mvs@net5', '--ip', ipAddr, '--mac', '02:11:22:33:44:55');
+        const link = (await kw.podLinks(sb)).get('net5');
+        expect(v4(link)).toEqual([ipAddr]);
+        expect(link?.address).toBe('02:11:22:33:44:55');
+        const entry = (await networkStatus(cluster, sb.pod))!.find((s) => s.interface === 'net5');
+        expect(entry).toMatchObject({ name: `${kw.ns}/mvs`, ips: [kw.addr(3, 77)], mac: '02:11:22:33:44:55' });
+        await kw.del(conf, sb);
+        await kw.expectTornDown(sb);
+      } finally {
+        await daemon.stop();
+      }
+    });
+  });
+
+  it('hot-plug, then only the runtime\'s DEL of the pod: nothing is left', async () => {
+    await withWorld(cluster, { index: next() }, async (kw) => {
+      const { conf, daemon } = await hotplugWorld(kw, cluster);
+      try {
+        const sb = await kw.pod('p');
+        await kw.add(conf, sb);
+        await hotplugOk(kw, 'add', sb, 'mv');
+        await hotplugOk(kw, 'add', sb, 'mv');
+        expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net1', 'net2']);
+        expect(await reservedIps(kw.w.ipamDir)).toHaveLength(3);
+        await kw.del(conf, sb);
+        await kw.expectTornDown(sb); // no interface, no reserved IP, no cache
+      } finally {
+        await daemon.stop();
+      }
+    });
+  });
+
+  it('a name clash and a UID mismatch are refused with nothing changed', async () => {
+    await withWorld(cluster, { index: next() }, async (kw) => {
+      const { conf, daemon } = await hotplugWorld(kw, cluster);
+      try {
+        const sb = await kw.pod('p');
+        await kw.add(conf, sb);
+        await hotplugOk(kw, 'add', sb, 'mv@net1');
+        const snapshot = async () => ({
+          links: await ifaces(kw, sb),
+          ips: await reservedIps(kw.w.ipamDir),
+          caches: (await kw.cacheFiles(sb)).sort(),
+          scratch: scratch(kw, sb),
+          status: await networkStatus(cluster, sb.pod),
+        });
+        const before = await snapshot();
+
+        // net1 and eth0 are attachments; lo is a link of the sandbox that is no attachment
+        for (const taken of ['net1', 'eth0', 'lo']) {
+          const clash = await hotplug(kw, 'add', sb, `mv@${taken}`);
+          expect(clash.code, describeRun(clash)).toBe(1);
+          expect(clash.json()).toMatchObject({ code: 7, msg: expect.stringContaining(`interface "${taken}"`) });
+        }
+        const sock = join(socketDir(kw), 'multus.sock');
+        const uid = await http(sock, '/delegate', { body: delegateBody('ADD', sb, 'net7', kw.macvlan('mv', 1), {}, 'wrong-uid') });
+        expect(uid.status).toBe(400);
+        expect(uid.json()).toMatchObject({ code: 7, msg: expect.stringContaining('UID') });
+        const missing = await hotplug(kw, 'add', sb, 'nosuchnad@net8');
+        expect(missing.json()).toMatchObject({ code: 7, msg: expect.stringContaining('cannot find a network-attachment-definition (nosuchnad)') });
+        expect(await snapshot()).toEqual(before);
+      } finally {
+        await daemon.stop();
+      }
+    });
+  });
+
+  it('10 concurrent hot-plugs into one pod, and into 10 pods', async () => {
+    await withWorld(cluster, { index: next() }, async (kw) => {
+      const { conf, daemon } = await hotplugWorld(kw, cluster);
+      try {
+        const one = await kw.pod('p');
+        await kw.add(conf, one);
+        const names = Array.from({ length: 10 }, (_, i) => `net${i + 1}`);
+        await Promise.all(names.map((n) => hotplugOk(kw, 'add', one, `mv@${n}`)));
+        expect(await ifaces(kw, one)).toEqual(['eth0', 'lo', ...names].sort());
+        expect(scratch(kw, one)).toHaveLength(11);
+        expect((await networkStatus(cluster, one.pod))!.map((s) => s.interface).sort()).toEqual(['eth0', ...names].sort());
+
+        const pods: Sandbox[] = [];
+        for (let i = 0; i < 10; i++) {
+          const sb = await kw.pod(`q${i}`);
+          await kw.add(conf, sb);
+          pods.push(sb);
+        }
+        await Promise.all(pods.map((sb) => hotplugOk(kw, 'add', sb, 'mv@net1')));
+        for (const sb of pods) {
+          expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net1']);
+          expect((await networkStatus(cluster, sb.pod))!).toHaveLength(2);
+          expect(scratch(kw, sb)).toHaveLength(2);
+        }
+        expect(await reservedIps(kw.w.ipamDir)).toHaveLength(11 + 20);
+        for (const sb of [one, ...pods]) await kw.del(conf, sb);
+        expect(await reservedIps(kw.w.ipamDir)).toEqual([]);
+      } finally {
+        await daemon.stop();
+      }
+    });
+  });
+
+  it('accepts the body of Multus\' dynamic networks controller (CreateDelegateRequest)', async () => {
+    await withWorld(cluster, { index: next() }, async (kw) => {
+      const { conf, daemon } = await hotplugWorld(kw, cluster);
+      try {
+        const sb = await kw.pod('p');
+        await kw.add(conf, sb);
+        const sock = join(socketDir(kw), 'multus.sock');
+        const nad = kw.macvlan('mv', 1);
+        const add = await http(sock, '/delegate', { body: delegateBody('ADD', sb, 'net1', nad) });
+        expect(add.status, add.body).toBe(200);
+        expect(add.json()).toMatchObject({ Result: { cniVersion: '1.0.0', interfaces: [{ name: 'net1' }] } });
+        expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net1']);
+        expect(scratch(kw, sb)).toHaveLength(2);
+        const del = await http(sock, '/delegate', { body: delegateBody('DEL', sb, 'net1', nad) });
+        expect(del.status, del.body).toBe(200);
+        expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo']);
+        expect(scratch(kw, sb)).toHaveLength(1);
+        await kw.del(conf, sb);
+        await kw.expectTornDown(sb);
+      } finally {
+        await daemon.stop();
+      }
+    });
+  });
+});
