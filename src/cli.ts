@@ -4,7 +4,7 @@
  *
  * One executable serves every role: run as `passthru` it is the passthru plugin (docs/behaviour.md,
  * "Auxiliary chain"); `--version` prints the version; `daemon` runs the resident daemon (docs/resident.md, its
- * own bundle, loaded only for that role); otherwise it is the CNI plugin and serves one request with `handle()`.
+ * own bundle, loaded only for that role), as are `hotplug` and `plan` (docs/hotplug.md); otherwise it is the CNI plugin and serves one request with `handle()`.
  */
 import { basename } from 'node:path';
 import { CniCode, CniError } from './base/errors.ts';
@@ -59,11 +59,13 @@ async function run(argv: string[]): Promise<number> {
       return 1;
     }
   }
-  if (argv[0] === 'hotplug') {
+  if (argv[0] === 'hotplug' || argv[0] === 'plan') {
+    // operator commands, in the daemon's bundle (docs/hotplug.md)
     try {
-      return await (await loadDaemonModule()).runHotplugCli(argv.slice(1));
+      const mod = await loadDaemonModule();
+      return await (argv[0] === 'plan' ? mod.runPlanCli(argv.slice(1)) : mod.runHotplugCli(argv.slice(1)));
     } catch (e) {
-      process.stderr.write(`multus hotplug: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.stderr.write(`multus ${argv[0]}: ${e instanceof Error ? e.message : String(e)}\n`);
       return 2;
     }
   }

@@ -10,6 +10,8 @@ export interface DaemonModule {
   runDaemon(argv: string[]): Promise<number>;
   /** `multus hotplug ...` (docs/hotplug.md). */
   runHotplugCli(argv: string[]): Promise<number>;
+  /** `multus plan ...` (docs/hotplug.md). */
+  runPlanCli(argv: string[]): Promise<number>;
 }
 
 const SPECIFIERS = ['./multus-daemon.cjs', './main.ts'];

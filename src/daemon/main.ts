@@ -36,6 +36,7 @@ import { listenUnix, removeSocket } from './socket.ts';
 
 // The operator commands that live in this bundle (cli.ts loads it for them too).
 export { runHotplugCli } from './hotplug-cli.ts';
+export { runPlanCli } from './plan-cli.ts';
 
 type Env = Record<string, string | undefined>;
 

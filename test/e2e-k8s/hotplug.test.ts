@@ -20,7 +20,7 @@ import { type Cluster, k8sRequirements, startCluster } from '../k8s/cluster.ts';
 import { fileExists, needs } from '../helpers/skip.ts';
 import { MULTUS_BIN, REPO_ROOT, describeRun, e2eRequirements, reservedIps, run, withSbin } from '../e2e/helpers.ts';
 import { http } from '../daemon/helpers.ts';
-import { type K8sWorld, type Sandbox, createNad, networkStatus, podEvents, v4, withWorld } from './world.ts';
+import { NETWORKS_ANNOTATION, type K8sWorld, type Sandbox, createNad, networkStatus, podEvents, v4, withWorld } from './world.ts';
 
 const SHIM = process.env.MULTUS_TS_SHIM ?? join(REPO_ROOT, 'build/multus-shim');
 const ready = needs(...e2eRequirements(), ...k8sRequirements(), fileExists(SHIM, 'the native shim build/multus-shim (npm run build with Go)'));
@@ -289,6 +289,49 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
         await kw.expectTornDown(sb);
       } finally {
         await daemon.stop();
+      }
+    });
+  });
+
+  it('multus plan prints what an ADD would do and every error it would hit, writing nothing', async () => {
+    await withWorld(cluster, { index: next() }, async (kw) => {
+      const conf = await kw.writeConf(kw.multusConfig(cluster.multusKubeconfig, { namespaceIsolation: true }));
+      await createNad(cluster, kw.ns, 'mv', kw.macvlan('', 1));
+      await createNad(cluster, kw.otherNs, 'far', kw.macvlan('', 2));
+      const plan = (sb: Sandbox, ...extra: string[]) =>
+        run(MULTUS_BIN, ['plan', '--pod', `${sb.pod.namespace}/${sb.pod.name}`, '--conf', conf, ...extra], {
+          env: { PATH: withSbin(process.env.PATH) },
+        });
+      const good = await kw.pod('good', { [NETWORKS_ANNOTATION]: JSON.stringify([{ name: 'mv', ips: ['10.9.9.9/24'] }]) });
+      const ok = await plan(good, '--output', 'json');
+      expect(ok.code, describeRun(ok)).toBe(0);
+      const x = JSON.parse(ok.stdout);
+      expect(x.errors).toEqual([]);
+      expect(x.attachments.map((a: any) => [a.ifName, a.displayName, a.plugins.map((p: any) => p.type)])).toEqual([
+        ['eth0', 'mts-cluster', ['bridge']],
+        ['net1', `${kw.ns}/mv`, ['macvlan']],
+      ]);
+      expect(x.attachments[1].cniArgs).toBe(
+        `IgnoreUnknown=true;K8S_POD_NAMESPACE=${kw.ns};K8S_POD_NAME=good;K8S_POD_INFRA_CONTAINER_ID=<container ID>;K8S_POD_UID=${good.pod.uid};IP=10.9.9.9/24`,
+      );
+      const text = await plan(good);
+      expect(text.stdout).toContain(`2. net1: ${kw.ns}/mv, network "mv", plugins macvlan`);
+
+      const bad = await kw.pod('bad', { [NETWORKS_ANNOTATION]: `mv@net1,missing,${kw.otherNs}/far,mv@net1` });
+      const failed = await plan(bad, '--output', 'json');
+      expect(failed.code, describeRun(failed)).toBe(1);
+      const msgs = JSON.parse(failed.stdout).errors.map((e: any) => e.msg);
+      expect(msgs).toEqual([
+        'cannot find a network-attachment-definition (missing) in namespace (' + kw.ns + ')',
+        expect.stringContaining(`namespace isolation enabled, annotation violates permission, pod is in namespace ${kw.ns}`),
+        expect.stringContaining('interface name "net1" is requested by both'),
+      ]);
+      // nothing was attached or written
+      for (const sb of [good, bad]) {
+        expect(await ifaces(kw, sb)).toEqual(['lo']);
+        expect(await networkStatus(cluster, sb.pod)).toBeUndefined();
+        expect(await kw.cacheFiles(sb)).toEqual([]);
+        expect(await podEvents(cluster, sb.pod)).toEqual([]);
       }
     });
   });

@@ -1,0 +1,223 @@
+/**
+ * explain.ts: what an ADD of a pod would do, without doing it (`multus plan`, docs/hotplug.md).
+ *
+ * `explainAdd` resolves the pod's delegates as ADD does (the config's cluster and default networks, the
+ * default-network override, the networks annotation, namespace isolation, the NADs) through a read-only
+ * `KubeClient`, but keeps going past each error so it can report every one an ADD would hit (ADD stops at the
+ * first), with the message ADD would give. Then it plans the attachments (interface names), each plugin's
+ * runtimeConfig and CNI_ARGS, and the default-route moves. `formatExplanation` prints it for people.
+ * Device IDs (resourceName) are assigned from the kubelet at ADD time and are only named here.
+ */
+import { isCniError, messageOf } from '../base/errors.ts';
+import type { Logger } from '../base/log.ts';
+import type { K8sArgs } from '../cni/cniargs.ts';
+import { formatCniArgs } from '../cni/cniargs.ts';
+import { buildPluginConfig } from '../cni/delegate.ts';
+import type { KubeClient, Pod } from '../k8s/types.ts';
+import type { RoutePlan } from '../routes/routes.ts';
+import { planDefaultRoutes } from '../routes/routes.ts';
+import type { MultusConf } from './conf.ts';
+import { delegateFromNad } from './nad.ts';
+import type { Attachment, Delegate } from './plan.ts';
+import { capabilityArgsFor, delegateArgsFor, planAttachments, undeclaredCapabilities } from './plan.ts';
+import { DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, apiStatus, resolvePodDelegates } from './podnetworks.ts';
+import type { NetworkSelection } from './selection.ts';
+import {
+  checkNamespaceIsolation, parseDefaultNetworkAnnotation, parseNetworkSelections, validateDefaultRoutes,
+} from './selection.ts';
+
+export interface PlannedPlugin {
+  type: string;
+  /** The runtimeConfig this plugin would get (only the capabilities it declares). */
+  runtimeConfig: Record<string, unknown>;
+}
+
+export interface PlannedAttachment {
+  ifName: string;
+  /** The CNI network name (caches, the plugins' `name`). */
+  network: string;
+  /** `<namespace>/<nad>` for NADs, else the network name. */
+  displayName: string;
+  isClusterNetwork: boolean;
+  plugins: PlannedPlugin[];
+  cniArgs: string;
+  resourceName?: string;
+}
+
+export interface PlanError {
+  code: number;
+  msg: string;
+  details?: string;
+}
+
+export interface Explanation {
+  pod: { namespace: string; name: string; uid: string; found: boolean };
+  attachments: PlannedAttachment[];
+  defaultRoutes: RoutePlan[] | undefined;
+  warnings: string[];
+  errors: PlanError[];
+}
+
+const asError = (e: unknown): PlanError =>
+  isCniError(e) ? { code: e.code, msg: e.msg, ...(e.details ? { details: e.details } : {}) } : { code: 999, msg: messageOf(e) };
+
+/** A KubeClient that reads and never writes (events and status updates are dropped). */
+export function readOnly(kube: KubeClient): KubeClient {
+  return {
+    getPod: (ns, name, o) => kube.getPod(ns, name, o),
+    getNad: (ns, name, o) => kube.getNad(ns, name, o),
+    updatePodStatus: (pod) => Promise.resolve(pod),
+    createEvent: () => Promise.resolve(),
+    get requestCount() {
+      return kube.requestCount;
+    },
+    info: kube.info,
+    close: () => kube.close(),
+  };
+}
+
+async function nadDelegate(kube: KubeClient, conf: MultusConf, sel: NetworkSelection, errors: PlanError[]): Promise<Delegate | undefined> {
+  try {
+    return delegateFromNad(await kube.getNad(sel.namespace, sel.name), conf.confDir, sel.request);
+  } catch (e) {
+    if (apiStatus(e) === 404) {
+      errors.push({
+        code: 7,
+        msg: `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`,
+        details: `create it, or fix the pod's ${NETWORKS_ANNOTATION} annotation`,
+      });
+    } else errors.push(asError(e));
+    return undefined;
+  }
+}
+
+export async function explainAdd(conf: MultusConf, namespace: string, name: string, kube: KubeClient, log: Logger): Promise<Explanation> {
+  const errors: PlanError[] = [];
+  const warnings: string[] = [...conf.warnings];
+  const ro = readOnly(kube);
+  let pod: Pod | undefined;
+  try {
+    pod = await ro.getPod(namespace, name);
+  } catch (e) {
+    errors.push(apiStatus(e) === 404 ? { code: 7, msg: `pod ${namespace}/${name} does not exist` } : asError(e));
+  }
+  const k8s: K8sArgs = {
+    ignoreUnknown: true, podNamespace: namespace, podName: name, podInfraContainerId: '<container ID>',
+    podUid: pod?.metadata.uid ?? '', ip: '',
+  };
+  const deps = { kube: ro, log, warn: () => Promise.resolve() };
+  let delegates: Delegate[] = [];
+  try {
+    delegates = await resolvePodDelegates(conf, k8s, { kind: 'unknown', reason: 'planning' }, deps);
+  } catch (e) {
+    errors.push(asError(e));
+  }
+  if (pod) {
+    const annotations = pod.metadata.annotations ?? {};
+    const where = `pod ${namespace}/${name}`;
+    try {
+      const override = parseDefaultNetworkAnnotation(annotations[DEFAULT_NETWORK_ANNOTATION], conf.multusNamespace);
+      if (override) {
+        const replaced = await nadDelegate(ro, conf, { ...override, request: {} }, errors);
+        if (replaced && delegates.length > 0) delegates[0] = replaced;
+      }
+    } catch (e) {
+      errors.push(asError(e));
+    }
+    let selections: NetworkSelection[] = [];
+    try {
+      selections = parseNetworkSelections(annotations[NETWORKS_ANNOTATION], namespace);
+    } catch (e) {
+      const err = asError(e);
+      errors.push({ ...err, msg: `${where}: error loading k8s delegates: ${err.msg}` });
+    }
+    for (const sel of selections) {
+      try {
+        if (conf.namespaceIsolation) checkNamespaceIsolation([sel], namespace, conf.globalNamespaces);
+      } catch (e) {
+        errors.push(asError(e));
+        continue;
+      }
+      const d = await nadDelegate(ro, conf, sel, errors);
+      if (d) delegates.push(d);
+    }
+    try {
+      validateDefaultRoutes(selections);
+    } catch (e) {
+      errors.push(asError(e));
+    }
+  }
+  let attachments: Attachment[] = [];
+  try {
+    attachments = planAttachments(delegates, 'eth0');
+  } catch (e) {
+    errors.push(asError(e));
+  }
+  for (const a of attachments) {
+    const missing = undeclaredCapabilities(a);
+    if (missing.length === 0) continue;
+    const msg = `${a.displayName} requests ${missing.join(', ')} but no plugin of network "${a.network.name}" declares it`;
+    if (conf.strictCapabilities) errors.push({ code: 7, msg: `${msg} (strictCapabilities)` });
+    else warnings.push(`${msg}; the request is ignored`);
+  }
+  let defaultRoutes: RoutePlan[] | undefined;
+  try {
+    defaultRoutes = planDefaultRoutes(attachments);
+  } catch (e) {
+    errors.push(asError(e));
+  }
+  return {
+    pod: { namespace, name, uid: pod?.metadata.uid ?? '', found: pod !== undefined },
+    attachments: attachments.map((a) => describeAttachment(a, conf, k8s)),
+    defaultRoutes,
+    warnings,
+    errors,
+  };
+}
+
+function describeAttachment(a: Attachment, conf: MultusConf, k8s: K8sArgs): PlannedAttachment {
+  const capabilityArgs = capabilityArgsFor(a, conf.runtimeConfig);
+  return {
+    ifName: a.ifName,
+    network: a.network.name,
+    displayName: a.displayName,
+    isClusterNetwork: a.isClusterNetwork,
+    plugins: a.network.plugins.map((p) => {
+      const built = JSON.parse(buildPluginConfig(a.network, p, undefined, capabilityArgs).toString()) as Record<string, unknown>;
+      return { type: p.type, runtimeConfig: (built.runtimeConfig as Record<string, unknown> | undefined) ?? {} };
+    }),
+    cniArgs: formatCniArgs(delegateArgsFor(a, k8s, [], 'ADD')),
+    ...(a.request.resourceName ? { resourceName: a.request.resourceName } : {}),
+  };
+}
+
+/** The explanation for people. */
+export function formatExplanation(x: Explanation): string {
+  const lines: string[] = [];
+  const { pod } = x;
+  lines.push(`ADD of pod ${pod.namespace}/${pod.name}${pod.found ? ` (uid ${pod.uid})` : ' (not found)'} would:`);
+  x.attachments.forEach((a, i) => {
+    const what = `${a.displayName === a.network ? '' : `${a.displayName}, `}network "${a.network}"`;
+    const role = a.isClusterNetwork ? ' (cluster network)' : '';
+    lines.push(`  ${i + 1}. ${a.ifName}: ${what}${role}, plugins ${a.plugins.map((p) => p.type).join(' -> ')}`);
+    lines.push(`       CNI_ARGS=${a.cniArgs}`);
+    for (const p of a.plugins) {
+      if (Object.keys(p.runtimeConfig).length > 0) lines.push(`       ${p.type} runtimeConfig: ${JSON.stringify(p.runtimeConfig)}`);
+    }
+    if (a.resourceName) lines.push(`       device: one of ${a.resourceName} (assigned by the kubelet at ADD)`);
+  });
+  if (x.attachments.length === 0) lines.push('  (no attachment)');
+  if (!x.defaultRoutes) lines.push('  default routes: as the plugins set them');
+  else {
+    lines.push('  default routes:');
+    for (const r of x.defaultRoutes) {
+      const del = [r.deleteV4 ? 'IPv4' : '', r.deleteV6 ? 'IPv6' : ''].filter(Boolean).join(' and ');
+      const parts = [del ? `remove its ${del} default route` : '', r.addGateways.length ? `add a default via ${r.addGateways.join(', ')}` : ''];
+      if (parts.some(Boolean)) lines.push(`    ${r.ifName}: ${parts.filter(Boolean).join(', ')}`);
+    }
+  }
+  for (const w of x.warnings) lines.push(`warning: ${w}`);
+  if (x.errors.length === 0) lines.push('no errors: the ADD would go ahead');
+  for (const e of x.errors) lines.push(`error (code ${e.code}): ${e.msg}${e.details ? ` (${e.details})` : ''}`);
+  return lines.join('\n') + '\n';
+}
