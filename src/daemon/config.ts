@@ -47,6 +47,10 @@ export interface DaemonConfig {
   shutdownGraceMs: number;
   /** The 00-multus.conf keys set in the file, as written (they go into the generated config). */
   multusKeys: Record<string, unknown>;
+  /** Our key: follow the networks annotation of running pods (docs/hotplug.md). */
+  dynamicNetworks: boolean;
+  /** Our key (`dynamicNetworksPollSeconds`, default 5): how often the node's pods are looked at. */
+  dynamicNetworksPollMs: number;
 }
 
 export class DaemonConfigError extends Error {}
@@ -144,6 +148,8 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     metricsBindAddress: str(raw, 'metricsBindAddress', '127.0.0.1'),
     shutdownGraceMs: (int(raw, 'shutdownGraceSeconds', 0, 3600) ?? 30) * 1000,
     multusKeys,
+    dynamicNetworks: bool(raw, 'dynamicNetworks'),
+    dynamicNetworksPollMs: (int(raw, 'dynamicNetworksPollSeconds', 1, 3600) ?? 5) * 1000,
   };
 }
 

@@ -137,8 +137,14 @@ export const nsenterLinks: SandboxLinks = {
   },
 };
 
-async function delegateFor(req: DelegateRequest, conf: MultusConf, kube: KubeClient, podNamespace: string): Promise<Delegate> {
-  const sel = selectionOf(req, podNamespace);
+async function delegateFor(
+  req: DelegateRequest,
+  conf: MultusConf,
+  kube: KubeClient,
+  podNamespace: string,
+  given?: NetworkSelection,
+): Promise<Delegate> {
+  const sel = given ? { ...given, request: { ...given.request, ifname: req.ifName } } : selectionOf(req, podNamespace);
   const request: SelectionRequest = sel.request;
   if (req.network) {
     if (conf.namespaceIsolation) checkNamespaceIsolation([sel], podNamespace, conf.globalNamespaces);
@@ -158,8 +164,11 @@ async function delegateFor(req: DelegateRequest, conf: MultusConf, kube: KubeCli
   return { network, displayName: network.name, request };
 }
 
-/** Runs one decoded `/delegate` request; the ADD result (CNI 1.0.0, as Multus thick answers), else null. */
-export async function runDelegate(req: DelegateRequest, deps: DelegateApiDeps): Promise<CniResult | null> {
+/**
+ * Runs one decoded `/delegate` request; the ADD result (CNI 1.0.0, as Multus thick answers), else null.
+ * `selection`: an element of the pod's annotation (dynamic networks) instead of the request's attributes.
+ */
+export async function runDelegate(req: DelegateRequest, deps: DelegateApiDeps, selection?: NetworkSelection): Promise<CniResult | null> {
   let conf: MultusConf;
   try {
     conf = parseMultusConf(deps.multusConf());
@@ -186,7 +195,7 @@ export async function runDelegate(req: DelegateRequest, deps: DelegateApiDeps): 
   log.verbose(`/delegate ${req.command} ${req.containerId} ${req.ifName} (${ctx.pod})`);
   if (req.command === 'ADD') {
     const pod = (await checkedPod(kube, ctx))!;
-    const delegate = await delegateFor(req, conf, kube, ctx.k8s.podNamespace);
+    const delegate = await delegateFor(req, conf, kube, ctx.k8s.podNamespace, selection);
     const result = await hotplugAdd(ctx, pod, delegate, hdeps);
     try {
       return convertResult(result, '1.0.0');

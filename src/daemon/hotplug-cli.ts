@@ -14,9 +14,9 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { CURRENT_VERSION } from '../base/versions.ts';
-import { listResultCaches } from '../store/result-cache.ts';
 import { readScratchCache } from '../store/scratch-cache.ts';
 import { cachedAttachments } from '../multus/hotplug.ts';
+import { listSandboxes } from './sandboxes.ts';
 
 export interface HotplugArgs {
   command: 'ADD' | 'DEL' | 'CHECK';
@@ -96,20 +96,9 @@ export interface Sandbox {
   uid: string;
 }
 
-const argOf = (pairs: [string, string][], key: string): string => pairs.find(([k]) => k === key)?.[1] ?? '';
-
-/** The pod's sandbox on this node, from the result caches (one with a scratch cache; a live netns preferred). */
+/** The pod's sandbox on this node, from the caches (one with a scratch cache; a live netns preferred). */
 export function findSandbox(cniDir: string, namespace: string, name: string): Sandbox {
-  const found = new Map<string, Sandbox>();
-  for (const { outcome } of listResultCaches(cniDir)) {
-    if (outcome.kind !== 'ok') continue;
-    const e = outcome.value;
-    if (argOf(e.cniArgs, 'K8S_POD_NAMESPACE') !== namespace || argOf(e.cniArgs, 'K8S_POD_NAME') !== name) continue;
-    if (!e.containerId || !e.netns || found.has(e.containerId)) continue;
-    if (readScratchCache(cniDir, e.containerId).kind !== 'ok') continue;
-    found.set(e.containerId, { containerId: e.containerId, netns: e.netns, uid: argOf(e.cniArgs, 'K8S_POD_UID') });
-  }
-  let sandboxes = [...found.values()];
+  let sandboxes = listSandboxes(cniDir).filter((s) => s.namespace === namespace && s.name === name);
   if (sandboxes.length > 1) sandboxes = sandboxes.filter((s) => existsSync(s.netns));
   if (sandboxes.length === 1) return sandboxes[0]!;
   if (sandboxes.length === 0) {
@@ -117,7 +106,8 @@ export function findSandbox(cniDir: string, namespace: string, name: string): Sa
       details: 'run this on the pod\'s node, with the cniDir of its multus config (--cni-dir or --conf)',
     });
   }
-  throw new CniError(CniCode.UnknownContainer, `pod ${namespace}/${name} has several live sandboxes in ${cniDir}: ${sandboxes.map((s) => s.containerId).join(', ')}`);
+  const ids = sandboxes.map((s) => s.containerId).join(', ');
+  throw new CniError(CniCode.UnknownContainer, `pod ${namespace}/${name} has several live sandboxes in ${cniDir}: ${ids}`);
 }
 
 /** The interface to use: the given one; for add the first free net<N>; else the one attachment of the NAD. */

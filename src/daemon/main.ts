@@ -30,6 +30,8 @@ import type { WarmKube } from './informers.ts';
 import { startWarmKube } from './informers.ts';
 import type { Metrics } from './metrics.ts';
 import { createMetrics } from './metrics.ts';
+import type { DynamicNetworks } from './dynamic.ts';
+import { startDynamicNetworks } from './dynamic.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
 import { listenUnix, removeSocket } from './socket.ts';
@@ -164,6 +166,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   let metricsServer: Server | undefined;
   let writer: ConfigWriter | undefined;
   let warm: WarmKube | undefined;
+  let dynamic: DynamicNetworks | undefined;
   let socket: string | undefined;
   const server = { http: undefined as Server | undefined };
   let stopping = false;
@@ -201,6 +204,10 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
     server.http = createCniServer(deps);
     socket = await listenUnix(server.http, cfg.socketDir);
     if (metrics) metricsServer = await serveMetrics(metrics, cfg, log);
+    if (cfg.dynamicNetworks) {
+      const intervalMs = cfg.dynamicNetworksPollMs;
+      dynamic = startDynamicNetworks({ host: realHost, queue, log, daemonEnv: io.env, multusConf, intervalMs });
+    }
     log.verbose(`multus daemon serving ${socket}`);
   } catch (e) {
     io.writeStderr(`multus daemon: ${messageOf(e)}\n`);
@@ -214,6 +221,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
 
   const sig = await stop;
   stopping = true;
+  await dynamic?.stop();
   log.verbose(`caught ${sig}, stopping: ${queue.pending()} request(s) in flight`);
   const http = server.http;
   const closed = new Promise<void>((resolve) => http.close(() => resolve()));
