@@ -16,7 +16,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Cluster, k8sRequirements, startCluster } from '../k8s/cluster.ts';
+import { type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/cluster.ts';
 import { fileExists, needs } from '../helpers/skip.ts';
 import { MULTUS_BIN, REPO_ROOT, describeRun, e2eRequirements, reservedIps, run, withSbin } from '../e2e/helpers.ts';
 import { http } from '../daemon/helpers.ts';
@@ -34,11 +34,11 @@ interface Daemon {
 const socketDir = (kw: K8sWorld) => join(kw.dir, 'run');
 
 /** The daemon in the world's host namespace, serving `conf` (type multus-shim) as its multus config. */
-async function startDaemon(kw: K8sWorld, conf: string): Promise<Daemon> {
+async function startDaemon(kw: K8sWorld, conf: string, extra: Record<string, unknown> = {}): Promise<Daemon> {
   const file = join(kw.dir, 'daemon-config.json');
   writeFileSync(file, JSON.stringify({
     socketDir: socketDir(kw), cniConfigDir: join(kw.dir, 'net.d'), multusConfigFile: conf, logLevel: 'verbose',
-    logToStderr: true,
+    logToStderr: true, ...extra,
   }));
   const child = spawn('ip', ['netns', 'exec', kw.w.hostNs, MULTUS_BIN, 'daemon', '--config', file], {
     env: { PATH: withSbin(process.env.PATH) },
@@ -61,12 +61,12 @@ async function startDaemon(kw: K8sWorld, conf: string): Promise<Daemon> {
 }
 
 /** A world with the shim installed, a served multus-shim config, a running daemon and a macvlan NAD `mv`. */
-async function hotplugWorld(kw: K8sWorld, cluster: Cluster): Promise<{ conf: string; daemon: Daemon }> {
+async function hotplugWorld(kw: K8sWorld, cluster: Cluster, extra: Record<string, unknown> = {}): Promise<{ conf: string; daemon: Daemon }> {
   copyFileSync(SHIM, join(kw.w.binDir, 'multus-shim'));
   chmodSync(join(kw.w.binDir, 'multus-shim'), 0o755);
   const conf = await kw.writeConf(kw.multusConfig(cluster.multusKubeconfig, { type: 'multus-shim', daemonSocketDir: socketDir(kw) }));
   await createNad(cluster, kw.ns, 'mv', kw.macvlan('', 1));
-  return { conf, daemon: await startDaemon(kw, conf) };
+  return { conf, daemon: await startDaemon(kw, conf, extra) };
 }
 
 /** `multus hotplug ...` with this world's socket and cniDir. */
@@ -333,6 +333,76 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
         expect(await kw.cacheFiles(sb)).toEqual([]);
         expect(await podEvents(cluster, sb.pod)).toEqual([]);
       }
+    });
+  });
+
+  describe('dynamicNetworks: the daemon follows the networks annotation', () => {
+    const DYNAMIC = { dynamicNetworks: true, dynamicNetworksPollSeconds: 1 };
+
+    /** Polls `probe` until it returns true (bounded: 30 s), then returns; the failure message says what. */
+    async function until(what: string, probe: () => Promise<boolean>): Promise<void> {
+      const deadline = Date.now() + 30_000;
+      while (!(await probe())) {
+        if (Date.now() > deadline) throw new Error(`not within 30 s: ${what}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    const annotate = (sb: Sandbox, value: string) =>
+      cluster.admin.patch(podPath(sb.pod.namespace, sb.pod.name), { metadata: { annotations: { [NETWORKS_ANNOTATION]: value } } });
+    /** Interface name -> ifindex in the sandbox (a re-done attachment gets a new index). */
+    const indexes = async (kw: K8sWorld, sb: Sandbox) =>
+      Object.fromEntries([...(await kw.podLinks(sb)).entries()].map(([n, l]) => [n, (l as { ifindex?: number }).ifindex]));
+    const statusIfaces = async (sb: Sandbox) => ((await networkStatus(cluster, sb.pod)) ?? []).map((s) => s.interface).sort();
+
+    it('adds, removes, ignores a reorder, reports a bad element once, and survives a restart', async () => {
+      await withWorld(cluster, { index: next() }, async (kw) => {
+        let { conf, daemon } = await hotplugWorld(kw, cluster, DYNAMIC);
+        try {
+          await createNad(cluster, kw.ns, 'mv2', kw.macvlan('', 2));
+          const sb = await kw.pod('p', { [NETWORKS_ANNOTATION]: 'mv@net1' });
+          await kw.add(conf, sb);
+          expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net1']);
+
+          // add
+          await annotate(sb, 'mv@net1,mv2@net2');
+          await until('net2 plugged', async () => (await ifaces(kw, sb)).includes('net2') && (await statusIfaces(sb)).includes('net2'));
+          expect(await statusIfaces(sb)).toEqual(['eth0', 'net1', 'net2']);
+          expect(scratch(kw, sb).map((d) => d.Name)).toEqual(['mts-cluster', `${kw.ns}/mv`, `${kw.ns}/mv2`]);
+          expect(v4((await kw.podLinks(sb)).get('net2'))[0]).toMatch(/^10\.242\./);
+          const before = await indexes(kw, sb);
+
+          // reorder (nothing to do), then a bad element next to a good one: the good one is plugged,
+          // the bad one reported once
+          await annotate(sb, 'mv2@net2,mv@net1');
+          await annotate(sb, 'mv2@net2,mv@net1,nosuch@net5,mv@net6');
+          await until('net6 plugged', async () => (await ifaces(kw, sb)).includes('net6'));
+          await until('NetworkChangeFailed reported', async () => (await podEvents(cluster, sb.pod, 'NetworkChangeFailed')).length > 0);
+          const after = await indexes(kw, sb);
+          expect({ net1: after.net1, net2: after.net2 }).toEqual({ net1: before.net1, net2: before.net2 });
+          expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net1', 'net2', 'net6']);
+
+          // remove (net1), across a restart of the daemon: nothing redone or undone by the restart itself
+          await daemon.stop();
+          const beforeRestart = await indexes(kw, sb);
+          daemon = await startDaemon(kw, conf, DYNAMIC);
+          await annotate(sb, 'mv2@net2,nosuch@net5,mv@net6');
+          await until('net1 unplugged', async () => !(await ifaces(kw, sb)).includes('net1') && !(await statusIfaces(sb)).includes('net1'));
+          const now = await indexes(kw, sb);
+          expect({ net2: now.net2, net6: now.net6 }).toEqual({ net2: beforeRestart.net2, net6: beforeRestart.net6 });
+          expect(await statusIfaces(sb)).toEqual(['eth0', 'net2', 'net6']);
+          expect(scratch(kw, sb)).toHaveLength(3);
+          expect((await podEvents(cluster, sb.pod, 'RemovedInterface')).map((e) => e.message)).toEqual([`Removed net1 from ${kw.ns}/mv`]);
+          const failures = await podEvents(cluster, sb.pod, 'NetworkChangeFailed');
+          expect(failures.every((e) => e.type === 'Warning' && e.message.includes('nosuch'))).toBe(true);
+          // once per annotation value: the first value with it, and the value after the restart (no memory)
+          expect(failures.length).toBeLessThanOrEqual(2);
+
+          await kw.del(conf, sb);
+          await kw.expectTornDown(sb);
+        } finally {
+          await daemon.stop();
+        }
+      });
     });
   });
 });
