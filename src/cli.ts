@@ -4,7 +4,8 @@
  *
  * One executable serves every role: run as `passthru` it is the passthru plugin (docs/behaviour.md,
  * "Auxiliary chain"); `--version` prints the version; `daemon` runs the resident daemon (docs/resident.md, its
- * own bundle, loaded only for that role), as are `hotplug` and `plan` (docs/hotplug.md); otherwise it is the CNI plugin and serves one request with `handle()`.
+ * own bundle, loaded only for that role), as are `hotplug` and `plan` (docs/hotplug.md); otherwise it is the CNI
+ * plugin and serves one request with `handle()`.
  */
 import { basename } from 'node:path';
 import { CniCode, CniError } from './base/errors.ts';

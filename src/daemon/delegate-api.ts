@@ -64,14 +64,21 @@ export function decodeDelegateBody(body: Buffer, daemonEnv: Env): DelegateReques
   const value = JSON.parse(body.toString('utf8')) as Record<string, unknown>; // decodeCniBody checked it
   const command = (env.CNI_COMMAND ?? '').toUpperCase() as DelegateCommand;
   if (!COMMANDS.includes(command)) {
-    throw new CniError(CniCode.InvalidEnv, `/delegate: CNI_COMMAND must be one of ${COMMANDS.join(', ')}, got "${env.CNI_COMMAND ?? ''}"`);
+    throw new CniError(
+      CniCode.InvalidEnv,
+      `/delegate: CNI_COMMAND must be one of ${COMMANDS.join(', ')}, got "${env.CNI_COMMAND ?? ''}"`,
+    );
   }
   const attributes = value.interfaceAttributes ?? {};
   if (!isObject(attributes)) {
-    throw new CniError(CniCode.DecodingFailure, '/delegate: "interfaceAttributes" must be an object {"ips", "mac", "cni-args"}');
+    throw new CniError(
+      CniCode.DecodingFailure,
+      '/delegate: "interfaceAttributes" must be an object {"ips", "mac", "cni-args"}',
+    );
   }
   const network = value.network ?? '';
-  if (typeof network !== 'string') throw new CniError(CniCode.DecodingFailure, '/delegate: "network" must be a string "[<namespace>/]<nad>"');
+  if (typeof network !== 'string')
+    throw new CniError(CniCode.DecodingFailure, '/delegate: "network" must be a string "[<namespace>/]<nad>"');
   const req: DelegateRequest = {
     command,
     env,
@@ -85,11 +92,15 @@ export function decodeDelegateBody(body: Buffer, daemonEnv: Env): DelegateReques
   };
   if (command === 'STATUS') return req;
   const missing = ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_ARGS'].filter((k) => !env[k]);
-  if (missing.length > 0) throw new CniError(CniCode.InvalidEnv, `required env variables [${missing.join(',')}] missing`);
+  if (missing.length > 0)
+    throw new CniError(CniCode.InvalidEnv, `required env variables [${missing.join(',')}] missing`);
   validateContainerId(req.containerId);
   validateIfName(req.ifName);
   if (req.config.length === 0 && network === '' && command === 'ADD') {
-    throw new CniError(CniCode.InvalidConfig, '/delegate: send the delegate\'s config ("config", base64) or a NAD ("network")');
+    throw new CniError(
+      CniCode.InvalidConfig,
+      '/delegate: send the delegate\'s config ("config", base64) or a NAD ("network")',
+    );
   }
   return req;
 }
@@ -128,9 +139,13 @@ export const nsenterLinks: SandboxLinks = {
     const tools = findRouteTools();
     const out = await runCommand(tools.nsenter, [`--net=${netns}`, '--', tools.ip, '-j', 'link', 'show']);
     if (out.exitCode !== 0) {
-      throw new CniError(CniCode.InvalidNetns, `cannot list the interfaces of ${netns}: ${out.stderr.trim() || `exit ${out.exitCode}`}`, {
-        details: 'check that CNI_NETNS is the pod sandbox\'s network namespace and that it still exists',
-      });
+      throw new CniError(
+        CniCode.InvalidNetns,
+        `cannot list the interfaces of ${netns}: ${out.stderr.trim() || `exit ${out.exitCode}`}`,
+        {
+          details: "check that CNI_NETNS is the pod sandbox's network namespace and that it still exists",
+        },
+      );
     }
     const links = JSON.parse(out.stdout) as { ifname?: string }[];
     return links.map((l) => l.ifname ?? '').filter((n) => n !== '');
@@ -153,9 +168,13 @@ async function delegateFor(
       nad = await kube.getNad(sel.namespace, sel.name);
     } catch (e) {
       if (apiStatus(e) !== 404) throw e;
-      throw new CniError(CniCode.InvalidConfig, `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`, {
-        details: 'create it, or name another network',
-      });
+      throw new CniError(
+        CniCode.InvalidConfig,
+        `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`,
+        {
+          details: 'create it, or name another network',
+        },
+      );
     }
     return delegateFromNad(nad, conf.confDir, request);
   }
@@ -168,7 +187,11 @@ async function delegateFor(
  * Runs one decoded `/delegate` request; the ADD result (CNI 1.0.0, as Multus thick answers), else null.
  * `selection`: an element of the pod's annotation (dynamic networks) instead of the request's attributes.
  */
-export async function runDelegate(req: DelegateRequest, deps: DelegateApiDeps, selection?: NetworkSelection): Promise<CniResult | null> {
+export async function runDelegate(
+  req: DelegateRequest,
+  deps: DelegateApiDeps,
+  selection?: NetworkSelection,
+): Promise<CniResult | null> {
   let conf: MultusConf;
   try {
     conf = parseMultusConf(deps.multusConf());
@@ -187,9 +210,13 @@ export async function runDelegate(req: DelegateRequest, deps: DelegateApiDeps, s
   const ctx = callContext(cniRequest(req), conf, cdeps);
   const kube = await cdeps.kube(conf);
   if (!kube) {
-    throw new CniError(CniCode.InvalidConfig, 'hot-plug needs the Kubernetes API: the multus config names no kubeconfig', {
-      details: 'set "kubeconfig" in the daemon config',
-    });
+    throw new CniError(
+      CniCode.InvalidConfig,
+      'hot-plug needs the Kubernetes API: the multus config names no kubeconfig',
+      {
+        details: 'set "kubeconfig" in the daemon config',
+      },
+    );
   }
   const hdeps = { kube, links: deps.links ?? nsenterLinks, log };
   log.verbose(`/delegate ${req.command} ${req.containerId} ${req.ifName} (${ctx.pod})`);

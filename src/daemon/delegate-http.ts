@@ -22,7 +22,11 @@ export async function serveDelegate(req: IncomingMessage, res: ServerResponse, d
   const started = performance.now();
   const body = await readBody(req, deps.limit);
   if (body === 'too-large') {
-    send(res, 413, errorBody(new CniError(CniCode.InvalidConfig, `the request body is larger than ${deps.limit} bytes`)));
+    send(
+      res,
+      413,
+      errorBody(new CniError(CniCode.InvalidConfig, `the request body is larger than ${deps.limit} bytes`)),
+    );
     return;
   }
   let call: DelegateRequest;
@@ -34,7 +38,11 @@ export async function serveDelegate(req: IncomingMessage, res: ServerResponse, d
     return;
   }
   const key = call.containerId === '' ? `\0delegate${anonymous++}` : call.containerId;
-  const api: DelegateApiDeps = { host: deps.host, multusConf: deps.multusConf, ...(deps.links ? { links: deps.links } : {}) };
+  const api: DelegateApiDeps = {
+    host: deps.host,
+    multusConf: deps.multusConf,
+    ...(deps.links ? { links: deps.links } : {}),
+  };
   try {
     const result = await deps.queue.run(key, () => runDelegate(call, api));
     const ms = (performance.now() - started).toFixed(1);
@@ -42,7 +50,10 @@ export async function serveDelegate(req: IncomingMessage, res: ServerResponse, d
     send(res, 200, JSON.stringify({ Result: result }));
   } catch (e) {
     const error = delegateError(e);
-    deps.log.error(`/delegate ${call.command} ${call.containerId} ${call.ifName}: ${error.msg}${error.details ? ` (${error.details})` : ''}`);
+    deps.log.error(
+      `/delegate ${call.command} ${call.containerId} ${call.ifName}: ${error.msg}` +
+        (error.details ? ` (${error.details})` : ''),
+    );
     send(res, statusOf(error.code), errorBody(error));
   }
 }

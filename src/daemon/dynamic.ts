@@ -101,12 +101,20 @@ export function startDynamicNetworks(d: DynamicDeps): DynamicNetworks {
       containerId: sb.containerId,
       netns: sb.netns,
       ifName: change.ifName,
-      args: `K8S_POD_NAMESPACE=${pod.metadata.namespace};K8S_POD_NAME=${pod.metadata.name};K8S_POD_UID=${pod.metadata.uid}`,
+      args: [
+        `K8S_POD_NAMESPACE=${pod.metadata.namespace}`,
+        `K8S_POD_NAME=${pod.metadata.name}`,
+        `K8S_POD_UID=${pod.metadata.uid}`,
+      ].join(';'),
       config: Buffer.alloc(0),
       network: change.network,
       attributes: {},
     };
-    await runDelegate(req, { host: d.host, multusConf: d.multusConf, ...(d.links ? { links: d.links } : {}) }, change.selection);
+    await runDelegate(
+      req,
+      { host: d.host, multusConf: d.multusConf, ...(d.links ? { links: d.links } : {}) },
+      change.selection,
+    );
   }
 
   async function reconcile(conf: MultusConf, kube: KubeClient, sb: KnownSandbox, pod: Pod): Promise<void> {
@@ -140,7 +148,9 @@ export function startDynamicNetworks(d: DynamicDeps): DynamicNetworks {
       try {
         await apply(sb, pod, change);
         retries.delete(key);
-        d.log.verbose(`dynamic networks: ${change.kind} ${changeKey(change)} in ${pod.metadata.namespace}/${pod.metadata.name}`);
+        d.log.verbose(
+          `dynamic networks: ${change.kind} ${changeKey(change)} in ${pod.metadata.namespace}/${pod.metadata.name}`,
+        );
       } catch (e) {
         const error = delegateError(e);
         const what = `${change.kind === 'add' ? 'adding' : 'removing'} ${change.ifName} (${change.network})`;
@@ -183,16 +193,25 @@ export function startDynamicNetworks(d: DynamicDeps): DynamicNetworks {
         d.log.error(`dynamic networks: cannot read pod ${sb.namespace}/${sb.name}: ${messageOf(e)}`);
         continue;
       }
-      if (!pod || (sb.uid && pod.metadata.uid !== sb.uid) || (pod.metadata as { deletionTimestamp?: string }).deletionTimestamp) continue;
+      if (
+        !pod ||
+        (sb.uid && pod.metadata.uid !== sb.uid) ||
+        (pod.metadata as { deletionTimestamp?: string }).deletionTimestamp
+      )
+        continue;
       const annotation = pod.metadata.annotations?.[NETWORKS_ANNOTATION] ?? '';
       if (synced.get(sb.containerId) === annotation) continue;
       const target = pod;
-      await d.queue.run(sb.containerId, async () => {
-        // the pod may have changed while this waited behind its ADD or DEL: read it again inside the queue
-        const fresh = (await pods.pod(kube, sb).catch(() => undefined)) ?? target;
-        if (fresh.metadata.uid !== target.metadata.uid) return;
-        await reconcile(conf, kube, sb, fresh);
-      }).catch((e: unknown) => d.log.error(`dynamic networks: ${sb.namespace}/${sb.name}: ${isCniError(e) ? e.msg : messageOf(e)}`));
+      await d.queue
+        .run(sb.containerId, async () => {
+          // the pod may have changed while this waited behind its ADD or DEL: read it again inside the queue
+          const fresh = (await pods.pod(kube, sb).catch(() => undefined)) ?? target;
+          if (fresh.metadata.uid !== target.metadata.uid) return;
+          await reconcile(conf, kube, sb, fresh);
+        })
+        .catch((e: unknown) =>
+          d.log.error(`dynamic networks: ${sb.namespace}/${sb.name}: ${isCniError(e) ? e.msg : messageOf(e)}`),
+        );
     }
   }
 

@@ -55,8 +55,16 @@ export function parseHotplugArgs(argv: string[]): HotplugArgs {
   const command = ({ add: 'ADD', del: 'DEL', check: 'CHECK' } as const)[verb as 'add' | 'del' | 'check'];
   if (!command) throw new UsageError(`unknown hotplug command "${verb ?? ''}": ${USAGE}`);
   const out: HotplugArgs = {
-    command, namespace: '', name: '', network: '', ifName: '', ips: [], mac: '', cniArgs: {},
-    socketDir: DEFAULT_SOCKET_DIR, cniDir: '',
+    command,
+    namespace: '',
+    name: '',
+    network: '',
+    ifName: '',
+    ips: [],
+    mac: '',
+    cniArgs: {},
+    socketDir: DEFAULT_SOCKET_DIR,
+    cniDir: '',
   };
   let conf = '';
   for (let i = 1; i < argv.length; i++) {
@@ -72,7 +80,8 @@ export function parseHotplugArgs(argv: string[]): HotplugArgs {
       const at = value.indexOf('@');
       out.network = at < 0 ? value : value.slice(0, at);
       if (at >= 0) out.ifName = value.slice(at + 1);
-      if (!out.network || (at >= 0 && !out.ifName)) throw new UsageError(`--network must be [NS/]NAD[@IFNAME], got "${value}"`);
+      if (!out.network || (at >= 0 && !out.ifName))
+        throw new UsageError(`--network must be [NS/]NAD[@IFNAME], got "${value}"`);
     } else if (flag === '--ip') out.ips.push(value);
     else if (flag === '--mac') out.mac = value;
     else if (flag === '--cni-arg') {
@@ -86,7 +95,8 @@ export function parseHotplugArgs(argv: string[]): HotplugArgs {
   }
   if (!out.namespace) throw new UsageError(`--pod is required: ${USAGE}`);
   if (!out.network) throw new UsageError(`--network is required: ${USAGE}`);
-  if (!out.cniDir) out.cniDir = conf ? cniDirOf(conf) : existsSync(DEFAULT_CONF) ? cniDirOf(DEFAULT_CONF) : DEFAULT_CNI_DIR;
+  if (!out.cniDir)
+    out.cniDir = conf ? cniDirOf(conf) : existsSync(DEFAULT_CONF) ? cniDirOf(DEFAULT_CONF) : DEFAULT_CNI_DIR;
   return out;
 }
 
@@ -103,11 +113,14 @@ export function findSandbox(cniDir: string, namespace: string, name: string): Sa
   if (sandboxes.length === 1) return sandboxes[0]!;
   if (sandboxes.length === 0) {
     throw new CniError(CniCode.UnknownContainer, `no sandbox of pod ${namespace}/${name} in ${cniDir}`, {
-      details: 'run this on the pod\'s node, with the cniDir of its multus config (--cni-dir or --conf)',
+      details: "run this on the pod's node, with the cniDir of its multus config (--cni-dir or --conf)",
     });
   }
   const ids = sandboxes.map((s) => s.containerId).join(', ');
-  throw new CniError(CniCode.UnknownContainer, `pod ${namespace}/${name} has several live sandboxes in ${cniDir}: ${ids}`);
+  throw new CniError(
+    CniCode.UnknownContainer,
+    `pod ${namespace}/${name} has several live sandboxes in ${cniDir}: ${ids}`,
+  );
 }
 
 /** The interface to use: the given one; for add the first free net<N>; else the one attachment of the NAD. */
@@ -122,8 +135,13 @@ export function chooseIfName(a: HotplugArgs, cniDir: string, containerId: string
   const full = a.network.includes('/') ? a.network : `${a.namespace}/${a.network}`;
   const matching = attachments.filter((x) => x.displayName === full);
   if (matching.length === 1) return matching[0]!.ifName;
-  throw new CniError(CniCode.InvalidConfig, matching.length === 0 ? `pod ${a.namespace}/${a.name} has no attachment of ${full}`
-    : `pod ${a.namespace}/${a.name} has ${matching.length} attachments of ${full}: name one with --network ${a.network}@IFNAME`);
+  throw new CniError(
+    CniCode.InvalidConfig,
+    matching.length === 0
+      ? `pod ${a.namespace}/${a.name} has no attachment of ${full}`
+      : `pod ${a.namespace}/${a.name} has ${matching.length} attachments of ${full}: ` +
+          `name one with --network ${a.network}@IFNAME`,
+  );
 }
 
 /** The `/delegate` request body for these arguments and sandbox. */
@@ -133,7 +151,13 @@ export function hotplugBody(a: HotplugArgs, sb: Sandbox, ifName: string): string
   if (a.ips.length > 0) attributes.ips = a.ips;
   if (a.mac) attributes.mac = a.mac;
   return JSON.stringify({
-    env: { CNI_COMMAND: a.command, CNI_CONTAINERID: sb.containerId, CNI_NETNS: sb.netns, CNI_IFNAME: ifName, CNI_ARGS: args },
+    env: {
+      CNI_COMMAND: a.command,
+      CNI_CONTAINERID: sb.containerId,
+      CNI_NETNS: sb.netns,
+      CNI_IFNAME: ifName,
+      CNI_ARGS: args,
+    },
     network: a.network,
     interfaceAttributes: attributes,
   });
@@ -141,12 +165,20 @@ export function hotplugBody(a: HotplugArgs, sb: Sandbox, ifName: string): string
 
 function post(socket: string, body: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath: socket, path: '/delegate', method: 'POST', headers: { Host: 'dummy', 'Content-Type': 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = request(
+      {
+        socketPath: socket,
+        path: '/delegate',
+        method: 'POST',
+        headers: { Host: 'dummy', 'Content-Type': 'application/json' },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -185,7 +217,9 @@ export async function runHotplugCli(argv: string[], io: CliIo = processIo): Prom
     }
     const result = (JSON.parse(answer.body) as { Result?: unknown }).Result;
     if (result !== null && result !== undefined) io.stdout(`${JSON.stringify(result, null, 4)}\n`);
-    io.stderr(`${a.command} ${a.network} as ${ifName} in ${a.namespace}/${a.name} (container ${sb.containerId}): done\n`);
+    io.stderr(
+      `${a.command} ${a.network} as ${ifName} in ${a.namespace}/${a.name} (container ${sb.containerId}): done\n`,
+    );
     return 0;
   } catch (e) {
     const error = e instanceof CniError ? e : new CniError(CniCode.Internal, messageOf(e));

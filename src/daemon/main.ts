@@ -200,7 +200,9 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
       if (!path) throw new Error('no multus config is served yet (waiting for the master network config)');
       return readFileSync(path);
     };
-    const deps = { host: realHost, daemonEnv: io.env, log, queue, notReady, multusConf, ...(metrics ? { metrics } : {}) };
+    const deps = {
+      host: realHost, daemonEnv: io.env, log, queue, notReady, multusConf, ...(metrics ? { metrics } : {}),
+    };
     server.http = createCniServer(deps);
     socket = await listenUnix(server.http, cfg.socketDir);
     if (metrics) metricsServer = await serveMetrics(metrics, cfg, log);

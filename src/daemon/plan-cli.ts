@@ -12,7 +12,8 @@ import { explainAdd, formatExplanation } from '../multus/explain.ts';
 import { parseMultusConf } from '../multus/conf.ts';
 import type { CliIo } from './hotplug-cli.ts';
 
-const USAGE = 'usage: multus plan --pod NS/NAME [--kubeconfig FILE] [--conf /etc/cni/net.d/00-multus.conf] [--output json]';
+const USAGE =
+  'usage: multus plan --pod NS/NAME [--kubeconfig FILE] [--conf /etc/cni/net.d/00-multus.conf] [--output json]';
 
 interface PlanArgs {
   namespace: string;

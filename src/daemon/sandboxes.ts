@@ -33,7 +33,13 @@ export function listSandboxes(cniDir: string): KnownSandbox[] {
     } catch {
       continue; // a container ID that is no safe file name
     }
-    found.set(e.containerId, { containerId: e.containerId, netns: e.netns, namespace, name, uid: argOf(e.cniArgs, 'K8S_POD_UID') });
+    found.set(e.containerId, {
+      containerId: e.containerId,
+      netns: e.netns,
+      namespace,
+      name,
+      uid: argOf(e.cniArgs, 'K8S_POD_UID'),
+    });
   }
   return [...found.values()];
 }

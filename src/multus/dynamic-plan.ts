@@ -23,7 +23,11 @@ export interface DynamicChange {
 
 export const changeKey = (c: { network: string; ifName: string }): string => `${c.network}@${c.ifName}`;
 
-export function planDynamicChanges(current: Attachment[], statics: number, selections: NetworkSelection[]): DynamicChange[] {
+export function planDynamicChanges(
+  current: Attachment[],
+  statics: number,
+  selections: NetworkSelection[],
+): DynamicChange[] {
   const owned = current.filter((a, i) => i >= statics && !a.isClusterNetwork && a.displayName.includes('/'));
   const used = new Set(current.map((a) => a.ifName));
   const matched = new Set<Attachment>();
@@ -32,7 +36,9 @@ export function planDynamicChanges(current: Attachment[], statics: number, selec
   for (const sel of selections) {
     const network = `${sel.namespace}/${sel.name}`;
     const wanted = sel.request.ifname;
-    const hit = owned.find((a) => !matched.has(a) && a.displayName === network && (wanted === undefined || a.ifName === wanted));
+    const hit = owned.find(
+      (a) => !matched.has(a) && a.displayName === network && (wanted === undefined || a.ifName === wanted),
+    );
     if (hit) matched.add(hit);
     else pending.push(sel);
   }

@@ -23,7 +23,10 @@ import { capabilityArgsFor, delegateArgsFor, planAttachments, undeclaredCapabili
 import { DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, apiStatus, resolvePodDelegates } from './podnetworks.ts';
 import type { NetworkSelection } from './selection.ts';
 import {
-  checkNamespaceIsolation, parseDefaultNetworkAnnotation, parseNetworkSelections, validateDefaultRoutes,
+  checkNamespaceIsolation,
+  parseDefaultNetworkAnnotation,
+  parseNetworkSelections,
+  validateDefaultRoutes,
 } from './selection.ts';
 
 export interface PlannedPlugin {
@@ -59,7 +62,9 @@ export interface Explanation {
 }
 
 const asError = (e: unknown): PlanError =>
-  isCniError(e) ? { code: e.code, msg: e.msg, ...(e.details ? { details: e.details } : {}) } : { code: 999, msg: messageOf(e) };
+  isCniError(e)
+    ? { code: e.code, msg: e.msg, ...(e.details ? { details: e.details } : {}) }
+    : { code: 999, msg: messageOf(e) };
 
 /** A KubeClient that reads and never writes (events and status updates are dropped). */
 export function readOnly(kube: KubeClient): KubeClient {
@@ -76,7 +81,12 @@ export function readOnly(kube: KubeClient): KubeClient {
   };
 }
 
-async function nadDelegate(kube: KubeClient, conf: MultusConf, sel: NetworkSelection, errors: PlanError[]): Promise<Delegate | undefined> {
+async function nadDelegate(
+  kube: KubeClient,
+  conf: MultusConf,
+  sel: NetworkSelection,
+  errors: PlanError[],
+): Promise<Delegate | undefined> {
   try {
     return delegateFromNad(await kube.getNad(sel.namespace, sel.name), conf.confDir, sel.request);
   } catch (e) {
@@ -91,7 +101,13 @@ async function nadDelegate(kube: KubeClient, conf: MultusConf, sel: NetworkSelec
   }
 }
 
-export async function explainAdd(conf: MultusConf, namespace: string, name: string, kube: KubeClient, log: Logger): Promise<Explanation> {
+export async function explainAdd(
+  conf: MultusConf,
+  namespace: string,
+  name: string,
+  kube: KubeClient,
+  log: Logger,
+): Promise<Explanation> {
   const errors: PlanError[] = [];
   const warnings: string[] = [...conf.warnings];
   const ro = readOnly(kube);
@@ -102,8 +118,12 @@ export async function explainAdd(conf: MultusConf, namespace: string, name: stri
     errors.push(apiStatus(e) === 404 ? { code: 7, msg: `pod ${namespace}/${name} does not exist` } : asError(e));
   }
   const k8s: K8sArgs = {
-    ignoreUnknown: true, podNamespace: namespace, podName: name, podInfraContainerId: '<container ID>',
-    podUid: pod?.metadata.uid ?? '', ip: '',
+    ignoreUnknown: true,
+    podNamespace: namespace,
+    podName: name,
+    podInfraContainerId: '<container ID>',
+    podUid: pod?.metadata.uid ?? '',
+    ip: '',
   };
   const deps = { kube: ro, log, warn: () => Promise.resolve() };
   let delegates: Delegate[] = [];
@@ -156,7 +176,8 @@ export async function explainAdd(conf: MultusConf, namespace: string, name: stri
   for (const a of attachments) {
     const missing = undeclaredCapabilities(a);
     if (missing.length === 0) continue;
-    const msg = `${a.displayName} requests ${missing.join(', ')} but no plugin of network "${a.network.name}" declares it`;
+    const msg =
+      `${a.displayName} requests ${missing.join(', ')} ` + `but no plugin of network "${a.network.name}" declares it`;
     if (conf.strictCapabilities) errors.push({ code: 7, msg: `${msg} (strictCapabilities)` });
     else warnings.push(`${msg}; the request is ignored`);
   }
@@ -183,7 +204,10 @@ function describeAttachment(a: Attachment, conf: MultusConf, k8s: K8sArgs): Plan
     displayName: a.displayName,
     isClusterNetwork: a.isClusterNetwork,
     plugins: a.network.plugins.map((p) => {
-      const built = JSON.parse(buildPluginConfig(a.network, p, undefined, capabilityArgs).toString()) as Record<string, unknown>;
+      const built = JSON.parse(buildPluginConfig(a.network, p, undefined, capabilityArgs).toString()) as Record<
+        string,
+        unknown
+      >;
       return { type: p.type, runtimeConfig: (built.runtimeConfig as Record<string, unknown> | undefined) ?? {} };
     }),
     cniArgs: formatCniArgs(delegateArgsFor(a, k8s, [], 'ADD')),
@@ -202,7 +226,8 @@ export function formatExplanation(x: Explanation): string {
     lines.push(`  ${i + 1}. ${a.ifName}: ${what}${role}, plugins ${a.plugins.map((p) => p.type).join(' -> ')}`);
     lines.push(`       CNI_ARGS=${a.cniArgs}`);
     for (const p of a.plugins) {
-      if (Object.keys(p.runtimeConfig).length > 0) lines.push(`       ${p.type} runtimeConfig: ${JSON.stringify(p.runtimeConfig)}`);
+      if (Object.keys(p.runtimeConfig).length > 0)
+        lines.push(`       ${p.type} runtimeConfig: ${JSON.stringify(p.runtimeConfig)}`);
     }
     if (a.resourceName) lines.push(`       device: one of ${a.resourceName} (assigned by the kubelet at ADD)`);
   });
@@ -212,7 +237,10 @@ export function formatExplanation(x: Explanation): string {
     lines.push('  default routes:');
     for (const r of x.defaultRoutes) {
       const del = [r.deleteV4 ? 'IPv4' : '', r.deleteV6 ? 'IPv6' : ''].filter(Boolean).join(' and ');
-      const parts = [del ? `remove its ${del} default route` : '', r.addGateways.length ? `add a default via ${r.addGateways.join(', ')}` : ''];
+      const parts = [
+        del ? `remove its ${del} default route` : '',
+        r.addGateways.length ? `add a default via ${r.addGateways.join(', ')}` : '',
+      ];
       if (parts.some(Boolean)) lines.push(`    ${r.ifName}: ${parts.filter(Boolean).join(', ')}`);
     }
   }

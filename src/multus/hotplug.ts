@@ -43,7 +43,9 @@ export function cachedAttachments(cached: CachedDelegate[], clusterIfName: strin
 
 /** Every attachment but the cluster network carries its interface name, so positions no longer matter. */
 function pinned(attachments: Attachment[]): CachedDelegate[] {
-  return attachments.map((a) => toCachedDelegate(a.isClusterNetwork ? a : { ...a, request: { ...a.request, ifname: a.ifName } }));
+  return attachments.map((a) =>
+    toCachedDelegate(a.isClusterNetwork ? a : { ...a, request: { ...a.request, ifname: a.ifName } }),
+  );
 }
 
 export interface HotplugAddPlan {
@@ -66,9 +68,13 @@ export function planHotplugAdd(
   const existing = cachedAttachments(cached, clusterIfName);
   const owner = existing.find((a) => a.ifName === ifName);
   if (owner) {
-    throw new CniError(CniCode.InvalidConfig, `interface "${ifName}" is already attached to the pod by "${owner.displayName}"`, {
-      details: 'choose another interface name, or remove that attachment first',
-    });
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `interface "${ifName}" is already attached to the pod by "${owner.displayName}"`,
+      {
+        details: 'choose another interface name, or remove that attachment first',
+      },
+    );
   }
   if (links.includes(ifName)) {
     throw new CniError(CniCode.InvalidConfig, `interface "${ifName}" already exists in the pod's network namespace`, {
@@ -76,7 +82,10 @@ export function planHotplugAdd(
     });
   }
   // planAttachments validates the name and would catch a duplicate again.
-  const all = planAttachments([...existing, { ...delegate, request: { ...delegate.request, ifname: ifName } }], clusterIfName);
+  const all = planAttachments(
+    [...existing, { ...delegate, request: { ...delegate.request, ifname: ifName } }],
+    clusterIfName,
+  );
   return { attachment: all[all.length - 1]!, cache: pinned(all) };
 }
 
@@ -87,14 +96,22 @@ export interface HotplugDelPlan {
 }
 
 /** The cached attachment named `ifName` and the cache without it; undefined when none has that name. */
-export function planHotplugDel(cached: CachedDelegate[], clusterIfName: string, ifName: string): HotplugDelPlan | undefined {
+export function planHotplugDel(
+  cached: CachedDelegate[],
+  clusterIfName: string,
+  ifName: string,
+): HotplugDelPlan | undefined {
   const existing = cachedAttachments(cached, clusterIfName);
   const index = existing.findIndex((a) => a.ifName === ifName);
   if (index < 0) return undefined;
   if (index === 0) {
-    throw new CniError(CniCode.InvalidConfig, `interface "${ifName}" is the pod's cluster network and cannot be removed`, {
-      details: 'the runtime removes it when the pod is deleted',
-    });
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `interface "${ifName}" is the pod's cluster network and cannot be removed`,
+      {
+        details: 'the runtime removes it when the pod is deleted',
+      },
+    );
   }
   const rest = existing.filter((_, i) => i !== index);
   return { attachment: existing[index]!, cache: pinned(rest) };
@@ -112,7 +129,10 @@ export function parseStatusEntries(value: string | undefined): NetworkStatus[] {
 }
 
 /** The entries with those of `ifName` replaced by `added` (appended) and those of each `removed` name gone. */
-export function editStatusEntries(current: NetworkStatus[], edit: { remove: string[]; add: NetworkStatus[] }): NetworkStatus[] {
+export function editStatusEntries(
+  current: NetworkStatus[],
+  edit: { remove: string[]; add: NetworkStatus[] },
+): NetworkStatus[] {
   const gone = new Set([...edit.remove, ...edit.add.map((e) => e.interface).filter((n): n is string => !!n)]);
   return [...current.filter((e) => !(e.interface && gone.has(e.interface))), ...edit.add];
 }
@@ -149,20 +169,35 @@ export function readSandboxCache(ctx: CallContext): CachedDelegate[] {
   const scratch = readScratchCache(ctx.conf.cniDir, ctx.req.containerId);
   if (scratch.kind === 'ok') return scratch.value;
   if (scratch.kind === 'corrupt') {
-    throw new CniError(CniCode.DecodingFailure, `the scratch cache of container ${ctx.req.containerId} is unreadable: ${scratch.error.msg}`, {
-      details: 'nothing was changed; the runtime\'s DEL of the pod cleans it up',
-    });
+    throw new CniError(
+      CniCode.DecodingFailure,
+      `the scratch cache of container ${ctx.req.containerId} is unreadable: ${scratch.error.msg}`,
+      {
+        details: "nothing was changed; the runtime's DEL of the pod cleans it up",
+      },
+    );
   }
-  throw new CniError(CniCode.UnknownContainer, `container ${ctx.req.containerId} has no multus scratch cache in ${ctx.conf.cniDir}`, {
-    details: 'hot-plug needs a pod sandbox that multus added on this node: check CNI_CONTAINERID and the cniDir',
-  });
+  throw new CniError(
+    CniCode.UnknownContainer,
+    `container ${ctx.req.containerId} has no multus scratch cache in ${ctx.conf.cniDir}`,
+    {
+      details: 'hot-plug needs a pod sandbox that multus added on this node: check CNI_CONTAINERID and the cniDir',
+    },
+  );
 }
 
 /** The pod, required to exist with the request's UID (when the request names one). */
-export async function checkedPod(kube: KubeClient, ctx: CallContext, tolerateMissing = false): Promise<Pod | undefined> {
+export async function checkedPod(
+  kube: KubeClient,
+  ctx: CallContext,
+  tolerateMissing = false,
+): Promise<Pod | undefined> {
   const { podNamespace, podName, podUid } = ctx.k8s;
   if (!podNamespace || !podName) {
-    throw new CniError(CniCode.InvalidEnv, 'CNI_ARGS must name the pod: K8S_POD_NAMESPACE=<ns>;K8S_POD_NAME=<name>;K8S_POD_UID=<uid>');
+    throw new CniError(
+      CniCode.InvalidEnv,
+      'CNI_ARGS must name the pod: K8S_POD_NAMESPACE=<ns>;K8S_POD_NAME=<name>;K8S_POD_UID=<uid>',
+    );
   }
   let pod: Pod;
   try {
@@ -170,14 +205,20 @@ export async function checkedPod(kube: KubeClient, ctx: CallContext, tolerateMis
   } catch (e) {
     if (apiStatus(e) === 404) {
       if (tolerateMissing) return undefined;
-      throw new CniError(CniCode.InvalidConfig, `pod ${podNamespace}/${podName} does not exist`, { details: 'check K8S_POD_NAMESPACE and K8S_POD_NAME' });
+      throw new CniError(CniCode.InvalidConfig, `pod ${podNamespace}/${podName} does not exist`, {
+        details: 'check K8S_POD_NAMESPACE and K8S_POD_NAME',
+      });
     }
     throw wrapError(e, `cannot read pod ${podNamespace}/${podName}`, CniCode.TryAgainLater);
   }
   if (podUid && pod.metadata.uid !== podUid) {
-    throw new CniError(CniCode.InvalidConfig, `expected pod ${podNamespace}/${podName} UID "${podUid}" but got "${pod.metadata.uid}" from Kube API`, {
-      details: 'the pod was recreated: the request is for a sandbox that no longer belongs to it',
-    });
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `expected pod ${podNamespace}/${podName} UID "${podUid}" but got "${pod.metadata.uid}" from Kube API`,
+      {
+        details: 'the pod was recreated: the request is for a sandbox that no longer belongs to it',
+      },
+    );
   }
   return pod;
 }
@@ -200,7 +241,10 @@ export async function editNetworkStatus(
       return;
     } catch (e) {
       const status = apiStatus(e);
-      if (status === 404) return log.verbose(`pod ${pod.metadata.namespace}/${pod.metadata.name} was deleted before its network-status was written`);
+      if (status === 404)
+        return log.verbose(
+          `pod ${pod.metadata.namespace}/${pod.metadata.name} was deleted before its network-status was written`,
+        );
       if (status !== 409 || attempt >= CONFLICT_ATTEMPTS) throw wrapError(e, 'error setting the networks status');
       const fresh = await kube.getPod(pod.metadata.namespace, pod.metadata.name).catch((err: unknown) => {
         if (apiStatus(err) === 404) return undefined;
@@ -208,7 +252,10 @@ export async function editNetworkStatus(
       });
       if (!fresh) return;
       if (fresh.metadata.uid !== pod.metadata.uid) {
-        throw new CniError(CniCode.InvalidConfig, `error setting the networks status: pod ${pod.metadata.namespace}/${pod.metadata.name} was recreated`);
+        throw new CniError(
+          CniCode.InvalidConfig,
+          `error setting the networks status: pod ${pod.metadata.namespace}/${pod.metadata.name} was recreated`,
+        );
       }
       current = fresh;
     }
@@ -219,7 +266,12 @@ export async function editNetworkStatus(
  * Hot-plug ADD of `delegate` as `ctx.req.ifName`. Anything failing after the cache was written is rolled back
  * (the delegate's DEL, the old cache restored), so a refused or failed request leaves the pod as it was.
  */
-export async function hotplugAdd(ctx: CallContext, pod: Pod, delegate: Delegate, deps: HotplugDeps): Promise<CniResult> {
+export async function hotplugAdd(
+  ctx: CallContext,
+  pod: Pod,
+  delegate: Delegate,
+  deps: HotplugDeps,
+): Promise<CniResult> {
   const cached = readSandboxCache(ctx);
   const clusterIfName = clusterIfNameOf(ctx.conf.cniDir, ctx.req.containerId, cached);
   const links = await deps.links.names(ctx.req.netns);
@@ -246,7 +298,12 @@ export async function hotplugAdd(ctx: CallContext, pod: Pod, delegate: Delegate,
   if (!ctx.conf.systemNamespaces.includes(pod.metadata.namespace)) {
     try {
       const entries = buildNetworkStatuses(attachment.displayName, result, false);
-      await editNetworkStatus(deps.kube, pod, (current) => editStatusEntries(current, { remove: [attachment.ifName], add: entries }), deps.log);
+      await editNetworkStatus(
+        deps.kube,
+        pod,
+        (current) => editStatusEntries(current, { remove: [attachment.ifName], add: entries }),
+        deps.log,
+      );
     } catch (e) {
       await rollback();
       throw wrapError(e, `[${ctx.pod}]`);
@@ -264,14 +321,26 @@ export async function hotplugAdd(ctx: CallContext, pod: Pod, delegate: Delegate,
  * config) is deleted when given (an attachment someone else made), else nothing to do. The cache and the
  * status change only once the delegate's DEL succeeded; a failed DEL keeps both, so a retry still finds it.
  */
-export async function hotplugDel(ctx: CallContext, pod: Pod | undefined, fallback: Delegate | undefined, deps: HotplugDeps): Promise<void> {
+export async function hotplugDel(
+  ctx: CallContext,
+  pod: Pod | undefined,
+  fallback: Delegate | undefined,
+  deps: HotplugDeps,
+): Promise<void> {
   const cached = readSandboxCache(ctx);
   const clusterIfName = clusterIfNameOf(ctx.conf.cniDir, ctx.req.containerId, cached);
   const plan = planHotplugDel(cached, clusterIfName, ctx.req.ifName);
   if (!plan) {
     if (!fallback) return deps.log.verbose(`[${ctx.pod}]: no attachment ${ctx.req.ifName} to remove`);
-    const [attachment] = planAttachments([{ ...fallback, request: { ...fallback.request, ifname: ctx.req.ifName } }], clusterIfName);
-    await delNetwork(attachment!.network, runtimeConfFor(ctx, { ...attachment!, isClusterNetwork: false }, 'DEL'), ctx.net);
+    const [attachment] = planAttachments(
+      [{ ...fallback, request: { ...fallback.request, ifname: ctx.req.ifName } }],
+      clusterIfName,
+    );
+    await delNetwork(
+      attachment!.network,
+      runtimeConfFor(ctx, { ...attachment!, isClusterNetwork: false }, 'DEL'),
+      ctx.net,
+    );
     return;
   }
   const { attachment } = plan;
@@ -284,7 +353,12 @@ export async function hotplugDel(ctx: CallContext, pod: Pod | undefined, fallbac
   writeScratchCache(ctx.conf.cniDir, ctx.req.containerId, plan.cache);
   if (!pod) return;
   if (!ctx.conf.systemNamespaces.includes(pod.metadata.namespace)) {
-    await editNetworkStatus(deps.kube, pod, (current) => editStatusEntries(current, { remove: [attachment.ifName], add: [] }), deps.log);
+    await editNetworkStatus(
+      deps.kube,
+      pod,
+      (current) => editStatusEntries(current, { remove: [attachment.ifName], add: [] }),
+      deps.log,
+    );
   }
   await emitEvents(deps.kube, pod, [removedInterfaceEvent(attachment.ifName, attachment.displayName)], deps.log);
 }

@@ -20,10 +20,23 @@ import { type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/clu
 import { fileExists, needs } from '../helpers/skip.ts';
 import { MULTUS_BIN, REPO_ROOT, describeRun, e2eRequirements, reservedIps, run, withSbin } from '../e2e/helpers.ts';
 import { http } from '../daemon/helpers.ts';
-import { NETWORKS_ANNOTATION, type K8sWorld, type Sandbox, createNad, networkStatus, podEvents, v4, withWorld } from './world.ts';
+import {
+  NETWORKS_ANNOTATION,
+  type K8sWorld,
+  type Sandbox,
+  createNad,
+  networkStatus,
+  podEvents,
+  v4,
+  withWorld,
+} from './world.ts';
 
 const SHIM = process.env.MULTUS_TS_SHIM ?? join(REPO_ROOT, 'build/multus-shim');
-const ready = needs(...e2eRequirements(), ...k8sRequirements(), fileExists(SHIM, 'the native shim build/multus-shim (npm run build with Go)'));
+const ready = needs(
+  ...e2eRequirements(),
+  ...k8sRequirements(),
+  fileExists(SHIM, 'the native shim build/multus-shim (npm run build with Go)'),
+);
 
 interface Daemon {
   child: ChildProcess;
@@ -36,10 +49,17 @@ const socketDir = (kw: K8sWorld) => join(kw.dir, 'run');
 /** The daemon in the world's host namespace, serving `conf` (type multus-shim) as its multus config. */
 async function startDaemon(kw: K8sWorld, conf: string, extra: Record<string, unknown> = {}): Promise<Daemon> {
   const file = join(kw.dir, 'daemon-config.json');
-  writeFileSync(file, JSON.stringify({
-    socketDir: socketDir(kw), cniConfigDir: join(kw.dir, 'net.d'), multusConfigFile: conf, logLevel: 'verbose',
-    logToStderr: true, ...extra,
-  }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      socketDir: socketDir(kw),
+      cniConfigDir: join(kw.dir, 'net.d'),
+      multusConfigFile: conf,
+      logLevel: 'verbose',
+      logToStderr: true,
+      ...extra,
+    }),
+  );
   const child = spawn('ip', ['netns', 'exec', kw.w.hostNs, MULTUS_BIN, 'daemon', '--config', file], {
     env: { PATH: withSbin(process.env.PATH) },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -48,7 +68,8 @@ async function startDaemon(kw: K8sWorld, conf: string, extra: Record<string, unk
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
   const sock = join(socketDir(kw), 'multus.sock');
-  for (let i = 0; i < 1000 && !existsSync(sock) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 1000 && !existsSync(sock) && child.exitCode === null; i++)
+    await new Promise((r) => setTimeout(r, 10));
   if (!existsSync(sock)) throw new Error(`the daemon did not start: ${log}`);
   return {
     child,
@@ -61,20 +82,39 @@ async function startDaemon(kw: K8sWorld, conf: string, extra: Record<string, unk
 }
 
 /** A world with the shim installed, a served multus-shim config, a running daemon and a macvlan NAD `mv`. */
-async function hotplugWorld(kw: K8sWorld, cluster: Cluster, extra: Record<string, unknown> = {}): Promise<{ conf: string; daemon: Daemon }> {
+async function hotplugWorld(
+  kw: K8sWorld,
+  cluster: Cluster,
+  extra: Record<string, unknown> = {},
+): Promise<{ conf: string; daemon: Daemon }> {
   copyFileSync(SHIM, join(kw.w.binDir, 'multus-shim'));
   chmodSync(join(kw.w.binDir, 'multus-shim'), 0o755);
-  const conf = await kw.writeConf(kw.multusConfig(cluster.multusKubeconfig, { type: 'multus-shim', daemonSocketDir: socketDir(kw) }));
+  const conf = await kw.writeConf(
+    kw.multusConfig(cluster.multusKubeconfig, { type: 'multus-shim', daemonSocketDir: socketDir(kw) }),
+  );
   await createNad(cluster, kw.ns, 'mv', kw.macvlan('', 1));
   return { conf, daemon: await startDaemon(kw, conf, extra) };
 }
 
 /** `multus hotplug ...` with this world's socket and cniDir. */
 async function hotplug(kw: K8sWorld, verb: string, sb: Sandbox, network: string, ...extra: string[]) {
-  const r = await run(MULTUS_BIN, [
-    'hotplug', verb, '--pod', `${sb.pod.namespace}/${sb.pod.name}`, '--network', network,
-    '--socket-dir', socketDir(kw), '--cni-dir', kw.w.cniDir, ...extra,
-  ], { env: { PATH: withSbin(process.env.PATH) } });
+  const r = await run(
+    MULTUS_BIN,
+    [
+      'hotplug',
+      verb,
+      '--pod',
+      `${sb.pod.namespace}/${sb.pod.name}`,
+      '--network',
+      network,
+      '--socket-dir',
+      socketDir(kw),
+      '--cni-dir',
+      kw.w.cniDir,
+      ...extra,
+    ],
+    { env: { PATH: withSbin(process.env.PATH) } },
+  );
   return { ...r, json: () => JSON.parse(r.stdout) as Record<string, unknown> };
 }
 
@@ -93,7 +133,14 @@ function scratch(kw: K8sWorld, sb: Sandbox): { Name: string; ifnameRequest?: str
 const ifaces = async (kw: K8sWorld, sb: Sandbox) => [...(await kw.podLinks(sb)).keys()].sort();
 
 /** A `/delegate` body as Multus' CreateDelegateRequest builds it (pkg/server/api). */
-function delegateBody(command: string, sb: Sandbox, ifName: string, config: unknown, attrs: Record<string, unknown> = {}, uid = sb.pod.uid) {
+function delegateBody(
+  command: string,
+  sb: Sandbox,
+  ifName: string,
+  config: unknown,
+  attrs: Record<string, unknown> = {},
+  uid = sb.pod.uid,
+) {
   return JSON.stringify({
     env: {
       CNI_COMMAND: command,
@@ -129,11 +176,19 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
         const before = await reservedIps(kw.w.ipamDir);
 
         const add = await hotplugOk(kw, 'add', sb, 'mv@net1');
-        expect(add.json()).toMatchObject({ cniVersion: '1.0.0', ips: [{ address: expect.stringMatching(/^10\.241\./) }] });
+        expect(add.json()).toMatchObject({
+          cniVersion: '1.0.0',
+          ips: [{ address: expect.stringMatching(/^10\.241\./) }],
+        });
         expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net1']);
-        expect(v4((await kw.podLinks(sb)).get('net1'))).toEqual([(add.json().ips as { address: string }[])[0]!.address]);
+        expect(v4((await kw.podLinks(sb)).get('net1'))).toEqual([
+          (add.json().ips as { address: string }[])[0]!.address,
+        ]);
         const status = (await networkStatus(cluster, sb.pod))!;
-        expect(status.map((s) => [s.name, s.interface])).toEqual([['mts-cluster', 'eth0'], [`${kw.ns}/mv`, 'net1']]);
+        expect(status.map((s) => [s.name, s.interface])).toEqual([
+          ['mts-cluster', 'eth0'],
+          [`${kw.ns}/mv`, 'net1'],
+        ]);
         expect(scratch(kw, sb).map((d) => d.Name)).toEqual(['mts-cluster', `${kw.ns}/mv`]);
         expect(await kw.cacheFiles(sb)).toContain(`cniDir/results/mv-${sb.containerId}-net1`);
         expect((await podEvents(cluster, sb.pod, 'AddedInterface')).map((e) => e.message)).toContainEqual(
@@ -150,7 +205,9 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
         expect((await networkStatus(cluster, sb.pod))!.map((s) => s.interface)).toEqual(['eth0']);
         expect(scratch(kw, sb).map((d) => d.Name)).toEqual(['mts-cluster']);
         expect((await kw.cacheFiles(sb)).filter((f) => f.includes('-net1'))).toEqual([]);
-        expect((await podEvents(cluster, sb.pod, 'RemovedInterface')).map((e) => e.message)).toEqual([`Removed net1 from ${kw.ns}/mv`]);
+        expect((await podEvents(cluster, sb.pod, 'RemovedInterface')).map((e) => e.message)).toEqual([
+          `Removed net1 from ${kw.ns}/mv`,
+        ]);
 
         await kw.del(conf, sb);
         await kw.expectTornDown(sb);
@@ -182,7 +239,7 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
     });
   });
 
-  it('hot-plug, then only the runtime\'s DEL of the pod: nothing is left', async () => {
+  it("hot-plug, then only the runtime's DEL of the pod: nothing is left", async () => {
     await withWorld(cluster, { index: next() }, async (kw) => {
       const { conf, daemon } = await hotplugWorld(kw, cluster);
       try {
@@ -223,11 +280,16 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
           expect(clash.json()).toMatchObject({ code: 7, msg: expect.stringContaining(`interface "${taken}"`) });
         }
         const sock = join(socketDir(kw), 'multus.sock');
-        const uid = await http(sock, '/delegate', { body: delegateBody('ADD', sb, 'net7', kw.macvlan('mv', 1), {}, 'wrong-uid') });
+        const uid = await http(sock, '/delegate', {
+          body: delegateBody('ADD', sb, 'net7', kw.macvlan('mv', 1), {}, 'wrong-uid'),
+        });
         expect(uid.status).toBe(400);
         expect(uid.json()).toMatchObject({ code: 7, msg: expect.stringContaining('UID') });
         const missing = await hotplug(kw, 'add', sb, 'nosuchnad@net8');
-        expect(missing.json()).toMatchObject({ code: 7, msg: expect.stringContaining('cannot find a network-attachment-definition (nosuchnad)') });
+        expect(missing.json()).toMatchObject({
+          code: 7,
+          msg: expect.stringContaining('cannot find a network-attachment-definition (nosuchnad)'),
+        });
         expect(await snapshot()).toEqual(before);
       } finally {
         await daemon.stop();
@@ -245,7 +307,9 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
         await Promise.all(names.map((n) => hotplugOk(kw, 'add', one, `mv@${n}`)));
         expect(await ifaces(kw, one)).toEqual(['eth0', 'lo', ...names].sort());
         expect(scratch(kw, one)).toHaveLength(11);
-        expect((await networkStatus(cluster, one.pod))!.map((s) => s.interface).sort()).toEqual(['eth0', ...names].sort());
+        expect((await networkStatus(cluster, one.pod))!.map((s) => s.interface).sort()).toEqual(
+          ['eth0', ...names].sort(),
+        );
 
         const pods: Sandbox[] = [];
         for (let i = 0; i < 10; i++) {
@@ -268,7 +332,7 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
     });
   });
 
-  it('accepts the body of Multus\' dynamic networks controller (CreateDelegateRequest)', async () => {
+  it("accepts the body of Multus' dynamic networks controller (CreateDelegateRequest)", async () => {
     await withWorld(cluster, { index: next() }, async (kw) => {
       const { conf, daemon } = await hotplugWorld(kw, cluster);
       try {
@@ -302,7 +366,9 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
         run(MULTUS_BIN, ['plan', '--pod', `${sb.pod.namespace}/${sb.pod.name}`, '--conf', conf, ...extra], {
           env: { PATH: withSbin(process.env.PATH) },
         });
-      const good = await kw.pod('good', { [NETWORKS_ANNOTATION]: JSON.stringify([{ name: 'mv', ips: ['10.9.9.9/24'] }]) });
+      const good = await kw.pod('good', {
+        [NETWORKS_ANNOTATION]: JSON.stringify([{ name: 'mv', ips: ['10.9.9.9/24'] }]),
+      });
       const ok = await plan(good, '--output', 'json');
       expect(ok.code, describeRun(ok)).toBe(0);
       const x = JSON.parse(ok.stdout);
@@ -312,7 +378,8 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
         ['net1', `${kw.ns}/mv`, ['macvlan']],
       ]);
       expect(x.attachments[1].cniArgs).toBe(
-        `IgnoreUnknown=true;K8S_POD_NAMESPACE=${kw.ns};K8S_POD_NAME=good;K8S_POD_INFRA_CONTAINER_ID=<container ID>;K8S_POD_UID=${good.pod.uid};IP=10.9.9.9/24`,
+        `IgnoreUnknown=true;K8S_POD_NAMESPACE=${kw.ns};K8S_POD_NAME=good;K8S_POD_INFRA_CONTAINER_ID=<container ID>;` +
+          `K8S_POD_UID=${good.pod.uid};IP=10.9.9.9/24`,
       );
       const text = await plan(good);
       expect(text.stdout).toContain(`2. net1: ${kw.ns}/mv, network "mv", plugins macvlan`);
@@ -323,7 +390,9 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
       const msgs = JSON.parse(failed.stdout).errors.map((e: any) => e.msg);
       expect(msgs).toEqual([
         'cannot find a network-attachment-definition (missing) in namespace (' + kw.ns + ')',
-        expect.stringContaining(`namespace isolation enabled, annotation violates permission, pod is in namespace ${kw.ns}`),
+        expect.stringContaining(
+          `namespace isolation enabled, annotation violates permission, pod is in namespace ${kw.ns}`,
+        ),
         expect.stringContaining('interface name "net1" is requested by both'),
       ]);
       // nothing was attached or written
@@ -348,11 +417,16 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
       }
     }
     const annotate = (sb: Sandbox, value: string) =>
-      cluster.admin.patch(podPath(sb.pod.namespace, sb.pod.name), { metadata: { annotations: { [NETWORKS_ANNOTATION]: value } } });
+      cluster.admin.patch(podPath(sb.pod.namespace, sb.pod.name), {
+        metadata: { annotations: { [NETWORKS_ANNOTATION]: value } },
+      });
     /** Interface name -> ifindex in the sandbox (a re-done attachment gets a new index). */
     const indexes = async (kw: K8sWorld, sb: Sandbox) =>
-      Object.fromEntries([...(await kw.podLinks(sb)).entries()].map(([n, l]) => [n, (l as { ifindex?: number }).ifindex]));
-    const statusIfaces = async (sb: Sandbox) => ((await networkStatus(cluster, sb.pod)) ?? []).map((s) => s.interface).sort();
+      Object.fromEntries(
+        [...(await kw.podLinks(sb)).entries()].map(([n, l]) => [n, (l as { ifindex?: number }).ifindex]),
+      );
+    const statusIfaces = async (sb: Sandbox) =>
+      ((await networkStatus(cluster, sb.pod)) ?? []).map((s) => s.interface).sort();
 
     it('adds, removes, ignores a reorder, reports a bad element once, and survives a restart', async () => {
       await withWorld(cluster, { index: next() }, async (kw) => {
@@ -365,7 +439,10 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
 
           // add
           await annotate(sb, 'mv@net1,mv2@net2');
-          await until('net2 plugged', async () => (await ifaces(kw, sb)).includes('net2') && (await statusIfaces(sb)).includes('net2'));
+          await until(
+            'net2 plugged',
+            async () => (await ifaces(kw, sb)).includes('net2') && (await statusIfaces(sb)).includes('net2'),
+          );
           expect(await statusIfaces(sb)).toEqual(['eth0', 'net1', 'net2']);
           expect(scratch(kw, sb).map((d) => d.Name)).toEqual(['mts-cluster', `${kw.ns}/mv`, `${kw.ns}/mv2`]);
           expect(v4((await kw.podLinks(sb)).get('net2'))[0]).toMatch(/^10\.242\./);
@@ -376,7 +453,10 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
           await annotate(sb, 'mv2@net2,mv@net1');
           await annotate(sb, 'mv2@net2,mv@net1,nosuch@net5,mv@net6');
           await until('net6 plugged', async () => (await ifaces(kw, sb)).includes('net6'));
-          await until('NetworkChangeFailed reported', async () => (await podEvents(cluster, sb.pod, 'NetworkChangeFailed')).length > 0);
+          await until(
+            'NetworkChangeFailed reported',
+            async () => (await podEvents(cluster, sb.pod, 'NetworkChangeFailed')).length > 0,
+          );
           const after = await indexes(kw, sb);
           expect({ net1: after.net1, net2: after.net2 }).toEqual({ net1: before.net1, net2: before.net2 });
           expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net1', 'net2', 'net6']);
@@ -386,12 +466,17 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
           const beforeRestart = await indexes(kw, sb);
           daemon = await startDaemon(kw, conf, DYNAMIC);
           await annotate(sb, 'mv2@net2,nosuch@net5,mv@net6');
-          await until('net1 unplugged', async () => !(await ifaces(kw, sb)).includes('net1') && !(await statusIfaces(sb)).includes('net1'));
+          await until(
+            'net1 unplugged',
+            async () => !(await ifaces(kw, sb)).includes('net1') && !(await statusIfaces(sb)).includes('net1'),
+          );
           const now = await indexes(kw, sb);
           expect({ net2: now.net2, net6: now.net6 }).toEqual({ net2: beforeRestart.net2, net6: beforeRestart.net6 });
           expect(await statusIfaces(sb)).toEqual(['eth0', 'net2', 'net6']);
           expect(scratch(kw, sb)).toHaveLength(3);
-          expect((await podEvents(cluster, sb.pod, 'RemovedInterface')).map((e) => e.message)).toEqual([`Removed net1 from ${kw.ns}/mv`]);
+          expect((await podEvents(cluster, sb.pod, 'RemovedInterface')).map((e) => e.message)).toEqual([
+            `Removed net1 from ${kw.ns}/mv`,
+          ]);
           const failures = await podEvents(cluster, sb.pod, 'NetworkChangeFailed');
           expect(failures.every((e) => e.type === 'Warning' && e.message.includes('nosuch'))).toBe(true);
           // once per annotation value: the first value with it, and the value after the restart (no memory)

@@ -5,7 +5,13 @@ import { parseNetwork } from '../../src/cni/network.ts';
 import { decodeDelegateBody, selectionOf } from '../../src/daemon/delegate-api.ts';
 import { UsageError, hotplugBody, parseHotplugArgs } from '../../src/daemon/hotplug-cli.ts';
 import { planDynamicChanges } from '../../src/multus/dynamic-plan.ts';
-import { cachedAttachments, editStatusEntries, parseStatusEntries, planHotplugAdd, planHotplugDel } from '../../src/multus/hotplug.ts';
+import {
+  cachedAttachments,
+  editStatusEntries,
+  parseStatusEntries,
+  planHotplugAdd,
+  planHotplugDel,
+} from '../../src/multus/hotplug.ts';
 import type { Delegate } from '../../src/multus/plan.ts';
 import { toCachedDelegate } from '../../src/multus/plan.ts';
 
@@ -21,7 +27,12 @@ const cache = () =>
 
 describe('planHotplugAdd', () => {
   it('appends the attachment with its interface name and pins the names of the others', () => {
-    const plan = planHotplugAdd(cache(), 'eth0', delegate('c', { ips: ['10.1.1.5/24'] }, 'ns/c'), 'data0', ['lo', 'eth0', 'net1', 'net2']);
+    const plan = planHotplugAdd(cache(), 'eth0', delegate('c', { ips: ['10.1.1.5/24'] }, 'ns/c'), 'data0', [
+      'lo',
+      'eth0',
+      'net1',
+      'net2',
+    ]);
     expect(plan.attachment).toMatchObject({ ifName: 'data0', displayName: 'ns/c', isClusterNetwork: false });
     expect(plan.attachment.request.ips).toEqual(['10.1.1.5/24']);
     expect(plan.cache.map((d) => [d.name, d.ifnameRequest])).toEqual([
@@ -33,9 +44,15 @@ describe('planHotplugAdd', () => {
   });
 
   it('refuses a name an attachment has, or a link of the sandbox has, or an invalid name', () => {
-    expect(() => planHotplugAdd(cache(), 'eth0', delegate('c'), 'net2', [])).toThrow(/already attached to the pod by "ns\/b"/);
-    expect(() => planHotplugAdd(cache(), 'eth0', delegate('c'), 'eth0', [])).toThrow(/already attached to the pod by "cluster"/);
-    expect(() => planHotplugAdd(cache(), 'eth0', delegate('c'), 'lo', ['lo'])).toThrow(/already exists in the pod's network namespace/);
+    expect(() => planHotplugAdd(cache(), 'eth0', delegate('c'), 'net2', [])).toThrow(
+      /already attached to the pod by "ns\/b"/,
+    );
+    expect(() => planHotplugAdd(cache(), 'eth0', delegate('c'), 'eth0', [])).toThrow(
+      /already attached to the pod by "cluster"/,
+    );
+    expect(() => planHotplugAdd(cache(), 'eth0', delegate('c'), 'lo', ['lo'])).toThrow(
+      /already exists in the pod's network namespace/,
+    );
     expect(() => planHotplugAdd(cache(), 'eth0', delegate('c'), 'a/b', [])).toThrow(CniError);
   });
 });
@@ -60,8 +77,15 @@ describe('network-status edits', () => {
   const e = (name: string, iface: string) => ({ name, interface: iface, dns: {} });
   it('appends, replaces an entry of the same interface, and removes by interface', () => {
     const current = [e('cluster', 'eth0'), e('ns/a', 'net1')];
-    expect(editStatusEntries(current, { remove: [], add: [e('ns/b', 'net2')] }).map((x) => x.interface)).toEqual(['eth0', 'net1', 'net2']);
-    expect(editStatusEntries(current, { remove: [], add: [e('ns/z', 'net1')] }).map((x) => x.name)).toEqual(['cluster', 'ns/z']);
+    expect(editStatusEntries(current, { remove: [], add: [e('ns/b', 'net2')] }).map((x) => x.interface)).toEqual([
+      'eth0',
+      'net1',
+      'net2',
+    ]);
+    expect(editStatusEntries(current, { remove: [], add: [e('ns/z', 'net1')] }).map((x) => x.name)).toEqual([
+      'cluster',
+      'ns/z',
+    ]);
     expect(editStatusEntries(current, { remove: ['net1'], add: [] })).toEqual([e('cluster', 'eth0')]);
   });
   it('reads an absent or broken annotation as no entries', () => {
@@ -73,14 +97,20 @@ describe('network-status edits', () => {
 
 describe('decodeDelegateBody', () => {
   const env = {
-    CNI_COMMAND: 'add', CNI_CONTAINERID: 'c1', CNI_NETNS: '/var/run/netns/x', CNI_IFNAME: 'net1',
+    CNI_COMMAND: 'add',
+    CNI_CONTAINERID: 'c1',
+    CNI_NETNS: '/var/run/netns/x',
+    CNI_IFNAME: 'net1',
     CNI_ARGS: 'K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;K8S_POD_UID=u',
   };
   const body = (o: Record<string, unknown>) => Buffer.from(JSON.stringify(o));
   const config = Buffer.from('{"cniVersion":"1.0.0","name":"mv","type":"macvlan"}').toString('base64');
 
-  it('takes CreateDelegateRequest\'s body (command case-insensitive, cni-args null)', () => {
-    const req = decodeDelegateBody(body({ env, config, interfaceAttributes: { 'cni-args': null, ips: ['10.1.1.1/24'] } }), {});
+  it("takes CreateDelegateRequest's body (command case-insensitive, cni-args null)", () => {
+    const req = decodeDelegateBody(
+      body({ env, config, interfaceAttributes: { 'cni-args': null, ips: ['10.1.1.1/24'] } }),
+      {},
+    );
     expect(req).toMatchObject({ command: 'ADD', containerId: 'c1', ifName: 'net1', network: '' });
     expect(req.config.toString()).toContain('"macvlan"');
     expect(selectionOf(req, 'ns').request).toEqual({ ifname: 'net1', ips: ['10.1.1.1/24'] });
@@ -105,28 +135,68 @@ describe('decodeDelegateBody', () => {
   it('checks the interface attributes as a selection element', () => {
     const req = decodeDelegateBody(body({ env, network: 'other/mv', interfaceAttributes: { mac: 'zz' } }), {});
     expect(() => selectionOf(req, 'ns')).toThrow(/invalid MAC address/);
-    const ok = decodeDelegateBody(body({ env, network: 'other/mv', interfaceAttributes: { 'cni-args': { a: 1 } } }), {});
-    expect(selectionOf(ok, 'ns')).toEqual({ name: 'mv', namespace: 'other', request: { ifname: 'net1', cniArgs: { a: 1 } } });
+    const ok = decodeDelegateBody(
+      body({ env, network: 'other/mv', interfaceAttributes: { 'cni-args': { a: 1 } } }),
+      {},
+    );
+    expect(selectionOf(ok, 'ns')).toEqual({
+      name: 'mv',
+      namespace: 'other',
+      request: { ifname: 'net1', cniArgs: { a: 1 } },
+    });
   });
 });
 
 describe('multus hotplug arguments', () => {
   it('parses a full command line and builds the /delegate body', () => {
-    const a = parseHotplugArgs(['add', '--pod', 'ns/p', '--network', 'mv@net3', '--ip', '10.1.1.1/24', '--mac', '02:00:00:00:00:01',
-      '--cni-arg', 'k=v', '--socket-dir', '/s', '--cni-dir', '/c']);
-    expect(a).toMatchObject({ command: 'ADD', namespace: 'ns', name: 'p', network: 'mv', ifName: 'net3', socketDir: '/s', cniDir: '/c' });
+    const a = parseHotplugArgs([
+      'add',
+      '--pod',
+      'ns/p',
+      '--network',
+      'mv@net3',
+      '--ip',
+      '10.1.1.1/24',
+      '--mac',
+      '02:00:00:00:00:01',
+      '--cni-arg',
+      'k=v',
+      '--socket-dir',
+      '/s',
+      '--cni-dir',
+      '/c',
+    ]);
+    expect(a).toMatchObject({
+      command: 'ADD',
+      namespace: 'ns',
+      name: 'p',
+      network: 'mv',
+      ifName: 'net3',
+      socketDir: '/s',
+      cniDir: '/c',
+    });
     const body = JSON.parse(hotplugBody(a, { containerId: 'c1', netns: '/n', uid: 'u' }, 'net3'));
     expect(body).toEqual({
-      env: { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c1', CNI_NETNS: '/n', CNI_IFNAME: 'net3', CNI_ARGS: 'K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;K8S_POD_UID=u' },
+      env: {
+        CNI_COMMAND: 'ADD',
+        CNI_CONTAINERID: 'c1',
+        CNI_NETNS: '/n',
+        CNI_IFNAME: 'net3',
+        CNI_ARGS: 'K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;K8S_POD_UID=u',
+      },
       network: 'mv',
       interfaceAttributes: { 'cni-args': { k: 'v' }, ips: ['10.1.1.1/24'], mac: '02:00:00:00:00:01' },
     });
   });
   it('refuses a bad command line', () => {
     expect(() => parseHotplugArgs(['plug', '--pod', 'ns/p', '--network', 'mv'])).toThrow(UsageError);
-    expect(() => parseHotplugArgs(['add', '--pod', 'p', '--network', 'mv', '--cni-dir', '/c'])).toThrow(/NAMESPACE\/NAME/);
+    expect(() => parseHotplugArgs(['add', '--pod', 'p', '--network', 'mv', '--cni-dir', '/c'])).toThrow(
+      /NAMESPACE\/NAME/,
+    );
     expect(() => parseHotplugArgs(['add', '--pod', 'ns/p', '--cni-dir', '/c'])).toThrow(/--network is required/);
-    expect(() => parseHotplugArgs(['add', '--pod', 'ns/p', '--network', 'mv@', '--cni-dir', '/c'])).toThrow(/NAD\[@IFNAME\]/);
+    expect(() => parseHotplugArgs(['add', '--pod', 'ns/p', '--network', 'mv@', '--cni-dir', '/c'])).toThrow(
+      /NAD\[@IFNAME\]/,
+    );
   });
 });
 
@@ -134,11 +204,19 @@ describe('planDynamicChanges', () => {
   // the pod as made: cluster network, one defaultNetwork (a static), then ns/a as net2 and ns/b@data0
   const made = () =>
     cachedAttachments(
-      [delegate('cluster'), delegate('dflt', {}, 'kube-system/dflt'), delegate('a', {}, 'ns/a'), delegate('b', { ifname: 'data0' }, 'ns/b')]
-        .map((d) => toCachedDelegate({ ...d, ifName: '', isClusterNetwork: false })),
+      [
+        delegate('cluster'),
+        delegate('dflt', {}, 'kube-system/dflt'),
+        delegate('a', {}, 'ns/a'),
+        delegate('b', { ifname: 'data0' }, 'ns/b'),
+      ].map((d) => toCachedDelegate({ ...d, ifName: '', isClusterNetwork: false })),
       'eth0',
     );
-  const sel = (name: string, ifname?: string, namespace = 'ns') => ({ name, namespace, request: ifname ? { ifname } : {} });
+  const sel = (name: string, ifname?: string, namespace = 'ns') => ({
+    name,
+    namespace,
+    request: ifname ? { ifname } : {},
+  });
   const show = (cs: ReturnType<typeof planDynamicChanges>) => cs.map((c) => `${c.kind} ${c.network}@${c.ifName}`);
 
   it('changes nothing when the annotation matches, in any order, and never touches the statics', () => {
@@ -156,6 +234,9 @@ describe('planDynamicChanges', () => {
   });
 
   it('moves an element to another interface name by removing and adding it', () => {
-    expect(show(planDynamicChanges(made(), 2, [sel('a'), sel('b', 'data1')]))).toEqual(['remove ns/b@data0', 'add ns/b@data1']);
+    expect(show(planDynamicChanges(made(), 2, [sel('a'), sel('b', 'data1')]))).toEqual([
+      'remove ns/b@data0',
+      'add ns/b@data1',
+    ]);
   });
 });
