@@ -13,6 +13,7 @@ import type { MultusConf, StaticNetwork } from './conf.ts';
 import { resolveStaticNetworks } from './conf.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { KubeClient, Nad, Pod } from '../k8s/types.ts';
+import { httpStatusOf, isTransient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
 import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../devices/devices.ts';
@@ -39,18 +40,6 @@ export type PodLookup = { kind: 'found'; pod: Pod } | { kind: 'unknown'; reason:
 
 const POLL_INTERVAL_MS = 250;
 const POLL_TIMEOUT_MS = 2500;
-
-/** The HTTP status of an API error (KubeApiError carries it), or undefined for other failures. */
-export function apiStatus(e: unknown): number | undefined {
-  const status = (e as { status?: unknown } | null)?.status;
-  return typeof status === 'number' ? status : undefined;
-}
-
-function isTransient(e: unknown): boolean {
-  const status = apiStatus(e);
-  if (status !== undefined) return status === 429 || status >= 500;
-  return (e as { code?: unknown } | null)?.code === CniCode.TryAgainLater;
-}
 
 /** A static pod's mirror has its own UID; the kubelet marks static pods with config.source != "api". */
 function isStaticPod(pod: Pod): boolean {
@@ -85,7 +74,7 @@ async function getPodWithRetry(kube: KubeClient, k8s: K8sArgs, clock: Clock): Pr
     try {
       return await kube.getPod(k8s.podNamespace, k8s.podName);
     } catch (e) {
-      if (apiStatus(e) === 404) return undefined;
+      if (httpStatusOf(e) === 404) return undefined;
       if (!isTransient(e) || clock.now() + POLL_INTERVAL_MS > deadline) {
         throw wrapError(e, 'error waiting for pod', CniCode.TryAgainLater);
       }
@@ -99,7 +88,7 @@ async function getPodOnce(kube: KubeClient, k8s: K8sArgs, log: Logger): Promise<
   try {
     return await kube.getPod(k8s.podNamespace, k8s.podName);
   } catch (e) {
-    if (apiStatus(e) !== 404) log.error(`cannot read pod ${k8s.podNamespace}/${k8s.podName}, deleting from the caches: ${messageOf(e)}`);
+    if (httpStatusOf(e) !== 404) log.error(`cannot read pod ${k8s.podNamespace}/${k8s.podName}, deleting from the caches: ${messageOf(e)}`);
     return undefined;
   }
 }
@@ -117,7 +106,7 @@ async function fetchNad(kube: KubeClient, namespace: string, name: string): Prom
   try {
     return await kube.getNad(namespace, name);
   } catch (e) {
-    if (apiStatus(e) === 404) return undefined;
+    if (httpStatusOf(e) === 404) return undefined;
     throw wrapError(e, `cannot read network-attachment-definition ${namespace}/${name}`, CniCode.TryAgainLater);
   }
 }

@@ -16,7 +16,7 @@ import { fromCachedDelegate, planAttachments } from '../plan.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 import { runtimeConfFor } from './context.ts';
 
-export async function cmdCheck(ctx: CallContext, deps: CommandDeps): Promise<void> {
+export async function cmdCheck(ctx: CallContext, _deps: CommandDeps): Promise<void> {
   const { req } = ctx;
   const attachments = planAttachments(recordedDelegates(ctx), req.ifName);
   const failures: CniError[] = [];
