@@ -13,15 +13,31 @@ export default tseslint.config(
     languageOptions: {
       ecmaVersion: 2023,
       sourceType: 'module',
-      globals: { process: 'readonly', Buffer: 'readonly', console: 'readonly', URL: 'readonly',
-        setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly',
-        setImmediate: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', TextDecoder: 'readonly',
-        TextEncoder: 'readonly', structuredClone: 'readonly', fetch: 'readonly', performance: 'readonly',
-        queueMicrotask: 'readonly' },
+      globals: {
+        process: 'readonly',
+        Buffer: 'readonly',
+        console: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        setImmediate: 'readonly',
+        AbortController: 'readonly',
+        AbortSignal: 'readonly',
+        TextDecoder: 'readonly',
+        TextEncoder: 'readonly',
+        structuredClone: 'readonly',
+        fetch: 'readonly',
+        performance: 'readonly',
+        queueMicrotask: 'readonly',
+      },
     },
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_',
-        caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-explicit-any': 'error',
       'no-empty': ['error', { allowEmptyCatch: true }],
@@ -30,6 +46,10 @@ export default tseslint.config(
   {
     // Test helpers and scripts read loosely typed JSON from peers (kube-apiserver, kubectl, bench helpers).
     files: ['test/**', 'scripts/**'],
-    rules: { '@typescript-eslint/no-explicit-any': 'off', 'preserve-caught-error': 'off', 'no-useless-assignment': 'off' },
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      'preserve-caught-error': 'off',
+      'no-useless-assignment': 'off',
+    },
   },
 );
