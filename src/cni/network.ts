@@ -12,7 +12,7 @@ import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { BOOLEAN_MAP, STRING, STRINGS, decodeObject, getKey, invalid, readFlag, withContext } from '../base/keys.ts';
 import { isObject } from '../base/json.ts';
 import { VALID_NAME, VALID_NAME_HINT } from '../base/names.ts';
-import { CURRENT_VERSION, SUPPORTED_VERSIONS, compareVersions, isSupportedVersion } from '../base/versions.ts';
+import { CURRENT_VERSION, SUPPORTED_VERSIONS, compareVersions, isSupportedVersion, versionOrDefault } from '../base/versions.ts';
 
 export type PluginConf = Record<string, unknown> & { type: string };
 
@@ -87,7 +87,7 @@ function singleNetwork(obj: Record<string, unknown>, bytes: Buffer): Network {
   const plugin = checkPlugin(obj, '', "missing 'type'");
   return {
     name: getKey(obj, 'name', STRING) ?? '',
-    cniVersion: getKey(obj, 'cniVersion', STRING) || '0.1.0', // spec: no cniVersion means 0.1.0
+    cniVersion: versionOrDefault(getKey(obj, 'cniVersion', STRING)),
     isList: false,
     // compat: libcni's ConfListFromConf keeps only name, cniVersion and the plugin, so a single config's
     // disableCheck/disableGC never take effect.
@@ -117,11 +117,11 @@ function parseListHeader(obj: Record<string, unknown>): ListHeader {
 function listVersion(obj: Record<string, unknown>): string {
   const version = getKey(obj, 'cniVersion', STRING) ?? '';
   const versions = getKey(obj, 'cniVersions', STRINGS);
-  if (versions === undefined) return version || '0.1.0';
+  if (versions === undefined) return versionOrDefault(version);
   const usable = [...versions, ...(version === '' ? [] : [version])]
     .filter((v) => compareVersions(v, CURRENT_VERSION) <= 0)
     .sort(compareVersions);
-  return usable.at(-1) ?? (version || '0.1.0');
+  return usable.at(-1) ?? versionOrDefault(version);
 }
 
 function parsePlugins(value: unknown): PluginConf[] {

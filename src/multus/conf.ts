@@ -20,7 +20,7 @@ import { CniCode, CniError } from '../base/errors.ts';
 import { BOOLEAN, COUNT, FRACTION, NAMES, OBJECT, OBJECTS, POSITIVE, STEPS, STRING, STRINGS, decodeObject, getKey, invalid, withContext } from '../base/keys.ts';
 import type { Network } from '../cni/network.ts';
 import { findNetworkInDir, loadNetworkPath, parseNetwork } from '../cni/network.ts';
-import { SUPPORTED_VERSIONS, isSupportedVersion } from '../base/versions.ts';
+import { SUPPORTED_VERSIONS, isSupportedVersion, versionOrDefault } from '../base/versions.ts';
 import type { LogLevel, LogOptions } from '../base/log.ts';
 import type { BackoffOptions } from '../base/backoff.ts';
 export type { LogLevel, LogOptions };
@@ -105,9 +105,13 @@ function foldKeys(raw: Record<string, unknown>, warnings: string[]): Record<stri
   return wire;
 }
 
-/** Parses the multus config from stdin: defaults (§1.2), key types, the rules of §1.3, the delegates. */
-export function parseMultusConf(bytes: Buffer | string): MultusConf {
-  const raw = decodeObject(bytes, 'multus config');
+/**
+ * The multus config: defaults (§1.2), key types, the rules of §1.3, the delegates. Takes the object the
+ * protocol edge already decoded from stdin (`CniRequest.config`), so stdin is decoded once; bytes (a file, a
+ * test) are decoded here with this config's own messages.
+ */
+export function parseMultusConf(input: Record<string, unknown> | Buffer | string): MultusConf {
+  const raw = typeof input === 'string' || Buffer.isBuffer(input) ? decodeObject(input, 'multus config') : input;
   const warnings: string[] = [];
   const wire = foldKeys(raw, warnings);
   const identity = parseIdentity(wire);
@@ -125,8 +129,7 @@ export function parseMultusConf(bytes: Buffer | string): MultusConf {
 }
 
 function parseIdentity(wire: Record<string, unknown>): Pick<MultusConf, 'name' | 'type' | 'cniVersion'> {
-  // skel: a missing (or empty) cniVersion means 0.1.0.
-  const cniVersion = getKey(wire, 'cniVersion', STRING) || '0.1.0';
+  const cniVersion = versionOrDefault(getKey(wire, 'cniVersion', STRING));
   if (!isSupportedVersion(cniVersion)) {
     throw new CniError(
       CniCode.IncompatibleVersion,
