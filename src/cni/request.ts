@@ -5,7 +5,8 @@
  * env table (which variables each command requires, and their validators), the container ID, interface name
  * and network name rules of libcni pkg/utils, and the version gate per command (CHECK needs 0.4.0, STATUS and
  * GC need 1.1.0). It also formats the VERSION reply and the "about" text. Every rejection is a `CniError`
- * with the spec code skel uses (multus-behaviour.md §1.1, field-notes.md §5.2). No I/O: `main` reads the
+ * with the spec code skel uses (docs/behaviour.md#protocol-edge, docs/behaviour.md#protocol-rules). No I/O: `main`
+ * reads the
  * environment and stdin and hands them in.
  */
 import { CniCode, CniError } from '../base/errors.ts';

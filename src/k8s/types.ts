@@ -31,7 +31,7 @@ export interface EventInput {
 }
 
 export interface CallOptions {
-  /** This call's deadline instead of the client's (e.g. 250 ms per GetPod attempt, §9.1). */
+  /** This call's deadline instead of the client's (e.g. 250 ms per GetPod attempt, docs/behaviour.md#pod-lookup). */
   timeoutMs?: number;
 }
 

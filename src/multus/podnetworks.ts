@@ -1,11 +1,15 @@
 /**
  * podnetworks.ts: what the Kubernetes API says a pod's attachments are (I/O through the KubeClient seam).
  *
- * `lookupPod` fetches the pod with Multus' retry policy (§9.1: transient errors retried every 250 ms for
+ * `lookupPod` fetches the pod with Multus' retry policy (docs/behaviour.md#pod-lookup: transient errors retried every
+ * 250 ms for
  * 2.5 s) and the UID check; its outcome is a union, never null-as-a-message. `resolvePodDelegates` builds the
- * ordered delegate list of §5.1: cluster network (a NAD in multusNamespace, a config name or a path), the
- * default networks, the per-pod default-network override (§3.2), then one delegate per selection element in
- * annotation order (§3.1, §4). Every NAD is fetched once per call; any failure aborts before a delegate runs.
+ * ordered delegate list of docs/behaviour.md#ordering: cluster network (a NAD in multusNamespace, a config name or a
+ * path), the
+ * default networks, the per-pod default-network override (docs/behaviour.md#default-network-annotation), then one
+ * delegate per selection element in
+ * annotation order (docs/behaviour.md#networks-annotation, docs/behaviour.md#nad). Every NAD is fetched once per call;
+ * any failure aborts before a delegate runs.
  * API economy: one GET for the pod and one per NAD (issue: at most N+2 requests per ADD with the status write).
  */
 import type { K8sArgs } from '../cni/cniargs.ts';
@@ -149,7 +153,8 @@ export async function resolvePodDelegates(
     parseDefaultNetworkAnnotation(annotations[DEFAULT_NETWORK_ANNOTATION], conf.multusNamespace),
   );
   if (override) {
-    // The cluster network always gets CNI_IFNAME and ignores selection requests (§3.2, §6.1); Multus
+    // The cluster network always gets CNI_IFNAME and ignores selection requests
+    // (docs/behaviour.md#default-network-annotation, docs/behaviour.md#runtime-config); Multus
     // honours an @ifname here, which would hide eth0 from the runtime (docs/compatibility.md).
     const replaced = await selectionDelegate(conf, deps, pod, { ...override, request: {} as SelectionRequest });
     delegates[0] = replaced;
@@ -165,7 +170,8 @@ export async function resolvePodDelegates(
 }
 
 /**
- * §4.4: NADs with a resourceName get the pod's allocated devices in sorted order, one per attachment of that
+ * docs/behaviour.md#device-ids: NADs with a resourceName get the pod's allocated devices in sorted order, one per
+ * attachment of that
  * resource, injected as `deviceID`/`pciBusID` into their config. The kubelet is asked once per ADD, and only
  * when some delegate has a resource name (otherwise none of this runs).
  */

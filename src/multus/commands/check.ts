@@ -33,7 +33,7 @@ export async function cmdCheck(ctx: CallContext, _deps: CommandDeps): Promise<vo
   if (failures.length > 0) throw joinErrors(failures);
 }
 
-/** The auxiliary chain makes no interface of its own (§14.3): there is nothing at net<i> to check. */
+/** The auxiliary chain makes no interface of its own (docs/behaviour.md#aux-chain): there is nothing at net<i> to check. */
 function isAuxiliaryChain(ctx: CallContext, attachment: Attachment): boolean {
   return attachment.displayName === ctx.conf.auxiliaryCNIChainName && attachment.network.plugins[0]?.type === 'passthru';
 }
