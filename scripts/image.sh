@@ -50,7 +50,8 @@ done
 libs="$(for b in "${bins[@]}"; do ldd "$b"; done | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]+ \(/ { print $1 }' | sort -u)"
 [[ -n "$libs" ]] || die "ldd listed no libraries for ${bins[*]}"
 for l in $libs; do
-  install -D -m 0644 "$(readlink -f "$l")" "$rootfs$l"
+  src="$(readlink -f "$l")"
+  install -D -m "$(stat -c %a "$src")" "$src" "$rootfs$l"
 done
 install -m 0644 "$ca" "$rootfs$ca"
 
