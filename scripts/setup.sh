@@ -15,7 +15,7 @@ cd "$root"
 
 say() { echo "setup: $*"; }
 
-# 1. System packages: the real CNI plugins (/usr/lib/cni), ip/tc, iptables and nftables.
+# 1. System packages: the real CNI plugins (/usr/lib/cni), ip/tc, iptables and nftables; umoci (npm run image).
 packages=(containernetworking-plugins iproute2 iptables nftables umoci)
 missing=()
 for p in "${packages[@]}"; do
