@@ -39,13 +39,13 @@ interface State {
 }
 
 async function verify(o: InstallOptions, deps: InstallDeps): Promise<string | null> {
-  if (!(await isDir(o.cniConfDir))) {
+  if (!o.installBinaryOnly && !(await isDir(o.cniConfDir))) {
     throw new InstallError(`cni-conf-dir ${o.cniConfDir} is not found: mount the host's /etc/cni/net.d there or set --cni-conf-dir`);
   }
   if (!(await isDir(o.cniBinDir))) {
     throw new InstallError(`cni-bin-dir ${o.cniBinDir} is not found: mount the host's /opt/cni/bin there or set --cni-bin-dir`);
   }
-  if (o.multusConfFile !== 'auto' && !(await exists(o.multusConfFile))) {
+  if (!o.installBinaryOnly && o.multusConfFile !== 'auto' && !(await exists(o.multusConfFile))) {
     throw new InstallError(`multus-conf-file ${o.multusConfFile} is not found: give an existing file or "auto"`);
   }
   if (o.skipMultusBinaryCopy) return null;
@@ -148,6 +148,7 @@ async function cleanup(o: InstallOptions, deps: InstallDeps): Promise<void> {
 export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<void> {
   const src = await verify(o, deps);
   if (src !== null) await copyBinaries(src, o, deps);
+  if (o.installBinaryOnly) return;
   const st: State = { caHash: null, tokenHash: null, masterKey: null, lastError: null };
   await refreshKubeconfig(o, deps, st);
   const auto = o.multusConfFile === 'auto';

@@ -3,7 +3,7 @@
  *
  * The names and defaults are those of Multus v4.3.0's thin entrypoint (pflag): `--name=value` or `--name value`
  * for strings, `--name` or `--name=true|false` for booleans. Two multus-ts additions are documented in
- * docs/install.md: `--multus-cni-conf-dir-host` and `--service-account-dir`. A bad option is an InstallError
+ * docs/install.md: `--multus-cni-conf-dir-host`, `--service-account-dir` and `--install-binary-only`. A bad option is an InstallError
  * naming the option and what to write instead.
  */
 
@@ -40,6 +40,8 @@ export interface InstallOptions {
   forceCniVersion: boolean;
   /** multus-ts: where the service account token and ca.crt are mounted */
   serviceAccountDir: string;
+  /** multus-ts: copy the executables, then exit (an init container's job) */
+  installBinaryOnly: boolean;
   help: boolean;
 }
 
@@ -120,6 +122,10 @@ export const FLAGS: Record<string, Flag> = {
   'service-account-dir': {
     key: 'serviceAccountDir', bool: false, def: SERVICE_ACCOUNT_DIR,
     help: 'where the service account token and ca.crt are mounted',
+  },
+  'install-binary-only': {
+    key: 'installBinaryOnly', bool: true, def: false,
+    help: 'copy the executables into --cni-bin-dir and exit (for an init container)',
   },
   help: { key: 'help', bool: true, def: false, help: 'show help message and quit' },
 };
@@ -209,6 +215,9 @@ function checkOptions(o: InstallOptions): void {
   }
   if (o.cniVersion !== '' && parseCniVersion(o.cniVersion) === null) {
     throw new InstallError(`--cni-version=${o.cniVersion} is not a CNI version: write e.g. 1.0.0 or 0.3.1`);
+  }
+  if (o.installBinaryOnly && o.skipMultusBinaryCopy) {
+    throw new InstallError('--install-binary-only and --skip-multus-binary-copy together do nothing: drop one');
   }
   if (o.forceCniVersion && o.cniVersion === '') {
     throw new InstallError('--force-cni-version needs --cni-version=VERSION');

@@ -46,6 +46,17 @@ describe('multus install', () => {
     expect(readFileSync(join(n.bin, 'multus'), 'utf8')).toBe('the running executable');
   });
 
+  it('only copies the executables with --install-binary-only, and returns', async () => {
+    const n = makeNode();
+    writeFileSync(join(n.src, 'multus-shim'), 'shim-binary');
+    const r = await runScripted([...n.args, '--install-binary-only', `--cni-conf-dir=${n.root}/none`], [
+      () => expect.fail('--install-binary-only must not wait'),
+    ]);
+    expect(r.error).toBeNull();
+    expect(ls(n.bin)).toEqual(['multus', 'multus-shim']);
+    expect(ls(n.netd)).toEqual([]);
+  });
+
   it('writes 00-multus.conf for a pre-1.0 master, picking the first of several masters', async () => {
     const n = makeNode();
     writeFileSync(join(n.netd, '20-flannel.conflist'), FLANNEL);
