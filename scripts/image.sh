@@ -3,8 +3,9 @@
 #
 #   npm run image            # -> build/image/oci (OCI image layout) + build/image/multus-ts-<version>.tar
 #
-# Contents: build/multus (and build/multus-shim when built) at /usr/src/multus-cni/bin/ (the path Multus' image
-# uses, so `--multus-bin-file` keeps its default), exactly the shared libraries `ldd` lists for them (at the
+# Contents: build/multus (and build/multus-shim when built, with /usr/sbin/chroot for the resident daemon's
+# chrootDir) at /usr/src/multus-cni/bin/ (the path Multus' image uses, so `--multus-bin-file` keeps its default),
+# exactly the shared libraries `ldd` lists for them (at the
 # paths it lists), /etc/ssl/certs/ca-certificates.crt, nothing else. Entrypoint: `multus install`. Labels:
 # org.opencontainers.image.version (package.json) and .revision (git HEAD, "-dirty" with uncommitted changes).
 # The tarball is the layout as an OCI archive: `ctr -n k8s.io images import` and `podman load -i` read it; the
@@ -31,7 +32,12 @@ ca=/etc/ssl/certs/ca-certificates.crt
 [[ -f "$ca" ]] || die "$ca is missing (apt-get install ca-certificates)"
 
 bins=("$root/build/multus")
-[[ -x "$root/build/multus-shim" ]] && bins+=("$root/build/multus-shim")
+extra=()
+if [[ -x "$root/build/multus-shim" ]]; then
+  bins+=("$root/build/multus-shim")
+  # the resident daemon runs delegates with chroot(8) into the host's root (chrootDir, docs/resident.md)
+  extra+=(/usr/sbin/chroot)
+fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/multus-image.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -45,9 +51,12 @@ install -d -m 0755 "$rootfs/usr/src/multus-cni/bin" "$rootfs/etc/ssl/certs"
 for b in "${bins[@]}"; do
   install -m 0755 "$b" "$rootfs/usr/src/multus-cni/bin/$(basename "$b")"
 done
+for x in "${extra[@]}"; do
+  install -D -m 0755 "$x" "$rootfs$x"
+done
 # Every library ldd resolves ("name => /path (addr)") and the loader ("/lib64/ld-linux-x86-64.so.2 (addr)"),
 # at the path ldd prints, dereferenced. linux-vdso has no file.
-libs="$(for b in "${bins[@]}"; do ldd "$b"; done | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]+ \(/ { print $1 }' | sort -u)"
+libs="$(for b in "${bins[@]}" "${extra[@]}"; do ldd "$b"; done | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]+ \(/ { print $1 }' | sort -u)"
 [[ -n "$libs" ]] || die "ldd listed no libraries for ${bins[*]}"
 for l in $libs; do
   src="$(readlink -f "$l")"

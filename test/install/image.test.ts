@@ -50,17 +50,19 @@ describe.runIf(ready)('npm run image', () => {
   });
 
   it('holds the executable, exactly the libraries ldd lists, the CA bundle and nothing else', () => {
-    const bins = ['multus', ...(existsSync(join(REPO, 'build', 'multus-shim')) ? ['multus-shim'] : [])];
+    const shim = existsSync(join(REPO, 'build', 'multus-shim'));
+    const bins = ['multus', ...(shim ? ['multus-shim'] : [])];
+    const extra = shim ? ['/usr/sbin/chroot'] : [];
     const libs = new Set<string>();
-    for (const b of bins) {
-      for (const line of execFileSync('ldd', [join(REPO, 'build', b)], { encoding: 'utf8' }).split('\n')) {
+    for (const b of [...bins.map((x) => join(REPO, 'build', x)), ...extra]) {
+      for (const line of execFileSync('ldd', [b], { encoding: 'utf8' }).split('\n')) {
         const m = /=> (\/\S+)/.exec(line) ?? /^\s*(\/\S+) \(/.exec(line);
         if (m) libs.add(m[1]!);
       }
     }
     expect(libs.size).toBeGreaterThan(3);
     const expected = [
-      ...bins.map((b) => `./usr/src/multus-cni/bin/${b}`), ...[...libs].map((l) => `.${l}`),
+      ...bins.map((b) => `./usr/src/multus-cni/bin/${b}`), ...extra.map((x) => `.${x}`), ...[...libs].map((l) => `.${l}`),
       './etc/ssl/certs/ca-certificates.crt',
     ].sort();
     expect(files).toEqual(expected);
