@@ -67,6 +67,7 @@ install -m 0644 "$ca" "$rootfs$ca"
 umoci repack --image "$layout:$version" "$work/bundle" >/dev/null
 umoci config --image "$layout:$version" --os linux --architecture amd64 \
   --config.entrypoint /usr/src/multus-cni/bin/multus --config.entrypoint install \
+  --config.env PATH=/usr/sbin:/usr/bin:/sbin:/bin \
   --config.label "org.opencontainers.image.version=$version" \
   --config.label "org.opencontainers.image.revision=$commit" \
   --config.label "org.opencontainers.image.source=https://github.com/multus-ts/multus-ts" \
