@@ -4,7 +4,7 @@
  * masters, master appears late, changes, is removed, our own file present), cleanup on exit, and every failure
  * naming its path with nothing half-written left.
  */
-import { chmodSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BRIDGE_031, FLANNEL, ls, makeNode, runScripted } from './helpers.ts';
@@ -204,17 +204,15 @@ describe('multus install', () => {
     expect(ls(join(n.netd, 'multus.d'))).toEqual(['multus.kubeconfig']);
   });
 
-  it('leaves no temp file when the conf dir is not writable', async () => {
-    if (process.getuid?.() === 0) {
-      // root ignores the mode; a read-only bind mount would be needed: covered by the message test above
-      return;
-    }
+  it('leaves no temp file when the final rename fails, and names the path', async () => {
     const n = makeNode();
     writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
-    chmodSync(n.netd, 0o500);
+    mkdirSync(join(n.netd, '00-multus.conflist')); // rename(2) of a file over a directory fails (EISDIR)
     const r = await runScripted(n.args, []);
-    expect(r.error?.message).toMatch(/cannot/);
-    expect(ls(n.netd)).toEqual(['10-flannel.conflist']);
+    expect(r.error?.message).toMatch(
+      new RegExp(`^cannot write ${join(n.netd, '00-multus.conflist')} \\(EISDIR: .*\\): check that ${n.netd} is writable$`),
+    );
+    expect(ls(n.netd)).toEqual(['00-multus.conflist', '10-flannel.conflist', 'multus.d']);
   });
 
   it('keeps the last good file and retries when the master turns bad during the watch', async () => {
