@@ -40,10 +40,14 @@ interface State {
 
 async function verify(o: InstallOptions, deps: InstallDeps): Promise<string | null> {
   if (!o.installBinaryOnly && !(await isDir(o.cniConfDir))) {
-    throw new InstallError(`cni-conf-dir ${o.cniConfDir} is not found: mount the host's /etc/cni/net.d there or set --cni-conf-dir`);
+    throw new InstallError(
+      `cni-conf-dir ${o.cniConfDir} is not found: mount the host's /etc/cni/net.d there or set --cni-conf-dir`,
+    );
   }
   if (!(await isDir(o.cniBinDir))) {
-    throw new InstallError(`cni-bin-dir ${o.cniBinDir} is not found: mount the host's /opt/cni/bin there or set --cni-bin-dir`);
+    throw new InstallError(
+      `cni-bin-dir ${o.cniBinDir} is not found: mount the host's /opt/cni/bin there or set --cni-bin-dir`,
+    );
   }
   if (!o.installBinaryOnly && o.multusConfFile !== 'auto' && !(await exists(o.multusConfFile))) {
     throw new InstallError(`multus-conf-file ${o.multusConfFile} is not found: give an existing file or "auto"`);
@@ -87,7 +91,8 @@ async function refreshKubeconfig(o: InstallOptions, deps: InstallDeps, st: State
   await mkdirPrivate(o.multusCniConfDir, 'the multus-cni-conf-dir');
   await writeAtomic(kubeconfigPath, text, 0o600, 'multus.kubeconfig.new');
   if (st.tokenHash !== null) {
-    deps.log(`CA (${caHash !== st.caHash}) or SA token (${tokenHash !== st.tokenHash}) changed - recreating kubeconfig`);
+    const changed = `CA (${caHash !== st.caHash}) or SA token (${tokenHash !== st.tokenHash}) changed`;
+    deps.log(`${changed} - recreating kubeconfig`);
   }
   deps.log(`kubeconfig is created in ${kubeconfigPath}`);
   st.caHash = caHash;

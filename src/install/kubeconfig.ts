@@ -29,18 +29,24 @@ export function renderKubeconfig(i: KubeconfigInputs): string {
     );
   }
   if (!/^[a-z][a-z0-9+.-]*$/i.test(protocol) || /[\s"'\\]/.test(host + port)) {
-    throw new InstallError(`KUBERNETES_SERVICE_PROTOCOL/HOST/PORT "${protocol}", "${host}", "${port}" are not a URL part`);
+    throw new InstallError(
+      `KUBERNETES_SERVICE_PROTOCOL/HOST/PORT "${protocol}", "${host}", "${port}" are not a URL part`,
+    );
   }
   const token = i.token.toString('utf8').replace(/\r?\n$/, '');
   if (token === '') throw new InstallError(`service account token ${i.tokenPath} is empty: is the token mounted?`);
   if (!/^[\x21-\x7e]+$/.test(token) || token.includes('"') || token.includes('\\')) {
-    throw new InstallError(`service account token ${i.tokenPath} has characters a token cannot have (a JWT is base64url)`);
+    throw new InstallError(
+      `service account token ${i.tokenPath} has characters a token cannot have (a JWT is base64url)`,
+    );
   }
   if (!i.skipTlsVerify && i.ca.length === 0) {
     throw new InstallError(`service account CA ${i.caPath} is empty: is the service account mounted?`);
   }
   const server = `${protocol}://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  const tls = i.skipTlsVerify ? 'insecure-skip-tls-verify: true' : `certificate-authority-data: ${i.ca.toString('base64')}`;
+  const tls = i.skipTlsVerify
+    ? 'insecure-skip-tls-verify: true'
+    : `certificate-authority-data: ${i.ca.toString('base64')}`;
   return `# Kubeconfig file for Multus CNI plugin.
 apiVersion: v1
 kind: Config

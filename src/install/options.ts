@@ -3,8 +3,8 @@
  *
  * The names and defaults are those of Multus v4.3.0's thin entrypoint (pflag): `--name=value` or `--name value`
  * for strings, `--name` or `--name=true|false` for booleans. Two multus-ts additions are documented in
- * docs/install.md: `--multus-cni-conf-dir-host`, `--service-account-dir` and `--install-binary-only`. A bad option is an InstallError
- * naming the option and what to write instead.
+ * docs/install.md: `--multus-cni-conf-dir-host`, `--service-account-dir` and `--install-binary-only`. A bad
+ * option is an InstallError naming the option and what to write instead.
  */
 
 export class InstallError extends Error {}
@@ -68,13 +68,16 @@ export const FLAGS: Record<string, Flag> = {
     help: 'multus binary file path (when the default is missing: this executable)',
   },
   'multus-cni-conf-dir': {
-    key: 'multusCniConfDir', bool: false, def: '/host/etc/cni/multus/net.d', help: 'multus specific CNI config directory',
+    key: 'multusCniConfDir', bool: false, def: '/host/etc/cni/multus/net.d',
+    help: 'multus specific CNI config directory',
   },
   'multus-cni-conf-dir-host': {
     key: 'multusCniConfDirHost', bool: false, def: '',
     help: "the host's path of --multus-cni-conf-dir, written as confDir (default: it without a leading /host)",
   },
-  'skip-multus-binary-copy': { key: 'skipMultusBinaryCopy', bool: true, def: false, help: 'skip multus binary file copy' },
+  'skip-multus-binary-copy': {
+    key: 'skipMultusBinaryCopy', bool: true, def: false, help: 'skip multus binary file copy',
+  },
   'multus-kubeconfig-file-host': {
     key: 'multusKubeconfigFileHost', bool: false, def: '/etc/cni/net.d/multus.d/multus.kubeconfig',
     help: 'kubeconfig for multus (used only with --multus-conf-file=auto)',
@@ -204,7 +207,8 @@ function checkOptions(o: InstallOptions): void {
   const level = o.multusLogLevel.toLowerCase();
   if (level !== '' && !LOG_LEVELS.includes(level)) {
     throw new InstallError(
-      `Log levels should be one of: debug/verbose/error/panic, did not understand: "${o.multusLogLevel}" (--multus-log-level)`,
+      'Log levels should be one of: debug/verbose/error/panic, did not understand: ' +
+        `"${o.multusLogLevel}" (--multus-log-level)`,
     );
   }
   const name = o.multusMasterCniFileName;

@@ -59,7 +59,9 @@ describe.runIf(built)('multus --is-default-ready', () => {
     const n = makeNode();
     const dir = n.netd;
     const conf = (indicator: string): string =>
-      JSON.stringify({ cniVersion: '1.0.0', name: 'm', plugins: [{ type: 'multus', readinessindicatorfile: indicator }] });
+      JSON.stringify({
+        cniVersion: '1.0.0', name: 'm', plugins: [{ type: 'multus', readinessindicatorfile: indicator }],
+      });
     const args = ['--is-default-ready', '--wait=0', `--cni-conf-dir=${dir}`, `--host-prefix=${n.root}`];
     expect((await run(args)).stderr).toMatch(/^not ready: no 00-multus.conf or 00-multus.conflist in .*\n$/);
     writeFileSync(join(dir, '00-multus.conflist'), conf('/run/flannel/subnet.env'));
@@ -81,7 +83,8 @@ describe.runIf(built)('multus --is-default-ready', () => {
 describe.runIf(built)('multus install (the executable)', () => {
   it('refuses a bad option with exit 2 and one line', async () => {
     expect(await run(['install', '--cni-bin-dri=/x'])).toEqual({
-      code: 2, stdout: '', stderr: 'multus install: unknown option --cni-bin-dri (see multus install --help for the list)\n',
+      code: 2, stdout: '',
+      stderr: 'multus install: unknown option --cni-bin-dri (see multus install --help for the list)\n',
     });
   });
 
@@ -90,7 +93,8 @@ describe.runIf(built)('multus install (the executable)', () => {
     const out = await run(['install', ...n.args, `--cni-conf-dir=${n.root}/nope`]);
     expect(out.code).toBe(1);
     expect(out.stderr).toBe(
-      `multus install: cni-conf-dir ${n.root}/nope is not found: mount the host's /etc/cni/net.d there or set --cni-conf-dir\n`,
+      `multus install: cni-conf-dir ${n.root}/nope is not found: ` +
+        "mount the host's /etc/cni/net.d there or set --cni-conf-dir\n",
     );
   });
 

@@ -52,7 +52,8 @@ function node(): Runner {
   const dir = mkdtempSync(join(tmpdir(), 'multus-gocmp-'));
   for (const d of ['net.d', 'bin', 'src', 'sa']) mkdirSync(join(dir, d));
   writeFileSync(join(dir, 'sa', 'token'), 'eyJhbGciOiJSUzI1NiJ9.e30.sig');
-  writeFileSync(join(dir, 'sa', 'ca.crt'), '-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n');
+  const pem = '-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n';
+  writeFileSync(join(dir, 'sa', 'ca.crt'), pem);
   writeFileSync(join(dir, 'src', 'multus'), 'the executable');
   chmodSync(join(dir, 'src', 'multus'), 0o755);
   const r: Runner = {

@@ -13,7 +13,10 @@ import { fileExists, isRoot, needs } from '../helpers/skip.ts';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const BUILT = join(REPO, 'build', 'multus');
-const ready = needs(fileExists('/usr/bin/umoci', "Debian's umoci (apt-get install umoci)"), fileExists(BUILT, 'npm run build'));
+const ready = needs(
+  fileExists('/usr/bin/umoci', "Debian's umoci (apt-get install umoci)"),
+  fileExists(BUILT, 'npm run build'),
+);
 const version = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
 
 describe.runIf(ready)('npm run image', () => {
@@ -62,7 +65,9 @@ describe.runIf(ready)('npm run image', () => {
     }
     expect(libs.size).toBeGreaterThan(3);
     const expected = [
-      ...bins.map((b) => `./usr/src/multus-cni/bin/${b}`), ...extra.map((x) => `.${x}`), ...[...libs].map((l) => `.${l}`),
+      ...bins.map((b) => `./usr/src/multus-cni/bin/${b}`),
+      ...extra.map((x) => `.${x}`),
+      ...[...libs].map((l) => `.${l}`),
       './etc/ssl/certs/ca-certificates.crt',
     ].sort();
     expect(files).toEqual(expected);

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BRIDGE_031, FLANNEL, ls, makeNode, runScripted } from './helpers.ts';
 
+const b64 = (s: string): string => Buffer.from(s).toString('base64');
 const conf = (dir: string, name: string): Record<string, unknown> =>
   JSON.parse(readFileSync(join(dir, name), 'utf8')) as Record<string, unknown>;
 const delegateName = (c: Record<string, unknown>): unknown =>
@@ -112,7 +113,7 @@ describe('multus install', () => {
     expect(r.logs).toContain('master config changed - recreating multus config');
   });
 
-  it('keeps the last file while the master is gone, takes the next master, and restores a deleted own file', async () => {
+  it('keeps the last file while the master is gone, takes the next one, restores a deleted own file', async () => {
     const n = makeNode();
     writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
     const r = await runScripted(n.args, [
@@ -139,7 +140,7 @@ describe('multus install', () => {
         expect(readFileSync(kc, 'utf8')).toContain('token: "token-2"');
         writeFileSync(join(n.sa, 'ca.crt'), 'CA2');
       },
-      () => expect(readFileSync(kc, 'utf8')).toContain(`certificate-authority-data: ${Buffer.from('CA2').toString('base64')}`),
+      () => expect(readFileSync(kc, 'utf8')).toContain(`certificate-authority-data: ${b64('CA2')}`),
       () => {},
     ]);
     expect(r.error).toBeNull();
@@ -160,7 +161,10 @@ describe('multus install', () => {
     const n = makeNode();
     const master = join(n.netd, '10-net.conflist');
     writeFileSync(master, FLANNEL);
-    const r = await runScripted([...n.args, '--skip-config-watch'], [() => writeFileSync(master, BRIDGE_031), () => {}]);
+    const r = await runScripted([...n.args, '--skip-config-watch'], [
+      () => writeFileSync(master, BRIDGE_031),
+      () => {},
+    ]);
     expect(r.error).toBeNull();
     expect(ls(n.netd)).toEqual(['00-multus.conflist', '10-net.conflist', 'multus.d']);
   });
@@ -177,7 +181,9 @@ describe('multus install', () => {
     const n = makeNode();
     writeFileSync(join(n.src, '00-mine.conf'), BRIDGE_031);
     const args = [...n.args, `--multus-conf-file=${join(n.src, '00-mine.conf')}`, '--cleanup-config-on-exit'];
-    const r = await runScripted(args, [() => expect(readFileSync(join(n.netd, '00-mine.conf'), 'utf8')).toBe(BRIDGE_031)]);
+    const r = await runScripted(args, [
+      () => expect(readFileSync(join(n.netd, '00-mine.conf'), 'utf8')).toBe(BRIDGE_031),
+    ]);
     expect(r.error).toBeNull();
     expect(ls(n.netd)).toEqual(['multus.d']);
   });
@@ -187,7 +193,10 @@ describe('multus install', () => {
     ['no bin dir', (n) => [...n.args, `--cni-bin-dir=${n.root}/none`], /cni-bin-dir \S+\/none is not found/],
     ['no bin file', (n) => [...n.args, `--multus-bin-file=${n.root}/none`], /multus-bin-file \S+\/none is not found/],
     ['no conf file', (n) => [...n.args, `--multus-conf-file=${n.root}/none`], /multus-conf-file \S+\/none is not/],
-    ['no token', (n) => [...n.args, `--service-account-dir=${n.root}/none`], /service account \S+\/none\/ca.crt not found/],
+    [
+      'no token', (n) => [...n.args, `--service-account-dir=${n.root}/none`],
+      /service account \S+\/none\/ca.crt not found/,
+    ],
   ])('fails with %s, naming the path', async (_name, args, msg) => {
     const n = makeNode();
     writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
@@ -199,7 +208,9 @@ describe('multus install', () => {
     const n = makeNode();
     writeFileSync(join(n.netd, '10-bad.conf'), '{"name":"x"}');
     const r = await runScripted(n.args, []);
-    expect(r.error?.message).toBe(`master CNI config ${join(n.netd, '10-bad.conf')}: no "cniVersion": add one (e.g. "1.0.0")`);
+    expect(r.error?.message).toBe(
+      `master CNI config ${join(n.netd, '10-bad.conf')}: no "cniVersion": add one (e.g. "1.0.0")`,
+    );
     expect(ls(n.netd)).toEqual(['10-bad.conf', 'multus.d']);
     expect(ls(join(n.netd, 'multus.d'))).toEqual(['multus.kubeconfig']);
   });
@@ -210,7 +221,9 @@ describe('multus install', () => {
     mkdirSync(join(n.netd, '00-multus.conflist')); // rename(2) of a file over a directory fails (EISDIR)
     const r = await runScripted(n.args, []);
     expect(r.error?.message).toMatch(
-      new RegExp(`^cannot write ${join(n.netd, '00-multus.conflist')} \\(EISDIR: .*\\): check that ${n.netd} is writable$`),
+      new RegExp(
+        `^cannot write ${join(n.netd, '00-multus.conflist')} \\(EISDIR: .*\\): check that ${n.netd} is writable$`,
+      ),
     );
     expect(ls(n.netd)).toEqual(['00-multus.conflist', '10-flannel.conflist', 'multus.d']);
   });

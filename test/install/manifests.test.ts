@@ -53,7 +53,10 @@ describe('deployments/', () => {
     const thin = ['create events', 'get network-attachment-definitions', 'get pods', 'update pods/status'];
     expect(verbs('multus-ts-thin.yml')).toEqual(thin);
     expect(verbs('multus-ts-resident.yml')).toEqual(
-      [...thin, 'list pods', 'watch pods', 'list network-attachment-definitions', 'watch network-attachment-definitions'].sort(),
+      [
+        ...thin, 'list pods', 'watch pods', 'list network-attachment-definitions',
+        'watch network-attachment-definitions',
+      ].sort(),
     );
   });
 
@@ -85,14 +88,16 @@ describe.runIf(ready)('deployments/ on a real kube-apiserver (server-side dry-ru
         const current = (await cluster.admin.request('GET', url)).body as { metadata: { resourceVersion: string } };
         body = { ...o, metadata: { ...o.metadata, resourceVersion: current.metadata.resourceVersion } };
       }
-      const res = await cluster.admin.request(exists ? 'PUT' : 'POST', `${url}?dryRun=All&fieldValidation=Strict`, body);
+      const query = '?dryRun=All&fieldValidation=Strict';
+      const res = await cluster.admin.request(exists ? 'PUT' : 'POST', `${url}${query}`, body);
       expect(res.status, `${file}: ${o.kind} ${o.metadata.name}: ${JSON.stringify(res.body)}`).toBeLessThan(300);
     }
   });
 
   it('rejects a broken manifest (the check can fail)', async () => {
     const ds = docs('multus-ts-thin.yml').find((d) => d.kind === 'DaemonSet')!;
-    const broken = JSON.parse(JSON.stringify(ds)) as { spec: { template: { spec: { containers: Array<Record<string, unknown>> } } } };
+    type Ds = { spec: { template: { spec: { containers: Array<Record<string, unknown>> } } } };
+    const broken = JSON.parse(JSON.stringify(ds)) as Ds;
     broken.spec.template.spec.containers[0]!.volumeMounts = [{ name: 'nope', mountPath: '/x' }];
     const res = await cluster.admin.request('POST', `${collection(ds)}?dryRun=All&fieldValidation=Strict`, broken);
     expect(res.status).toBe(422);
