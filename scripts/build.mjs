@@ -17,6 +17,7 @@
  * Steps 2-4 are skipped when build/multus.stamp says the same bundle, config and base produced build/multus.
  * No network access: everything comes from node_modules.
  */
+import { buildDaemon } from './build-daemon.mjs';
 import { buildK8sFallback } from './build-k8s-fallback.mjs';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
@@ -333,6 +334,26 @@ function lock() {
   }
 }
 
+/** build/multus-shim: the resident mode's native shim (shim/, Go standard library only), when Go is installed.
+ *  Go's build cache makes an unchanged rebuild take a fraction of a second. Without Go: a notice, no shim. */
+function buildShim() {
+  const go = which('go') || (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : null);
+  if (!go || process.platform !== 'linux') {
+    log(`${go ? 'not Linux' : 'go not found (PATH, /usr/local/go/bin)'}: skipping build/multus-shim (shim/)`);
+    return;
+  }
+  const t = performance.now();
+  const out = join(opts.outdir, 'multus-shim');
+  // Built beside and renamed over: a running shim keeps its inode (no ETXTBSY).
+  const r = run(go, ['build', '-trimpath', '-ldflags', '-s -w', '-o', `${out}.new`, '.'], {
+    cwd: join(ROOT, 'shim'),
+    env: cleanEnv({ CGO_ENABLED: '0' }),
+  });
+  if (r.status !== 0) fail(`go build (shim/) exited ${r.status}: ${r.stderr}${r.stdout}`);
+  renameSync(`${out}.new`, out);
+  log(`${show(out)} (${mib(statSync(out).size)}, static) in ${ms(t)}`);
+}
+
 async function main() {
   mkdirSync(opts.outdir, { recursive: true });
   lock();
@@ -341,7 +362,10 @@ async function main() {
   // @kubernetes/client-node's KubeConfig, for kubeconfigs the lean client cannot serve (exec, auth-provider):
   // a SEA asset evaluated only when such a kubeconfig is used (docs/kubernetes.md).
   const fallback = await buildK8sFallback({ outdir: opts.outdir, log });
-  const { file: cfgFile, cfg } = seaConfig(bundleFile, fallback.assets);
+  // The resident daemon (multus daemon): its own bundle, evaluated only in that role (docs/resident.md).
+  const daemon = await buildDaemon({ outdir: opts.outdir, log });
+  const assets = { ...fallback.assets, ...daemon.assets };
+  const { file: cfgFile, cfg } = seaConfig(bundleFile, assets);
 
   const exe = join(opts.outdir, 'multus');
   const stampFile = join(opts.outdir, 'multus.stamp');
@@ -350,7 +374,7 @@ async function main() {
     .update(RECIPE)
     .update(readFileSync(bundleFile))
     .update(JSON.stringify(cfg))
-    .update(Object.values(fallback.assets).map((p) => readFileSync(p)).reduce((a, b) => Buffer.concat([a, b]), Buffer.alloc(0)))
+    .update(Object.values(assets).map((p) => readFileSync(p)).reduce((a, b) => Buffer.concat([a, b]), Buffer.alloc(0)))
     .update(`${base.path}\0${base.version}\0${bst.size}\0${bst.mtimeMs}\0strip=${opts.strip}`)
     .digest('hex');
 
@@ -400,6 +424,7 @@ async function main() {
   }
 
   smokeTest(exe);
+  buildShim();
   const size = statSync(exe).size;
   // The one line on stdout: what and how long.
   process.stdout.write(

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent setup of a fresh machine for multus-ts: system packages for the end-to-end tier, node_modules,
-# the libcni driver the end-to-end tests run the plugin with, and the Kubernetes tier's kube-apiserver/etcd.
+# the libcni driver the end-to-end tests run the plugin with, the Kubernetes tier's kube-apiserver/etcd and Go
+# Multus v4.3.0 (test/peers/build-gomultus.sh).
 #
 # Needs root when a system package is missing (it runs apt-get; there is no sudo in here): run it as root,
 # as CI does (`bash .ci/run`). Works without a TTY. Safe to run again: every step is skipped when already done.
@@ -78,5 +79,11 @@ say "libcni driver: $(bash test/e2e/build-driver.sh)"
 #    test/k8s/build.sh reuses its output while its inputs are unchanged.
 if [[ -f test/k8s/build.sh ]]; then
   say "kubernetes peers: $(bash test/k8s/build.sh)"
+fi
+
+# 5. Go Multus v4.3.0 (thin plugin, thick shim and daemon, thin_entrypoint), the tests' and benchmarks' peer.
+#    test/peers/build-gomultus.sh reuses its output while its inputs are unchanged.
+if [[ -f test/peers/build-gomultus.sh ]]; then
+  say "go multus peer: $(bash test/peers/build-gomultus.sh)"
 fi
 say "done"

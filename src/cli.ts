@@ -3,9 +3,10 @@
  * writer of stdout and the exit code.
  *
  * One executable serves every role: run as `passthru` it is the passthru plugin (docs/behaviour.md,
- * "Auxiliary chain"); `--version` prints the version; `install` is the DaemonSet entrypoint and
- * `--is-default-ready` the readiness check (docs/install.md; both loaded only in their role); otherwise it is the
- * CNI plugin and serves one request with `handle()`.
+ * "Auxiliary chain"); `--version` prints the version; `daemon` runs the resident daemon (docs/resident.md, its
+ * own bundle, loaded only for that role); `install` is the DaemonSet entrypoint and `--is-default-ready` the
+ * readiness check (docs/install.md; both loaded only in their role); otherwise it is the CNI plugin and serves
+ * one request with `handle()`.
  */
 import { basename } from 'node:path';
 import { CniCode, CniError } from './base/errors.ts';
@@ -13,6 +14,7 @@ import { CURRENT_VERSION } from './base/versions.ts';
 import { parseCommand } from './cni/request.ts';
 import { VERSION, handle } from './host/handle.ts';
 import { createHost } from './host/host.ts';
+import { loadDaemonModule } from './daemon/load.ts';
 import { passthru } from './multus/auxchain.ts';
 
 function readStdin(): Promise<Buffer> {
@@ -51,6 +53,14 @@ async function runPlugin(): Promise<number> {
 }
 
 async function run(argv: string[]): Promise<number> {
+  if (argv[0] === 'daemon') {
+    try {
+      return await (await loadDaemonModule()).runDaemon(argv.slice(1));
+    } catch (e) {
+      process.stderr.write(`multus daemon: ${e instanceof Error ? e.message : String(e)}\n`);
+      return 1;
+    }
+  }
   if (argv.includes('-version') || argv.includes('--version') || argv.includes('-v')) {
     process.stdout.write(`multus-ts: version:${VERSION}, cni:${CURRENT_VERSION}\n`);
     return 0;

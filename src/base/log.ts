@@ -10,7 +10,7 @@
  */
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
-import { writeFileAtomic } from '../store/cache.ts';
+import { writeFileAtomic } from './files.ts';
 import { messageOf } from './errors.ts';
 
 export type LogLevel = 'panic' | 'error' | 'verbose' | 'debug';

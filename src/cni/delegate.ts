@@ -11,15 +11,16 @@
  * Deliberate difference from libcni: DEL keeps going through a chain after a plugin fails (libcni stops), so
  * an IPAM plugin earlier in the chain still releases its address; the errors are joined (docs/compatibility.md).
  */
-import { readResultCache, removeResultCache, writeResultCache } from '../store/cache.ts';
+import { readResultCache, removeResultCache, writeResultCache } from '../store/result-cache.ts';
 import type { ArgPairs } from './cniargs.ts';
 import { formatCniArgs } from './cniargs.ts';
-import type { Network, PluginConf } from '../multus/conf.ts';
+import type { Network, PluginConf } from './network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { Exec } from './exec.ts';
 import type { Logger } from '../base/log.ts';
-import type { CniResult } from './result.ts';
-import { convertResult, parsePluginError, parseResult } from './result.ts';
+import type { CniResult } from './result-model.ts';
+import { convertResult, parseResult } from './result.ts';
+import { parsePluginError } from './plugin-error.ts';
 import { versionAtLeast } from '../base/versions.ts';
 
 /** What libcni calls RuntimeConf: the attachment's identity and the runtime's per-call data. */

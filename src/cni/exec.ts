@@ -23,7 +23,8 @@ export interface ExecOutput {
 export interface Exec {
   /** Absolute path of plugin `type` in the first of `dirs` that has it; CniError(7) otherwise. */
   findInPath(type: string, dirs: string[]): string;
-  execPlugin(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number): Promise<ExecOutput>;
+  /** `args`: arguments after the program (none for a plugin; the daemon's chroot wrapper passes some). */
+  execPlugin(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number, args?: string[]): Promise<ExecOutput>;
 }
 
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -63,10 +64,10 @@ function collect(stream: NodeJS.ReadableStream, sink: Buffer[], limit: { left: n
 /** After the plugin exited, how long its output may still take to drain from pipes a child left open. */
 const DRAIN_GRACE_MS = 200;
 
-function runOnce(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number): Promise<ExecOutput> {
+function runOnce(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number, args: string[]): Promise<ExecOutput> {
   return new Promise((resolve, reject) => {
     // A process group of its own, so a timeout kills whatever the plugin started too.
-    const child = spawn(path, [], { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const child = spawn(path, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     collect(child.stdout, out, { left: MAX_OUTPUT_BYTES });
@@ -124,10 +125,11 @@ export async function execPlugin(
   stdin: Buffer,
   env: Record<string, string>,
   timeoutMs: number,
+  args: string[] = [],
 ): Promise<ExecOutput> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await runOnce(path, stdin, env, timeoutMs);
+      return await runOnce(path, stdin, env, timeoutMs, args);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // libcni raw_exec.go: a plugin binary being replaced (upgrade) is briefly "text file busy".

@@ -9,6 +9,7 @@
  * environment and stdin and hands them in.
  */
 import { CniCode, CniError } from '../base/errors.ts';
+import { validateContainerId, validateIfName, validateNetworkName } from '../base/names.ts';
 import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAtLeast } from '../base/versions.ts';
 
 export type Command = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC' | 'VERSION';
@@ -31,18 +32,8 @@ type Env = Record<string, string | undefined>;
 
 const COMMANDS: readonly Command[] = ['ADD', 'DEL', 'CHECK', 'STATUS', 'GC', 'VERSION'];
 
-/** libcni `cniValidNameChars`: container IDs and network names share one rule. */
-const VALID_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$/;
-const VALID_NAME_HINT = 'use letters, digits, "_", "." and "-", starting with a letter or digit';
 
-/** IFNAMSIZ - 1: the kernel's limit in bytes (libcni `maxInterfaceNameLength`). */
-const MAX_IFNAME_BYTES = 15;
 
-/**
- * '/', ':' and the runes Go's `unicode.IsSpace` accepts (libcni iterates runes). JS `\s` is not the same
- * set: it has U+FEFF and lacks U+0085.
- */
-const IFNAME_FORBIDDEN = /[/:\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/u;
 
 /** Oldest config version each command exists in (skel's gates); absent = no gate. */
 const MIN_VERSION: Partial<Record<RequestCommand, string>> = { CHECK: '0.4.0', STATUS: '1.1.0', GC: '1.1.0' };
@@ -195,42 +186,5 @@ export function aboutText(version: string): string {
   );
 }
 
-/** libcni `ValidateContainerID`: empty is "unknown container" (3), bad characters are code 4. */
-export function validateContainerId(id: string): void {
-  if (id === '') throw new CniError(CniCode.UnknownContainer, 'missing containerID');
-  if (!VALID_NAME.test(id)) {
-    throw new CniError(CniCode.InvalidEnv, `invalid characters in containerID ${JSON.stringify(id)}`, {
-      details: VALID_NAME_HINT,
-    });
-  }
-}
 
-/** libcni `ValidateInterfaceName`, with the broken rule and the value in each message (code 4). */
-export function validateIfName(name: string): void {
-  if (name === '') throw new CniError(CniCode.InvalidEnv, 'interface name is empty');
-  const quoted = JSON.stringify(name);
-  const bytes = Buffer.byteLength(name, 'utf8');
-  if (bytes > MAX_IFNAME_BYTES) {
-    throw new CniError(CniCode.InvalidEnv, `interface name ${quoted} is too long: ${bytes} bytes, at most ${MAX_IFNAME_BYTES} allowed`);
-  }
-  if (name === '.' || name === '..') {
-    throw new CniError(CniCode.InvalidEnv, `interface name ${quoted} is not allowed: "." and ".." are reserved`);
-  }
-  const bad = IFNAME_FORBIDDEN.exec(name);
-  if (bad) {
-    throw new CniError(
-      CniCode.InvalidEnv,
-      `interface name ${quoted} contains ${JSON.stringify(bad[0])}: "/", ":" and whitespace are not allowed`,
-    );
-  }
-}
 
-/** libcni `ValidateNetworkName` (code 7). */
-export function validateNetworkName(name: string): void {
-  if (name === '') throw new CniError(CniCode.InvalidConfig, 'missing network name');
-  if (!VALID_NAME.test(name)) {
-    throw new CniError(CniCode.InvalidConfig, `invalid characters found in network name ${JSON.stringify(name)}`, {
-      details: VALID_NAME_HINT,
-    });
-  }
-}

@@ -13,12 +13,13 @@
  */
 import { closeSync, fchmodSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { ReadOutcome } from '../store/cache.ts';
-import type { Network } from '../multus/conf.ts';
-import { parseNetwork } from '../multus/conf.ts';
+import type { ReadOutcome } from '../base/files.ts';
+import type { Network } from '../cni/network.ts';
+import { parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { ListPodResourcesResponse } from './podresources.ts';
+import { isObject } from '../base/json.ts';
 
 export const POD_RESOURCES_SOCKET = '/var/lib/kubelet/pod-resources/kubelet.sock';
 export const DEVICE_CHECKPOINT_FILE = '/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint';
@@ -33,9 +34,6 @@ export type ResourceMap = Map<string, string[]>;
 
 type Json = Record<string, unknown>;
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Adds `ids` to the resource's list (a resource with no IDs is still present, as in Go Multus). */
 function appendIds(resources: ResourceMap, resourceName: string, ids: readonly string[]): void {

@@ -11,7 +11,7 @@ import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
 import { realExec } from '../cni/exec.ts';
-import type { KubeClient } from '../k8s/client.ts';
+import type { KubeClient } from '../k8s/types.ts';
 import type { CommandDeps, DeviceDeps } from '../multus/commands/context.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { Clock } from '../multus/podnetworks.ts';

@@ -9,7 +9,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { backoffSchedule, DEFAULT_BACKOFF, type BackoffOptions, type ReadinessDeps } from '../multus/readiness.ts';
+import { backoffSchedule, DEFAULT_BACKOFF, type BackoffOptions } from '../base/backoff.ts';
+import type { ReadinessDeps } from '../multus/readiness.ts';
 import { InstallError } from './options.ts';
 
 export interface ReadyArgs {

@@ -14,6 +14,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
+import { isObject } from '../base/json.ts';
+import { parseKubeconfigText } from './yaml.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Types
@@ -78,181 +80,6 @@ export class KubeconfigError extends Error {}
 Object.defineProperty(KubeconfigError.prototype, 'name', { value: 'KubeconfigError', enumerable: false });
 
 // ---------------------------------------------------------------------------------------------------------------
-// YAML, the block subset (pure)
-
-interface Line {
-  indent: number;
-  text: string;
-  no: number;
-}
-
-interface Cursor {
-  lines: Line[];
-  i: number;
-}
-
-const unsupported = (no: number, what: string): never => {
-  throw new YamlSubsetError(`line ${no}: ${what}`);
-};
-
-function splitLines(src: string): Line[] {
-  const out: Line[] = [];
-  const rows = src.replace(/^\uFEFF/, '').split(/\r?\n/);
-  rows.forEach((raw, idx) => {
-    const no = idx + 1;
-    if (/^\s*(?:#.*)?$/.test(raw)) return;
-    if (raw.startsWith('---') && out.length === 0 && /^---\s*(?:#.*)?$/.test(raw)) return;
-    if (/^(?:---|\.\.\.|%)/.test(raw)) unsupported(no, 'document markers and directives');
-    const indent = /^ */.exec(raw)?.[0].length ?? 0;
-    if (raw[indent] === '\t') unsupported(no, 'tab indentation');
-    out.push({ indent, text: raw.slice(indent).trimEnd(), no });
-  });
-  return out;
-}
-
-const isSeqItem = (t: string): boolean => t === '-' || t.startsWith('- ');
-const KEY = /^([A-Za-z0-9_][-A-Za-z0-9_./]*):(?: +(.*))?$/;
-
-/** Skips a trailing ` # comment` after a quoted scalar or flow token; anything else there is unsupported. */
-function afterToken(rest: string, no: number): void {
-  if (rest !== '' && !/^\s+#/.test(rest)) unsupported(no, 'text after a quoted value');
-}
-
-function doubleQuoted(s: string, no: number): string {
-  const m = /^"((?:[^"\\]|\\.)*)"(.*)$/.exec(s);
-  if (!m) return unsupported(no, 'multi-line double-quoted string');
-  afterToken(m[2] ?? '', no);
-  try {
-    return JSON.parse(`"${m[1] ?? ''}"`) as string; // JSON escapes are a subset of YAML's
-  } catch {
-    return unsupported(no, 'a YAML-only escape or a raw control character in a double-quoted string');
-  }
-}
-
-function singleQuoted(s: string, no: number): string {
-  const m = /^'((?:[^']|'')*)'(.*)$/.exec(s);
-  if (!m) return unsupported(no, 'multi-line single-quoted string');
-  afterToken(m[2] ?? '', no);
-  return (m[1] ?? '').replace(/''/g, "'");
-}
-
-const CLEAN_NUMBER = /^[-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?$/;
-/** js-yaml's int (binary, octal, hex, underscores) and float (leading dot, .inf, .nan) forms. */
-const YAML_NUMBER =
-  /^[-+]?(?:0b[01_]+|0x[0-9a-fA-F_]+|0o[0-7_]+|[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF|nan|NaN|NAN))$/;
-
-/** YAML 1.2 core schema (js-yaml's default) for a plain scalar; forms where parsers differ are unsupported. */
-function plainScalar(s: string, no: number): unknown {
-  const hash = s.search(/\s#/);
-  const v = (hash >= 0 ? s.slice(0, hash) : s).trimEnd();
-  if (/^[[\]{}&*!|>%@`"'?,]/.test(v) || /^-(?:\s|$)/.test(v)) unsupported(no, 'a flow collection, anchor, alias, tag or block scalar');
-  if (/:(?:\s|$)/.test(v)) unsupported(no, 'a ": " inside a plain value');
-  if (/^(?:~|null|Null|NULL)?$/.test(v)) return null;
-  if (/^(?:true|True|TRUE)$/.test(v)) return true;
-  if (/^(?:false|False|FALSE)$/.test(v)) return false;
-  if (CLEAN_NUMBER.test(v)) return Number(v);
-  if (YAML_NUMBER.test(v) || /^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}/.test(v) || v === '<<') {
-    unsupported(no, 'a number, timestamp or merge key that YAML parsers read differently');
-  }
-  return v;
-}
-
-function scalar(s: string, no: number): unknown {
-  if (s.startsWith('"')) return doubleQuoted(s, no);
-  if (s.startsWith("'")) return singleQuoted(s, no);
-  const flow = /^(\{\}|\[\])(.*)$/.exec(s);
-  if (flow) {
-    afterToken(flow[2] ?? '', no);
-    return flow[1] === '{}' ? {} : [];
-  }
-  return plainScalar(s, no);
-}
-
-/** The value of a key or item with nothing after it: a nested block, a compact sequence, or null. */
-function nested(c: Cursor, parentIndent: number, compactSeq: boolean): unknown {
-  const next = c.lines[c.i];
-  if (!next) return null;
-  if (next.indent > parentIndent) return block(c, next.indent);
-  if (compactSeq && next.indent === parentIndent && isSeqItem(next.text)) return sequence(c, parentIndent);
-  return null;
-}
-
-function block(c: Cursor, indent: number): unknown {
-  const line = c.lines[c.i];
-  if (!line) return null;
-  return isSeqItem(line.text) ? sequence(c, indent) : mapping(c, indent);
-}
-
-function mapping(c: Cursor, indent: number): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (let line = c.lines[c.i]; line && line.indent >= indent; line = c.lines[c.i]) {
-    if (line.indent > indent) unsupported(line.no, 'unexpected indentation (a multi-line value?)');
-    if (isSeqItem(line.text)) unsupported(line.no, 'a list item where a key was expected');
-    const m = KEY.exec(line.text);
-    if (!m) return unsupported(line.no, 'a key that is quoted, complex or not followed by ": "');
-    const key = m[1] as string;
-    if (Object.hasOwn(out, key) || key === '__proto__') unsupported(line.no, `the key ${key} twice`);
-    const rest = m[2] ?? '';
-    c.i++;
-    out[key] = rest === '' || rest.startsWith('#') ? nested(c, indent, true) : scalar(rest, line.no);
-  }
-  return out;
-}
-
-function sequence(c: Cursor, indent: number): unknown[] {
-  const out: unknown[] = [];
-  for (let line = c.lines[c.i]; line && line.indent >= indent; line = c.lines[c.i]) {
-    if (line.indent > indent) unsupported(line.no, 'unexpected indentation (a multi-line value?)');
-    if (!isSeqItem(line.text)) break; // the next key of the mapping that holds this compact sequence
-    const after = line.text.slice(1);
-    const gap = /^ */.exec(after)?.[0].length ?? 0;
-    const content = after.slice(gap);
-    if (content === '' || content.startsWith('#')) {
-      c.i++;
-      out.push(nested(c, indent, false));
-    } else if (isSeqItem(content)) {
-      unsupported(line.no, 'a list directly inside a list item');
-    } else if (KEY.test(content)) {
-      // "- key: v": a mapping whose keys line up with this first key
-      c.lines[c.i] = { indent: indent + 1 + gap, text: content, no: line.no };
-      out.push(mapping(c, indent + 1 + gap));
-    } else {
-      c.i++;
-      out.push(scalar(content, line.no));
-    }
-  }
-  return out;
-}
-
-/**
- * YAML in block style: mappings with plain keys, sequences (also compact, at the parent key's indentation),
- * single-line plain/quoted scalars, `{}` / `[]`, comments. Throws `YamlSubsetError` for anything else (anchors,
- * tags, block scalars, flow collections with content, multi-line scalars, several documents).
- */
-export function parseYamlSubset(src: string): unknown {
-  const lines = splitLines(src);
-  const c: Cursor = { lines, i: 0 };
-  const first = lines[0];
-  if (!first) return null;
-  const value = block(c, first.indent);
-  const left = lines[c.i];
-  if (left) unsupported(left.no, 'content after the top-level value');
-  return value;
-}
-
-/** JSON when it is JSON, else the YAML subset; throws `YamlSubsetError` when a full YAML parser is needed. */
-export function parseKubeconfigText(text: string): unknown {
-  if (/^\s*\{/.test(text)) {
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      // flow-style YAML, not JSON: fall through (the subset reader refuses it)
-    }
-  }
-  return parseYamlSubset(text);
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 // Names (pure)
 
 const DNS1123_LABEL = /^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$/;
@@ -271,7 +98,6 @@ export function isDns1123Subdomain(s: string): boolean {
 // Resolution: current-context → cluster and user (pure)
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const fail = (msg: string): never => {
   throw new KubeconfigError(msg);
 };
@@ -283,10 +109,10 @@ function namedEntries(doc: Obj, list: string, inner: string): Map<string, Obj> {
   if (v === undefined || v === null) return out;
   if (!Array.isArray(v)) return fail(`${list} must be a list`);
   v.forEach((entry: unknown, i) => {
-    if (!isObj(entry) || typeof entry.name !== 'string') return fail(`${list}[${i}] must be an object with a name`);
+    if (!isObject(entry) || typeof entry.name !== 'string') return fail(`${list}[${i}] must be an object with a name`);
     if (out.has(entry.name)) fail(`duplicate name "${entry.name}" in ${list}`);
     const body = entry[inner] ?? {};
-    if (!isObj(body)) fail(`${list}[${i}].${inner} must be an object`);
+    if (!isObject(body)) fail(`${list}[${i}].${inner} must be an object`);
     out.set(entry.name, body as Obj);
   });
   return out;
@@ -328,7 +154,7 @@ function impersonation(user: Obj, where: string): Impersonation | undefined {
   const name = str(user, 'as', where);
   const groups = stringList(user, 'as-groups', where);
   const rawExtra = user['as-user-extra'] ?? {};
-  if (!isObj(rawExtra)) return fail(`${where}: as-user-extra must be a map of string lists`);
+  if (!isObject(rawExtra)) return fail(`${where}: as-user-extra must be a map of string lists`);
   const extra: Record<string, string[]> = {};
   for (const k of Object.keys(rawExtra)) extra[k] = stringList(rawExtra, k, `${where}: as-user-extra`);
   const uid = str(user, 'as-uid', where);
@@ -436,13 +262,13 @@ function resolveUser(name: string, user: Obj, dir: string): ResolvedUser {
   const exec = user.exec;
   const provider = user['auth-provider'];
   if (exec != null && provider != null) fail(`authProvider cannot be provided in combination with an exec plugin for ${name}`);
-  if (exec != null && !isObj(exec)) fail(`${where}: exec must be an object`);
-  if (provider != null && !isObj(provider)) fail(`${where}: auth-provider must be an object`);
+  if (exec != null && !isObject(exec)) fail(`${where}: exec must be an object`);
+  if (provider != null && !isObject(provider)) fail(`${where}: auth-provider must be an object`);
   const out: ResolvedUser = { auth, certs: userCerts(name, user, dir) };
   const imp = impersonation(user, name);
   if (imp) out.impersonate = imp;
-  if (isObj(exec)) out.fallback = 'user.exec';
-  if (isObj(provider)) out.fallback = `user.auth-provider (${typeof provider.name === 'string' ? provider.name : 'unnamed'})`;
+  if (isObject(exec)) out.fallback = 'user.exec';
+  if (isObject(provider)) out.fallback = `user.auth-provider (${typeof provider.name === 'string' ? provider.name : 'unnamed'})`;
   return out;
 }
 
@@ -452,7 +278,7 @@ function resolveUser(name: string, user: Obj, dir: string): ResolvedUser {
  * `KubeconfigError` with client-go's wording where client-go refuses the file too.
  */
 export function resolveKubeconfig(doc: unknown, path: string): ClientConfig {
-  if (!isObj(doc)) return fail('invalid configuration: no configuration has been provided');
+  if (!isObject(doc)) return fail('invalid configuration: no configuration has been provided');
   const contexts = namedEntries(doc, 'contexts', 'context');
   const clusters = namedEntries(doc, 'clusters', 'cluster');
   const users = namedEntries(doc, 'users', 'user');

@@ -9,14 +9,15 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { MultusConf, Network } from './conf.ts';
-import { parseNetwork } from './conf.ts';
+import type { MultusConf } from './conf.ts';
+import type { Network } from '../cni/network.ts';
+import { parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
+import { VALID_NAME } from '../base/names.ts';
 import type { Logger } from '../base/log.ts';
 import type { Delegate } from './plan.ts';
 import { SUPPORTED_VERSIONS } from '../base/versions.ts';
 
-const VALID_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 
 /**
  * The auxiliary chain's delegate, or undefined when none is configured or its directory adds no plugin.

@@ -7,11 +7,12 @@
  * delegate's display name (events, network-status) is `<namespace>/<name>`; the CNI network name (caches,
  * the `name` the plugins see) stays the config's own. The resourceName annotation is carried for device IDs.
  */
-import type { Network } from './conf.ts';
-import { findNetworkInDir, parseNetwork } from './conf.ts';
+import type { Network } from '../cni/network.ts';
+import { findNetworkInDir, parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, wrapError } from '../base/errors.ts';
-import type { Nad } from '../k8s/client.ts';
+import type { Nad } from '../k8s/types.ts';
 import type { Delegate, SelectionRequest } from './plan.ts';
+import { isObject } from '../base/json.ts';
 
 export const RESOURCE_NAME_ANNOTATION = 'k8s.v1.cni.cncf.io/resourceName';
 
@@ -56,9 +57,6 @@ export function mergeCniArgs(network: Network, cniArgs: Record<string, unknown>)
   return parseNetwork(Buffer.from(JSON.stringify(conf)));
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** A delegate for one NAD, with the selection's requests (and the NAD's resource name, for device IDs). */
 export function delegateFromNad(nad: Nad, confDir: string, request: SelectionRequest): Delegate {

@@ -18,7 +18,8 @@
  *   first IP with a gateway even if its interface is host-side, and then marks no entry at all.
  * - A default route without `gw` adds nothing to `gateway`; Multus writes the string "<nil>".
  */
-import type { CniResult, ResultInterface, ResultIp } from '../cni/result.ts';
+import type { CniResult } from '../cni/result-model.ts';
+import type { ResultInterface, ResultIp } from '../cni/result.ts';
 import { convertResult, normalizeResult } from '../cni/result.ts';
 
 export interface NetworkStatusDns {

@@ -7,13 +7,13 @@
  * one delegate to the next) and its CNI_ARGS (§2.2). It also maps attachments to and from the scratch
  * cache's delegate records, so ADD and DEL agree on names and order.
  */
-import type { CachedDelegate } from '../store/cache.ts';
+import type { CachedDelegate } from '../store/scratch-cache.ts';
 import type { ArgPairs, K8sArgs } from '../cni/cniargs.ts';
 import { buildDelegateArgs } from '../cni/cniargs.ts';
-import type { Network } from './conf.ts';
-import { parseNetwork } from './conf.ts';
+import type { Network } from '../cni/network.ts';
+import { parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError } from '../base/errors.ts';
-import { validateIfName } from '../cni/request.ts';
+import { validateIfName } from '../base/names.ts';
 
 /** What a pod's selection element asks of one attachment (empty for static delegates). */
 export interface SelectionRequest {

@@ -12,7 +12,7 @@ import type { K8sArgs } from '../cni/cniargs.ts';
 import type { MultusConf, StaticNetwork } from './conf.ts';
 import { resolveStaticNetworks } from './conf.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
-import type { KubeClient, Nad, Pod } from '../k8s/client.ts';
+import type { KubeClient, Nad, Pod } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
 import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../devices/devices.ts';

@@ -8,7 +8,7 @@
  * `emitEvents` posts the AddedInterface / NoNetworkFound events: best effort, errors only logged.
  */
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
-import type { KubeClient, Pod } from '../k8s/client.ts';
+import type { KubeClient, Pod } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
 import type { NetworkStatus } from './netstatus.ts';
 import { formatNetworkStatus } from './netstatus.ts';

@@ -11,15 +11,8 @@ import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CniCode, CniError } from '../base/errors.ts';
-
-export interface BackoffOptions {
-  initialMs: number;
-  factor: number;
-  jitter: number;
-  steps: number;
-}
-
-export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 250, factor: 4, jitter: 0.1, steps: 4 };
+import type { BackoffOptions } from '../base/backoff.ts';
+import { backoffSchedule } from '../base/backoff.ts';
 
 export interface ReadinessDeps {
   exists(path: string): Promise<boolean>;
@@ -40,34 +33,6 @@ export const realReadinessDeps: ReadinessDeps = {
     await delay(ms);
   },
 };
-
-function checkOptions(opts: BackoffOptions): void {
-  const ok =
-    Number.isInteger(opts.steps) && opts.steps >= 0 &&
-    Number.isFinite(opts.initialMs) && opts.initialMs >= 0 &&
-    Number.isFinite(opts.factor) && opts.factor >= 0 &&
-    Number.isFinite(opts.jitter) && opts.jitter >= 0;
-  if (!ok) {
-    throw new CniError(
-      CniCode.InvalidConfig,
-      `invalid readiness backoff ${JSON.stringify(opts)}: steps must be a whole number >= 0, initialMs, factor and jitter finite numbers >= 0`,
-    );
-  }
-}
-
-/**
- * The sleeps between checks, in whole milliseconds: delay_i = initialMs * factor^i, jittered as k8s
- * `wait.Jitter` does (d + d * jitter * random()). `random` is injectable so tests get a fixed schedule.
- */
-export function backoffSchedule(opts: BackoffOptions, random: () => number = Math.random): number[] {
-  checkOptions(opts);
-  const schedule: number[] = [];
-  for (let i = 0; i < opts.steps; i++) {
-    const base = opts.initialMs * opts.factor ** i;
-    schedule.push(Math.round(base + base * opts.jitter * random()));
-  }
-  return schedule;
-}
 
 /**
  * Checks `file` at once and after each sleep of the schedule; returns as soon as it exists. The path is made

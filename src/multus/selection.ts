@@ -25,7 +25,8 @@
 import { BlockList, isIP } from 'node:net';
 import { CniCode, CniError, isCniError } from '../base/errors.ts';
 import type { SelectionRequest } from './plan.ts';
-import { validateIfName } from '../cni/request.ts';
+import { validateIfName } from '../base/names.ts';
+import { isObject } from '../base/json.ts';
 
 /** One element of a selection annotation, normalised; `namespace` is already defaulted. */
 export interface NetworkSelection {
@@ -41,7 +42,6 @@ const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const JSON_FORMAT_ERROR = 'failed to parse pod Network Attachment Selection Annotation JSON format';
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function preview(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);
@@ -177,8 +177,8 @@ const KIND_TEXT: Record<Kind, string> = {
 
 function hasKind(value: unknown, kind: Kind): boolean {
   if (kind === 'string') return typeof value === 'string';
-  if (kind === 'object') return isObj(value);
-  const item = kind === 'strings' ? (v: unknown) => typeof v === 'string' : isObj;
+  if (kind === 'object') return isObject(value);
+  const item = kind === 'strings' ? (v: unknown) => typeof v === 'string' : isObject;
   return Array.isArray(value) && value.every(item);
 }
 
@@ -244,7 +244,7 @@ function requestOf(f: Obj): SelectionRequest {
 
 function parseJsonElement(element: unknown, index: number, key: string): Parsed {
   const at = `element ${index}`;
-  if (!isObj(element)) {
+  if (!isObject(element)) {
     throw annotationError(`${JSON_FORMAT_ERROR}: ${at} must be an object, got ${preview(element)}`, key, 'write each element like {"name": "macvlan-conf"}');
   }
   const named = typeof element.name === 'string' && element.name !== '' ? `${at} (${JSON.stringify(element.name)})` : at;
@@ -270,7 +270,7 @@ function parseJsonForm(annotation: string, key: string): Parsed[] {
     throw annotationError(`${JSON_FORMAT_ERROR}: ${(err as Error).message}`, key, `write a JSON array such as [{"name": "macvlan-conf"}] or the text form ${TEXT_FORM},...`);
   }
   if (!Array.isArray(value)) {
-    const got = isObj(value) ? 'an object' : preview(value);
+    const got = isObject(value) ? 'an object' : preview(value);
     throw annotationError(`${JSON_FORMAT_ERROR}: expected an array of selection objects, got ${got}`, key, 'wrap the element in [ ]');
   }
   return value.map((element, i) => parseJsonElement(element, i, key));

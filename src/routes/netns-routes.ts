@@ -10,8 +10,9 @@
  */
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
-import type { ResultCacheEntry } from '../store/cache.ts';
-import { encodeResultCache, readResultCache, resultCachePath, writeFileAtomic } from '../store/cache.ts';
+import type { ResultCacheEntry } from '../store/result-cache.ts';
+import { encodeResultCache, readResultCache, resultCachePath } from '../store/result-cache.ts';
+import { writeFileAtomic } from '../base/files.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { IpFamily, RoutePlan } from './routes.ts';
 import { changesRoutes, gatewayFamily, rewriteCachedRoutes } from './routes.ts';

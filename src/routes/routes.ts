@@ -20,7 +20,8 @@
  */
 import { BlockList, isIP } from 'node:net';
 import { CniCode, CniError } from '../base/errors.ts';
-import { resultFamily } from '../cni/result.ts';
+import { resultFamily } from '../cni/result-model.ts';
+import { isObject } from '../base/json.ts';
 
 export type IpFamily = 4 | 6;
 
@@ -132,9 +133,6 @@ export function defaultRouteFamily(dst: string): IpFamily | undefined {
 
 const DEFAULT_DST: Record<IpFamily, string> = { 4: '0.0.0.0/0', 6: '::/0' };
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function routesError(where: string, detail: string): CniError {
   return new CniError(

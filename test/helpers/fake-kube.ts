@@ -3,7 +3,7 @@
  * Errors carry `status` like KubeApiError so callers branch on it the same way.
  */
 import { CniError } from '../../src/base/errors.ts';
-import type { EventInput, KubeClient, Nad, Pod } from '../../src/k8s/client.ts';
+import type { EventInput, KubeClient, Nad, Pod } from '../../src/k8s/types.ts';
 
 export class FakeKubeError extends CniError {
   constructor(

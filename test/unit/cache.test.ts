@@ -6,24 +6,12 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  assertSafeComponent,
-  decodeResultCache,
-  decodeScratchCache,
-  encodeResultCache,
-  encodeScratchCache,
-  listResultCaches,
-  readResultCache,
-  readScratchCache,
-  removeResultCache,
-  removeScratchCache,
-  resultCachePath,
-  scratchCachePath,
-  writeFileAtomic,
-  writeResultCache,
-  writeScratchCache,
-} from '../../src/store/cache.ts';
-import type { CachedDelegate, ReadOutcome, ResultCacheEntry } from '../../src/store/cache.ts';
+import { assertSafeComponent, writeFileAtomic } from '../../src/base/files.ts';
+import { decodeResultCache, encodeResultCache, listResultCaches, readResultCache, removeResultCache, resultCachePath, writeResultCache } from '../../src/store/result-cache.ts';
+import { decodeScratchCache, encodeScratchCache, readScratchCache, removeScratchCache, scratchCachePath, writeScratchCache } from '../../src/store/scratch-cache.ts';
+import type { CachedDelegate } from '../../src/store/scratch-cache.ts';
+import type { ReadOutcome } from '../../src/base/files.ts';
+import type { ResultCacheEntry } from '../../src/store/result-cache.ts';
 import { CniError } from '../../src/base/errors.ts';
 import { thrown } from '../helpers/errors.ts';
 

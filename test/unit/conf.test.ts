@@ -8,15 +8,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MultusConf, Network, StaticNetwork } from '../../src/multus/conf.ts';
-import {
-  findNetworkInDir,
-  loadNetworkFile,
-  loadNetworkPath,
-  parseMultusConf,
-  parseNetwork,
-  resolveStaticNetworks,
-} from '../../src/multus/conf.ts';
+import type { MultusConf, StaticNetwork } from '../../src/multus/conf.ts';
+import type { Network } from '../../src/cni/network.ts';
+import { findNetworkInDir, loadNetworkFile, loadNetworkPath, parseNetwork } from '../../src/cni/network.ts';
+import { parseMultusConf, resolveStaticNetworks } from '../../src/multus/conf.ts';
 import { CniError } from '../../src/base/errors.ts';
 import { SUPPORTED_VERSIONS } from '../../src/base/versions.ts';
 

@@ -29,7 +29,7 @@ import {
   resourceMapFromPodResources,
 } from '../../src/devices/devices.ts';
 import type { ResourceMap } from '../../src/devices/devices.ts';
-import { parseNetwork } from '../../src/multus/conf.ts';
+import { parseNetwork } from '../../src/cni/network.ts';
 import { CniCode } from '../../src/base/errors.ts';
 import type { Logger } from '../../src/base/log.ts';
 import type { ListPodResourcesResponse } from '../../src/devices/podresources.ts';

@@ -4,7 +4,8 @@
  * the readiness answer with fake deps.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_BACKOFF, type ReadinessDeps } from '../../src/multus/readiness.ts';
+import { DEFAULT_BACKOFF } from '../../src/base/backoff.ts';
+import type { ReadinessDeps } from '../../src/multus/readiness.ts';
 import { goMarshal, goNumber } from '../../src/install/gojson.ts';
 import { type KubeconfigInputs, renderKubeconfig } from '../../src/install/kubeconfig.ts';
 import { generateMultusConf, pickMaster } from '../../src/install/multusconf.ts';

@@ -18,8 +18,13 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CniError } from '../../src/base/errors.ts';
-import { eventBody, isTransient, KubeApiError, loadFallbackModule, loadKubeClient } from '../../src/k8s/client.ts';
-import type { FallbackModule, KubeClient, LoadKubeClientOptions, Pod } from '../../src/k8s/client.ts';
+import { eventBody } from '../../src/k8s/calls.ts';
+import { isTransient, KubeApiError } from '../../src/k8s/types.ts';
+import { loadFallbackModule } from '../../src/k8s/fallback-loader.ts';
+import { loadKubeClient } from '../../src/k8s/client.ts';
+import type { FallbackModule } from '../../src/k8s/fallback-loader.ts';
+import type { KubeClient, Pod } from '../../src/k8s/types.ts';
+import type { LoadKubeClientOptions } from '../../src/k8s/client.ts';
 import type { Logger } from '../../src/base/log.ts';
 import { silentLogger } from '../../src/base/log.ts';
 

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseNetwork } from '../../src/multus/conf.ts';
-import type { Nad } from '../../src/k8s/client.ts';
+import { parseNetwork } from '../../src/cni/network.ts';
+import type { Nad } from '../../src/k8s/types.ts';
 import { delegateFromNad, mergeCniArgs, networkFromNad } from '../../src/multus/nad.ts';
 
 const confDir = mkdtempSync(join(tmpdir(), 'mts-nad-'));

@@ -7,8 +7,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ResultCacheEntry } from '../../src/store/cache.ts';
-import { encodeResultCache, writeResultCache } from '../../src/store/cache.ts';
+import type { ResultCacheEntry } from '../../src/store/result-cache.ts';
+import { encodeResultCache, writeResultCache } from '../../src/store/result-cache.ts';
 import { CniError } from '../../src/base/errors.ts';
 import type { CommandOutput } from '../../src/routes/netns-routes.ts';
 import { applyRoutePlan, findRouteTools, updateCachedDefaultRoutes } from '../../src/routes/netns-routes.ts';

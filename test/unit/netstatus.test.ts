@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NetworkStatus } from '../../src/multus/netstatus.ts';
 import { buildNetworkStatuses, formatNetworkStatus } from '../../src/multus/netstatus.ts';
-import type { CniResult } from '../../src/cni/result.ts';
+import type { CniResult } from '../../src/cni/result-model.ts';
 
 const NS = '/var/run/netns/pod';
 const PCI = { type: 'pci', version: '1.1.0', pci: { 'pci-address': '0000:03:00.1' } };

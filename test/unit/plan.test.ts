@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { K8sArgs } from '../../src/cni/cniargs.ts';
-import { parseNetwork } from '../../src/multus/conf.ts';
+import { parseNetwork } from '../../src/cni/network.ts';
 import { CniError } from '../../src/base/errors.ts';
 import type { Delegate } from '../../src/multus/plan.ts';
 import {

@@ -7,14 +7,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CniError } from '../../src/base/errors.ts';
-import type { BackoffOptions, ReadinessDeps } from '../../src/multus/readiness.ts';
-import {
-  DEFAULT_BACKOFF,
-  backoffSchedule,
-  checkReadinessOnce,
-  realReadinessDeps,
-  waitForReadiness,
-} from '../../src/multus/readiness.ts';
+import type { BackoffOptions } from '../../src/base/backoff.ts';
+import type { ReadinessDeps } from '../../src/multus/readiness.ts';
+import { DEFAULT_BACKOFF, backoffSchedule } from '../../src/base/backoff.ts';
+import { checkReadinessOnce, realReadinessDeps, waitForReadiness } from '../../src/multus/readiness.ts';
 
 /** Fake deps: the file appears on check number `appearsAt` (1-based; Infinity = never). */
 function fakeDeps(appearsAt: number): ReadinessDeps & { checks: string[]; sleeps: number[] } {

@@ -4,15 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CniError } from '../../src/base/errors.ts';
-import {
-  aboutText,
-  formatVersionInfo,
-  parseCommand,
-  parseRequest,
-  validateContainerId,
-  validateIfName,
-  validateNetworkName,
-} from '../../src/cni/request.ts';
+import { aboutText, formatVersionInfo, parseCommand, parseRequest } from '../../src/cni/request.ts';
+import { validateContainerId, validateIfName, validateNetworkName } from '../../src/base/names.ts';
 
 type Env = Record<string, string | undefined>;
 

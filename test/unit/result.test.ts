@@ -5,17 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CniError } from '../../src/base/errors.ts';
-import {
-  type CniResult,
-  type PluginOutput,
-  convertResult,
-  normalizeResult,
-  parsePluginError,
-  parseResult,
-  resultFamily,
-  resultInterfaces,
-  resultIps,
-} from '../../src/cni/result.ts';
+import { type CniResult, resultFamily } from '../../src/cni/result-model.ts';
+import { type PluginOutput, parsePluginError } from '../../src/cni/plugin-error.ts';
+import { convertResult, normalizeResult, parseResult, resultInterfaces, resultIps } from '../../src/cni/result.ts';
 import {
   ALL_VERSIONS,
   familyOf,

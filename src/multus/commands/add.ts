@@ -8,13 +8,12 @@
  * attachment rolls back every attachment made so far (§8.3), so no interface or IP is left behind.
  */
 import { auxiliaryChain } from '../auxchain.ts';
-import { removeScratchCache, writeScratchCache } from '../../store/cache.ts';
-import type { MultusConf } from '../conf.ts';
+import { removeScratchCache, writeScratchCache } from '../../store/scratch-cache.ts';
 import type { RuntimeConf } from '../../cni/delegate.ts';
 import { addNetwork, delNetwork } from '../../cni/delegate.ts';
 import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/devices.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
-import type { KubeClient, Pod } from '../../k8s/client.ts';
+import type { KubeClient, Pod } from '../../k8s/types.ts';
 import { buildNetworkStatuses } from '../netstatus.ts';
 import type { Attachment } from '../plan.ts';
 import { planAttachments, toCachedDelegate, undeclaredCapabilities } from '../plan.ts';
@@ -22,11 +21,10 @@ import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-ro
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 import { planDefaultRoutes } from '../../routes/routes.ts';
 import { addedInterfaceEvent, emitEvents, publishNetworkStatus } from '../podstatus.ts';
-import type { CniRequest } from '../../cni/request.ts';
-import type { CniResult } from '../../cni/result.ts';
+import type { CniResult } from '../../cni/result-model.ts';
 import { convertResult, normalizeResult, resultInterfaces, resultIps } from '../../cni/result.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { callContext, resolveDeps, runtimeConfFor, waitUntilReady } from './context.ts';
+import { resolveDeps, runtimeConfFor } from './context.ts';
 
 export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniResult> {
   const { req, conf } = ctx;

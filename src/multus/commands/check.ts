@@ -6,20 +6,18 @@
  * Without a scratch cache it checks the config's delegates. Networks below 0.4.0 cannot CHECK and are
  * skipped. All failures are reported together.
  */
-import { readScratchCache } from '../../store/cache.ts';
-import type { MultusConf } from '../conf.ts';
+import { readScratchCache } from '../../store/scratch-cache.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import { checkNetwork, joinErrors } from '../../cni/delegate.ts';
 import type { CniError } from '../../base/errors.ts';
 import { wrapError } from '../../base/errors.ts';
 import type { Attachment, Delegate } from '../plan.ts';
 import { fromCachedDelegate, planAttachments } from '../plan.ts';
-import type { CniRequest } from '../../cni/request.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { callContext, runtimeConfFor } from './context.ts';
+import { runtimeConfFor } from './context.ts';
 
 export async function cmdCheck(ctx: CallContext, deps: CommandDeps): Promise<void> {
-  const { req, conf } = ctx;
+  const { req } = ctx;
   const attachments = planAttachments(recordedDelegates(ctx), req.ifName);
   const failures: CniError[] = [];
   for (const attachment of attachments) {

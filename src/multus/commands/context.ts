@@ -13,7 +13,7 @@ import type { NetworkDeps, RuntimeConf } from '../../cni/delegate.ts';
 import type { ResourceMapDeps } from '../../devices/devices.ts';
 import { CNI_DEVINFO_DIR, DP_DEVINFO_DIR, deviceInfoPath } from '../../devices/devices.ts';
 import type { Exec } from '../../cni/exec.ts';
-import type { KubeClient, Pod } from '../../k8s/client.ts';
+import type { KubeClient, Pod } from '../../k8s/types.ts';
 import type { Logger } from '../../base/log.ts';
 import type { NetnsRouteDeps } from '../../routes/netns-routes.ts';
 import type { Attachment } from '../plan.ts';

@@ -9,20 +9,20 @@
  * attachment (NPWG §7.2). A corrupt cache is logged and removed once its attachments are gone, never a
  * silent success (Multus #948, #1087); a corrupt result cache that nothing else explains fails the DEL.
  */
-import { listResultCaches, readScratchCache, removeScratchCache } from '../../store/cache.ts';
+import { listResultCaches } from '../../store/result-cache.ts';
+import { readScratchCache, removeScratchCache } from '../../store/scratch-cache.ts';
 import { rmSync } from 'node:fs';
-import type { MultusConf } from '../conf.ts';
-import { parseNetwork, resolveStaticNetworks } from '../conf.ts';
+import { parseNetwork } from '../../cni/network.ts';
+import { resolveStaticNetworks } from '../conf.ts';
 import type { RuntimeConf } from '../../cni/delegate.ts';
 import { delNetwork, joinErrors } from '../../cni/delegate.ts';
 import { removeDeviceInfo } from '../../devices/devices.ts';
-import type { Network } from '../conf.ts';
+import type { Network } from '../../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Delegate } from '../plan.ts';
 import { fromCachedDelegate, planAttachments } from '../plan.ts';
-import type { CniRequest } from '../../cni/request.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { callContext, noteReadiness, resolveDeps, runtimeConfFor } from './context.ts';
+import { resolveDeps, runtimeConfFor } from './context.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 
 interface Teardown {
@@ -38,7 +38,6 @@ interface DelPlan {
 }
 
 export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void> {
-  const { req, conf } = ctx;
   const plan = await planTeardowns(ctx, deps);
   const failures: CniError[] = [];
   for (const { network, rt } of [...plan.teardowns].reverse()) {

@@ -8,15 +8,14 @@
  * still has. Multus declares every cached entry valid, so its cache only grows (Multus #1488); without the
  * runtime's list nothing is deleted (conservative). Failures are collected, never stop the sweep.
  */
-import { listResultCaches, removeScratchCache } from '../../store/cache.ts';
-import type { MultusConf } from '../conf.ts';
-import { parseNetwork, resolveStaticNetworks } from '../conf.ts';
+import { listResultCaches } from '../../store/result-cache.ts';
+import { removeScratchCache } from '../../store/scratch-cache.ts';
+import { parseNetwork } from '../../cni/network.ts';
+import { resolveStaticNetworks } from '../conf.ts';
 import type { GcAttachment } from '../../cni/delegate.ts';
 import { delNetwork, gcNetwork, joinErrors } from '../../cni/delegate.ts';
 import { CniCode, CniError, wrapError } from '../../base/errors.ts';
-import type { CniRequest } from '../../cni/request.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { callContext, waitUntilReady } from './context.ts';
 
 export async function cmdGc(ctx: CallContext, deps: CommandDeps): Promise<void> {
   const { req, conf } = ctx;

@@ -5,16 +5,13 @@
  * ADD; a delegate's own error code (50, 51, ...) passes through unchanged. A cluster network below 1.1.0
  * cannot answer STATUS and is taken as ready, as libcni does.
  */
-import type { MultusConf } from '../conf.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import { statusNetwork } from '../../cni/delegate.ts';
 import { wrapError } from '../../base/errors.ts';
-import type { CniRequest } from '../../cni/request.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { callContext, waitUntilReady } from './context.ts';
 
 export async function cmdStatus(ctx: CallContext, deps: CommandDeps): Promise<void> {
-  const { req, conf } = ctx;
+  const { conf } = ctx;
   const cluster = resolveStaticNetworks(conf, { clusterOnly: true })[0];
   if (!cluster) return;
   try {

@@ -1,0 +1,3 @@
+module multus-ts/shim
+
+go 1.24

@@ -1,0 +1,198 @@
+//go:build linux
+
+// multus-shim: the executable a container runtime runs for multus-ts' resident mode. It forwards one CNI call
+// to the multus-ts daemon over <daemonSocketDir>/multus.sock with Multus thick's wire format (POST /cni, body
+// {"env": {...}, "config": <stdin, base64>}; see docs/resident-protocol.md) and prints the answer. It holds no
+// CNI logic of its own.
+//
+// Where it differs from Multus v4.3.0's multus-shim, on purpose:
+//   - Multus' shim polls /healthz for up to 60 s before ADD/CHECK/GC/STATUS and fails when the daemon is down,
+//     and it turns every DEL error (daemon down, delegate failed) into success, which leaks IPs and
+//     interfaces. This shim does neither: when the daemon cannot be reached (socket missing, refused, no
+//     permission) it execs the thin plugin `multus` from its own directory, which does the same work in-process;
+//     a DEL error is reported as an error, so the runtime retries it.
+//   - Once a request was written to the socket it never falls back: a daemon that closes the connection, times
+//     out or answers garbage is an error (code 999), so no call ever runs twice.
+//   - A CNI error from the daemon is printed as it came (its code kept); Multus' shim re-wraps it as code 999.
+//   - VERSION is not sent to the daemon: the thin plugin answers it (it owns the list of supported versions).
+//   - The Result is printed as the daemon serialized it: the daemon must answer in the config's cniVersion.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	defaultSocketDir = "/run/multus/" // Multus' default for daemonSocketDir
+	socketName       = "multus.sock"
+	thinName         = "multus"
+	// Multus' shim sets no timeout at all. Kubelet's runtime request timeout (2 min by default) normally ends a
+	// slow call first (the runtime kills this process); this deadline only keeps a shim that nobody kills from
+	// waiting forever on a hung daemon. Delegate timeouts are the daemon's business.
+	requestTimeout = 5 * time.Minute
+)
+
+type cniError struct {
+	CNIVersion string `json:"cniVersion,omitempty"`
+	Code       uint   `json:"code"`
+	Msg        string `json:"msg"`
+	Details    string `json:"details,omitempty"`
+}
+
+var cniVersion string // from the stdin config, for our own error objects
+
+// fail prints a CNI error on stdout and exits 1.
+func fail(code uint, msg, details string) {
+	b, _ := json.Marshal(cniError{CNIVersion: cniVersion, Code: code, Msg: msg, Details: details})
+	os.Stdout.Write(append(b, '\n'))
+	os.Exit(1)
+}
+
+func main() {
+	stdin, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fail(5, "multus-shim: error reading from stdin", err.Error()) // 5: CNI "I/O failure"
+	}
+	// Only daemonSocketDir (and cniVersion, for errors) are read here. A config that is not JSON is not our
+	// business: the daemon (or the thin plugin) reports it with its own error.
+	var conf struct {
+		CNIVersion      string `json:"cniVersion"`
+		DaemonSocketDir string `json:"daemonSocketDir"`
+	}
+	_ = json.Unmarshal(stdin, &conf)
+	cniVersion = conf.CNIVersion
+	dir := conf.DaemonSocketDir
+	if dir == "" {
+		dir = defaultSocketDir
+	}
+	sock := filepath.Join(dir, socketName)
+
+	if os.Getenv("CNI_COMMAND") == "VERSION" {
+		execThin(stdin, "")
+	}
+	conn, err := net.Dial("unix", sock) // ENOENT, ECONNREFUSED, EACCES...: nothing was sent yet
+	if err != nil {
+		execThin(stdin, fmt.Sprintf("daemon socket %s: %v", sock, err))
+	}
+	forward(conn, sock, stdin)
+}
+
+// forward sends the call to the daemon on conn and prints its answer. From here on there is no fallback.
+func forward(conn net.Conn, sock string, stdin []byte) {
+	// Like Multus' shim: the whole environment (the daemon reads CNI_* and may read more), config as bytes.
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if i := strings.IndexByte(kv, '='); i > 0 {
+			env[strings.TrimSpace(kv[:i])] = kv[i+1:]
+		}
+	}
+	body, _ := json.Marshal(struct {
+		Env    map[string]string `json:"env,omitempty"`
+		Config []byte            `json:"config,omitempty"`
+	}{env, stdin})
+
+	_ = conn.SetDeadline(time.Now().Add(requestTimeout))
+	req, _ := http.NewRequest(http.MethodPost, "http://multus-shim/cni", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Close = true
+	notAnswered := func(err error) {
+		fail(999, "multus-shim: the multus daemon did not answer", fmt.Sprintf("%s: %v", sock, err))
+	}
+	// Written by hand on the connection we dialled: http.Client could dial again, and must not.
+	if err := req.Write(conn); err != nil {
+		notAnswered(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		notAnswered(err)
+	}
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		notAnswered(err)
+	}
+	conn.Close()
+
+	if resp.StatusCode != http.StatusOK {
+		var e cniError
+		if json.Unmarshal(answer, &e) == nil && e.Msg != "" {
+			os.Stdout.Write(answer) // a CNI error: as it came, code included
+			os.Exit(1)
+		}
+		fail(999, strings.TrimSpace(string(answer)), fmt.Sprintf("multus daemon at %s answered HTTP %d", sock, resp.StatusCode))
+	}
+	if len(bytes.TrimSpace(answer)) == 0 {
+		os.Exit(0) // DEL, CHECK, GC, STATUS: nothing to print
+	}
+	var r struct{ Result json.RawMessage }
+	if err := json.Unmarshal(answer, &r); err != nil {
+		fail(999, "multus-shim: the multus daemon's answer is not JSON",
+			fmt.Sprintf("%s: %v: %q", sock, err, truncate(answer)))
+	}
+	if len(r.Result) > 0 && string(r.Result) != "null" {
+		os.Stdout.Write(append(r.Result, '\n'))
+	}
+	os.Exit(0)
+}
+
+// execThin replaces this process with the thin plugin next to it (same argv, environment and stdin bytes).
+// why is "" for VERSION, else the reason the daemon is not used.
+func execThin(stdin []byte, why string) {
+	self, err := os.Executable()
+	if err != nil {
+		fail(999, "multus-shim: cannot find its own executable", err.Error())
+	}
+	thin := filepath.Join(filepath.Dir(self), thinName)
+	if _, err := os.Stat(thin); err != nil {
+		if why == "" {
+			why = "VERSION is answered by the thin plugin"
+		}
+		// 11 "try again later": the daemon may be (re)starting.
+		fail(11, "multus-shim: neither the multus daemon nor the thin plugin is available",
+			fmt.Sprintf("%s; thin plugin %s: %v", why, thin, err))
+	}
+	if err := stdinPipe(stdin); err != nil {
+		fail(999, "multus-shim: cannot pass stdin to the thin plugin", err.Error())
+	}
+	argv := append([]string{thin}, os.Args[1:]...)
+	err = syscall.Exec(thin, argv, os.Environ())
+	fail(999, "multus-shim: cannot exec the thin plugin", fmt.Sprintf("%s: %v", thin, err))
+}
+
+// stdinPipe makes fd 0 a pipe holding data (then EOF), for the exec'd program: stdin was already consumed.
+func stdinPipe(data []byte) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	// The whole config must fit the pipe's buffer (64 KiB by default), as nobody reads it before the exec.
+	size, _, e := syscall.Syscall(syscall.SYS_FCNTL, w.Fd(), syscall.F_GETPIPE_SZ, 0)
+	if e == 0 && int(size) < len(data) {
+		if _, _, e = syscall.Syscall(syscall.SYS_FCNTL, w.Fd(), syscall.F_SETPIPE_SZ, uintptr(len(data))); e != 0 {
+			return fmt.Errorf("config of %d bytes does not fit a pipe: %v", len(data), e)
+		}
+	}
+	if _, err := w.Write(data); err != nil {
+		return err
+	}
+	w.Close()
+	return errors.Join(syscall.Dup3(int(r.Fd()), 0, 0), r.Close()) // fd 0 without close-on-exec
+}
+
+func truncate(b []byte) string {
+	if len(b) > 512 {
+		return string(b[:512]) + "..."
+	}
+	return string(b)
+}

@@ -1,0 +1,105 @@
+/**
+ * base/files.ts: files written atomically and read without surprises (I/O).
+ *
+ * `writeFileAtomic` (temp file in the same directory, fsync, rename; 0600 files, 0700 directories) is how every
+ * cache and log file is written, so a crash leaves the old file or the new one, never a partial one. `readOutcome`
+ * reads and decodes one file and tells missing from corrupt; `assertSafeComponent` keeps names used as a path
+ * component from escaping their directory.
+ */
+import { closeSync, fchmodSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { CniCode, CniError, messageOf } from './errors.ts';
+
+export type ReadOutcome<T> = { kind: 'ok'; value: T } | { kind: 'missing' } | { kind: 'corrupt'; error: CniError };
+
+
+let tempCounter = 0;
+
+/** Temp files start with '.', which no libcni network name can (it must start alphanumeric), so scans skip them. */
+function tempPathFor(path: string): string {
+  tempCounter += 1;
+  const unique = `${process.pid}-${Date.now().toString(36)}-${tempCounter}-${Math.random().toString(36).slice(2, 8)}`;
+  return join(dirname(path), `.${basename(path)}.tmp-${unique}`);
+}
+
+export function isTempName(name: string): boolean {
+  return name.startsWith('.');
+}
+
+/**
+ * Write `data` so readers see either the old file or the complete new one: temp file in the same directory,
+ * fsync, rename. Parent directories are created 0700; the file gets `mode` exactly (fchmod, so umask cannot
+ * widen or narrow it). The directory itself is not fsynced: after a crash the file may be missing, never partial.
+ */
+export function writeFileAtomic(path: string, data: string | Buffer, mode = 0o600): void {
+  let temp: string | undefined;
+  let fd: number | undefined;
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    temp = tempPathFor(path);
+    fd = openSync(temp, 'wx', mode);
+    fchmodSync(fd, mode);
+    const buf = typeof data === 'string' ? Buffer.from(data) : data;
+    for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off, buf.length - off);
+    fsyncSync(fd);
+    closeSync(fd);
+    fd = undefined;
+    renameSync(temp, path);
+  } catch (err) {
+    if (fd !== undefined) ignoreErrors(() => closeSync(fd!));
+    if (temp !== undefined) ignoreErrors(() => unlinkSync(temp!));
+    throw new CniError(CniCode.IoFailure, `cannot write ${path}: ${messageOf(err)}; check that its directory is writable and the disk is not full`, { cause: err });
+  }
+}
+
+function ignoreErrors(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    // best-effort cleanup after the real error, which is the one reported
+  }
+}
+
+/** A value used as one file-name component must not escape or alias its directory. */
+export function assertSafeComponent(value: string, what: string): void {
+  if (value === '' || value === '.' || value === '..' || value.includes('/') || value.includes('\0')) {
+    throw new CniError(
+      CniCode.InvalidEnv,
+      `${what} ${JSON.stringify(value)} cannot be used in a cache file name: it must not be empty, "." or "..", or contain "/" or NUL`,
+    );
+  }
+}
+
+export function isMissingError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+export function removeIfPresent(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if (isMissingError(err)) return;
+    throw new CniError(CniCode.IoFailure, `cannot remove ${path}: ${messageOf(err)}; check the permissions of its directory`, { cause: err });
+  }
+}
+
+/** Read and decode one cache file; a file that exists but cannot be read or decoded is `corrupt`, never `missing`. */
+export function readOutcome<T>(path: string, what: string, decode: (bytes: Buffer) => T): ReadOutcome<T> {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (err) {
+    if (isMissingError(err)) return { kind: 'missing' };
+    const msg = `cannot read ${what} ${path}: ${messageOf(err)}; check its permissions`;
+    return { kind: 'corrupt', error: new CniError(CniCode.IoFailure, msg, { cause: err }) };
+  }
+  try {
+    return { kind: 'ok', value: decode(bytes) };
+  } catch (err) {
+    const code = err instanceof CniError ? err.code : CniCode.DecodingFailure;
+    const msg = `corrupt ${what} ${path}: ${messageOf(err)} (remove the file if its container is gone)`;
+    return { kind: 'corrupt', error: new CniError(code, msg, { cause: err }) };
+  }
+}
+

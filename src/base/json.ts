@@ -1,0 +1,98 @@
+/**
+ * base/json.ts: the decoding kit (pure). JSON text to objects, and typed field reads with Go encoding/json's
+ * rules: an absent or null key is the zero value, a wrong type is an error naming the key. Also the Go-compatible
+ * encoding helpers (sorted map keys, HTML-safe escapes) that make our cache bytes equal Go's.
+ */
+import { CniCode, CniError, messageOf } from './errors.ts';
+
+export type Json = Record<string, unknown>;
+
+
+/** Go marshals map[string]interface{} with sorted keys, recursively; struct-typed values keep field order. */
+export function sortKeysDeep(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeysDeep);
+  if (!isObject(value)) return value;
+  const out: Json = {};
+  for (const key of Object.keys(value).sort()) out[key] = sortKeysDeep(value[key]);
+  return out;
+}
+
+export function sortKeys(value: Json): Json {
+  const out: Json = {};
+  for (const key of Object.keys(value).sort()) out[key] = value[key];
+  return out;
+}
+
+/** JSON.stringify plus Go's HTML-safe escapes, so our bytes equal Go's for the same value. */
+export function goJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+export function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function corrupt(ctx: string, detail: string): CniError {
+  return new CniError(CniCode.DecodingFailure, `${ctx}: ${detail}`);
+}
+
+export function parseJson(bytes: Buffer | string, ctx: string): unknown {
+  try {
+    return JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
+  } catch (err) {
+    throw new CniError(CniCode.DecodingFailure, `${ctx} is not valid JSON: ${messageOf(err)}`, { cause: err });
+  }
+}
+
+export function parseJsonObject(bytes: Buffer | string, ctx: string): Json {
+  const value = parseJson(bytes, ctx);
+  if (!isObject(value)) throw corrupt(ctx, 'expected a JSON object');
+  return value;
+}
+
+// Field readers: Go leaves a field at its zero value when the key is absent or null, and fails on a wrong type.
+
+export function readString(o: Json, key: string, ctx: string): string {
+  const v = o[key];
+  if (v === undefined || v === null) return '';
+  if (typeof v !== 'string') throw corrupt(ctx, `"${key}" must be a string`);
+  return v;
+}
+
+export function readBool(o: Json, key: string, ctx: string): boolean {
+  const v = o[key];
+  if (v === undefined || v === null) return false;
+  if (typeof v !== 'boolean') throw corrupt(ctx, `"${key}" must be true or false`);
+  return v;
+}
+
+export function readArray(o: Json, key: string, ctx: string): unknown[] | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) throw corrupt(ctx, `"${key}" must be an array`);
+  return v;
+}
+
+export function readStringArray(o: Json, key: string, ctx: string): string[] | undefined {
+  const v = readArray(o, key, ctx);
+  if (v !== undefined && !v.every((s) => typeof s === 'string')) throw corrupt(ctx, `"${key}" must be an array of strings`);
+  return v as string[] | undefined;
+}
+
+export function readObject(o: Json, key: string, ctx: string): Json | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (!isObject(v)) throw corrupt(ctx, `"${key}" must be a JSON object`);
+  return v;
+}
+
+/** Go's []byte is standard base64 with padding; Buffer.from would silently skip bad characters, so check first. */
+export function readBase64(o: Json, key: string, ctx: string): Buffer | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(v)) {
+    throw corrupt(ctx, `"${key}" must be a base64 string`);
+  }
+  return Buffer.from(v, 'base64');
+}
+

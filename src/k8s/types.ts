@@ -1,0 +1,91 @@
+/**
+ * k8s/types.ts: what the Kubernetes client deals in (the objects it reads and writes, the client interface) and
+ * its error, `KubeApiError`: a CniError with the HTTP status (0 without a response) and the API's reason.
+ * `isTransient` is the one rule for what a caller may retry.
+ */
+import { CniError } from '../base/errors.ts';
+import type { CniCodeValue } from '../base/errors.ts';
+import type { ClientConfig } from './kubeconfig.ts';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Types
+
+export interface Pod {
+  metadata: { name: string; namespace: string; uid: string; resourceVersion?: string; annotations?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+  [k: string]: unknown;
+}
+
+export interface Nad {
+  metadata: { name: string; namespace: string; annotations?: Record<string, string> };
+  spec?: { config?: string };
+}
+
+export interface EventInput {
+  /** The involved object: a Pod, or just its metadata. */
+  pod: { metadata: { namespace: string; name: string; uid: string; resourceVersion?: string } };
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+export interface CallOptions {
+  /** This call's deadline instead of the client's (e.g. 250 ms per GetPod attempt, §9.1). */
+  timeoutMs?: number;
+}
+
+export interface KubeClient {
+  getPod(namespace: string, name: string, opts?: CallOptions): Promise<Pod>;
+  getNad(namespace: string, name: string, opts?: CallOptions): Promise<Nad>;
+  /** PUT .../pods/<name>/status with the pod (its resourceVersion); a stale one is a 409 KubeApiError. */
+  updatePodStatus(pod: Pod, opts?: CallOptions): Promise<Pod>;
+  /** POST .../events, source component "multus"; best effort: callers ignore its errors. */
+  createEvent(event: EventInput, opts?: CallOptions): Promise<void>;
+  /** HTTP requests sent so far (a NotFound for an invalid name sends none). */
+  readonly requestCount: number;
+  /** Where the client talks to and how it authenticates; no secrets. */
+  readonly info: ClientInfo;
+  /** Closes idle keep-alive connections (a resident daemon calls it; a CLI process need not). */
+  close(): void;
+}
+
+export interface ClientInfo {
+  source: ClientConfig['source'];
+  path: string;
+  server: string;
+  namespace?: string;
+  /** `token`, `tokenFile`, `client-certificate`, `basic`, `anonymous`, or the fallback reason. */
+  auth: string;
+  /** True when credentials or the agent come from @kubernetes/client-node. */
+  fallback: boolean;
+}
+
+/** Thrown by every client call; `status` is the HTTP status (0 when no response came). */
+export class KubeApiError extends CniError {
+  readonly status: number;
+  readonly reason: string;
+
+  constructor(code: CniCodeValue, msg: string, status: number, reason: string, cause?: unknown) {
+    super(code, msg, cause === undefined ? {} : { cause });
+    this.status = status;
+    this.reason = reason;
+  }
+}
+Object.defineProperty(KubeApiError.prototype, 'name', { value: 'KubeApiError', enumerable: false });
+
+export function isKubeApiError(err: unknown): err is KubeApiError {
+  return err instanceof KubeApiError;
+}
+
+const TRANSIENT_STATUS: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
+const TRANSIENT_REASONS: ReadonlySet<string> = new Set(['Timeout', 'ConnectionRefused', 'ConnectionReset', 'Unreachable']);
+
+/** Worth retrying: connection refused/reset, unreachable, timeout, 429, 500, 502, 503, 504. */
+export function isTransient(err: unknown): boolean {
+  if (!(err instanceof KubeApiError)) return false;
+  return err.status === 0 ? TRANSIENT_REASONS.has(err.reason) : TRANSIENT_STATUS.has(err.status);
+}
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+export const MAX_BODY_BYTES = 32 << 20;

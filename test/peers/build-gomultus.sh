@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds Go Multus v4.3.0 as a peer for multus-ts' tests and benchmarks: the thin plugin (cmd/multus), the thick
+# plugin's shim and daemon (cmd/multus-shim, cmd/multus-daemon) and cmd/thin_entrypoint, through the wrapper
+# module in test/peers/gomultus (its go.mod pins gopkg.in/k8snetworkplumbingwg/multus-cni.v4).
+#
+# Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/gomultus/{multus,multus-shim,multus-daemon,thin_entrypoint},
+# reused while go.mod, go.sum and this script are unchanged (their hash is kept beside the binaries in
+# build.sha256). Prints timings on stderr and the output dir on stdout.
+#
+# Needs Go (>= 1.25, multus-cni v4.3.0's go directive) and, on the first build, the Go module proxy; later
+# builds work offline from the module cache.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+src="$here/gomultus"
+cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
+out_dir="$cache/gomultus"
+stamp="$out_dir/build.sha256"
+bins=(multus multus-shim multus-daemon thin_entrypoint)
+
+say() { echo "build-gomultus.sh: $*" >&2; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
+if ! command -v go >/dev/null 2>&1; then
+  say "go is not installed (needed to build Go Multus)"
+  exit 1
+fi
+
+hash="$(cat "$src/go.mod" "$src/go.sum" "$here/build-gomultus.sh" | sha256sum | cut -d' ' -f1)"
+up_to_date=true
+for b in "${bins[@]}"; do [[ -x "$out_dir/$b" ]] || up_to_date=false; done
+if $up_to_date && [[ -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then
+  say "$out_dir/{$(IFS=,; echo "${bins[*]}")} are up to date"
+  echo "$out_dir"
+  exit 0
+fi
+
+mkdir -p "$out_dir"
+rm -f "$stamp"
+tmp="$(mktemp -d "$out_dir/.build.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
+export CGO_ENABLED=0
+mod=gopkg.in/k8snetworkplumbingwg/multus-cni.v4
+
+t_all="$(now)"
+say "go $(go env GOVERSION); downloading modules"
+t0="$(now)"
+(cd "$src" && go mod download)
+say "modules ready in $(secs "$t0" "$(now)") s"
+version="$(cd "$src" && go list -m -f '{{.Version}}' "$mod")"
+# Multus' own build (hack/build-go.sh) stamps the version with -X; without it `multus -v` says "master".
+ldflags="-s -w -X $mod/pkg/multus.version=$version"
+for b in "${bins[@]}"; do
+  t0="$(now)"
+  say "building $b ($mod/cmd/$b)"
+  (cd "$src" && go build -trimpath -ldflags="$ldflags" -o "$tmp/$b" "$mod/cmd/$b")
+  say "built $b in $(secs "$t0" "$(now)") s"
+done
+# The plugin and the shim must run (and say what they are) before they replace the cached ones.
+say "$("$tmp/multus" -version 2>&1 | head -n1); $("$tmp/multus-shim" -version 2>&1 | head -n1)"
+for b in "${bins[@]}"; do mv -f "$tmp/$b" "$out_dir/$b"; done
+echo "$hash" >"$stamp"
+say "total $(secs "$t_all" "$(now)") s"
+echo "$out_dir"
