@@ -49,7 +49,7 @@ async function verify(o: InstallOptions, deps: InstallDeps): Promise<string | nu
       `cni-bin-dir ${o.cniBinDir} is not found: mount the host's /opt/cni/bin there or set --cni-bin-dir`,
     );
   }
-  if (!o.installBinaryOnly && o.multusConfFile !== 'auto' && !(await exists(o.multusConfFile))) {
+  if (!o.installBinaryOnly && !o.skipMultusConf && o.multusConfFile !== 'auto' && !(await exists(o.multusConfFile))) {
     throw new InstallError(`multus-conf-file ${o.multusConfFile} is not found: give an existing file or "auto"`);
   }
   if (o.skipMultusBinaryCopy) return null;
@@ -143,6 +143,7 @@ async function ownFilePresent(o: InstallOptions): Promise<boolean> {
 
 /** What --cleanup-config-on-exit removes: the generated (or copied) config. */
 async function cleanup(o: InstallOptions, deps: InstallDeps): Promise<void> {
+  if (o.skipMultusConf) return;
   const files = o.multusConfFile === 'auto' ? GENERATED_FILES : [basename(o.multusConfFile)];
   for (const f of files) {
     if (await removeIfExists(join(o.cniConfDir, f))) deps.log(`removed ${join(o.cniConfDir, f)}`);
@@ -158,7 +159,9 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
   await refreshKubeconfig(o, deps, st);
   const auto = o.multusConfFile === 'auto';
   try {
-    if (!auto) {
+    if (o.skipMultusConf) {
+      deps.log('--skip-multus-conf: no 00-multus.conf is written');
+    } else if (!auto) {
       const name = basename(o.multusConfFile);
       const data = await readIfExists(o.multusConfFile, 'multus-conf-file');
       if (data === null) throw new InstallError(`multus-conf-file ${o.multusConfFile} disappeared`);
@@ -172,13 +175,14 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
         if (await deps.sleep(TICK_MS)) return;
       }
     }
-    const watch = auto && !o.skipConfigWatch;
+    const watch = (auto || o.skipMultusConf) && !o.skipConfigWatch;
     if (watch) deps.log('Entering watch loop...');
     let masterGone = false;
     while (!(await deps.sleep(TICK_MS))) {
       if (!watch) continue;
       try {
         await refreshKubeconfig(o, deps, st);
+        if (o.skipMultusConf) continue;
         const found = await refreshMultusConf(o, deps, st);
         if (!found && !masterGone) deps.log('master CNI config has been deleted: waiting for its restoration...');
         if (found && masterGone) deps.log('master CNI config was restored');

@@ -2,9 +2,9 @@
  * options.ts: `multus install` options, parsed from argv (pure).
  *
  * The names and defaults are those of Multus v4.3.0's thin entrypoint (pflag): `--name=value` or `--name value`
- * for strings, `--name` or `--name=true|false` for booleans. Two multus-ts additions are documented in
- * docs/install.md: `--multus-cni-conf-dir-host`, `--service-account-dir` and `--install-binary-only`. A bad
- * option is an InstallError naming the option and what to write instead.
+ * for strings, `--name` or `--name=true|false` for booleans. The multus-ts additions are documented in
+ * docs/install.md: `--multus-cni-conf-dir-host`, `--service-account-dir`, `--install-binary-only`,
+ * `--skip-multus-conf`. A bad option is an InstallError naming the option and what to write instead.
  */
 
 export class InstallError extends Error {}
@@ -42,6 +42,8 @@ export interface InstallOptions {
   serviceAccountDir: string;
   /** multus-ts: copy the executables, then exit (an init container's job) */
   installBinaryOnly: boolean;
+  /** multus-ts: write (and keep current) the kubeconfig but no 00-multus conf (the resident daemon writes it) */
+  skipMultusConf: boolean;
   help: boolean;
 }
 
@@ -129,6 +131,10 @@ export const FLAGS: Record<string, Flag> = {
   'install-binary-only': {
     key: 'installBinaryOnly', bool: true, def: false,
     help: 'copy the executables into --cni-bin-dir and exit (for an init container)',
+  },
+  'skip-multus-conf': {
+    key: 'skipMultusConf', bool: true, def: false,
+    help: 'write and rotate the kubeconfig only, no 00-multus.conf (the resident daemon writes that)',
   },
   help: { key: 'help', bool: true, def: false, help: 'show help message and quit' },
 };

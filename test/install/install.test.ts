@@ -58,6 +58,20 @@ describe('multus install', () => {
     expect(ls(n.netd)).toEqual([]);
   });
 
+  it('with --skip-multus-conf keeps only the kubeconfig current (the resident mode\'s sidecar)', async () => {
+    const n = makeNode();
+    writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
+    const kc = join(n.netd, 'multus.d', 'multus.kubeconfig');
+    const args = [...n.args, '--skip-multus-conf', '--skip-multus-binary-copy', '--cleanup-config-on-exit'];
+    const r = await runScripted(args, [
+      () => writeFileSync(join(n.sa, 'token'), 'token-2'),
+      () => expect(readFileSync(kc, 'utf8')).toContain('token: "token-2"'),
+    ]);
+    expect(r.error).toBeNull();
+    expect(ls(n.netd)).toEqual(['10-flannel.conflist', 'multus.d']);
+    expect(ls(n.bin)).toEqual([]);
+  });
+
   it('writes 00-multus.conf for a pre-1.0 master, picking the first of several masters', async () => {
     const n = makeNode();
     writeFileSync(join(n.netd, '20-flannel.conflist'), FLANNEL);
