@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseDaemonConfig } from '../../src/daemon/config.ts';
 import { type Cluster, k8sRequirements, startCluster } from '../k8s/cluster.ts';
 import { needs } from '../helpers/skip.ts';
 
@@ -58,6 +59,13 @@ describe('deployments/', () => {
         'watch network-attachment-definitions',
       ].sort(),
     );
+  });
+
+  it("the resident ConfigMap is a daemon config the daemon reads, with the sidecar's kubeconfig", () => {
+    const cm = docs('multus-ts-resident.yml').find((d) => d.kind === 'ConfigMap')!;
+    const conf = parseDaemonConfig((cm.data as Record<string, string>)['daemon-config.json']!);
+    expect(conf).toMatchObject({ chrootDir: '/hostroot', cniConfigDir: '/etc/cni/net.d', socketDir: '/run/multus/' });
+    expect(JSON.stringify(conf)).toContain('/etc/cni/net.d/multus.d/multus.kubeconfig');
   });
 
   it('mounts only /etc/cni/net.d and /opt/cni/bin in the thin mode', () => {
