@@ -5,7 +5,7 @@
 #
 # Contents: build/multus (and build/multus-shim when built, with /usr/sbin/chroot for the resident daemon's
 # chrootDir) at /usr/src/multus-cni/bin/ (the path Multus' image uses, so `--multus-bin-file` keeps its default),
-# exactly the shared libraries `ldd` lists for them (at the
+# exactly the shared libraries `ldd` lists for them (none for the static shim; at the
 # paths it lists), /etc/ssl/certs/ca-certificates.crt, nothing else. Entrypoint: `multus install`. Labels:
 # org.opencontainers.image.version (package.json) and .revision (git HEAD, "-dirty" with uncommitted changes).
 # The tarball is the layout as an OCI archive: `ctr -n k8s.io images import` and `podman load -i` read it; the
@@ -56,7 +56,7 @@ for x in "${extra[@]}"; do
 done
 # Every library ldd resolves ("name => /path (addr)") and the loader ("/lib64/ld-linux-x86-64.so.2 (addr)"),
 # at the path ldd prints, dereferenced. linux-vdso has no file.
-libs="$(for b in "${bins[@]}" "${extra[@]}"; do ldd "$b"; done | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]+ \(/ { print $1 }' | sort -u)"
+libs="$(for b in "${bins[@]}" "${extra[@]}"; do ldd "$b" || true; done | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]+ \(/ { print $1 }' | sort -u)"
 [[ -n "$libs" ]] || die "ldd listed no libraries for ${bins[*]}"
 for l in $libs; do
   src="$(readlink -f "$l")"
