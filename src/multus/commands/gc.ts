@@ -17,7 +17,7 @@ import { delNetwork, gcNetwork, joinErrors } from '../../cni/delegate.ts';
 import { CniCode, CniError, wrapError } from '../../base/errors.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 
-export async function cmdGc(ctx: CallContext, deps: CommandDeps): Promise<void> {
+export async function cmdGc(ctx: CallContext, _deps: CommandDeps): Promise<void> {
   const { req, conf } = ctx;
   const valid = parseValidAttachments(req.config);
   const failures: CniError[] = [];
