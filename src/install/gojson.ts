@@ -23,9 +23,10 @@ const ESCAPES: Record<string, string> = {
 
 /** A string as Go's json.Marshal quotes it (HTML-safe; other control characters as \u00XX). */
 export function goQuoteJSON(s: string): string {
+  const hex = (c: string): string => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0');
   // eslint-disable-next-line no-control-regex
-  return '"' + s.replace(/["\\<>&\u2028\u2029\u0000-\u001f]/g, (c) =>
-    ESCAPES[c] ?? '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')) + '"';
+  const special = /["\\<>&\u2028\u2029\u0000-\u001f]/g;
+  return '"' + s.replace(special, (c) => ESCAPES[c] ?? hex(c)) + '"';
 }
 
 /** A float64 as Go's json.Marshal writes it: 'f' form, or 'e' form below 1e-6 and from 1e21, e-07 -> e-7. */
@@ -58,7 +59,14 @@ export function goMarshal(v: unknown): string {
   if (Array.isArray(v)) return '[' + v.map(goMarshal).join(',') + ']';
   if (typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    return '{' + Object.keys(o).sort(byteOrder).map((k) => goQuoteJSON(k) + ':' + goMarshal(o[k])).join(',') + '}';
+    return (
+      '{' +
+      Object.keys(o)
+        .sort(byteOrder)
+        .map((k) => goQuoteJSON(k) + ':' + goMarshal(o[k]))
+        .join(',') +
+      '}'
+    );
   }
   throw new Error(`json: unsupported type: ${typeof v}`);
 }

@@ -12,8 +12,17 @@
 import { rename } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import {
-  basename, copyExecutableAtomic, errText, exists, isDir, listDir, mkdirPrivate, readIfExists, removeIfExists,
-  sha256, writeAtomic,
+  basename,
+  copyExecutableAtomic,
+  errText,
+  exists,
+  isDir,
+  listDir,
+  mkdirPrivate,
+  readIfExists,
+  removeIfExists,
+  sha256,
+  writeAtomic,
 } from './files.ts';
 import { renderKubeconfig } from './kubeconfig.ts';
 import { GENERATED_FILES, generateMultusConf, pickMaster } from './multusconf.ts';

@@ -115,8 +115,11 @@ export function generateMultusConf(masterText: string, path: string, o: MultusCo
   } else {
     if (typeof m.cniVersion !== 'string') bad(path, '"cniVersion" is not a string');
     if (o.cniVersion !== '' && m.cniVersion !== o.cniVersion) {
-      bad(path, `Multus cni version is "${o.cniVersion}" while master plugin cni version is "${m.cniVersion}": ` +
-        'drop --cni-version or make them equal');
+      bad(
+        path,
+        `Multus cni version is "${o.cniVersion}" while master plugin cni version is "${m.cniVersion}": ` +
+          'drop --cni-version or make them equal',
+      );
     }
     cniVersion = m.cniVersion;
   }

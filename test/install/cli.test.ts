@@ -40,7 +40,8 @@ describe.runIf(built)('multus --is-default-ready', () => {
     expect(await run(['--is-default-ready', file])).toEqual({ code: 0, stdout: `ready: ${file} exists\n`, stderr: '' });
     const missing = join(n.root, 'missing');
     expect(await run(['--is-default-ready', missing, '--wait', '0'])).toEqual({
-      code: 1, stdout: '',
+      code: 1,
+      stdout: '',
       stderr: `not ready: the readiness indicator file ${missing} does not exist (after 1 checks over 0 s)\n`,
     });
   });
@@ -60,7 +61,9 @@ describe.runIf(built)('multus --is-default-ready', () => {
     const dir = n.netd;
     const conf = (indicator: string): string =>
       JSON.stringify({
-        cniVersion: '1.0.0', name: 'm', plugins: [{ type: 'multus', readinessindicatorfile: indicator }],
+        cniVersion: '1.0.0',
+        name: 'm',
+        plugins: [{ type: 'multus', readinessindicatorfile: indicator }],
       });
     const args = ['--is-default-ready', '--wait=0', `--cni-conf-dir=${dir}`, `--host-prefix=${n.root}`];
     expect((await run(args)).stderr).toMatch(/^not ready: no 00-multus.conf or 00-multus.conflist in .*\n$/);
@@ -75,7 +78,8 @@ describe.runIf(built)('multus --is-default-ready', () => {
 
   it('refuses a bad argument (exit 2)', async () => {
     expect(await run(['--is-default-ready', '--wait', 'soon'])).toMatchObject({
-      code: 2, stderr: 'multus --is-default-ready: --wait soon: give a number of seconds >= 0\n',
+      code: 2,
+      stderr: 'multus --is-default-ready: --wait soon: give a number of seconds >= 0\n',
     });
   });
 });
@@ -83,7 +87,8 @@ describe.runIf(built)('multus --is-default-ready', () => {
 describe.runIf(built)('multus install (the executable)', () => {
   it('refuses a bad option with exit 2 and one line', async () => {
     expect(await run(['install', '--cni-bin-dri=/x'])).toEqual({
-      code: 2, stdout: '',
+      code: 2,
+      stdout: '',
       stderr: 'multus install: unknown option --cni-bin-dri (see multus install --help for the list)\n',
     });
   });

@@ -32,8 +32,11 @@ const ready =
 
 const NODE = '/run/node';
 const ARGS = [
-  `--cni-bin-dir=${NODE}/bin`, `--cni-conf-dir=${NODE}/net.d`, `--multus-autoconfig-dir=${NODE}/net.d`,
-  `--multus-bin-file=${NODE}/src/multus`, `--multus-cni-conf-dir=${NODE}/multus-net.d`,
+  `--cni-bin-dir=${NODE}/bin`,
+  `--cni-conf-dir=${NODE}/net.d`,
+  `--multus-autoconfig-dir=${NODE}/net.d`,
+  `--multus-bin-file=${NODE}/src/multus`,
+  `--multus-cni-conf-dir=${NODE}/multus-net.d`,
 ];
 // The node is bind-mounted at /run/node and the service account linked where Multus reads it; $1.. is the command.
 const WRAP =
@@ -62,7 +65,9 @@ function node(): Runner {
     out: '',
     start(args) {
       const env: Record<string, string> = {
-        PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_DIR: dir, KUBERNETES_SERVICE_HOST: '10.96.0.1',
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        NODE_DIR: dir,
+        KUBERNETES_SERVICE_HOST: '10.96.0.1',
         KUBERNETES_SERVICE_PORT: '443',
       };
       const p = spawn('unshare', ['-m', 'sh', '-c', WRAP, 'sh', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -151,21 +156,37 @@ async function both(setup: Setup, file: string, text: string, extra: string[] = 
   return [go, ts];
 }
 
-const put = (name: string, text: string): Setup => (netd) => writeFileSync(join(netd, name), text);
+const put =
+  (name: string, text: string): Setup =>
+  (netd) =>
+    writeFileSync(join(netd, name), text);
 const FLANNEL_11 = FLANNEL.replace('"1.0.0"', '"1.1.0"');
 const CALICO = JSON.stringify({
-  name: 'k8s-pod-network', cniVersion: '0.3.1',
+  name: 'k8s-pod-network',
+  cniVersion: '0.3.1',
   plugins: [
-    { type: 'calico', log_level: 'info', datastore_type: 'kubernetes', mtu: 1440, ipam: { type: 'calico-ipam' },
-      policy: { type: 'k8s' }, kubernetes: { kubeconfig: '/etc/cni/net.d/calico-kubeconfig' } },
+    {
+      type: 'calico',
+      log_level: 'info',
+      datastore_type: 'kubernetes',
+      mtu: 1440,
+      ipam: { type: 'calico-ipam' },
+      policy: { type: 'k8s' },
+      kubernetes: { kubeconfig: '/etc/cni/net.d/calico-kubeconfig' },
+    },
     { type: 'portmap', snat: true, capabilities: { portMappings: true } },
     { type: 'bandwidth', capabilities: { bandwidth: true } },
   ],
 });
 const ALL_OPTIONS = [
-  '--namespace-isolation', '--global-namespaces=default,tools', '--multus-log-to-stderr=false',
-  '--multus-log-level=Verbose', '--multus-log-file=/var/log/multus.log', '--additional-bin-dir=/opt/extra/bin',
-  '--readiness-indicator-file=/run/flannel/subnet.env', '--override-network-name',
+  '--namespace-isolation',
+  '--global-namespaces=default,tools',
+  '--multus-log-to-stderr=false',
+  '--multus-log-level=Verbose',
+  '--multus-log-file=/var/log/multus.log',
+  '--additional-bin-dir=/opt/extra/bin',
+  '--readiness-indicator-file=/run/flannel/subnet.env',
+  '--override-network-name',
   '--multus-kubeconfig-file-host=/etc/kubernetes/multus.kubeconfig',
 ];
 

@@ -27,7 +27,11 @@ export function makeNode(): Node {
   const root = mkdtempSync(join(tmpdir(), 'multus-install-'));
   onTestFinished(() => rmSync(root, { recursive: true, force: true }));
   const n = {
-    root, netd: join(root, 'net.d'), bin: join(root, 'bin'), sa: join(root, 'sa'), src: join(root, 'src'),
+    root,
+    netd: join(root, 'net.d'),
+    bin: join(root, 'bin'),
+    sa: join(root, 'sa'),
+    src: join(root, 'src'),
     mnetd: join(root, 'multus-net.d'),
   };
   for (const d of [n.netd, n.bin, n.sa, n.src]) mkdirSync(d);
@@ -35,21 +39,30 @@ export function makeNode(): Node {
   writeFileSync(join(n.sa, 'ca.crt'), '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
   writeFileSync(join(n.src, 'multus'), 'multus-binary');
   const args = [
-    `--cni-bin-dir=${n.bin}`, `--cni-conf-dir=${n.netd}`, `--multus-autoconfig-dir=${n.netd}`,
-    `--multus-bin-file=${join(n.src, 'multus')}`, `--multus-cni-conf-dir=${n.mnetd}`, `--service-account-dir=${n.sa}`,
+    `--cni-bin-dir=${n.bin}`,
+    `--cni-conf-dir=${n.netd}`,
+    `--multus-autoconfig-dir=${n.netd}`,
+    `--multus-bin-file=${join(n.src, 'multus')}`,
+    `--multus-cni-conf-dir=${n.mnetd}`,
+    `--service-account-dir=${n.sa}`,
   ];
   return { ...n, args };
 }
 
 export const FLANNEL = JSON.stringify({
-  cniVersion: '1.0.0', name: 'cbr0',
+  cniVersion: '1.0.0',
+  name: 'cbr0',
   plugins: [
     { type: 'flannel', delegate: { hairpinMode: true, isDefaultGateway: true } },
     { type: 'portmap', capabilities: { portMappings: true } },
   ],
 });
 export const BRIDGE_031 = JSON.stringify({
-  cniVersion: '0.3.1', name: 'br', type: 'bridge', bridge: 'cni0', capabilities: { bandwidth: true },
+  cniVersion: '0.3.1',
+  name: 'br',
+  type: 'bridge',
+  bridge: 'cni0',
+  capabilities: { bandwidth: true },
   ipam: { type: 'host-local', subnet: '10.1.0.0/16' },
 });
 

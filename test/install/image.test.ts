@@ -29,7 +29,8 @@ describe.runIf(ready)('npm run image', () => {
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'multus-image-'));
     const r = spawnSync('bash', [join(REPO, 'scripts', 'image.sh')], {
-      env: { ...process.env, MULTUS_TS_IMAGE_DIR: join(dir, 'out') }, encoding: 'utf8',
+      env: { ...process.env, MULTUS_TS_IMAGE_DIR: join(dir, 'out') },
+      encoding: 'utf8',
     });
     expect(r.status, r.stderr).toBe(0);
     unpacked = join(dir, 'tar');
@@ -86,7 +87,8 @@ describe.runIf(ready)('npm run image', () => {
 
   it.runIf(needs(isRoot()))('is a working root: the executable runs there with nothing else', () => {
     const out = execFileSync('/usr/sbin/chroot', [join(dir, 'rootfs'), '/usr/src/multus-cni/bin/multus', '--version'], {
-      encoding: 'utf8', env: {},
+      encoding: 'utf8',
+      env: {},
     });
     expect(out).toMatch(/^multus-ts: version:/);
   });

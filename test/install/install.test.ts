@@ -50,15 +50,16 @@ describe('multus install', () => {
   it('only copies the executables with --install-binary-only, and returns', async () => {
     const n = makeNode();
     writeFileSync(join(n.src, 'multus-shim'), 'shim-binary');
-    const r = await runScripted([...n.args, '--install-binary-only', `--cni-conf-dir=${n.root}/none`], [
-      () => expect.fail('--install-binary-only must not wait'),
-    ]);
+    const r = await runScripted(
+      [...n.args, '--install-binary-only', `--cni-conf-dir=${n.root}/none`],
+      [() => expect.fail('--install-binary-only must not wait')],
+    );
     expect(r.error).toBeNull();
     expect(ls(n.bin)).toEqual(['multus', 'multus-shim']);
     expect(ls(n.netd)).toEqual([]);
   });
 
-  it('with --skip-multus-conf keeps only the kubeconfig current (the resident mode\'s sidecar)', async () => {
+  it("with --skip-multus-conf keeps only the kubeconfig current (the resident mode's sidecar)", async () => {
     const n = makeNode();
     writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
     const kc = join(n.netd, 'multus.d', 'multus.kubeconfig');
@@ -175,10 +176,10 @@ describe('multus install', () => {
     const n = makeNode();
     const master = join(n.netd, '10-net.conflist');
     writeFileSync(master, FLANNEL);
-    const r = await runScripted([...n.args, '--skip-config-watch'], [
-      () => writeFileSync(master, BRIDGE_031),
-      () => {},
-    ]);
+    const r = await runScripted(
+      [...n.args, '--skip-config-watch'],
+      [() => writeFileSync(master, BRIDGE_031), () => {}],
+    );
     expect(r.error).toBeNull();
     expect(ls(n.netd)).toEqual(['00-multus.conflist', '10-net.conflist', 'multus.d']);
   });
@@ -208,7 +209,8 @@ describe('multus install', () => {
     ['no bin file', (n) => [...n.args, `--multus-bin-file=${n.root}/none`], /multus-bin-file \S+\/none is not found/],
     ['no conf file', (n) => [...n.args, `--multus-conf-file=${n.root}/none`], /multus-conf-file \S+\/none is not/],
     [
-      'no token', (n) => [...n.args, `--service-account-dir=${n.root}/none`],
+      'no token',
+      (n) => [...n.args, `--service-account-dir=${n.root}/none`],
       /service account \S+\/none\/ca.crt not found/,
     ],
   ])('fails with %s, naming the path', async (_name, args, msg) => {

@@ -30,15 +30,21 @@ function collection(o: Obj): string {
   const ns = o.metadata.namespace;
   const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
   const plural: Record<string, string> = {
-    ServiceAccount: 'serviceaccounts', ConfigMap: 'configmaps', DaemonSet: 'daemonsets', ClusterRole: 'clusterroles',
-    ClusterRoleBinding: 'clusterrolebindings', CustomResourceDefinition: 'customresourcedefinitions',
+    ServiceAccount: 'serviceaccounts',
+    ConfigMap: 'configmaps',
+    DaemonSet: 'daemonsets',
+    ClusterRole: 'clusterroles',
+    ClusterRoleBinding: 'clusterrolebindings',
+    CustomResourceDefinition: 'customresourcedefinitions',
   };
   const p = plural[o.kind];
   if (!p) throw new Error(`no URL for kind ${o.kind}`);
   return ns ? `${base}/namespaces/${ns}/${p}` : `${base}/${p}`;
 }
 
-const FILES = readdirSync(DIR).filter((f) => f.endsWith('.yml')).sort();
+const FILES = readdirSync(DIR)
+  .filter((f) => f.endsWith('.yml'))
+  .sort();
 
 describe('deployments/', () => {
   it('has the CRD and both modes', () => {
@@ -48,14 +54,19 @@ describe('deployments/', () => {
   const rules = (file: string): Array<{ resources: string[]; verbs: string[] }> =>
     docs(file).find((d) => d.kind === 'ClusterRole')!.rules as Array<{ resources: string[]; verbs: string[] }>;
   const verbs = (file: string): string[] =>
-    rules(file).flatMap((r) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}`))).sort();
+    rules(file)
+      .flatMap((r) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}`)))
+      .sort();
 
   it("grants the thin plugin exactly its calls, the resident mode those plus its informers' list/watch", () => {
     const thin = ['create events', 'get network-attachment-definitions', 'get pods', 'update pods/status'];
     expect(verbs('multus-ts-thin.yml')).toEqual(thin);
     expect(verbs('multus-ts-resident.yml')).toEqual(
       [
-        ...thin, 'list pods', 'watch pods', 'list network-attachment-definitions',
+        ...thin,
+        'list pods',
+        'watch pods',
+        'list network-attachment-definitions',
         'watch network-attachment-definitions',
       ].sort(),
     );

@@ -16,35 +16,78 @@ describe('parseInstallArgs', () => {
   it("has Multus' defaults", () => {
     const o = parseInstallArgs([]);
     expect(o).toMatchObject({
-      cniBinDir: '/host/opt/cni/bin', cniConfDir: '/host/etc/cni/net.d', cniVersion: '', multusConfFile: 'auto',
-      multusBinFile: '/usr/src/multus-cni/bin/multus', multusCniConfDir: '/host/etc/cni/multus/net.d',
-      multusCniConfDirHost: '/etc/cni/multus/net.d', skipMultusBinaryCopy: false,
-      multusKubeconfigFileHost: '/etc/cni/net.d/multus.d/multus.kubeconfig', multusMasterCniFileName: '',
-      namespaceIsolation: false, globalNamespaces: '', multusAutoconfigDir: '/host/etc/cni/net.d',
-      multusLogToStderr: true, multusLogLevel: '', multusLogFile: '', overrideNetworkName: false,
-      cleanupConfigOnExit: false, skipConfigWatch: false, renameConfFile: false, readinessIndicatorFile: '',
-      additionalBinDir: '', multusBinFileSet: false,
+      cniBinDir: '/host/opt/cni/bin',
+      cniConfDir: '/host/etc/cni/net.d',
+      cniVersion: '',
+      multusConfFile: 'auto',
+      multusBinFile: '/usr/src/multus-cni/bin/multus',
+      multusCniConfDir: '/host/etc/cni/multus/net.d',
+      multusCniConfDirHost: '/etc/cni/multus/net.d',
+      skipMultusBinaryCopy: false,
+      multusKubeconfigFileHost: '/etc/cni/net.d/multus.d/multus.kubeconfig',
+      multusMasterCniFileName: '',
+      namespaceIsolation: false,
+      globalNamespaces: '',
+      multusAutoconfigDir: '/host/etc/cni/net.d',
+      multusLogToStderr: true,
+      multusLogLevel: '',
+      multusLogFile: '',
+      overrideNetworkName: false,
+      cleanupConfigOnExit: false,
+      skipConfigWatch: false,
+      renameConfFile: false,
+      readinessIndicatorFile: '',
+      additionalBinDir: '',
+      multusBinFileSet: false,
     });
   });
 
   it('takes --name=value, --name value and pflag booleans', () => {
     const o = parseInstallArgs([
-      '--cni-bin-dir=/b', '--cni-conf-dir', '/c', '--namespace-isolation', '--multus-log-to-stderr=false',
-      '--cleanup-config-on-exit=T', '--multus-bin-file=/x', '--multus-cni-conf-dir=/m',
+      '--cni-bin-dir=/b',
+      '--cni-conf-dir',
+      '/c',
+      '--namespace-isolation',
+      '--multus-log-to-stderr=false',
+      '--cleanup-config-on-exit=T',
+      '--multus-bin-file=/x',
+      '--multus-cni-conf-dir=/m',
     ]);
     expect(o).toMatchObject({
-      cniBinDir: '/b', cniConfDir: '/c', namespaceIsolation: true, multusLogToStderr: false,
-      cleanupConfigOnExit: true, multusBinFile: '/x', multusBinFileSet: true, multusCniConfDirHost: '/m',
+      cniBinDir: '/b',
+      cniConfDir: '/c',
+      namespaceIsolation: true,
+      multusLogToStderr: false,
+      cleanupConfigOnExit: true,
+      multusBinFile: '/x',
+      multusBinFileSet: true,
+      multusCniConfDirHost: '/m',
     });
   });
 
   it('lists every option of the issue', () => {
     for (const name of [
-      'additional-bin-dir', 'cleanup-config-on-exit', 'cni-bin-dir', 'cni-conf-dir', 'cni-version',
-      'global-namespaces', 'multus-autoconfig-dir', 'multus-bin-file', 'multus-cni-conf-dir', 'multus-conf-file',
-      'multus-kubeconfig-file-host', 'multus-log-file', 'multus-log-level', 'multus-log-to-stderr',
-      'multus-master-cni-file-name', 'namespace-isolation', 'override-network-name', 'readiness-indicator-file',
-      'rename-conf-file', 'skip-config-watch', 'skip-multus-binary-copy',
+      'additional-bin-dir',
+      'cleanup-config-on-exit',
+      'cni-bin-dir',
+      'cni-conf-dir',
+      'cni-version',
+      'global-namespaces',
+      'multus-autoconfig-dir',
+      'multus-bin-file',
+      'multus-cni-conf-dir',
+      'multus-conf-file',
+      'multus-kubeconfig-file-host',
+      'multus-log-file',
+      'multus-log-level',
+      'multus-log-to-stderr',
+      'multus-master-cni-file-name',
+      'namespace-isolation',
+      'override-network-name',
+      'readiness-indicator-file',
+      'rename-conf-file',
+      'skip-config-watch',
+      'skip-multus-binary-copy',
     ]) {
       expect(FLAGS[name], name).toBeDefined();
     }
@@ -76,8 +119,15 @@ describe('goMarshal', () => {
   });
 
   it.each<[number, string]>([
-    [1, '1'], [1.5, '1.5'], [-0, '-0'], [1e20, '100000000000000000000'], [1e21, '1e+21'], [1.5e-7, '1.5e-7'],
-    [1e-6, '0.000001'], [1e-10, '1e-10'], [123456789.125, '123456789.125'],
+    [1, '1'],
+    [1.5, '1.5'],
+    [-0, '-0'],
+    [1e20, '100000000000000000000'],
+    [1e21, '1e+21'],
+    [1.5e-7, '1.5e-7'],
+    [1e-6, '0.000001'],
+    [1e-10, '1e-10'],
+    [123456789.125, '123456789.125'],
   ])('writes %d as %s', (n, s) => {
     expect(goNumber(n)).toBe(s);
   });
@@ -91,7 +141,9 @@ const CONF_OPTS = {
 describe('generateMultusConf', () => {
   it('writes a conf for a pre-1.0 master with the capabilities of the top level', () => {
     const g = generateMultusConf(
-      '{"cniVersion":"0.3.1","name":"n","type":"bridge","capabilities":{"portMappings":true}}', '/d/10.conf', CONF_OPTS,
+      '{"cniVersion":"0.3.1","name":"n","type":"bridge","capabilities":{"portMappings":true}}',
+      '/d/10.conf',
+      CONF_OPTS,
     );
     expect(g.fileName).toBe('00-multus.conf');
     expect(g.text).toBe(`{
@@ -114,9 +166,16 @@ describe('generateMultusConf', () => {
         '{"type":"p","capabilities":{"x":false}}]}',
       '/d/10.conflist',
       {
-        ...CONF_OPTS, overrideNetworkName: true, namespaceIsolation: true, globalNamespaces: 'a,b',
-        multusLogToStderr: false, multusLogLevel: 'DEBUG', multusLogFile: '/l', additionalBinDir: '/bin2',
-        readinessIndicatorFile: '/r', multusKubeconfigFileHost: '/k',
+        ...CONF_OPTS,
+        overrideNetworkName: true,
+        namespaceIsolation: true,
+        globalNamespaces: 'a,b',
+        multusLogToStderr: false,
+        multusLogLevel: 'DEBUG',
+        multusLogFile: '/l',
+        additionalBinDir: '/bin2',
+        readinessIndicatorFile: '/r',
+        multusKubeconfigFileHost: '/k',
       },
     );
     expect(g.fileName).toBe('00-multus.conflist');
@@ -146,7 +205,10 @@ describe('generateMultusConf', () => {
 
   it('forces the version with --force-cni-version and escapes a name Multus would write raw', () => {
     const g = generateMultusConf('{"cniVersion":"0.3.1","name":"a\\"b"}', '/m', {
-      ...CONF_OPTS, cniVersion: '1.0.0', forceCniVersion: true, overrideNetworkName: true,
+      ...CONF_OPTS,
+      cniVersion: '1.0.0',
+      forceCniVersion: true,
+      overrideNetworkName: true,
     });
     expect(g.fileName).toBe('00-multus.conflist');
     expect(JSON.parse(g.text)).toMatchObject({ cniVersion: '1.0.0', name: 'a"b' });
@@ -182,7 +244,10 @@ describe('pickMaster', () => {
 describe('renderKubeconfig', () => {
   const base: KubeconfigInputs = {
     env: { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '6443' },
-    ca: Buffer.from('CA\n'), token: Buffer.from('tok.en\n'), skipTlsVerify: false, caPath: '/sa/ca.crt',
+    ca: Buffer.from('CA\n'),
+    token: Buffer.from('tok.en\n'),
+    skipTlsVerify: false,
+    caPath: '/sa/ca.crt',
     tokenPath: '/sa/token',
   };
   it("is Multus' template with the CA inline and the host bracketed", () => {
@@ -206,7 +271,9 @@ describe('--is-default-ready', () => {
   it('parses its arguments', () => {
     expect(parseReadyArgs(['--is-default-ready', '/f', '--wait', '3'])).toMatchObject({ file: '/f', waitSeconds: 3 });
     expect(parseReadyArgs(['--is-default-ready', '--wait=0', '--cni-conf-dir=/c'])).toMatchObject({
-      file: '', waitSeconds: 0, cniConfDir: '/c',
+      file: '',
+      waitSeconds: 0,
+      cniConfDir: '/c',
     });
     expect(() => parseReadyArgs(['--is-default-ready', '--wait', 'x'])).toThrow(/--wait x/);
     expect(() => parseReadyArgs(['--is-default-ready', 'a', 'b'])).toThrow(/unexpected argument "b"/);
@@ -245,7 +312,8 @@ describe('--is-default-ready', () => {
     expect(later.sleeps).toEqual([250, 1000]);
     const never = deps(Infinity);
     expect(await isDefaultReady({ ...args, waitSeconds: 0 }, never, none)).toEqual({
-      ready: false, line: 'not ready: the readiness indicator file /ready does not exist (after 1 checks over 0 s)',
+      ready: false,
+      line: 'not ready: the readiness indicator file /ready does not exist (after 1 checks over 0 s)',
     });
   });
 });
