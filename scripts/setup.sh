@@ -16,8 +16,8 @@ cd "$root"
 
 say() { echo "setup: $*"; }
 
-# 1. System packages: the real CNI plugins (/usr/lib/cni), ip/tc, iptables and nftables.
-packages=(containernetworking-plugins iproute2 iptables nftables)
+# 1. System packages: the real CNI plugins (/usr/lib/cni), ip/tc, iptables and nftables; umoci (npm run image).
+packages=(containernetworking-plugins iproute2 iptables nftables umoci)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
