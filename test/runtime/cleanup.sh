@@ -1,8 +1,8 @@
 #!/bin/sh
 # Removes what a runtime fixture (test/runtime/runtime.ts) left behind once containerd is stopped: the shims and
-# sandbox (pause) processes of its containerd, by PID; the mounts below its temp dir; its cgroups; its "host"
-# network namespace (with the bridges, veths and macvlan masters in it); then the temp dir itself unless it
-# holds a file named "keep". Run by the fixture's stop() and by its watchdog when the test runner died.
+# sandbox (pause) processes of its containerd, by PID; containerd's libcni caches of its sandboxes; the mounts
+# below its temp dir; its cgroups; its "host" network namespace (with the bridges, veths and macvlan masters in
+# it); then the temp dir itself unless it holds a file named "keep". Run by the fixture's stop() and by its watchdog when the test runner died.
 #
 # usage: cleanup.sh <temp dir> <host netns name> <cgroup parent name>
 # Every argument is checked against the names the fixture makes before anything is touched.
@@ -30,6 +30,14 @@ for p in $pids; do
   kill -9 "$p" 2>/dev/null
 done
 [ -n "$pids" ] && sleep 0.2
+
+# containerd's libcni keeps result caches in the machine's /var/lib/cni (not configurable in containerd 1.6):
+# remove those of this fixture's sandboxes (64-hex IDs, the task dirs' names)
+for t in "$dir"/state/io.containerd.runtime.v2.task/*/*; do
+  id=${t##*/}
+  case "$id" in *[!0-9a-f]*|'') continue ;; esac
+  [ ${#id} -eq 64 ] && rm -f /var/lib/cni/results/*-"$id"-*
+done
 
 # mounts below the dir, deepest first (rootfs overlays, /dev/shm of sandboxes, network namespace files)
 awk -v d="$dir/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
