@@ -2,7 +2,8 @@
 # Removes what a runtime fixture (test/runtime/runtime.ts) left behind once containerd is stopped: the shims and
 # sandbox (pause) processes of its containerd, by PID; containerd's libcni caches of its sandboxes; the mounts
 # below its temp dir; its cgroups; its "host" network namespace (with the bridges, veths and macvlan masters in
-# it); then the temp dir itself unless it holds a file named "keep". Run by the fixture's stop() and by its watchdog when the test runner died.
+# it); then the temp dir itself unless it holds a file named "keep". Run by the fixture's stop() and by its
+# watchdog when the test runner died.
 #
 # usage: cleanup.sh <temp dir> <host netns name> <cgroup parent name>
 # Every argument is checked against the names the fixture makes before anything is touched.

@@ -30,13 +30,20 @@ describe.skipIf(!ready)('runtime fixture: containerd + runc + crictl in a temp d
     rt = undefined;
   });
 
-  it('runp gives the sandbox the conf dir\'s network; stop() after containerd died with the sandbox running leaves nothing', async () => {
+  it('runp: the conf dir\'s network; stop() after containerd died with a sandbox running leaves nothing', async () => {
     rt = await prepareRuntime();
     const ipam = join(rt.dir, 'ipam');
     await rt.writeConf('10-bridge.conflist', {
       cniVersion: '1.0.0',
       name: 'rt-smoke',
-      plugins: [{ type: 'bridge', bridge: 'mtsrtsm0', isGateway: true, ipam: { type: 'host-local', dataDir: ipam, subnet: '10.251.0.0/24' } }],
+      plugins: [
+        {
+          type: 'bridge',
+          bridge: 'mtsrtsm0',
+          isGateway: true,
+          ipam: { type: 'host-local', dataDir: ipam, subnet: '10.251.0.0/24' },
+        },
+      ],
     });
     await rt.start();
     const r = await rt.runp({ name: 'smoke', namespace: 'default', uid: 'uid-smoke' });

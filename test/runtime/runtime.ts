@@ -69,19 +69,33 @@ export interface RunResult {
 }
 
 /** Runs `file args` (no shell); never rejects on an exit status. */
-export function run(file: string, args: readonly string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<RunResult> {
+export function run(
+  file: string,
+  args: readonly string[],
+  opts: { timeoutMs?: number; input?: string } = {},
+): Promise<RunResult> {
   return new Promise((resolvePromise, reject) => {
     const env = { ...process.env };
     delete env.NODE_OPTIONS;
     delete env.NODE_EXTRA_CA_CERTS;
-    const child = spawn(file, args, { env, stdio: ['pipe', 'pipe', 'pipe'], timeout: opts.timeoutMs ?? 120_000, killSignal: 'SIGKILL' });
+    const child = spawn(file, args, {
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      timeout: opts.timeoutMs ?? 120_000,
+      killSignal: 'SIGKILL',
+    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
     child.on('error', reject);
     child.on('close', (code, signal) =>
-      resolvePromise({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }),
+      resolvePromise({
+        code,
+        signal,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      }),
     );
     child.stdin.on('error', () => {});
     child.stdin.end(opts.input ?? '');
@@ -90,7 +104,9 @@ export function run(file: string, args: readonly string[], opts: { timeoutMs?: n
 
 export async function runOk(file: string, args: readonly string[], opts: { timeoutMs?: number } = {}): Promise<string> {
   const r = await run(file, args, opts);
-  if (r.code !== 0) throw new Error(`${file} ${args.join(' ')} exited ${r.code ?? r.signal}: ${r.stderr.trim() || r.stdout.trim()}`);
+  if (r.code !== 0) {
+    throw new Error(`${file} ${args.join(' ')} exited ${r.code ?? r.signal}: ${r.stderr.trim() || r.stdout.trim()}`);
+  }
   return r.stdout;
 }
 
@@ -167,7 +183,9 @@ export class Runtime {
     this.startWatchdog();
     await runOk('ip', ['netns', 'add', this.hostNs]);
     await runOk('ip', ['-n', this.hostNs, 'link', 'set', 'lo', 'up']);
-    for (const d of [this.binDir, this.confDir, join(this.dir, 'pods'), join(this.dir, 'logs')]) await mkdir(d, { recursive: true, mode: 0o700 });
+    for (const d of [this.binDir, this.confDir, join(this.dir, 'pods'), join(this.dir, 'logs')]) {
+      await mkdir(d, { recursive: true, mode: 0o700 });
+    }
     for (const f of await readdir(PLUGIN_DIR)) await copyFile(join(PLUGIN_DIR, f), join(this.binDir, f));
     await copyFile(MULTUS_BIN, join(this.binDir, 'multus'));
     await chmod(join(this.binDir, 'multus'), 0o755);
@@ -232,16 +250,16 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     delete env.NODE_OPTIONS;
     delete env.NODE_EXTRA_CA_CERTS;
     // nsenter execs containerd: the child's PID is containerd's
-    const child = spawn('nsenter', [`--net=/var/run/netns/${this.hostNs}`, CONTAINERD_BIN, '--config', join(this.dir, 'config.toml')], {
-      env,
-      stdio: ['ignore', out, out],
-    });
+    const args = [`--net=/var/run/netns/${this.hostNs}`, CONTAINERD_BIN, '--config', join(this.dir, 'config.toml')];
+    const child = spawn('nsenter', args, { env, stdio: ['ignore', out, out] });
     this.containerd = child;
     this.containerdExit = new Promise((r) => child.once('exit', () => r()));
     if (child.pid) writeFileSync(join(this.dir, 'containerd.pid'), String(child.pid));
     const deadline = Date.now() + 30_000;
     for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`containerd exited ${child.exitCode ?? child.signalCode}\n${await this.logTail()}`);
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`containerd exited ${child.exitCode ?? child.signalCode}\n${await this.logTail()}`);
+      }
       if (existsSync(this.socket)) {
         const r = await this.crictl(['info'], 10_000);
         if (r.code === 0) break;
@@ -252,7 +270,8 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     if (firstStart) {
       // --base-name names the image by its ref.name annotation (the tag): one reference, which the CRI
       // plugin resolves; --index-name would add a second "import-<date>" reference it cannot resolve.
-      await runOk(CTR_BIN, ['-a', this.socket, '-n', 'k8s.io', 'images', 'import', '--base-name', PAUSE_IMAGE_BASE, PAUSE_TAR]);
+      const ctr = ['-a', this.socket, '-n', 'k8s.io'];
+      await runOk(CTR_BIN, [...ctr, 'images', 'import', '--base-name', PAUSE_IMAGE_BASE, PAUSE_TAR]);
     }
   }
 
@@ -380,11 +399,11 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     const script =
       'parent=$1; dir=$2; while kill -0 "$parent" 2>/dev/null && [ -d "$dir" ]; do sleep 1; done; ' +
       '[ -d "$dir" ] && sh "$3" "$dir" "$4" "$5"';
-    const w = spawn(
-      '/bin/sh',
-      ['-c', script, 'multus-ts-runtime-watchdog', String(process.pid), this.dir, CLEANUP_SCRIPT, this.hostNs, this.cgroupParent],
-      { detached: true, stdio: 'ignore' },
-    );
+    const args = [String(process.pid), this.dir, CLEANUP_SCRIPT, this.hostNs, this.cgroupParent];
+    const w = spawn('/bin/sh', ['-c', script, 'multus-ts-runtime-watchdog', ...args], {
+      detached: true,
+      stdio: 'ignore',
+    });
     w.unref();
     this.watchdog = w;
   }

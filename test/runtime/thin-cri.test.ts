@@ -66,7 +66,14 @@ describe.skipIf(!ready)('thin mode through containerd CRI (crictl runp/stopp/rmp
     await runOk('ip', ['-n', rt.hostNs, 'link', 'set', MASTER_PEER, 'up']);
     await ensureNamespace(cluster, ns);
     const hostLocal = (k: number) => ({ type: 'host-local', dataDir: ipamDir(), ranges: [[{ subnet: subnet(k) }]] });
-    await createNad(cluster, ns, 'mv', { cniVersion: '1.0.0', name: 'mv', type: 'macvlan', master: MASTER, mode: 'bridge', ipam: hostLocal(1) });
+    await createNad(cluster, ns, 'mv', {
+      cniVersion: '1.0.0',
+      name: 'mv',
+      type: 'macvlan',
+      master: MASTER,
+      mode: 'bridge',
+      ipam: hostLocal(1),
+    });
     await createNad(cluster, ns, 'gw', {
       cniVersion: '1.0.0',
       name: 'gw',
@@ -120,7 +127,8 @@ describe.skipIf(!ready)('thin mode through containerd CRI (crictl runp/stopp/rmp
     await cluster?.stop();
   });
 
-  const pod = async (name: string, annotations: Record<string, string>): Promise<PodRef> => createPod(cluster, ns, name, annotations);
+  const pod = (name: string, annotations: Record<string, string>): Promise<PodRef> =>
+    createPod(cluster, ns, name, annotations);
 
   const runp = async (p: PodRef): Promise<SandboxInfo> => {
     const r = await rt.runp(p);
@@ -131,7 +139,8 @@ describe.skipIf(!ready)('thin mode through containerd CRI (crictl runp/stopp/rmp
 
   const links = async (sb: SandboxInfo): Promise<Map<string, Link>> =>
     new Map((JSON.parse(await ipInSandbox(sb, ['-j', '-d', 'addr', 'show'])) as Link[]).map((l) => [l.ifname, l]));
-  const v4 = (l: Link | undefined) => (l?.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => `${a.local}/${a.prefixlen}`);
+  const v4 = (l: Link | undefined) =>
+    (l?.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => `${a.local}/${a.prefixlen}`);
 
   const teardown = async (id: string): Promise<void> => {
     const stop = await rt.stopp(id);
@@ -163,7 +172,7 @@ describe.skipIf(!ready)('thin mode through containerd CRI (crictl runp/stopp/rmp
   const hostLeftovers = async (): Promise<string[]> => {
     const host = JSON.parse(await runOk('ip', ['-n', rt.hostNs, '-j', '-d', 'link', 'show'])) as Link[];
     return host
-      .filter((l) => l.ifname !== 'lo' && l.ifname !== MASTER && l.ifname !== MASTER_PEER && l.linkinfo?.info_kind !== 'bridge')
+      .filter((l) => !['lo', MASTER, MASTER_PEER].includes(l.ifname) && l.linkinfo?.info_kind !== 'bridge')
       .map((l) => `${l.ifname} (${l.linkinfo?.info_kind ?? '?'})`);
   };
 
@@ -181,14 +190,15 @@ describe.skipIf(!ready)('thin mode through containerd CRI (crictl runp/stopp/rmp
   const expectNothingLeft = async (ids: string[]): Promise<void> => {
     const pods = await rt.pods();
     expect(ids.filter((id) => pods.includes(id)), 'sandboxes still known to containerd').toEqual([]);
-    expect((await rt.netnsFiles()).filter(notIn(baseline.netns)), 'sandbox netns files under containerd\'s state dir').toEqual([]);
+    const netns = (await rt.netnsFiles()).filter(notIn(baseline.netns));
+    expect(netns, 'sandbox netns files under containerd\'s state dir').toEqual([]);
     expect((await hostLeftovers()).filter(notIn(baseline.links)), 'links left in containerd\'s namespace').toEqual([]);
     expect((await reservedIps()).filter(notIn(baseline.ips)), 'IPs reserved in host-local\'s data dir').toEqual([]);
     const caches = (await Promise.all(ids.map(cachesOf))).flat();
     expect(caches, 'cache files of the sandboxes').toEqual([]);
   };
 
-  it('bridge cluster network + macvlan NAD + static-IP NAD + default-route NAD: interfaces, routes, status, events; stopp/rmp leave nothing', async () => {
+  it('cluster net + macvlan, static-IP, default-route NADs: links, routes, status, events; no leftovers', async () => {
     const p = await pod('pod-a', {
       [NETWORKS_ANNOTATION]: JSON.stringify([
         { name: 'mv' },
@@ -209,10 +219,10 @@ describe.skipIf(!ready)('thin mode through containerd CRI (crictl runp/stopp/rmp
     expect(v4(l.get('net3'))).toEqual([expect.stringMatching(inSubnet(2))]);
     expect(l.get('eth0')?.linkinfo?.info_kind).toBe('veth');
 
-    const routes = JSON.parse(await ipInSandbox(sb, ['-j', '-4', 'route', 'show'])) as { dst: string; gateway?: string; dev: string }[];
-    expect(routes.filter((r) => r.dst === 'default').map((r) => `${r.gateway} ${r.dev}`), 'the default route moved to the gw NAD').toEqual([
-      `${addr(2, 1)} net3`,
-    ]);
+    type Route = { dst: string; gateway?: string; dev: string };
+    const routes = JSON.parse(await ipInSandbox(sb, ['-j', '-4', 'route', 'show'])) as Route[];
+    const defaults = routes.filter((r) => r.dst === 'default').map((r) => `${r.gateway} ${r.dev}`);
+    expect(defaults, 'the default route moved to the gw NAD').toEqual([`${addr(2, 1)} net3`]);
     expect(routes.map((r) => `${r.dst} ${r.dev}`).sort()).toEqual(
       ['default net3', `${subnet(0)} eth0`, `${subnet(1)} net1`, `${subnet(2)} net3`, `${subnet(3)} st0`].sort(),
     );
@@ -269,9 +279,10 @@ describe.skipIf(!ready)('thin mode through containerd CRI (crictl runp/stopp/rmp
     await expectNothingLeft([sb.id]);
   });
 
-  it('20 sandboxes created in parallel: each gets eth0 and net1 with its own addresses and its status; all removed in parallel', async () => {
+  it('20 sandboxes in parallel: each its eth0, net1, own addresses and status; all removed in parallel', async () => {
     const n = 20;
-    const pods = await Promise.all(Array.from({ length: n }, (_, i) => pod(`pod-par-${i}`, { [NETWORKS_ANNOTATION]: 'mv' })));
+    const names = Array.from({ length: n }, (_, i) => `pod-par-${i}`);
+    const pods = await Promise.all(names.map((name) => pod(name, { [NETWORKS_ANNOTATION]: 'mv' })));
     const results = await Promise.all(pods.map((p) => rt.runp(p)));
     for (const r of results) if (r.id) made.push(r.id);
     expect(results.filter((r) => r.code !== 0).map((r) => r.stderr), 'failed runp').toEqual([]);
