@@ -9,7 +9,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { needs } from '../helpers/skip.ts';
-import { type Runtime, ipInSandbox, prepareRuntime, runOk, runtimeRequirements } from './runtime.ts';
+import { type Runtime, ipInSandbox, keepTmp, prepareRuntime, runOk, runtimeRequirements } from './runtime.ts';
 
 const ready = needs(...runtimeRequirements());
 
@@ -67,7 +67,7 @@ describe.skipIf(!ready)('runtime fixture: containerd + runc + crictl in a temp d
     expect(mounts, 'mounts below the temp dir').toEqual([]);
     expect(existsSync(cgroups), 'the cgroup parent').toBe(false);
     expect((await readdir('/var/run/netns')).filter((n) => n === hostNs), 'containerd\'s namespace').toEqual([]);
-    expect(existsSync(dir), 'the temp dir').toBe(false);
+    expect(existsSync(dir), 'the temp dir (kept with MULTUS_TS_KEEP_TMP=1)').toBe(keepTmp);
     const caches = (await readdir('/var/lib/cni/results').catch(() => [] as string[])).filter((f) => f.includes(sb.id));
     expect(caches, 'containerd\'s libcni caches of the sandbox').toEqual([]);
   });

@@ -41,7 +41,8 @@ export const RUNC_BIN = '/usr/sbin/runc';
 /** The reference the pause image is imported under (build.sh's tag; containerd's sandbox_image). */
 export const PAUSE_IMAGE_BASE = 'localhost/pause';
 
-const keepTmp = process.env.MULTUS_TS_KEEP_TMP === '1';
+/** MULTUS_TS_KEEP_TMP=1: stop() keeps the temp dir (logs, configs) and removes everything else. */
+export const keepTmp = process.env.MULTUS_TS_KEEP_TMP === '1';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** What the runtime tier needs, for `needs(...)`. */
