@@ -7,6 +7,7 @@
  *   static-IP NAD and a `default-route` NAD: interfaces, addresses and routes inside the sandbox, the pod's
  *   network-status and events; `stopp` + `rmp` leave nothing (links, reserved IPs, caches, netns);
  * - a missing NAD: RunPodSandbox fails with Multus' message and nothing is left;
+ * - the sandbox's pod UID is not the API's: RunPodSandbox fails naming both UIDs, nothing is left;
  * - containerd restarted between runp and stopp: teardown still complete;
  * - 20 sandboxes created (and removed) in parallel;
  * - the API server stopped before stopp (last: it stops the API server): teardown still complete.
@@ -265,6 +266,22 @@ describe.skipIf(!ready)('thin mode through containerd CRI (crictl runp/stopp/rmp
     const found = await readdir(cniDir()).catch(() => [] as string[]);
     expect(found.filter((f) => f !== 'results'), 'multus scratch caches').toEqual([]);
     expect(await readdir(join(cniDir(), 'results')).catch(() => []), 'multus result caches').toEqual([]);
+  });
+
+  it('the runtime\'s pod UID is not the API\'s (pod re-created under its name): runp fails, nothing left', async () => {
+    const p = await pod('pod-uid', { [NETWORKS_ANNOTATION]: 'mv' });
+    const before = await rt.pods();
+    const stale = '00000000-0000-4000-8000-000000000000';
+    const r = await rt.runp({ ...p, uid: stale });
+    if (r.id) made.push(r.id);
+    expect(r.code, 'crictl runp exit code').not.toBe(0);
+    // crictl prints containerd's error with its quotes escaped
+    expect(r.stderr.replaceAll('\\"', '"')).toContain(`expected pod UID "${stale}" but got "${p.uid}" from Kube API`);
+    expect(await rt.pods(), 'no sandbox left').toEqual(before);
+    expect((await rt.netnsFiles()).filter(notIn(baseline.netns)), 'netns files').toEqual([]);
+    expect((await hostLeftovers()).filter(notIn(baseline.links)), 'host links').toEqual([]);
+    expect((await reservedIps()).filter(notIn(baseline.ips)), 'reserved IPs').toEqual([]);
+    expect(await networkStatus(cluster, p)).toBeUndefined();
   });
 
   it('containerd restarted between runp and stopp: the sandbox survives, teardown is complete', async () => {
