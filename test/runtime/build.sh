@@ -6,6 +6,9 @@
 #    an OCI image layout and tarred as an OCI archive for `ctr images import`.
 # See docs/kubernetes-tests.md.
 #
+# With --kubelet it also builds kubelet (k8s.io/kubernetes/cmd/kubelet, wrapper module test/runtime/kubelet) into
+# the same dir, with its own stamp kubelet.sha256; no test uses it yet and setup.sh does not ask for it.
+#
 # Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/runtime/{crictl,pause.tar}, reused while the inputs (go.mod,
 # go.sum, pause.c and this script) are unchanged (their hash is kept in build.sha256). Installs containerd,
 # runc, umoci and gcc with apt-get when missing (as root). Prints timings on stderr and the dir on stdout.
@@ -18,6 +21,9 @@ out_dir="$cache/runtime"
 stamp="$out_dir/build.sha256"
 # The name the image is imported under; runtime.ts points containerd's sandbox_image at it.
 image_tag="3.10-multus-ts"
+
+with_kubelet=false
+[[ "${1:-}" == "--kubelet" ]] && with_kubelet=true
 
 say() { echo "runtime/build.sh: $*" >&2; }
 now() { date +%s.%N; }
@@ -45,6 +51,35 @@ fi
 if ! command -v go >/dev/null 2>&1; then
   say "go is not installed (needed to build crictl)"
   exit 1
+fi
+
+# kubelet (only with --kubelet): stamped with its release like kube-apiserver in test/k8s/build.sh
+build_kubelet() {
+  local khash kver kminor vflags=() t0 ktmp
+  khash="$(cat "$here/kubelet/go.mod" "$here/kubelet/go.sum" "$here/build.sh" | sha256sum | cut -d' ' -f1)"
+  if [[ -x "$out_dir/kubelet" && -f "$out_dir/kubelet.sha256" && "$(cat "$out_dir/kubelet.sha256")" == "$khash" ]]; then
+    say "$out_dir/kubelet is up to date"
+    return 0
+  fi
+  mkdir -p "$out_dir"
+  ktmp="$(mktemp -d "$out_dir/.kubelet.XXXXXX")"
+  kver="$(cd "$here/kubelet" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+  kminor="${kver#v1.}"
+  kminor="${kminor%%.*}"
+  for vpkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    vflags+=("-X $vpkg.gitVersion=$kver -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$kminor -X $vpkg.gitTreeState=clean")
+  done
+  t0="$(now)"
+  say "building kubelet (k8s.io/kubernetes/cmd/kubelet $kver)"
+  (cd "$here/kubelet" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags="-s -w ${vflags[*]}" \
+    -o "$ktmp/kubelet" k8s.io/kubernetes/cmd/kubelet) || { rm -rf "$ktmp"; return 1; }
+  say "built kubelet in $(secs "$t0" "$(now)") s: $("$ktmp/kubelet" --version)"
+  mv -f "$ktmp/kubelet" "$out_dir/kubelet"
+  rm -rf "$ktmp"
+  echo "$khash" >"$out_dir/kubelet.sha256"
+}
+if $with_kubelet; then
+  build_kubelet
 fi
 
 hash="$(cat "$here/crictl/go.mod" "$here/crictl/go.sum" "$here/pause.c" "$here/build.sh" | sha256sum | cut -d' ' -f1)"
