@@ -88,6 +88,7 @@ fi
 if [[ -f test/peers/build-gomultus.sh ]]; then
   say "go multus peer: $(bash test/peers/build-gomultus.sh)"
 fi
+
 # 6. The runtime tier's crictl (Go modules) and sandbox image (test/runtime/build.sh, cached the same way).
 if [[ -f test/runtime/build.sh ]]; then
   say "runtime peers: $(bash test/runtime/build.sh)"
