@@ -14,10 +14,10 @@ case "$netns" in mts-rt-*) ;; *) echo "cleanup.sh: refusing netns '$netns'" >&2;
 case "$cgroup" in mts-rt-*) ;; *) echo "cleanup.sh: refusing cgroup '$cgroup'" >&2; exit 2 ;; esac
 case "$dir$netns$cgroup" in *[!A-Za-z0-9/._-]*) echo "cleanup.sh: unexpected characters" >&2; exit 2 ;; esac
 
-# containerd itself (its PID file), the shims of this containerd (their command line names its socket) and the
-# sandbox processes (init.pid of each task).
+# containerd itself and the tests' own daemons (their <name>.pid files), the shims of this containerd (their
+# command line names its socket) and the sandbox processes (init.pid of each task).
 pids=""
-[ -f "$dir/containerd.pid" ] && pids="$(cat "$dir/containerd.pid")"
+for f in "$dir"/*.pid; do [ -f "$f" ] && pids="$pids $(cat "$f")"; done
 for p in /proc/[0-9]*; do
   if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "-address $dir/containerd.sock "; then
     pids="$pids ${p#/proc/}"
