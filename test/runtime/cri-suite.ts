@@ -298,11 +298,14 @@ function suiteBody(mode: Mode): void {
    */
   const expectNothingLeft = async (ids: string[]): Promise<void> => {
     const pods = await rt.pods();
-    expect(ids.filter((id) => pods.includes(id)), 'sandboxes still known to containerd').toEqual([]);
+    expect(
+      ids.filter((id) => pods.includes(id)),
+      'sandboxes still known to containerd',
+    ).toEqual([]);
     const netns = (await rt.netnsFiles()).filter(notIn(baseline.netns));
-    expect(netns, 'sandbox netns files under containerd\'s state dir').toEqual([]);
-    expect((await hostLeftovers()).filter(notIn(baseline.links)), 'links left in containerd\'s namespace').toEqual([]);
-    expect((await reservedIps()).filter(notIn(baseline.ips)), 'IPs reserved in host-local\'s data dir').toEqual([]);
+    expect(netns, "sandbox netns files under containerd's state dir").toEqual([]);
+    expect((await hostLeftovers()).filter(notIn(baseline.links)), "links left in containerd's namespace").toEqual([]);
+    expect((await reservedIps()).filter(notIn(baseline.ips)), "IPs reserved in host-local's data dir").toEqual([]);
     const caches = (await Promise.all(ids.map(cachesOf))).flat();
     expect(caches, 'cache files of the sandboxes').toEqual([]);
   };
@@ -360,7 +363,7 @@ function suiteBody(mode: Mode): void {
     await expectNothingLeft([sb.id]);
   });
 
-  it('a NAD that does not exist: RunPodSandbox fails with Multus\' message and nothing is left', async () => {
+  it("a NAD that does not exist: RunPodSandbox fails with Multus' message and nothing is left", async () => {
     const p = await pod('pod-missing', { [NETWORKS_ANNOTATION]: 'mv,nad-missing' });
     const before = await rt.pods();
     const r = await rt.runp(p);
@@ -373,11 +376,14 @@ function suiteBody(mode: Mode): void {
     expect((await reservedIps()).filter(notIn(baseline.ips)), 'reserved IPs').toEqual([]);
     expect(await networkStatus(cluster, p)).toBeUndefined();
     const found = await readdir(cniDir()).catch(() => [] as string[]);
-    expect(found.filter((f) => f !== 'results'), 'multus scratch caches').toEqual([]);
+    expect(
+      found.filter((f) => f !== 'results'),
+      'multus scratch caches',
+    ).toEqual([]);
     expect(await readdir(join(cniDir(), 'results')).catch(() => []), 'multus result caches').toEqual([]);
   });
 
-  it('the runtime\'s pod UID is not the API\'s (pod re-created under its name): runp fails, nothing left', async () => {
+  it("the runtime's pod UID is not the API's (pod re-created under its name): runp fails, nothing left", async () => {
     const p = await pod('pod-uid', { [NETWORKS_ANNOTATION]: 'mv' });
     const before = await rt.pods();
     const stale = '00000000-0000-4000-8000-000000000000';
@@ -411,7 +417,10 @@ function suiteBody(mode: Mode): void {
     const pods = await Promise.all(names.map((name) => pod(name, { [NETWORKS_ANNOTATION]: 'mv' })));
     const results = await Promise.all(pods.map((p) => rt.runp(p)));
     for (const r of results) if (r.id) made.push(r.id);
-    expect(results.filter((r) => r.code !== 0).map((r) => r.stderr), 'failed runp').toEqual([]);
+    expect(
+      results.filter((r) => r.code !== 0).map((r) => r.stderr),
+      'failed runp',
+    ).toEqual([]);
     const sbs = await Promise.all(results.map((r) => rt.inspect(r.id!)));
     const seen = new Set<string>();
     for (const [i, sb] of sbs.entries()) {
@@ -420,22 +429,31 @@ function suiteBody(mode: Mode): void {
       const a = [...v4(l.get('eth0')), ...v4(l.get('net1'))];
       for (const x of a) seen.add(x);
       const status = await networkStatus(cluster, pods[i]!);
-      expect(status?.map((e) => [e.interface, e.ips?.[0]]), pods[i]!.name).toEqual([
+      expect(
+        status?.map((e) => [e.interface, e.ips?.[0]]),
+        pods[i]!.name,
+      ).toEqual([
         ['eth0', a[0]!.split('/')[0]],
         ['net1', a[1]!.split('/')[0]],
       ]);
     }
     expect(seen.size, 'distinct addresses').toBe(2 * n);
     const stops = await Promise.all(sbs.map((sb) => rt.stopp(sb.id)));
-    expect(stops.filter((r) => r.code !== 0).map((r) => r.stderr), 'failed stopp').toEqual([]);
+    expect(
+      stops.filter((r) => r.code !== 0).map((r) => r.stderr),
+      'failed stopp',
+    ).toEqual([]);
     const rms = await Promise.all(sbs.map((sb) => rt.rmp(sb.id)));
-    expect(rms.filter((r) => r.code !== 0).map((r) => r.stderr), 'failed rmp').toEqual([]);
+    expect(
+      rms.filter((r) => r.code !== 0).map((r) => r.stderr),
+      'failed rmp',
+    ).toEqual([]);
     made.splice(0);
     await expectNothingLeft(sbs.map((sb) => sb.id));
   }, 240_000);
 
   if (mode === 'resident') {
-    it('the daemon killed between runp and stopp: the shim\'s thin fallback tears down, nothing left', async () => {
+    it("the daemon killed between runp and stopp: the shim's thin fallback tears down, nothing left", async () => {
       const p = await pod('pod-nodaemon', {
         [NETWORKS_ANNOTATION]: JSON.stringify([{ name: 'mv' }, { name: 'gw', 'default-route': [addr(2, 1)] }]),
       });

@@ -30,7 +30,7 @@ describe.skipIf(!ready)('runtime fixture: containerd + runc + crictl in a temp d
     rt = undefined;
   });
 
-  it('runp: the conf dir\'s network; stop() after containerd died with a sandbox running leaves nothing', async () => {
+  it("runp: the conf dir's network; stop() after containerd died with a sandbox running leaves nothing", async () => {
     rt = await prepareRuntime();
     const ipam = join(rt.dir, 'ipam');
     await rt.writeConf('10-bridge.conflist', {
@@ -63,12 +63,17 @@ describe.skipIf(!ready)('runtime fixture: containerd + runc + crictl in a temp d
     await rt.stop();
     rt = undefined;
     expect(alive(sb.pid), 'the pause process').toBe(false);
-    const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.includes(`${dir}/`));
+    const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .filter((l) => l.includes(`${dir}/`));
     expect(mounts, 'mounts below the temp dir').toEqual([]);
     expect(existsSync(cgroups), 'the cgroup parent').toBe(false);
-    expect((await readdir('/var/run/netns')).filter((n) => n === hostNs), 'containerd\'s namespace').toEqual([]);
+    expect(
+      (await readdir('/var/run/netns')).filter((n) => n === hostNs),
+      "containerd's namespace",
+    ).toEqual([]);
     expect(existsSync(dir), 'the temp dir (kept with MULTUS_TS_KEEP_TMP=1)').toBe(keepTmp);
     const caches = (await readdir('/var/lib/cni/results').catch(() => [] as string[])).filter((f) => f.includes(sb.id));
-    expect(caches, 'containerd\'s libcni caches of the sandbox').toEqual([]);
+    expect(caches, "containerd's libcni caches of the sandbox").toEqual([]);
   });
 });

@@ -343,7 +343,10 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   async pods(): Promise<string[]> {
     const r = await this.crictl(['pods', '-q']);
     if (r.code !== 0) throw new Error(`crictl pods: ${r.stderr.trim()}`);
-    return r.stdout.split('\n').map((s) => s.trim()).filter(Boolean);
+    return r.stdout
+      .split('\n')
+      .map((s) => s.trim())
+      .filter(Boolean);
   }
 
   /** Network namespace files containerd left under its state dir. */
