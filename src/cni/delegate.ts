@@ -11,6 +11,8 @@
  * Deliberate difference from libcni: DEL keeps going through a chain after a plugin fails (libcni stops), so
  * an IPAM plugin earlier in the chain still releases its address; the errors are joined (docs/compatibility.md).
  */
+import type { RequestCommand } from './request.ts';
+import type { ResultCacheEntry } from '../store/result-cache.ts';
 import { readResultCache, removeResultCache, writeResultCache } from '../store/result-cache.ts';
 import type { ArgPairs } from './cniargs.ts';
 import { formatCniArgs } from './cniargs.ts';
@@ -32,6 +34,17 @@ export interface RuntimeConf {
   capabilityArgs: Record<string, unknown>;
 }
 
+/** The RuntimeConf an attachment was added with, from its libcni result cache (DEL and GC of what ADD recorded). */
+export function runtimeConfFromCache(entry: ResultCacheEntry): RuntimeConf {
+  return {
+    containerId: entry.containerId,
+    netns: entry.netns,
+    ifName: entry.ifName,
+    args: entry.cniArgs,
+    capabilityArgs: entry.capabilityArgs,
+  };
+}
+
 export interface NetworkDeps {
   exec: Exec;
   log: Logger;
@@ -43,7 +56,7 @@ export interface NetworkDeps {
   timeoutMs: number;
 }
 
-type Command = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC';
+type Command = RequestCommand;
 
 export function buildPluginConfig(
   network: Network,

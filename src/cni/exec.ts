@@ -31,7 +31,7 @@ const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 const TEXT_BUSY_ATTEMPTS = 5;
 const TEXT_BUSY_DELAY_MS = 1000;
 /** A plugin type names a file in a bin dir: no path separators, no "..". */
-const PLUGIN_TYPE = /^[A-Za-z0-9][A-Za-z0-9_.+\-]*$/;
+const PLUGIN_TYPE = /^[A-Za-z0-9][A-Za-z0-9_.+-]*$/;
 
 export function findInPath(type: string, dirs: string[]): string {
   if (!PLUGIN_TYPE.test(type) || type.includes('..')) {

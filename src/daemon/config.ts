@@ -92,7 +92,7 @@ function int(raw: Record<string, unknown>, key: string, min: number, max: number
 }
 
 /** A file name in a directory: no separators, no "..", no NUL. */
-const FILE_NAME = /^[A-Za-z0-9_.+\-][A-Za-z0-9_.+\-]*$/;
+const FILE_NAME = /^[A-Za-z0-9_.+-]+$/;
 
 export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
   let raw: unknown;

@@ -164,7 +164,7 @@ export function createCniServer(deps: ServerDeps): Server {
     const seconds = (performance.now() - started) / 1000;
     deps.metrics?.requestFinished(command, answer.exitCode === 0 ? 'success' : 'error', seconds);
     if (answer.exitCode === 0) {
-      let result: unknown = null;
+      let result: unknown;
       try {
         result = answer.stdout.trim() === '' ? null : JSON.parse(answer.stdout);
       } catch {

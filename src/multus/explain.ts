@@ -14,13 +14,14 @@ import type { K8sArgs } from '../cni/cniargs.ts';
 import { formatCniArgs } from '../cni/cniargs.ts';
 import { buildPluginConfig } from '../cni/delegate.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';
+import { httpStatusOf as apiStatus } from '../k8s/types.ts';
 import type { RoutePlan } from '../routes/routes.ts';
 import { planDefaultRoutes } from '../routes/routes.ts';
 import type { MultusConf } from './conf.ts';
 import { delegateFromNad } from './nad.ts';
 import type { Attachment, Delegate } from './plan.ts';
 import { capabilityArgsFor, delegateArgsFor, planAttachments, undeclaredCapabilities } from './plan.ts';
-import { DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, apiStatus, resolvePodDelegates } from './podnetworks.ts';
+import { DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, resolvePodDelegates } from './podnetworks.ts';
 import type { NetworkSelection } from './selection.ts';
 import {
   checkNamespaceIsolation,

@@ -20,6 +20,7 @@ import { addNetwork, checkNetwork, delNetwork } from '../cni/delegate.ts';
 import type { CniResult } from '../cni/result-model.ts';
 import { resultInterfaces, resultIps } from '../cni/result.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';
+import { httpStatusOf as apiStatus } from '../k8s/types.ts';
 import { listResultCaches } from '../store/result-cache.ts';
 import type { CachedDelegate } from '../store/scratch-cache.ts';
 import { readScratchCache, writeScratchCache } from '../store/scratch-cache.ts';
@@ -29,9 +30,10 @@ import type { NetworkStatus } from './netstatus.ts';
 import { buildNetworkStatuses, formatNetworkStatus } from './netstatus.ts';
 import type { Attachment, Delegate } from './plan.ts';
 import { fromCachedDelegate, planAttachments, toCachedDelegate } from './plan.ts';
-import { apiStatus } from './podnetworks.ts';
 import type { PodEvent } from './podstatus.ts';
-import { NETWORK_STATUS_ANNOTATION, addedInterfaceEvent, emitEvents } from './podstatus.ts';
+import { addedInterfaceEvent, emitEvents } from './podstatus.ts';
+
+const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';
 
 // ---------------------------------------------------------------------------------------------------------
 // Pure planning.

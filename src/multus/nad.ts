@@ -1,8 +1,8 @@
 /**
  * nad.ts: a NetworkAttachmentDefinition to a delegate network (pure, except the confDir lookup that an
- * empty spec.config asks for, §4.2).
+ * empty spec.config asks for, docs/behaviour.md#nad).
  *
- * spec.config is a single-plugin config or a conflist; a missing `name` gets the NAD's name (NPWG §3.4.2).
+ * spec.config is a single-plugin config or a conflist; a missing `name` gets the NAD's name (docs/behaviour.md#npwg).
  * An empty spec.config means "the config file in confDir whose network name is the NAD's name". The
  * delegate's display name (events, network-status) is `<namespace>/<name>`; the CNI network name (caches,
  * the `name` the plugins see) stays the config's own. The resourceName annotation is carried for device IDs.
@@ -11,7 +11,8 @@ import type { Network } from '../cni/network.ts';
 import { findNetworkInDir, parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, wrapError } from '../base/errors.ts';
 import type { Nad } from '../k8s/types.ts';
-import type { Delegate, SelectionRequest } from './plan.ts';
+import type { Delegate } from './plan.ts';
+import type { AttachmentRequest } from '../store/fields.ts';
 import { isObject } from '../base/json.ts';
 
 export const RESOURCE_NAME_ANNOTATION = 'k8s.v1.cni.cncf.io/resourceName';
@@ -39,7 +40,8 @@ export function networkFromNad(nad: Nad, confDir: string): Network {
 }
 
 /**
- * The selection's `cni-args` merged into `args.cni` of the config, or of every plugin of a conflist (§1.4):
+ * The selection's `cni-args` merged into `args.cni` of the config, or of every plugin of a conflist
+ * (docs/behaviour.md#delegate-config):
  * existing keys kept, the selection wins on the same key. A non-object `args` or `args.cni` is a clear error
  * (Multus panics). Returns a new network; the bytes (cached for DEL) carry the merged args.
  */
@@ -59,7 +61,7 @@ export function mergeCniArgs(network: Network, cniArgs: Record<string, unknown>)
 
 
 /** A delegate for one NAD, with the selection's requests (and the NAD's resource name, for device IDs). */
-export function delegateFromNad(nad: Nad, confDir: string, request: SelectionRequest): Delegate {
+export function delegateFromNad(nad: Nad, confDir: string, request: AttachmentRequest): Delegate {
   const loaded = networkFromNad(nad, confDir);
   const network = request.cniArgs ? mergeCniArgs(loaded, request.cniArgs) : loaded;
   const resourceName = nad.metadata.annotations?.[RESOURCE_NAME_ANNOTATION];

@@ -1,11 +1,12 @@
 /**
  * selection.ts: a pod's network selection annotations, parsed and checked (pure, no I/O).
  *
- * `parseNetworkSelections` reads `k8s.v1.cni.cncf.io/networks` (multus-behaviour.md §3.1): absent or empty
+ * `parseNetworkSelections` reads `k8s.v1.cni.cncf.io/networks` (docs/behaviour.md#networks-annotation): absent or empty
  * means no networks; text containing `[`, `{` or `"` is a JSON array of selection objects; anything else is
  * the comma list `[<namespace>/]<name>[@<ifname>]`, split, trimmed and DNS-1123-checked exactly as Multus'
  * parsePodNetworkObjectName does. `parseDefaultNetworkAnnotation` reads `v1.multus-cni.io/default-network`
- * (§3.2), `checkNamespaceIsolation` applies §4.3 and `validateDefaultRoutes` the `default-route` rules.
+ * (docs/behaviour.md#default-network-annotation), `checkNamespaceIsolation` applies
+ * docs/behaviour.md#namespace-isolation and `validateDefaultRoutes` the `default-route` rules.
  *
  * Messages keep Multus' texts as their core (`parsePodNetworkAnnotation: ...`), then name the annotation and
  * the bad element and say what to fix; the caller prefixes the pod. All errors are CniError(7).
@@ -17,14 +18,16 @@
  *   JSON type and a `cni-args` that is not an object are rejected, naming the element and the key.
  * - Interface names (text `@if`, JSON `interface`/`interfaceRequest`) get libcni's full check here (≤ 15
  *   bytes, not `.`/`..`, no `/`, `:` or whitespace); Multus checks part of it and libcni the rest at ADD.
- * - `default-route` (NPWG §4.1.2.1.9): only one element may carry the key, and `"default-route": []` is
- *   rejected, because Multus then removes the default route of every interface, eth0 included (§7.1 quirk).
+ * - `default-route` (docs/behaviour.md#npwg): only one element may carry the key, and `"default-route": []` is
+ *   rejected, because Multus then removes the default route of every interface, eth0 included
+ * (docs/behaviour.md#default-route quirk).
  * - An empty default-network annotation or one naming no network (`[]`) is a clear error (Multus: a
  *   misleading message, or a panic).
  */
 import { BlockList, isIP } from 'node:net';
 import { CniCode, CniError, isCniError } from '../base/errors.ts';
-import type { SelectionRequest } from './plan.ts';
+import type { AttachmentRequest, FieldKind } from '../store/fields.ts';
+import { ATTACHMENT_FIELDS, isRequested } from '../store/fields.ts';
 import { validateIfName } from '../base/names.ts';
 import { isObject } from '../base/json.ts';
 
@@ -32,7 +35,7 @@ import { isObject } from '../base/json.ts';
 export interface NetworkSelection {
   name: string;
   namespace: string;
-  request: SelectionRequest;
+  request: AttachmentRequest;
 }
 
 const NETWORKS_KEY = 'k8s.v1.cni.cncf.io/networks';
@@ -95,7 +98,7 @@ function isV4(ip: string): boolean {
 interface Parsed {
   name: string;
   namespace: string;
-  request: SelectionRequest;
+  request: AttachmentRequest;
 }
 
 /** Interface names get libcni's rules; the core of the message is Multus' own. */
@@ -153,20 +156,14 @@ function parseTextForm(annotation: string, key: string): Parsed[] {
 // ---------------------------------------------------------------------------------------------------------
 // JSON form.
 
-type Kind = 'string' | 'strings' | 'object' | 'objects';
+type Kind = FieldKind;
+/** The keys a JSON element may have: its name and namespace, then one per attachment field (store/fields.ts). */
 const FIELDS: Record<string, { kind: Kind; example: string }> = {
   name: { kind: 'string', example: '"macvlan-conf"' },
   namespace: { kind: 'string', example: '"default"' },
-  interface: { kind: 'string', example: '"net1"' },
-  interfaceRequest: { kind: 'string', example: '"net1"' },
-  ips: { kind: 'strings', example: '["10.1.1.11/24"]' },
-  mac: { kind: 'string', example: '"c2:b0:57:49:47:f1"' },
-  'infiniband-guid': { kind: 'string', example: '"c2:b0:57:49:47:f1:00:01"' },
-  portMappings: { kind: 'objects', example: '[{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]' },
-  bandwidth: { kind: 'object', example: '{"ingressRate": 1000000, "ingressBurst": 1000000}' },
-  'cni-args': { kind: 'object', example: '{"key": "value"}' },
-  'default-route': { kind: 'strings', example: '["10.1.1.1"]' },
-  deviceID: { kind: 'string', example: '"0000:03:00.1"' },
+  ...Object.fromEntries(
+    ATTACHMENT_FIELDS.flatMap((f) => f.annotation.map((key) => [key, { kind: f.kind, example: f.example }])),
+  ),
 };
 const KIND_TEXT: Record<Kind, string> = {
   string: 'a string',
@@ -226,20 +223,14 @@ function checkGateways(gateways: string[], where: string): void {
   }
 }
 
-/** The request of one JSON element from its checked fields. */
-function requestOf(f: Obj): SelectionRequest {
-  const request: SelectionRequest = {};
-  const ifname = (f.interface as string | undefined) || (f.interfaceRequest as string | undefined); // compat: pre-3.2 alias
-  if (ifname) request.ifname = ifname;
-  if (f.mac) request.mac = f.mac as string;
-  if ((f.ips as string[] | undefined)?.length) request.ips = f.ips as string[];
-  if (f['infiniband-guid']) request.infinibandGUID = f['infiniband-guid'] as string;
-  if ((f.portMappings as unknown[] | undefined)?.length) request.portMappings = f.portMappings as unknown[];
-  if (f.bandwidth) request.bandwidth = f.bandwidth as Obj;
-  if (f['cni-args']) request.cniArgs = f['cni-args'] as Obj;
-  if (f['default-route']) request.defaultRoute = f['default-route'] as string[]; // kept when [] (see validateDefaultRoutes)
-  if (f.deviceID) request.deviceID = f.deviceID as string;
-  return request;
+/** The request of one JSON element from its checked fields (the first annotation key set wins: pre-3.2 aliases). */
+function requestOf(f: Obj): AttachmentRequest {
+  const request: Record<string, unknown> = {};
+  for (const field of ATTACHMENT_FIELDS) {
+    const value = field.annotation.map((key) => f[key]).find((v) => isRequested(field, v));
+    if (value !== undefined) request[field.key] = value;
+  }
+  return request as AttachmentRequest;
 }
 
 function parseJsonElement(element: unknown, index: number, key: string): Parsed {
@@ -284,14 +275,15 @@ function parseAnnotation(annotation: string, defaultNamespace: string, key: stri
 // ---------------------------------------------------------------------------------------------------------
 // Public API.
 
-/** `k8s.v1.cni.cncf.io/networks` (§3.1); namespaces default to `defaultNamespace` (the pod's). */
+/** `k8s.v1.cni.cncf.io/networks` (docs/behaviour.md#networks-annotation); namespaces default to `defaultNamespace` (the pod's). */
 export function parseNetworkSelections(annotation: string | undefined, defaultNamespace: string): NetworkSelection[] {
   if (annotation === undefined || annotation === '') return [];
   return parseAnnotation(annotation, defaultNamespace, NETWORKS_KEY);
 }
 
 /**
- * `v1.multus-cni.io/default-network` (§3.2): at most one network, namespace defaulting to `multusNamespace`.
+ * `v1.multus-cni.io/default-network` (docs/behaviour.md#default-network-annotation): at most one network, namespace
+ * defaulting to `multusNamespace`.
  * Absent → undefined. Requests other than the interface name are the caller's to ignore.
  */
 export function parseDefaultNetworkAnnotation(annotation: string | undefined, multusNamespace: string): NetworkSelection | undefined {
@@ -317,7 +309,7 @@ export function parseDefaultNetworkAnnotation(annotation: string | undefined, mu
   return selection;
 }
 
-/** §4.3: with namespaceIsolation, a selection may only name the pod's namespace or a global one. */
+/** docs/behaviour.md#namespace-isolation: with namespaceIsolation, a selection may only name the pod's namespace or a global one. */
 export function checkNamespaceIsolation(selections: NetworkSelection[], podNamespace: string, globalNamespaces: string[]): void {
   for (const s of selections) {
     if (s.namespace === podNamespace || globalNamespaces.includes(s.namespace)) continue;
@@ -334,8 +326,9 @@ const label = (s: NetworkSelection, i: number): string => `element ${i} ("${s.na
 
 /**
  * The `default-route` requests of all selections: at most one IPv4 and one IPv6 gateway (Multus' ECMP
- * check, §7.1), on at most one element (NPWG §4.1.2.1.9), and never an empty list (it would remove every
- * default route of the pod, eth0's included, §7.1 quirk).
+ * check, docs/behaviour.md#default-route), on at most one element (docs/behaviour.md#npwg), and never an empty list (it
+ * would remove every
+ * default route of the pod, eth0's included, docs/behaviour.md#default-route quirk).
  */
 export function validateDefaultRoutes(selections: NetworkSelection[]): void {
   const carriers = selections.flatMap((s, i) => (s.request.defaultRoute === undefined ? [] : [{ s, i, gws: s.request.defaultRoute }]));

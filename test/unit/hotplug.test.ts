@@ -35,7 +35,7 @@ describe('planHotplugAdd', () => {
     ]);
     expect(plan.attachment).toMatchObject({ ifName: 'data0', displayName: 'ns/c', isClusterNetwork: false });
     expect(plan.attachment.request.ips).toEqual(['10.1.1.5/24']);
-    expect(plan.cache.map((d) => [d.name, d.ifnameRequest])).toEqual([
+    expect(plan.cache.map((d) => [d.name, d.request.ifname ?? ''])).toEqual([
       ['cluster', ''],
       ['ns/a', 'net1'],
       ['ns/b', 'net2'],

@@ -14,9 +14,9 @@ import { wrapError } from '../../base/errors.ts';
 import type { Attachment, Delegate } from '../plan.ts';
 import { fromCachedDelegate, planAttachments } from '../plan.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { runtimeConfFor } from './context.ts';
+import { podTag, runtimeConfFor } from './context.ts';
 
-export async function cmdCheck(ctx: CallContext, deps: CommandDeps): Promise<void> {
+export async function cmdCheck(ctx: CallContext, _deps: CommandDeps): Promise<void> {
   const { req } = ctx;
   const attachments = planAttachments(recordedDelegates(ctx), req.ifName);
   const failures: CniError[] = [];
@@ -25,15 +25,15 @@ export async function cmdCheck(ctx: CallContext, deps: CommandDeps): Promise<voi
     if (isAuxiliaryChain(ctx, attachment)) continue;
     try {
       const checked = await checkNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'CHECK'), ctx.net);
-      if (!checked) ctx.net.log.verbose(`[${ctx.pod}]: skipped CHECK of ${name} (cniVersion ${attachment.network.cniVersion} or disableCheck)`);
+      if (!checked) ctx.net.log.verbose(`${podTag(ctx)}: skipped CHECK of ${name} (cniVersion ${attachment.network.cniVersion} or disableCheck)`);
     } catch (e) {
-      failures.push(wrapError(e, `[${ctx.pod}:${name}]: error checking ${attachment.ifName} of network "${name}"`));
+      failures.push(wrapError(e, `${podTag(ctx, name)}: error checking ${attachment.ifName} of network "${name}"`));
     }
   }
   if (failures.length > 0) throw joinErrors(failures);
 }
 
-/** The auxiliary chain makes no interface of its own (§14.3): there is nothing at net<i> to check. */
+/** The auxiliary chain makes no interface of its own (docs/behaviour.md#aux-chain): there is nothing at net<i> to check. */
 function isAuxiliaryChain(ctx: CallContext, attachment: Attachment): boolean {
   return attachment.displayName === ctx.conf.auxiliaryCNIChainName && attachment.network.plugins[0]?.type === 'passthru';
 }
@@ -42,7 +42,7 @@ function recordedDelegates(ctx: CallContext): Delegate[] {
   const scratch = readScratchCache(ctx.conf.cniDir, ctx.req.containerId);
   if (scratch.kind === 'ok') return scratch.value.map(fromCachedDelegate);
   if (scratch.kind === 'corrupt') {
-    ctx.net.log.error(`[${ctx.pod}]: scratch cache unreadable, checking the config's delegates: ${scratch.error.msg}`);
+    ctx.net.log.error(`${podTag(ctx)}: scratch cache unreadable, checking the config's delegates: ${scratch.error.msg}`);
   }
   return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace }).map((d) => ({ ...d, request: {} }));
 }

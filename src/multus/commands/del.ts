@@ -6,7 +6,7 @@
  * answers at once, the pod's annotations) and the libcni result caches of this container (which also recover
  * attachments a corrupt scratch cache lost). With a scratch cache no API request is made. Then it
  * deletes all of them in reverse order, keeps going past failures, and returns one error naming each failed
- * attachment (NPWG §7.2). A corrupt cache is logged and removed once its attachments are gone, never a
+ * attachment (docs/behaviour.md#npwg). A corrupt cache is logged and removed once its attachments are gone, never a
  * silent success (Multus #948, #1087); a corrupt result cache that nothing else explains fails the DEL.
  */
 import { listResultCaches } from '../../store/result-cache.ts';
@@ -15,14 +15,14 @@ import { rmSync } from 'node:fs';
 import { parseNetwork } from '../../cni/network.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import type { RuntimeConf } from '../../cni/delegate.ts';
-import { delNetwork, joinErrors } from '../../cni/delegate.ts';
+import { delNetwork, runtimeConfFromCache, joinErrors } from '../../cni/delegate.ts';
 import { removeDeviceInfo } from '../../devices/devices.ts';
 import type { Network } from '../../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Delegate } from '../plan.ts';
 import { fromCachedDelegate, planAttachments } from '../plan.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { resolveDeps, runtimeConfFor } from './context.ts';
+import { podTag, resolveDeps, runtimeConfFor } from './context.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 
 interface Teardown {
@@ -45,7 +45,7 @@ export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void>
       await delNetwork(network, rt, ctx.net);
       removeDeviceInfoOf(ctx, rt);
     } catch (e) {
-      failures.push(wrapError(e, `[${ctx.pod}:${network.name}]: error deleting ${rt.ifName} of network "${network.name}"`));
+      failures.push(wrapError(e, `${podTag(ctx, network.name)}: error deleting ${rt.ifName} of network "${network.name}"`));
     }
   }
   finishCaches(ctx, plan, failures.length === 0);
@@ -58,12 +58,12 @@ export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void>
   if (failures.length > 0) throw joinErrors(failures);
 }
 
-/** §6.3: the attachment's CNIDeviceInfoFile goes with it (errors only logged). */
+/** docs/behaviour.md#device-info: the attachment's CNIDeviceInfoFile goes with it (errors only logged). */
 function removeDeviceInfoOf(ctx: CallContext, rt: RuntimeConf): void {
   const path = rt.capabilityArgs.CNIDeviceInfoFile;
   if (typeof path !== 'string') return;
   const warning = removeDeviceInfo(path);
-  if (warning) ctx.net.log.verbose(`[${ctx.pod}]: ${warning}`);
+  if (warning) ctx.net.log.verbose(`${podTag(ctx)}: ${warning}`);
 }
 
 async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPlan> {
@@ -73,7 +73,7 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
   if (scratch.kind === 'ok') {
     delegates = scratch.value.map(fromCachedDelegate);
   } else {
-    if (scratch.kind === 'corrupt') ctx.net.log.error(`[${ctx.pod}]: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`);
+    if (scratch.kind === 'corrupt') ctx.net.log.error(`${podTag(ctx)}: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`);
     delegates = await currentDelegates(ctx, deps);
   }
   const teardowns = planAttachments(delegates, req.ifName).map((a) => ({ network: a.network, rt: runtimeConfFor(ctx, a, 'DEL') }));
@@ -90,7 +90,7 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
     if (known.has(`${entry.networkName}\0${entry.ifName}`)) continue;
     try {
       const network = parseNetwork(entry.config);
-      teardowns.push({ network, rt: { containerId: req.containerId, netns: req.netns, ifName: entry.ifName, args: entry.cniArgs, capabilityArgs: entry.capabilityArgs } });
+      teardowns.push({ network, rt: { ...runtimeConfFromCache(entry), containerId: req.containerId, netns: req.netns } });
       known.add(`${entry.networkName}\0${entry.ifName}`);
     } catch (e) {
       corruptResults.push({ path, covered: false, error: messageOf(e) });
@@ -110,19 +110,20 @@ async function currentDelegates(ctx: CallContext, deps: CommandDeps): Promise<De
     const pod = await lookupPod(kube, ctx.k8s, 'DEL', deps);
     return await resolvePodDelegates(ctx.conf, ctx.k8s, pod, resolveDeps(kube, deps));
   } catch (e) {
-    ctx.net.log.error(`[${ctx.pod}]: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`);
+    ctx.net.log.error(`${podTag(ctx)}: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`);
   }
   try {
     return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace }).map((d) => ({ ...d, request: {} }));
   } catch (e) {
-    ctx.net.log.error(`[${ctx.pod}]: cannot resolve the configured delegates, using the result caches only: ${messageOf(e)}`);
+    ctx.net.log.error(`${podTag(ctx)}: cannot resolve the configured delegates, using the result caches only: ${messageOf(e)}`);
     return [];
   }
 }
 
 /**
  * Scratch cache: removed when every DEL succeeded; after failures it is removed too unless
- * retryDeleteOnError is set (§8.4, compat). Either way the failed attachments keep their result caches, so a
+ * retryDeleteOnError is set (docs/behaviour.md#del, compat). Either way the failed attachments keep their result
+ * caches, so a
  * retried DEL still finds them. Corrupt result caches that a known attachment accounted for go once it is gone.
  */
 function finishCaches(ctx: CallContext, plan: DelPlan, allDeleted: boolean): void {
