@@ -17,7 +17,7 @@ import { listenUnix } from '../../src/daemon/socket.ts';
 import { handle } from '../../src/host/handle.ts';
 import type { Host } from '../../src/host/host.ts';
 import { createHost } from '../../src/host/host.ts';
-import { CniError } from '../../src/base/errors.ts';
+import type { CniError } from '../../src/base/errors.ts';
 import { FakeExec, cniErrorReply } from '../helpers/fake-exec.ts';
 import { FakeKube, FakeKubeError } from '../helpers/fake-kube.ts';
 import { closeServer, http } from './helpers.ts';

@@ -430,7 +430,9 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
 
     it('adds, removes, ignores a reorder, reports a bad element once, and survives a restart', async () => {
       await withWorld(cluster, { index: next() }, async (kw) => {
-        let { conf, daemon } = await hotplugWorld(kw, cluster, DYNAMIC);
+        const started = await hotplugWorld(kw, cluster, DYNAMIC);
+        const conf = started.conf;
+        let daemon = started.daemon;
         try {
           await createNad(cluster, kw.ns, 'mv2', kw.macvlan('', 2));
           const sb = await kw.pod('p', { [NETWORKS_ANNOTATION]: 'mv@net1' });
