@@ -17,6 +17,9 @@ import type { CommandDeps } from '../../src/multus/commands/context.ts';
 import { cmdDel } from '../../src/multus/commands/del.ts';
 import { cmdGc } from '../../src/multus/commands/gc.ts';
 import { parseMultusConf } from '../../src/multus/conf.ts';
+import { handle } from '../../src/host/handle.ts';
+import { createHost } from '../../src/host/host.ts';
+import { findNonUtf8CniVar, firstInvalidUtf8 } from '../../src/host/raw-env.ts';
 import { withContext } from '../helpers/commands.ts';
 import { FakeExec } from '../helpers/fake-exec.ts';
 
@@ -180,5 +183,37 @@ describe('cache files that are not regular files', () => {
     expect(readOutcome(join(dir, 'real'), 'x', decode)).toMatchObject({ kind: 'ok' });
     expect(readOutcome(join(dir, 'link'), 'x', decode)).toMatchObject({ kind: 'corrupt', error: { msg: expect.stringContaining('symbolic link') } });
     expect(readOutcome(join(dir, 'adir'), 'x', decode)).toMatchObject({ kind: 'corrupt' });
+  });
+});
+
+describe('D3: environment bytes Node cannot carry', () => {
+  const environ = (...entries: Buffer[]) => Buffer.concat(entries.flatMap((e) => [e, Buffer.from([0])]));
+
+  it('finds a CNI_* variable that is not UTF-8 and names the byte; ignores valid UTF-8 and other variables', () => {
+    const bad = Buffer.concat([Buffer.from('CNI_ARGS=FOO='), Buffer.from([0xff, 0xfe, 0x80])]);
+    const other = Buffer.concat([Buffer.from('LANGX='), Buffer.from([0xff])]);
+    const fine = Buffer.from('CNI_IFNAME=é\u{fffd}\u{10348}');
+    expect(findNonUtf8CniVar(environ(other, fine))).toBeUndefined();
+    expect(findNonUtf8CniVar(environ(other, fine, bad))).toMatchObject({ code: 4, msg: 'CNI_ARGS is not valid UTF-8: byte 0xff at offset 4' });
+  });
+
+  it.each([
+    [[0xc0, 0x80], 0], [[0xed, 0xa0, 0x80], 0], [[0x41, 0xe2, 0x82], 1], [[0xf4, 0x90, 0x80, 0x80], 0], [[0x80], 0],
+  ])('firstInvalidUtf8(%j) is %i (overlong, surrogate, truncated, too large, stray continuation)', (bytes, at) => {
+    expect(firstInvalidUtf8(Buffer.from(bytes))).toBe(at);
+  });
+
+  it('handle() refuses ADD with the problem (no delegate runs) and lets DEL complete', async () => {
+    const envProblem = findNonUtf8CniVar(environ(Buffer.concat([Buffer.from('CNI_ARGS=A='), Buffer.from([0xff])])))!;
+    writeFileSync(join(dir, 'netns'), '');
+    const env = { CNI_CONTAINERID: 'cid1', CNI_NETNS: join(dir, 'netns'), CNI_IFNAME: 'eth0', CNI_PATH: '/x', CNI_ARGS: 'A=\ufffd;IgnoreUnknown=1' };
+    const stdin = Buffer.from(JSON.stringify(conf(TWO)));
+    const host = createHost({ writeStderr: () => {}, exec });
+    const add = await handle(host, { env: { ...env, CNI_COMMAND: 'ADD' }, stdin, envProblem });
+    expect(add.exitCode).toBe(1);
+    expect(JSON.parse(add.stdout)).toMatchObject({ code: 4 });
+    expect(exec.received).toEqual([]);
+    const del = await handle(host, { env: { ...env, CNI_COMMAND: 'DEL' }, stdin, envProblem });
+    expect(del.exitCode).toBe(0);
   });
 });
