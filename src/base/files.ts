@@ -72,7 +72,8 @@ export function assertSafeComponent(value: string, what: string): void {
 
 export function isMissingError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return code === 'ENOENT' || code === 'ENOTDIR';
+  // A name longer than NAME_MAX cannot exist, so such a file is missing, not unreadable.
+  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'ENAMETOOLONG';
 }
 
 /** The file-system calls `removeIfPresent` makes (tests inject failures). */
