@@ -435,6 +435,7 @@ async function measure({ opts, scenario, sc, tmp, exe, node, stripped, delegate,
     floor: [], floor_stripped: [], version: [], add: [], del: [], delegate_add: [], delegate_del: [],
   };
   const ticks = Object.fromEntries(Object.keys(samples).map((k) => [k, 0]));
+  /** @type {[string, () => any][]} */
   const units = [
     ['floor', () => {
       const r = timed(node, ['-e', '0'], baseEnv);
@@ -442,11 +443,11 @@ async function measure({ opts, scenario, sc, tmp, exe, node, stripped, delegate,
       return { floor: r };
     }],
     ...(stripped
-      ? [['floor_stripped', () => {
+      ? [/** @type {[string, () => any]} */ (['floor_stripped', () => {
           const r = timed(stripped, ['-e', '0'], baseEnv);
           if (r.status !== 0) fail(show('stripped node -e 0', r));
           return { floor_stripped: r };
-        }]]
+        }])]
       : []),
     ['version', () => {
       const r = timed(exe, [], { ...baseEnv, CNI_COMMAND: 'VERSION' }, JSON.stringify({ cniVersion: sc.conf.cniVersion }));

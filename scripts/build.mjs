@@ -17,6 +17,7 @@
  * Steps 2-4 are skipped when build/multus.stamp says the same bundle, config and base produced build/multus.
  * No network access: everything comes from node_modules.
  */
+import { buildDaemon } from './build-daemon.mjs';
 import { buildK8sFallback } from './build-k8s-fallback.mjs';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
@@ -102,6 +103,7 @@ const mib = (n) => `${(n / 1048576).toFixed(1)} MiB`;
 
 /** Environment for the child processes: no NODE_OPTIONS (could change V8 flags, and so the code cache) and no
  *  NODE_EXTRA_CA_CERTS (40-60 ms per Node start on machines that export a CA bundle). */
+/** @param {Record<string, string>} [extra] @returns {NodeJS.ProcessEnv} */
 function cleanEnv(extra = {}) {
   const env = { ...process.env, ...extra };
   delete env.NODE_OPTIONS;
@@ -109,6 +111,7 @@ function cleanEnv(extra = {}) {
   return env;
 }
 
+/** @param {string} cmd @param {string[]} args @param {{env?: NodeJS.ProcessEnv, cwd?: string, input?: string}} [opts] */
 function run(cmd, args, { env = cleanEnv(), cwd = ROOT, input } = {}) {
   const r = spawnSync(cmd, args, { cwd, env, input, encoding: 'utf8', maxBuffer: 64 << 20 });
   if (r.error) fail(`${cmd}: ${r.error.message}`);
@@ -361,7 +364,10 @@ async function main() {
   // @kubernetes/client-node's KubeConfig, for kubeconfigs the lean client cannot serve (exec, auth-provider):
   // a SEA asset evaluated only when such a kubeconfig is used (docs/kubernetes.md).
   const fallback = await buildK8sFallback({ outdir: opts.outdir, log });
-  const { file: cfgFile, cfg } = seaConfig(bundleFile, fallback.assets);
+  // The resident daemon (multus daemon): its own bundle, evaluated only in that role (docs/resident.md).
+  const daemon = await buildDaemon({ outdir: opts.outdir, log });
+  const assets = { ...fallback.assets, ...daemon.assets };
+  const { file: cfgFile, cfg } = seaConfig(bundleFile, assets);
 
   const exe = join(opts.outdir, 'multus');
   const stampFile = join(opts.outdir, 'multus.stamp');
@@ -370,7 +376,7 @@ async function main() {
     .update(RECIPE)
     .update(readFileSync(bundleFile))
     .update(JSON.stringify(cfg))
-    .update(Object.values(fallback.assets).map((p) => readFileSync(p)).reduce((a, b) => Buffer.concat([a, b]), Buffer.alloc(0)))
+    .update(Object.values(assets).map((p) => readFileSync(p)).reduce((a, b) => Buffer.concat([a, b]), Buffer.alloc(0)))
     .update(`${base.path}\0${base.version}\0${bst.size}\0${bst.mtimeMs}\0strip=${opts.strip}`)
     .digest('hex');
 

@@ -39,6 +39,7 @@ const bold = (s) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
 const step = (s) => console.log(`\n${bold(`== ${s}`)}`);
 
 /** Runs a command with an argument array; resolves with {code, stdout, stderr}. */
+/** @param {string} file @param {string[]} args @param {{input?: string, env?: NodeJS.ProcessEnv}} [opts] */
 function run(file, args, { input, env } = {}) {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(file, args, { env: env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });

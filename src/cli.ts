@@ -3,8 +3,8 @@
  * writer of stdout and the exit code.
  *
  * One executable serves every role: run as `passthru` it is the passthru plugin (docs/behaviour.md,
- * "Auxiliary chain"); `--version` prints the version; otherwise it is the CNI plugin and serves one request
- * with `handle()`.
+ * "Auxiliary chain"); `--version` prints the version; `daemon` runs the resident daemon (docs/resident.md, its
+ * own bundle, loaded only for that role); otherwise it is the CNI plugin and serves one request with `handle()`.
  */
 import { basename } from 'node:path';
 import { CniCode, CniError } from './base/errors.ts';
@@ -13,6 +13,7 @@ import { parseCommand } from './cni/request.ts';
 import { VERSION, handle } from './host/handle.ts';
 import { createHost } from './host/host.ts';
 import { findNonUtf8CniVar, readRawEnviron } from './host/raw-env.ts';
+import { loadDaemonModule } from './daemon/load.ts';
 import { passthru } from './multus/auxchain.ts';
 
 function readStdin(): Promise<Buffer> {
@@ -53,6 +54,14 @@ async function runPlugin(): Promise<number> {
 }
 
 async function run(argv: string[]): Promise<number> {
+  if (argv[0] === 'daemon') {
+    try {
+      return await (await loadDaemonModule()).runDaemon(argv.slice(1));
+    } catch (e) {
+      process.stderr.write(`multus daemon: ${e instanceof Error ? e.message : String(e)}\n`);
+      return 1;
+    }
+  }
   if (argv.includes('-version') || argv.includes('--version') || argv.includes('-v')) {
     process.stdout.write(`multus-ts: version:${VERSION}, cni:${CURRENT_VERSION}\n`);
     return 0;

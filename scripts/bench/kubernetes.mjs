@@ -234,6 +234,7 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
       checkDel(variant, d);
       return variant === 'lean' ? { add: a, del: d } : { exec_add: a, exec_del: d };
     };
+    /** @type {[string, () => any][]} */
     const units = [
       ['floor', () => {
         const r = timed(node, ['-e', '0'], baseEnv);

@@ -36,6 +36,30 @@ export function corrupt(ctx: string, detail: string): CniError {
   return new CniError(CniCode.DecodingFailure, `${ctx}: ${detail}`);
 }
 
+/** Why JSON text is not an object: a syntax error (Node's message), or the type of value it holds. */
+export type JsonProblem = { syntax: string; cause: unknown } | { got: string };
+
+/** 'null', 'an array', or the typeof of a JSON value: for "must be an object, got ..." messages. */
+export function jsonTypeOf(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+}
+
+/**
+ * The one decoder of JSON text that must be an object. Each caller words its own error from the problem
+ * (`fail` returns the error to throw), so the messages of the protocol edge, the config parsers and the cache
+ * codecs stay theirs.
+ */
+export function decodeJsonObject(bytes: Buffer | string, fail: (problem: JsonProblem) => Error): Json {
+  let value: unknown;
+  try {
+    value = JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
+  } catch (err) {
+    throw fail({ syntax: messageOf(err), cause: err });
+  }
+  if (!isObject(value)) throw fail({ got: jsonTypeOf(value) });
+  return value;
+}
+
 export function parseJson(bytes: Buffer | string, ctx: string): unknown {
   try {
     return JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
@@ -45,9 +69,11 @@ export function parseJson(bytes: Buffer | string, ctx: string): unknown {
 }
 
 export function parseJsonObject(bytes: Buffer | string, ctx: string): Json {
-  const value = parseJson(bytes, ctx);
-  if (!isObject(value)) throw corrupt(ctx, 'expected a JSON object');
-  return value;
+  return decodeJsonObject(bytes, (p) =>
+    'syntax' in p
+      ? new CniError(CniCode.DecodingFailure, `${ctx} is not valid JSON: ${p.syntax}`, { cause: p.cause })
+      : corrupt(ctx, 'expected a JSON object'),
+  );
 }
 
 // Field readers: Go leaves a field at its zero value when the key is absent or null, and fails on a wrong type.

@@ -3,8 +3,8 @@
  * key with Go's rule (absent or null is the default, another type is an error naming the key, code 7),
  * `decodeObject` for JSON text that must be an object (code 6), and `withContext` to prefix an error.
  */
-import { CniCode, CniError, messageOf, wrapError } from './errors.ts';
-import { isObject } from './json.ts';
+import { CniCode, CniError, wrapError } from './errors.ts';
+import { decodeJsonObject, isObject } from './json.ts';
 
 export interface Kind<T> {
   readonly what: string;
@@ -66,17 +66,11 @@ export function readFlag(obj: Record<string, unknown>, key: string): boolean {
 }
 
 export function decodeObject(bytes: Buffer | string, what: string): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
-  } catch (err) {
-    throw new CniError(CniCode.DecodingFailure, `${what} is not valid JSON: ${messageOf(err)}`, { cause: err });
-  }
-  if (!isObject(value)) {
-    const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
-    throw new CniError(CniCode.DecodingFailure, `${what} must be a JSON object, got ${got}`);
-  }
-  return value;
+  return decodeJsonObject(bytes, (p) =>
+    'syntax' in p
+      ? new CniError(CniCode.DecodingFailure, `${what} is not valid JSON: ${p.syntax}`, { cause: p.cause })
+      : new CniError(CniCode.DecodingFailure, `${what} must be a JSON object, got ${p.got}`),
+  );
 }
 
 export function withContext<T>(context: string, fn: () => T): T {

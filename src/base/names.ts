@@ -1,12 +1,13 @@
 /**
  * base/names.ts: the rules for names that reach a file path or the kernel (pure): container IDs and network
  * names (libcni's valid-name characters) and interface names (IFNAMSIZ, no "/", ":" or whitespace). Each
- * rejection is a CniError naming the value and the rule.
+ * rejection is a CniError naming the value and the rule. Also the RFC 1123 label and subdomain tests Kubernetes
+ * applies to namespaces and object names.
  */
 import { CniCode, CniError } from './errors.ts';
 
 /** libcni `cniValidNameChars`: container IDs and network names share one rule. */
-export const VALID_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$/;
+export const VALID_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 export const VALID_NAME_HINT = 'use letters, digits, "_", "." and "-", starting with a letter or digit';
 
 /** IFNAMSIZ - 1: the kernel's limit in bytes (libcni `maxInterfaceNameLength`). */
@@ -56,4 +57,18 @@ export function validateNetworkName(name: string): void {
       details: VALID_NAME_HINT,
     });
   }
+}
+
+// Kubernetes object names
+
+const DNS1123_LABEL = /^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$/;
+
+/** A namespace: RFC 1123 label, at most 63 characters. */
+export function isDns1123Label(s: string): boolean {
+  return s.length <= 63 && DNS1123_LABEL.test(s);
+}
+
+/** An object name (pods, network-attachment-definitions): RFC 1123 subdomain, at most 253 characters. */
+export function isDns1123Subdomain(s: string): boolean {
+  return s.length <= 253 && s.split('.').every((part) => DNS1123_LABEL.test(part));
 }

@@ -6,6 +6,13 @@ import { CniCode, CniError } from './errors.ts';
 export const SUPPORTED_VERSIONS = Object.freeze(['0.1.0', '0.2.0', '0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const);
 export const CURRENT_VERSION = '1.1.0';
 
+/** The CNI rule, written once: a config or result with no (or an empty) cniVersion is version 0.1.0. */
+export const DEFAULT_VERSION = '0.1.0';
+
+export function versionOrDefault(version: string | undefined): string {
+  return version === undefined || version === '' ? DEFAULT_VERSION : version;
+}
+
 export function isSupportedVersion(version: string): boolean {
   return (SUPPORTED_VERSIONS as readonly string[]).includes(version);
 }

@@ -4,7 +4,7 @@
  * `parseCniArgs` splits the runtime's `K=V;K=V` string exactly as libcni `types.LoadArgs` does (strict:
  * every pair has one "="); `parseK8sArgs` reads Multus' typed keys (the pod identity, `IP`, `IgnoreUnknown`)
  * with LoadArgs' unknown-key rule; `buildDelegateArgs` derives the CNI_ARGS each delegate receives
- * (multus-behaviour.md §2.2) from the parsed pairs, never from the process environment, and without
+ * (docs/behaviour.md#delegate-args) from the parsed pairs, never from the process environment, and without
  * Multus' duplicated keys; `formatCniArgs` writes pairs back to the wire form. Errors are CniError(4).
  */
 import { isIP } from 'node:net';
@@ -36,7 +36,7 @@ function isPodKey(key: string): key is keyof typeof POD_KEYS {
 /**
  * libcni LoadArgs: '' is no pairs; otherwise split on ';' and each piece on '=' into exactly two parts.
  * compat: a value containing "=" and a trailing ';' (an empty pair) are rejected, as Multus' GetK8sArgs
- * rejects them (§2.1).
+ * rejects them (docs/behaviour.md#k8s-args).
  */
 export function parseCniArgs(s: string): ArgPairs {
   if (s === '') return [];
@@ -98,7 +98,8 @@ export function parseK8sArgs(pairs: ArgPairs): K8sArgs {
 }
 
 /**
- * The delegate's CNI_ARGS (Multus `CreateCNIRuntimeConf`, §2.2): the five base keys in Multus' order, then
+ * The delegate's CNI_ARGS (Multus `CreateCNIRuntimeConf`, docs/behaviour.md#delegate-args): the five base keys in
+ * Multus' order, then
  * the runtime's pairs merged once, then `extra` (MAC=/IP= on ADD) replacing same-named keys.
  * compat: Multus re-reads the process env and appends every already-filled key a second time
  * (`IgnoreUnknown=true;...;IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;...`); here a known key is only filled when

@@ -11,6 +11,7 @@
  * Deliberate difference from libcni: DEL keeps going through a chain after a plugin fails (libcni stops), so
  * an IPAM plugin earlier in the chain still releases its address; the errors are joined (docs/compatibility.md).
  */
+import type { RequestCommand } from './request.ts';
 import { readResultCache, removeResultCache, writeResultCache } from '../store/result-cache.ts';
 import type { ArgPairs } from './cniargs.ts';
 import { formatCniArgs } from './cniargs.ts';
@@ -43,7 +44,7 @@ export interface NetworkDeps {
   timeoutMs: number;
 }
 
-type Command = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC';
+type Command = RequestCommand;
 
 export function buildPluginConfig(
   network: Network,

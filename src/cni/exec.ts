@@ -23,14 +23,15 @@ export interface ExecOutput {
 export interface Exec {
   /** Absolute path of plugin `type` in the first of `dirs` that has it; CniError(7) otherwise. */
   findInPath(type: string, dirs: string[]): string;
-  execPlugin(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number): Promise<ExecOutput>;
+  /** `args`: arguments after the program (none for a plugin; the daemon's chroot wrapper passes some). */
+  execPlugin(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number, args?: string[]): Promise<ExecOutput>;
 }
 
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 const TEXT_BUSY_ATTEMPTS = 5;
 const TEXT_BUSY_DELAY_MS = 1000;
 /** A plugin type names a file in a bin dir: no path separators, no "..". */
-const PLUGIN_TYPE = /^[A-Za-z0-9][A-Za-z0-9_.+\-]*$/;
+const PLUGIN_TYPE = /^[A-Za-z0-9][A-Za-z0-9_.+-]*$/;
 
 export function findInPath(type: string, dirs: string[]): string {
   if (!PLUGIN_TYPE.test(type) || type.includes('..')) {
@@ -89,11 +90,11 @@ export function assertExecutableFormat(path: string): void {
   }
 }
 
-function runOnce(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number): Promise<ExecOutput> {
+function runOnce(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number, args: string[]): Promise<ExecOutput> {
   return new Promise((resolve, reject) => {
     assertExecutableFormat(path);
     // A process group of its own, so a timeout kills whatever the plugin started too.
-    const child = spawn(path, [], { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const child = spawn(path, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     collect(child.stdout, out, { left: MAX_OUTPUT_BYTES });
@@ -151,10 +152,11 @@ export async function execPlugin(
   stdin: Buffer,
   env: Record<string, string>,
   timeoutMs: number,
+  args: string[] = [],
 ): Promise<ExecOutput> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await runOnce(path, stdin, env, timeoutMs);
+      return await runOnce(path, stdin, env, timeoutMs, args);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // libcni raw_exec.go: a plugin binary being replaced (upgrade) is briefly "text file busy".

@@ -12,7 +12,7 @@ import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { BOOLEAN_MAP, STRING, STRINGS, decodeObject, getKey, invalid, readFlag, withContext } from '../base/keys.ts';
 import { isObject } from '../base/json.ts';
 import { VALID_NAME, VALID_NAME_HINT } from '../base/names.ts';
-import { CURRENT_VERSION, SUPPORTED_VERSIONS, compareVersions, isSupportedVersion } from '../base/versions.ts';
+import { CURRENT_VERSION, SUPPORTED_VERSIONS, compareVersions, isSupportedVersion, versionOrDefault } from '../base/versions.ts';
 
 export type PluginConf = Record<string, unknown> & { type: string };
 
@@ -44,7 +44,8 @@ interface ListHeader {
 /**
  * Parses one delegate network. An object with a non-empty `type` is a single-plugin config, anything else
  * must be a conflist with `plugins` (Multus LoadDelegateNetConf). `defaultName` fills a missing or empty
- * `name`, in the bytes too (NAD §4.2). A Buffer keeps its bytes unless a name was injected; an object's
+ * `name`, in the bytes too (NAD docs/behaviour.md#nad). A Buffer keeps its bytes unless a name was injected; an
+ * object's
  * bytes are its JSON. `source` (a file, a NAD) prefixes every error message.
  */
 export function parseNetwork(
@@ -87,7 +88,7 @@ function singleNetwork(obj: Record<string, unknown>, bytes: Buffer): Network {
   const plugin = checkPlugin(obj, '', "missing 'type'");
   return {
     name: getKey(obj, 'name', STRING) ?? '',
-    cniVersion: getKey(obj, 'cniVersion', STRING) || '0.1.0', // spec: no cniVersion means 0.1.0
+    cniVersion: versionOrDefault(getKey(obj, 'cniVersion', STRING)),
     isList: false,
     // compat: libcni's ConfListFromConf keeps only name, cniVersion and the plugin, so a single config's
     // disableCheck/disableGC never take effect.
@@ -117,11 +118,11 @@ function parseListHeader(obj: Record<string, unknown>): ListHeader {
 function listVersion(obj: Record<string, unknown>): string {
   const version = getKey(obj, 'cniVersion', STRING) ?? '';
   const versions = getKey(obj, 'cniVersions', STRINGS);
-  if (versions === undefined) return version || '0.1.0';
+  if (versions === undefined) return versionOrDefault(version);
   const usable = [...versions, ...(version === '' ? [] : [version])]
     .filter((v) => compareVersions(v, CURRENT_VERSION) <= 0)
     .sort(compareVersions);
-  return usable.at(-1) ?? (version || '0.1.0');
+  return usable.at(-1) ?? versionOrDefault(version);
 }
 
 function parsePlugins(value: unknown): PluginConf[] {
@@ -257,7 +258,7 @@ export function loadNetworkFile(path: string): Network {
   return withContext(`error loading CNI config file ${path}`, () => parseConfFile(bytes));
 }
 
-/** §4.5 path form: a directory yields its first config file, a file is loaded as it is. */
+/** docs/behaviour.md#cluster-network path form: a directory yields its first config file, a file is loaded as it is. */
 export function loadNetworkPath(path: string): Network {
   let isDirectory: boolean;
   try {
@@ -267,7 +268,8 @@ export function loadNetworkPath(path: string): Network {
   }
   if (!isDirectory) return loadNetworkFile(path);
   const files = listConfFiles(path, NETWORK_FILE_EXTS);
-  // compat: the directory needs a .conf or .conflist, but the first of .conf/.json/.conflist is used (§4.5).
+  // compat: the directory needs a .conf or .conflist, but the first of .conf/.json/.conflist is used
+  // (docs/behaviour.md#cluster-network).
   if (!files.some((file) => extOf(file) !== '.json')) {
     throw invalid(`no .conf or .conflist file in directory ${path}: put the network's config there`);
   }
@@ -275,7 +277,8 @@ export function loadNetworkPath(path: string): Network {
 }
 
 /**
- * §4.2: the config named `name` among the `.conf`/`.json`/`.conflist` files directly in `dir`, in lexical
+ * docs/behaviour.md#nad: the config named `name` among the `.conf`/`.json`/`.conflist` files directly in `dir`, in
+ * lexical
  * order. compat: a file that cannot be parsed before the match aborts the search, as in Multus.
  */
 export function findNetworkInDir(dir: string, name: string): Network {

@@ -5,12 +5,14 @@
  * env table (which variables each command requires, and their validators), the container ID, interface name
  * and network name rules of libcni pkg/utils, and the version gate per command (CHECK needs 0.4.0, STATUS and
  * GC need 1.1.0). It also formats the VERSION reply and the "about" text. Every rejection is a `CniError`
- * with the spec code skel uses (multus-behaviour.md §1.1, field-notes.md §5.2). No I/O: `main` reads the
+ * with the spec code skel uses (docs/behaviour.md#protocol-edge, docs/behaviour.md#protocol-rules). No I/O: `main`
+ * reads the
  * environment and stdin and hands them in.
  */
 import { CniCode, CniError } from '../base/errors.ts';
+import { decodeJsonObject } from '../base/json.ts';
 import { validateContainerId, validateIfName, validateNetworkName } from '../base/names.ts';
-import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAtLeast } from '../base/versions.ts';
+import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAtLeast, versionOrDefault } from '../base/versions.ts';
 
 export type Command = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC' | 'VERSION';
 
@@ -27,7 +29,8 @@ export interface CniRequest {
   stdin: Buffer;
 }
 
-type RequestCommand = Exclude<Command, 'VERSION'>;
+/** A command that carries a config on stdin (and runs delegates): every command but VERSION. */
+export type RequestCommand = Exclude<Command, 'VERSION'>;
 type Env = Record<string, string | undefined>;
 
 const COMMANDS: readonly Command[] = ['ADD', 'DEL', 'CHECK', 'STATUS', 'GC', 'VERSION'];
@@ -84,7 +87,7 @@ export function parseRequest(command: RequestCommand, env: Env, stdin: Buffer): 
   const fields = readEnv(command, env);
   const config = decodeConfig(stdin);
   validateNetworkName(stringField(config, 'name'));
-  const cniVersion = stringField(config, 'cniVersion') || '0.1.0'; // spec: a missing cniVersion means 0.1.0
+  const cniVersion = versionOrDefault(stringField(config, 'cniVersion'));
   checkVersion(command, cniVersion);
   return {
     command,
@@ -120,19 +123,12 @@ function readEnv(command: RequestCommand, env: Env): Record<EnvVar['field'], str
 }
 
 function decodeConfig(stdin: Buffer): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(stdin.toString('utf8'));
-  } catch (err) {
-    throw new CniError(CniCode.DecodingFailure, `failed to decode network config from stdin: ${(err as Error).message}`, {
-      cause: err,
-    });
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
-    throw new CniError(CniCode.DecodingFailure, `failed to decode network config from stdin: want a JSON object, got ${got}`);
-  }
-  return value as Record<string, unknown>;
+  const prefix = 'failed to decode network config from stdin';
+  return decodeJsonObject(stdin, (p) =>
+    'syntax' in p
+      ? new CniError(CniCode.DecodingFailure, `${prefix}: ${p.syntax}`, { cause: p.cause })
+      : new CniError(CniCode.DecodingFailure, `${prefix}: want a JSON object, got ${p.got}`),
+  );
 }
 
 /**

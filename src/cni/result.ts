@@ -13,7 +13,8 @@
 import { CniCode, CniError } from '../base/errors.ts';
 import type { CniResult, Obj, Rich } from './result-model.ts';
 import { convertTyped, decode, encode, encodeIface, encodeIpConfig, resultFamily } from './result-model.ts';
-import { isObject as isObj, sortKeysDeep } from '../base/json.ts';
+import { decodeJsonObject, sortKeysDeep } from '../base/json.ts';
+import { versionOrDefault } from '../base/versions.ts';
 
 
 /** An interface of a result in 1.x form (libcni types100.Interface). */
@@ -52,17 +53,10 @@ function parseObject(bytes: Buffer | string): Obj {
       'plugin returned no result: a successful ADD must print a CNI result on stdout',
     );
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw notAResult(`invalid JSON: ${(err as Error).message}`, text);
-  }
-  if (value === null) return {};
-  if (!isObj(value)) {
-    throw notAResult(`expected a JSON object, got ${Array.isArray(value) ? 'an array' : typeof value}`, text);
-  }
-  return value;
+  if (text.trim() === 'null') return {};
+  return decodeJsonObject(text, (p) =>
+    notAResult('syntax' in p ? `invalid JSON: ${p.syntax}` : `expected a JSON object, got ${p.got}`, text),
+  );
 }
 
 /**
@@ -73,8 +67,7 @@ function parseObject(bytes: Buffer | string): Obj {
 export function parseResult(bytes: Buffer | string, fallbackVersion: string): CniResult {
   const raw = parseObject(bytes);
   const own = raw.cniVersion;
-  // An empty config version means 0.1.0 to libcni's ConfigDecoder.
-  const version = typeof own === 'string' && own !== '' ? own : fallbackVersion || '0.1.0';
+  const version = typeof own === 'string' && own !== '' ? own : versionOrDefault(fallbackVersion);
   const result: CniResult = { cniVersion: version, ...raw };
   result.cniVersion = version;
   decode(result, version);
@@ -87,7 +80,7 @@ export function parseResult(bytes: Buffer | string, fallbackVersion: string): Cn
  * version or a 0.1.0/0.2.0 target with no IP, CniError(6) for a malformed result.
  */
 export function convertResult(result: CniResult, toVersion: string): CniResult {
-  const target = toVersion === '' ? '0.1.0' : toVersion; // libcni convert.Convert: "" means 0.1.0
+  const target = versionOrDefault(toVersion); // libcni convert.Convert too
   const typed = decode(result, result.cniVersion);
   const family = resultFamily(target);
   if (result.cniVersion === target) return structuredClone(result);

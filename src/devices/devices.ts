@@ -4,10 +4,13 @@
  *
  * The kubelet knows which devices a device plugin allocated to a pod; Multus reads that as a resource map
  * (resource name -> sorted device IDs) from the pod-resources gRPC socket when it exists, else from the
- * device-plugin checkpoint file (multus-behaviour §4.4), and hands each attachment the next unused ID of its
- * resource. The ID goes into the delegate's config as `deviceID` and `pciBusID` (§1.4), and the device
- * plugin's device-info file is copied to the CNIDeviceInfoFile path the delegate is told about (§6.3), whose
- * content later becomes network-status `device-info` (§9.3). Pure: parseCheckpoint, resourceMapFrom*,
+ * device-plugin checkpoint file (docs/behaviour.md#device-ids), and hands each attachment the next unused ID of its
+ * resource. The ID goes into the delegate's config as `deviceID` and `pciBusID` (docs/behaviour.md#delegate-config),
+ * and the device
+ * plugin's device-info file is copied to the CNIDeviceInfoFile path the delegate is told about
+ * (docs/behaviour.md#device-info), whose
+ * content later becomes network-status `device-info` (docs/behaviour.md#network-status). Pure: parseCheckpoint,
+ * resourceMapFrom*,
  * DeviceAllocator, injectDeviceId, the path builders. I/O: readResourceMap (src/podresources.ts is imported
  * only on its gRPC path), copyDevicePluginInfo, readDeviceInfo, removeDeviceInfo.
  */
@@ -126,7 +129,7 @@ function sortedCopy(resources: ResourceMap): ResourceMap {
   return new Map([...resources].map(([name, ids]) => [name, sortIds(ids)]));
 }
 
-/** One pod's resource map from a parsed checkpoint, matched by pod UID; each list sorted (§4.4 step 4). */
+/** One pod's resource map from a parsed checkpoint, matched by pod UID; each list sorted (docs/behaviour.md#device-ids step 4). */
 export function resourceMapFromCheckpoint(entries: Map<string, ResourceMap>, podUid: string): ResourceMap {
   if (podUid === '') throw new CniError(CniCode.InvalidConfig, 'cannot match the device-plugin checkpoint: the pod UID is empty');
   return sortedCopy(entries.get(podUid) ?? new Map());
@@ -140,7 +143,7 @@ function assertPodNamed(podNamespace: string, podName: string): void {
 
 /**
  * One pod's resource map from a pod-resources List response, matched by namespace and name: device IDs of
- * all containers concatenated per resource name, each list sorted (§4.4 steps 2 and 4).
+ * all containers concatenated per resource name, each list sorted (docs/behaviour.md#device-ids steps 2 and 4).
  */
 export function resourceMapFromPodResources(listResponse: ListPodResourcesResponse, podNamespace: string, podName: string): ResourceMap {
   assertPodNamed(podNamespace, podName);
@@ -153,7 +156,8 @@ export function resourceMapFromPodResources(listResponse: ListPodResourcesRespon
 }
 
 /**
- * Hands out device IDs in list order, with one cursor per resource name (§4.4 step 5). An exhausted or absent
+ * Hands out device IDs in list order, with one cursor per resource name (docs/behaviour.md#device-ids step 5). An
+ * exhausted or absent
  * resource gives `undefined`: the attachment then simply has no device ID. No I/O; one per ADD.
  */
 export class DeviceAllocator {
@@ -254,7 +258,8 @@ export async function readResourceMap(pod: PodIdentity, deps: ResourceMapDeps = 
 // Device IDs in delegate configs (pure)
 
 /**
- * A copy of `config` with `deviceID` and `pciBusID` set to `deviceId` (§1.4): at the top level of a single
+ * A copy of `config` with `deviceID` and `pciBusID` set to `deviceId` (docs/behaviour.md#delegate-config): at the top
+ * level of a single
  * config (non-empty `type`, the rule parseNetwork uses), else in every plugin of a conflist. Never mutates.
  */
 export function injectDeviceId(config: Json, deviceId: string): Json {
@@ -278,7 +283,7 @@ export function injectDeviceIdIntoNetwork(network: Network, deviceId: string): N
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Device-info files (§6.3): paths are pure, the rest I/O
+// Device-info files (docs/behaviour.md#device-info): paths are pure, the rest I/O
 
 /** The CNIDeviceInfoFile of one attachment: `<dir>/<name>-<containerID>_<ifName>`, every '/' in it made '-'. */
 export function deviceInfoPath(delegateName: string, containerId: string, ifName: string, dir = CNI_DEVINFO_DIR): string {

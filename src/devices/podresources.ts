@@ -4,7 +4,7 @@
  * One unary gRPC call needs neither a gRPC library nor protobuf runtime: HTTP/2 from `node:http2` (a builtin,
  * loaded on first use), a 5-byte length-prefixed frame, and a decoder for the four messages we read. So
  * nothing is added to the executable or its start-up; devices.ts loads this module with `import()` only when
- * the kubelet socket exists (multus-behaviour §4.4). Like Go Multus: a dial timeout and a call timeout of 10 s
+ * the kubelet socket exists (docs/behaviour.md#device-ids). Like Go Multus: a dial timeout and a call timeout of 10 s
  * each, and a 16 MiB limit on the response. Fields this decoder does not know (cpu_ids, memory, topology,
  * dynamic_resources, ...) are skipped by wire type, as protobuf requires. test/unit/podresources.test.ts
  * checks it against @grpc/grpc-js serving the real proto messages.

@@ -77,7 +77,7 @@ export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
     if (command === 'VERSION') return { exitCode: 0, stdout: formatVersionInfo() + '\n', stderr: '' };
     const req = parseRequest(command, call.env, call.stdin);
     cniVersion = req.cniVersion;
-    const conf = parseMultusConf(req.stdin);
+    const conf = parseMultusConf(req.config);
     log = host.logger(conf);
     for (const warning of conf.warnings) log.warn(warning);
     if (call.envProblem && command !== 'DEL') throw call.envProblem;

@@ -3,7 +3,7 @@
  * failure to a `KubeApiError` with Multus' texts and an RBAC hint (pure).
  */
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
-import { isDns1123Label, isDns1123Subdomain } from './kubeconfig.ts';
+import { isDns1123Label, isDns1123Subdomain } from '../base/names.ts';
 import type { ClientConfig } from './kubeconfig.ts';
 import type { EventInput } from './types.ts';
 import { KubeApiError } from './types.ts';
@@ -93,7 +93,7 @@ const DEFAULT_REASON: Readonly<Record<number, string>> = {
 };
 
 /** The API server's Status object (`{kind: "Status", reason, message}`), when the body is one. */
-function apiStatus(body: Buffer): { reason?: string; message?: string } {
+function statusObjectOf(body: Buffer): { reason?: string; message?: string } {
   try {
     const s = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
     if (s && typeof s === 'object' && s.kind === 'Status') {
@@ -135,7 +135,7 @@ function authError(status: number, reason: string, apiMsg: string | undefined, c
 
 /** A non-2xx answer as a KubeApiError. */
 export function statusError(status: number, body: Buffer, c: Call, cfg: ClientConfig): KubeApiError {
-  const s = apiStatus(body);
+  const s = statusObjectOf(body);
   const reason = s.reason ?? DEFAULT_REASON[status] ?? (status >= 500 ? 'InternalError' : 'Unknown');
   if (status === 401 || status === 403) return authError(status, reason, s.message, c, cfg);
   if (status === 404 || status === 409) {

@@ -2,6 +2,7 @@
  * k8s/fallback-loader.ts: loads @kubernetes/client-node's KubeConfig (k8s/fallback.ts) on demand: inside the
  * single executable from its SEA asset (with a V8 code cache), elsewhere from the built bundle or the source.
  */
+import type * as sea from 'node:sea';
 import { messageOf } from '../base/errors.ts';
 import type { FallbackSession } from './fallback.ts';
 
@@ -19,7 +20,7 @@ export const FALLBACK_CACHE_ASSET = 'k8s-fallback.cache';
 /** Must equal the wrapper in scripts/build-k8s-fallback.mjs, or V8 rejects the code cache. */
 export const wrapCommonJs = (source: string): string => `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
 
-type SeaModule = typeof import('node:sea');
+type SeaModule = typeof sea;
 
 /** Inside the single executable: evaluate the embedded bundle (never a file: a SEA resolves those from the cwd). */
 function fallbackFromSea(sea: SeaModule): FallbackModule {

@@ -39,7 +39,7 @@ export function parseYaml(text: string): unknown {
   } catch (err) {
     const e = err as { reason?: unknown; mark?: { line?: unknown } };
     const line = typeof e.mark?.line === 'number' ? ` at line ${e.mark.line + 1}` : '';
-    throw new Error(`invalid YAML${line}: ${typeof e.reason === 'string' ? e.reason : 'cannot parse'}`);
+    throw new Error(`invalid YAML${line}: ${typeof e.reason === 'string' ? e.reason : 'cannot parse'}`, { cause: err });
   }
 }
 

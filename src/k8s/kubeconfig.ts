@@ -3,7 +3,7 @@
  * (pure parsing and resolution, plus the few file reads).
  *
  * `parseKubeconfigText` reads JSON, and YAML in the block style that kubectl, kubeadm, kind, k3s and Multus'
- * own entrypoint write, with a small strict reader (`parseYamlSubset`) that either returns exactly what a YAML
+ * own entrypoint write, with a small strict reader (`parseYamlSubset` in yaml.ts) that either returns exactly what a YAML
  * parser would or throws `YamlSubsetError`; the caller then hands the text to a full YAML parser (js-yaml, in
  * the lazily loaded fallback module), so anchors, block scalars and flow collections still work, only slower.
  * `resolveKubeconfig` follows current-context to its cluster and user the way client-go's ClientConfig does
@@ -15,6 +15,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { isObject } from '../base/json.ts';
+import { isDns1123Label } from '../base/names.ts';
 import { parseKubeconfigText } from './yaml.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -78,21 +79,6 @@ Object.defineProperty(YamlSubsetError.prototype, 'name', { value: 'YamlSubsetErr
 /** A kubeconfig that client-go would refuse too; `message` is the detail after Multus' prefix. */
 export class KubeconfigError extends Error {}
 Object.defineProperty(KubeconfigError.prototype, 'name', { value: 'KubeconfigError', enumerable: false });
-
-// ---------------------------------------------------------------------------------------------------------------
-// Names (pure)
-
-const DNS1123_LABEL = /^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$/;
-
-/** A namespace: RFC 1123 label, at most 63 characters. */
-export function isDns1123Label(s: string): boolean {
-  return s.length <= 63 && DNS1123_LABEL.test(s);
-}
-
-/** An object name (pods, network-attachment-definitions): RFC 1123 subdomain, at most 253 characters. */
-export function isDns1123Subdomain(s: string): boolean {
-  return s.length <= 253 && s.split('.').every((part) => DNS1123_LABEL.test(part));
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Resolution: current-context → cluster and user (pure)

@@ -3,6 +3,8 @@
  * certificates, impersonation, the client-node fallback's credentials) and the HTTP(S) transport with one
  * deadline per request (I/O: node:http / node:https, loaded on the first request).
  */
+import type * as http from 'node:http';
+import type * as https from 'node:https';
 import type { Agent, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { readFileSync, statSync } from 'node:fs';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
@@ -138,7 +140,7 @@ interface Wire {
   body: Buffer;
 }
 
-type HttpModule = typeof import('node:http') | typeof import('node:https');
+type HttpModule = typeof http | typeof https;
 
 export interface Transport {
   module: HttpModule;

@@ -3,7 +3,7 @@
  * its error, `KubeApiError`: a CniError with the HTTP status (0 without a response) and the API's reason.
  * `isTransient` is the one rule for what a caller may retry.
  */
-import { CniError } from '../base/errors.ts';
+import { CniCode, CniError } from '../base/errors.ts';
 import type { CniCodeValue } from '../base/errors.ts';
 import type { ClientConfig } from './kubeconfig.ts';
 
@@ -31,7 +31,7 @@ export interface EventInput {
 }
 
 export interface CallOptions {
-  /** This call's deadline instead of the client's (e.g. 250 ms per GetPod attempt, §9.1). */
+  /** This call's deadline instead of the client's (e.g. 250 ms per GetPod attempt, docs/behaviour.md#pod-lookup). */
   timeoutMs?: number;
 }
 
@@ -74,17 +74,22 @@ export class KubeApiError extends CniError {
 }
 Object.defineProperty(KubeApiError.prototype, 'name', { value: 'KubeApiError', enumerable: false });
 
-export function isKubeApiError(err: unknown): err is KubeApiError {
-  return err instanceof KubeApiError;
+/** The HTTP status an API error carries (KubeApiError, or a fake with `status`), or undefined for other failures. */
+export function httpStatusOf(err: unknown): number | undefined {
+  const status = (err as { status?: unknown } | null)?.status;
+  return typeof status === 'number' ? status : undefined;
 }
 
-const TRANSIENT_STATUS: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
-const TRANSIENT_REASONS: ReadonlySet<string> = new Set(['Timeout', 'ConnectionRefused', 'ConnectionReset', 'Unreachable']);
-
-/** Worth retrying: connection refused/reset, unreachable, timeout, 429, 500, 502, 503, 504. */
+/**
+ * The one retry rule: an API answer of 429 or 5xx, or a request that got no answer (status 0: timeout,
+ * connection refused or reset, unreachable) which the client marked code 11. A TLS or client error (status 0,
+ * another code) and anything that is not an API error are final.
+ */
 export function isTransient(err: unknown): boolean {
-  if (!(err instanceof KubeApiError)) return false;
-  return err.status === 0 ? TRANSIENT_REASONS.has(err.reason) : TRANSIENT_STATUS.has(err.status);
+  const status = httpStatusOf(err);
+  if (status === undefined) return false;
+  if (status === 0) return (err as { code?: unknown }).code === CniCode.TryAgainLater;
+  return status === 429 || status >= 500;
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;

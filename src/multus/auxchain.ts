@@ -1,6 +1,7 @@
 /**
- * auxchain.ts: the auxiliary CNI chain (`auxiliaryCNIChainName`, §14.3) and the `passthru` plugin it starts
- * with (§14.2). Pure, except for listing and reading the chain's directory.
+ * auxchain.ts: the auxiliary CNI chain (`auxiliaryCNIChainName`, docs/behaviour.md#aux-chain) and the `passthru` plugin
+ * it starts
+ * with (docs/behaviour.md#aux-chain). Pure, except for listing and reading the chain's directory.
  *
  * The chain is a conflist built in memory: `passthru` first, then every `*.conf` in
  * `<dir of clusterNetwork>/<chain name>/` in lexical order. It runs as the last attachment (net<i>) so
@@ -21,7 +22,8 @@ import { SUPPORTED_VERSIONS } from '../base/versions.ts';
 
 /**
  * The auxiliary chain's delegate, or undefined when none is configured or its directory adds no plugin.
- * compat: a chain that cannot be loaded is logged and skipped (§14.3); a clusterNetwork that is not a path
+ * compat: a chain that cannot be loaded is logged and skipped (docs/behaviour.md#aux-chain); a clusterNetwork that is
+ * not a path
  * is an error, as in Multus.
  */
 export function auxiliaryChain(conf: MultusConf, log: Logger): Delegate | undefined {

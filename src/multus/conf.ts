@@ -2,12 +2,14 @@
  * conf.ts: Multus' own config (00-multus.conf) and the delegate network configs it runs (pure parsers plus
  * thin file wrappers).
  *
- * `parseMultusConf` turns stdin into a `MultusConf` with the defaults of multus-behaviour.md §1.2 and the
- * checks of §1.3; `parseNetwork` turns one delegate (a single-plugin config or a conflist, §1.3 rule 6, §4.2)
+ * `parseMultusConf` turns stdin into a `MultusConf` with the defaults of docs/behaviour.md#conf-keys and the
+ * checks of docs/behaviour.md#conf-rules; `parseNetwork` turns one delegate (a single-plugin config or a conflist,
+ * docs/behaviour.md#conf-rules rule 6, docs/behaviour.md#nad)
  * into a `Network`, libcni's NetworkConfigList. Parsers take bytes or objects and return new values; they
  * never log, warnings come back as data. `loadNetworkFile`, `loadNetworkPath` and `findNetworkInDir` only read
  * files and directories and hand the bytes to the parsers (libcni conf.go's FromBytes/FromFile split), and
- * `resolveStaticNetworks` picks the cluster and default networks that need no Kubernetes (§4.5).
+ * `resolveStaticNetworks` picks the cluster and default networks that need no Kubernetes
+ * (docs/behaviour.md#cluster-network).
  *
  * Keys of ours, not in Multus (Multus ignores them, so one 00-multus.conf serves both):
  * | key | type | default | meaning |
@@ -20,7 +22,7 @@ import { CniCode, CniError } from '../base/errors.ts';
 import { BOOLEAN, COUNT, FRACTION, NAMES, OBJECT, OBJECTS, POSITIVE, STEPS, STRING, STRINGS, decodeObject, getKey, invalid, withContext } from '../base/keys.ts';
 import type { Network } from '../cni/network.ts';
 import { findNetworkInDir, loadNetworkPath, parseNetwork } from '../cni/network.ts';
-import { SUPPORTED_VERSIONS, isSupportedVersion } from '../base/versions.ts';
+import { SUPPORTED_VERSIONS, isSupportedVersion, versionOrDefault } from '../base/versions.ts';
 import type { LogLevel, LogOptions } from '../base/log.ts';
 import type { BackoffOptions } from '../base/backoff.ts';
 export type { LogLevel, LogOptions };
@@ -67,7 +69,8 @@ export interface StaticNetwork {
 }
 
 /**
- * The seam for Kubernetes: tried first for a clusterNetwork/defaultNetworks value without `/` (§4.5 step 1,
+ * The seam for Kubernetes: tried first for a clusterNetwork/defaultNetworks value without `/`
+ * (docs/behaviour.md#cluster-network step 1,
  * NAD `<multusNamespace>/<value>`). Return undefined to fall back to a config of that name in confDir; throw
  * (a CniError) to fail the call. It is synchronous: fetch the NADs first, then answer from what was fetched.
  */
@@ -80,7 +83,7 @@ const LOG_LEVELS: readonly LogLevel[] = ['panic', 'error', 'verbose', 'debug'];
 // ---------------------------------------------------------------------------------------------------------
 // 00-multus.conf
 
-const MULTUS_KEYS = [
+export const MULTUS_KEYS: readonly string[] = [
   'name', 'type', 'cniVersion', 'kubeconfig', 'confDir', 'cniDir', 'binDir', 'delegates', 'clusterNetwork',
   'defaultNetworks', 'systemNamespaces', 'multusNamespace', 'logFile', 'logLevel', 'logToStderr', 'logOptions',
   'readinessindicatorfile', 'namespaceIsolation', 'globalNamespaces', 'retryDeleteOnError',
@@ -98,16 +101,21 @@ function foldKeys(raw: Record<string, unknown>, warnings: string[]): Record<stri
   const wire: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
     const canonical = MULTUS_KEYS.includes(key) ? key : byLower.get(key.toLowerCase());
-    if (canonical === undefined) continue; // compat: unknown keys are ignored (§1.2)
+    if (canonical === undefined) continue; // compat: unknown keys are ignored (docs/behaviour.md#conf-keys)
     if (canonical !== key) warnings.push(`config key "${key}" read as "${canonical}"; spell it "${canonical}"`);
     wire[canonical] = value;
   }
   return wire;
 }
 
-/** Parses the multus config from stdin: defaults (§1.2), key types, the rules of §1.3, the delegates. */
-export function parseMultusConf(bytes: Buffer | string): MultusConf {
-  const raw = decodeObject(bytes, 'multus config');
+/**
+ * The multus config: defaults (docs/behaviour.md#conf-keys), key types, the rules of docs/behaviour.md#conf-rules, the
+ * delegates. Takes the object the
+ * protocol edge already decoded from stdin (`CniRequest.config`), so stdin is decoded once; bytes (a file, a
+ * test) are decoded here with this config's own messages.
+ */
+export function parseMultusConf(input: Record<string, unknown> | Buffer | string): MultusConf {
+  const raw = typeof input === 'string' || Buffer.isBuffer(input) ? decodeObject(input, 'multus config') : input;
   const warnings: string[] = [];
   const wire = foldKeys(raw, warnings);
   const identity = parseIdentity(wire);
@@ -119,14 +127,13 @@ export function parseMultusConf(bytes: Buffer | string): MultusConf {
   if (rawDelegates.length === 0 && selection.clusterNetwork === '') {
     throw invalid('at least one delegate or clusterNetwork must be specified: add a `delegates` array or set `clusterNetwork`');
   }
-  // compat: with clusterNetwork set, `delegates` is ignored, not even parsed (§1.3 rule 7).
+  // compat: with clusterNetwork set, `delegates` is ignored, not even parsed (docs/behaviour.md#conf-rules rule 7).
   const delegates = selection.clusterNetwork === '' ? parseDelegates(rawDelegates) : [];
   return { ...identity, ...paths, delegates, ...selection, ...logging, ...runtime, warnings, raw };
 }
 
 function parseIdentity(wire: Record<string, unknown>): Pick<MultusConf, 'name' | 'type' | 'cniVersion'> {
-  // skel: a missing (or empty) cniVersion means 0.1.0.
-  const cniVersion = getKey(wire, 'cniVersion', STRING) || '0.1.0';
+  const cniVersion = versionOrDefault(getKey(wire, 'cniVersion', STRING));
   if (!isSupportedVersion(cniVersion)) {
     throw new CniError(
       CniCode.IncompatibleVersion,
@@ -149,7 +156,7 @@ function parsePaths(wire: Record<string, unknown>): Pick<MultusConf, 'kubeconfig
 type SelectionKeys = 'clusterNetwork' | 'defaultNetworks' | 'systemNamespaces' | 'multusNamespace' | 'namespaceIsolation' | 'globalNamespaces';
 
 function parseSelection(wire: Record<string, unknown>): Pick<MultusConf, SelectionKeys> {
-  // §1.3 rule 5: comma-separated, each item trimmed; it replaces the default list.
+  // docs/behaviour.md#conf-rules rule 5: comma-separated, each item trimmed; it replaces the default list.
   const global = (getKey(wire, 'globalNamespaces', STRING) ?? '').split(',').map((ns) => ns.trim()).filter((ns) => ns !== '');
   return {
     clusterNetwork: getKey(wire, 'clusterNetwork', STRING) ?? '',
@@ -173,7 +180,7 @@ function parseLogging(wire: Record<string, unknown>, warnings: string[]): Pick<M
   };
 }
 
-/** §11: case-insensitive; empty means panic; an unknown level is reported and panic is kept. */
+/** docs/behaviour.md#logging: case-insensitive; empty means panic; an unknown level is reported and panic is kept. */
 function parseLogLevel(value: string, warnings: string[]): LogLevel {
   const level = LOG_LEVELS.find((l) => l === value.toLowerCase());
   if (level !== undefined) return level;
@@ -198,7 +205,7 @@ type RuntimeKeys =
   | 'runtimeConfig' | 'delegateTimeoutMs' | 'strictCapabilities';
 
 function parseRuntime(wire: Record<string, unknown>): Pick<MultusConf, RuntimeKeys> {
-  getKey(wire, 'prevResult', OBJECT); // §1.2: only checked; nothing in the thin plugin uses it
+  getKey(wire, 'prevResult', OBJECT); // docs/behaviour.md#conf-keys: only checked; nothing in the thin plugin uses it
   const backoff = getKey(wire, 'readinessBackoff', OBJECT);
   const timeoutSeconds = getKey(wire, 'delegateTimeoutSeconds', POSITIVE) ?? DEFAULT_DELEGATE_TIMEOUT_SECONDS;
   return {
@@ -206,7 +213,8 @@ function parseRuntime(wire: Record<string, unknown>): Pick<MultusConf, RuntimeKe
     readinessBackoff: backoff === undefined ? { ...DEFAULT_BACKOFF } : parseBackoff(backoff),
     retryDeleteOnError: getKey(wire, 'retryDeleteOnError', BOOLEAN) ?? false,
     auxiliaryCNIChainName: getKey(wire, 'auxiliaryCNIChainName', STRING) ?? '',
-    // Kept whole: Multus keeps only 7 keys (§1.2 quirk); the capability filter per delegate is the planner's.
+    // Kept whole: Multus keeps only 7 keys (docs/behaviour.md#conf-keys quirk); the capability filter per delegate is
+    // the planner's.
     runtimeConfig: structuredClone(getKey(wire, 'runtimeConfig', OBJECT) ?? {}),
     delegateTimeoutMs: Math.max(1, Math.round(timeoutSeconds * 1000)),
     strictCapabilities: getKey(wire, 'strictCapabilities', BOOLEAN) ?? false,
@@ -229,7 +237,7 @@ function parseBackoff(obj: Record<string, unknown>): BackoffOptions {
 }
 
 function parseDelegates(rawDelegates: Record<string, unknown>[]): Network[] {
-  // compat: Multus numbers delegates from 0 in this message (§1.3 rule 6).
+  // compat: Multus numbers delegates from 0 in this message (docs/behaviour.md#conf-rules rule 6).
   return rawDelegates.map((delegate, idx) => withContext(`failed to load delegate ${idx} config`, () => parseNetwork(delegate)));
 }
 
@@ -239,7 +247,7 @@ function parseDelegates(rawDelegates: Record<string, unknown>[]): Network[] {
 export interface ResolveOptions {
   /** The pod's namespace; defaultNetworks are skipped for pods in `systemNamespaces`. */
   podNamespace?: string;
-  /** Resolve only the cluster network (STATUS and GC have no pod, §4.5). */
+  /** Resolve only the cluster network (STATUS and GC have no pod, docs/behaviour.md#cluster-network). */
   clusterOnly?: boolean;
   /** NAD lookup (Kubernetes), tried first for values without `/`. */
   lookup?: NetworkLookup;
@@ -247,7 +255,8 @@ export interface ResolveOptions {
 
 /**
  * The networks every pod gets: `delegates` when clusterNetwork is empty, else clusterNetwork and then each
- * defaultNetworks entry (§4.5). Fixes the §4.5 quirk: a path, or a config name in confDir, works without a
+ * defaultNetworks entry (docs/behaviour.md#cluster-network). Fixes the docs/behaviour.md#cluster-network quirk: a path,
+ * or a config name in confDir, works without a
  * kube client. Unlike Multus, a clusterNetwork failure keeps its cause in the message.
  */
 export function resolveStaticNetworks(conf: MultusConf, opts: ResolveOptions = {}): StaticNetwork[] {
@@ -263,7 +272,7 @@ export function resolveStaticNetworks(conf: MultusConf, opts: ResolveOptions = {
 
 function resolveNetworkRef(conf: MultusConf, value: string, role: string, lookup: NetworkLookup | undefined): StaticNetwork {
   return withContext(`failed to get ${role} "${value}"`, () => {
-    // compat: any value with a '/' is a path, so "ns/name" is not a NAD reference (§4.5).
+    // compat: any value with a '/' is a path, so "ns/name" is not a NAD reference (docs/behaviour.md#cluster-network).
     if (value.includes('/')) {
       const network = loadNetworkPath(value);
       return { network, displayName: network.name };

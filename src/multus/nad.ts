@@ -1,8 +1,8 @@
 /**
  * nad.ts: a NetworkAttachmentDefinition to a delegate network (pure, except the confDir lookup that an
- * empty spec.config asks for, §4.2).
+ * empty spec.config asks for, docs/behaviour.md#nad).
  *
- * spec.config is a single-plugin config or a conflist; a missing `name` gets the NAD's name (NPWG §3.4.2).
+ * spec.config is a single-plugin config or a conflist; a missing `name` gets the NAD's name (docs/behaviour.md#npwg).
  * An empty spec.config means "the config file in confDir whose network name is the NAD's name". The
  * delegate's display name (events, network-status) is `<namespace>/<name>`; the CNI network name (caches,
  * the `name` the plugins see) stays the config's own. The resourceName annotation is carried for device IDs.
@@ -39,7 +39,8 @@ export function networkFromNad(nad: Nad, confDir: string): Network {
 }
 
 /**
- * The selection's `cni-args` merged into `args.cni` of the config, or of every plugin of a conflist (§1.4):
+ * The selection's `cni-args` merged into `args.cni` of the config, or of every plugin of a conflist
+ * (docs/behaviour.md#delegate-config):
  * existing keys kept, the selection wins on the same key. A non-object `args` or `args.cni` is a clear error
  * (Multus panics). Returns a new network; the bytes (cached for DEL) carry the merged args.
  */

@@ -2,7 +2,7 @@
  * netstatus.ts: the `k8s.v1.cni.cncf.io/network-status` annotation from delegate results (pure, no I/O).
  *
  * `buildNetworkStatuses` turns one delegate's result (any CNI version, read in its 1.x form) into entries as
- * network-attachment-definition-client's CreateNetworkStatuses does (multus-behaviour.md §9.3):
+ * network-attachment-definition-client's CreateNetworkStatuses does (docs/behaviour.md#network-status):
  * - exactly one interface: one entry; interface/mac/mtu from it when it has a sandbox, every IP
  *   (without prefix length), `default` for the cluster network, dns, and the gateways of default routes;
  * - 0 or ≥ 2 interfaces: one entry per sandbox interface, IPs attached by their `interface` index (IPs
@@ -11,7 +11,7 @@
  * `formatNetworkStatus` serialises entries exactly as Multus does: each `json.MarshalIndent(e, "", "    ")`,
  * joined by ",", wrapped in "[" "]", Go's key order and omitempty, Go's HTML escaping.
  *
- * Deliberate differences (NPWG §5.2: the cluster network must have an entry with `default: true`):
+ * Deliberate differences (docs/behaviour.md#npwg: the cluster network must have an entry with `default: true`):
  * - A result with IPs but no interfaces (0.1.0/0.2.0 plugins, IPAM-only results) gets one entry with name,
  *   ips, dns, gateway and `default`; Multus writes no entry for it.
  * - `default` goes to the first IP-with-gateway whose `interface` is a sandbox interface; Multus picks the

@@ -2,9 +2,12 @@
  * plan.ts: which attachments a call makes, and what each delegate is given (pure).
  *
  * An attachment is one delegate network bound to one interface name in the pod: the cluster network
- * first (CNI_IFNAME), then the others as net<i> by position unless they ask for a name (§5.2). For each
- * attachment this module derives its own deep copy of the runtime's runtimeConfig (§6: nothing leaks from
- * one delegate to the next) and its CNI_ARGS (§2.2). It also maps attachments to and from the scratch
+ * first (CNI_IFNAME), then the others as net<i> by position unless they ask for a name (docs/behaviour.md#ordering).
+ * For each
+ * attachment this module derives its own deep copy of the runtime's runtimeConfig (docs/behaviour.md#runtime-config:
+ * nothing leaks from
+ * one delegate to the next) and its CNI_ARGS (docs/behaviour.md#delegate-args). It also maps attachments to and from
+ * the scratch
  * cache's delegate records, so ADD and DEL agree on names and order.
  */
 import type { CachedDelegate } from '../store/scratch-cache.ts';
@@ -41,7 +44,7 @@ export interface Attachment extends Delegate {
   isClusterNetwork: boolean;
 }
 
-/** Interface names by §5.2; two attachments asking for one name fail here, before anything runs. */
+/** Interface names by docs/behaviour.md#ordering; two attachments asking for one name fail here, before anything runs. */
 export function planAttachments(delegates: Delegate[], clusterIfName: string): Attachment[] {
   const byName = new Map<string, string>();
   return delegates.map((delegate, index) => {
@@ -66,8 +69,9 @@ function isEmpty(value: unknown): boolean {
 
 /**
  * The capability args of one attachment: a deep copy of the runtime's runtimeConfig; for attachments other
- * than the cluster network, the selection's own requests replace the copied values (§6.1; NPWG §7.5).
- * Empty values are not sent (§6.2).
+ * than the cluster network, the selection's own requests replace the copied values (docs/behaviour.md#runtime-config;
+ * docs/behaviour.md#npwg).
+ * Empty values are not sent (docs/behaviour.md#runtime-config).
  */
 export function capabilityArgsFor(attachment: Attachment, runtimeConfig: Record<string, unknown>): Record<string, unknown> {
   const args: Record<string, unknown> = structuredClone(runtimeConfig);
@@ -89,7 +93,7 @@ export function capabilityArgsFor(attachment: Attachment, runtimeConfig: Record<
   return args;
 }
 
-/** The capability each selection request needs a plugin of the attachment to declare (NPWG §4.1.2.1). */
+/** The capability each selection request needs a plugin of the attachment to declare (docs/behaviour.md#npwg). */
 const REQUEST_CAPABILITIES: [keyof SelectionRequest, string][] = [
   ['ips', 'ips'],
   ['mac', 'mac'],

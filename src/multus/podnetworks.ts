@@ -1,11 +1,15 @@
 /**
  * podnetworks.ts: what the Kubernetes API says a pod's attachments are (I/O through the KubeClient seam).
  *
- * `lookupPod` fetches the pod with Multus' retry policy (§9.1: transient errors retried every 250 ms for
+ * `lookupPod` fetches the pod with Multus' retry policy (docs/behaviour.md#pod-lookup: transient errors retried every
+ * 250 ms for
  * 2.5 s) and the UID check; its outcome is a union, never null-as-a-message. `resolvePodDelegates` builds the
- * ordered delegate list of §5.1: cluster network (a NAD in multusNamespace, a config name or a path), the
- * default networks, the per-pod default-network override (§3.2), then one delegate per selection element in
- * annotation order (§3.1, §4). Every NAD is fetched once per call; any failure aborts before a delegate runs.
+ * ordered delegate list of docs/behaviour.md#ordering: cluster network (a NAD in multusNamespace, a config name or a
+ * path), the
+ * default networks, the per-pod default-network override (docs/behaviour.md#default-network-annotation), then one
+ * delegate per selection element in
+ * annotation order (docs/behaviour.md#networks-annotation, docs/behaviour.md#nad). Every NAD is fetched once per call;
+ * any failure aborts before a delegate runs.
  * API economy: one GET for the pod and one per NAD (issue: at most N+2 requests per ADD with the status write).
  */
 import type { K8sArgs } from '../cni/cniargs.ts';
@@ -13,6 +17,7 @@ import type { MultusConf, StaticNetwork } from './conf.ts';
 import { resolveStaticNetworks } from './conf.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { KubeClient, Nad, Pod } from '../k8s/types.ts';
+import { httpStatusOf, isTransient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
 import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../devices/devices.ts';
@@ -39,18 +44,6 @@ export type PodLookup = { kind: 'found'; pod: Pod } | { kind: 'unknown'; reason:
 
 const POLL_INTERVAL_MS = 250;
 const POLL_TIMEOUT_MS = 2500;
-
-/** The HTTP status of an API error (KubeApiError carries it), or undefined for other failures. */
-export function apiStatus(e: unknown): number | undefined {
-  const status = (e as { status?: unknown } | null)?.status;
-  return typeof status === 'number' ? status : undefined;
-}
-
-function isTransient(e: unknown): boolean {
-  const status = apiStatus(e);
-  if (status !== undefined) return status === 429 || status >= 500;
-  return (e as { code?: unknown } | null)?.code === CniCode.TryAgainLater;
-}
 
 /** A static pod's mirror has its own UID; the kubelet marks static pods with config.source != "api". */
 function isStaticPod(pod: Pod): boolean {
@@ -85,7 +78,7 @@ async function getPodWithRetry(kube: KubeClient, k8s: K8sArgs, clock: Clock): Pr
     try {
       return await kube.getPod(k8s.podNamespace, k8s.podName);
     } catch (e) {
-      if (apiStatus(e) === 404) return undefined;
+      if (httpStatusOf(e) === 404) return undefined;
       if (!isTransient(e) || clock.now() + POLL_INTERVAL_MS > deadline) {
         throw wrapError(e, 'error waiting for pod', CniCode.TryAgainLater);
       }
@@ -99,7 +92,7 @@ async function getPodOnce(kube: KubeClient, k8s: K8sArgs, log: Logger): Promise<
   try {
     return await kube.getPod(k8s.podNamespace, k8s.podName);
   } catch (e) {
-    if (apiStatus(e) !== 404) log.error(`cannot read pod ${k8s.podNamespace}/${k8s.podName}, deleting from the caches: ${messageOf(e)}`);
+    if (httpStatusOf(e) !== 404) log.error(`cannot read pod ${k8s.podNamespace}/${k8s.podName}, deleting from the caches: ${messageOf(e)}`);
     return undefined;
   }
 }
@@ -117,7 +110,7 @@ async function fetchNad(kube: KubeClient, namespace: string, name: string): Prom
   try {
     return await kube.getNad(namespace, name);
   } catch (e) {
-    if (apiStatus(e) === 404) return undefined;
+    if (httpStatusOf(e) === 404) return undefined;
     throw wrapError(e, `cannot read network-attachment-definition ${namespace}/${name}`, CniCode.TryAgainLater);
   }
 }
@@ -160,7 +153,8 @@ export async function resolvePodDelegates(
     parseDefaultNetworkAnnotation(annotations[DEFAULT_NETWORK_ANNOTATION], conf.multusNamespace),
   );
   if (override) {
-    // The cluster network always gets CNI_IFNAME and ignores selection requests (§3.2, §6.1); Multus
+    // The cluster network always gets CNI_IFNAME and ignores selection requests
+    // (docs/behaviour.md#default-network-annotation, docs/behaviour.md#runtime-config); Multus
     // honours an @ifname here, which would hide eth0 from the runtime (docs/compatibility.md).
     const replaced = await selectionDelegate(conf, deps, pod, { ...override, request: {} as SelectionRequest });
     delegates[0] = replaced;
@@ -176,7 +170,8 @@ export async function resolvePodDelegates(
 }
 
 /**
- * §4.4: NADs with a resourceName get the pod's allocated devices in sorted order, one per attachment of that
+ * docs/behaviour.md#device-ids: NADs with a resourceName get the pod's allocated devices in sorted order, one per
+ * attachment of that
  * resource, injected as `deviceID`/`pciBusID` into their config. The kubelet is asked once per ADD, and only
  * when some delegate has a resource name (otherwise none of this runs).
  */

@@ -12,9 +12,9 @@ import type { KubeClient, Pod } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
 import type { NetworkStatus } from './netstatus.ts';
 import { formatNetworkStatus } from './netstatus.ts';
-import { apiStatus } from './podnetworks.ts';
+import { httpStatusOf } from '../k8s/types.ts';
 
-export const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';
+const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';
 const CONFLICT_ATTEMPTS = 5;
 
 export async function publishNetworkStatus(kube: KubeClient, pod: Pod, statuses: NetworkStatus[], log: Logger): Promise<void> {
@@ -30,7 +30,7 @@ export async function publishNetworkStatus(kube: KubeClient, pod: Pod, statuses:
       await kube.updatePodStatus(updated);
       return;
     } catch (e) {
-      const status = apiStatus(e);
+      const status = httpStatusOf(e);
       if (status === 404) {
         log.verbose(`pod ${pod.metadata.namespace}/${pod.metadata.name} was deleted before its network-status was written`);
         return;
@@ -49,7 +49,7 @@ async function rereadPod(kube: KubeClient, pod: Pod): Promise<Pod | undefined> {
   try {
     fresh = await kube.getPod(pod.metadata.namespace, pod.metadata.name);
   } catch (e) {
-    if (apiStatus(e) === 404) return undefined;
+    if (httpStatusOf(e) === 404) return undefined;
     throw wrapError(e, 'error setting the networks status');
   }
   if (fresh.metadata.uid !== pod.metadata.uid) {

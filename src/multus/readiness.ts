@@ -2,7 +2,7 @@
  * readiness.ts: waiting for the readiness indicator file (pure schedule, injected I/O).
  *
  * Multus polls `readinessindicatorfile` every 1 s for up to 45 s before ADD, STATUS and GC, and checks it
- * once on DEL (multus-behaviour.md §10). Here the wait is an exponential backoff in the style of k8s
+ * once on DEL (docs/behaviour.md#readiness). Here the wait is an exponential backoff in the style of k8s
  * `wait.Backoff` (~0, 0.25, 1.25, 5.25, 21.25 s by default), computed by the pure `backoffSchedule`; the
  * file check and the sleep are `ReadinessDeps`, so tests run without clocks or files and a resident daemon
  * can share the code. A timeout is CniError(11, try again later).

@@ -1,11 +1,12 @@
 /**
  * selection.ts: a pod's network selection annotations, parsed and checked (pure, no I/O).
  *
- * `parseNetworkSelections` reads `k8s.v1.cni.cncf.io/networks` (multus-behaviour.md §3.1): absent or empty
+ * `parseNetworkSelections` reads `k8s.v1.cni.cncf.io/networks` (docs/behaviour.md#networks-annotation): absent or empty
  * means no networks; text containing `[`, `{` or `"` is a JSON array of selection objects; anything else is
  * the comma list `[<namespace>/]<name>[@<ifname>]`, split, trimmed and DNS-1123-checked exactly as Multus'
  * parsePodNetworkObjectName does. `parseDefaultNetworkAnnotation` reads `v1.multus-cni.io/default-network`
- * (§3.2), `checkNamespaceIsolation` applies §4.3 and `validateDefaultRoutes` the `default-route` rules.
+ * (docs/behaviour.md#default-network-annotation), `checkNamespaceIsolation` applies
+ * docs/behaviour.md#namespace-isolation and `validateDefaultRoutes` the `default-route` rules.
  *
  * Messages keep Multus' texts as their core (`parsePodNetworkAnnotation: ...`), then name the annotation and
  * the bad element and say what to fix; the caller prefixes the pod. All errors are CniError(7).
@@ -17,8 +18,9 @@
  *   JSON type and a `cni-args` that is not an object are rejected, naming the element and the key.
  * - Interface names (text `@if`, JSON `interface`/`interfaceRequest`) get libcni's full check here (≤ 15
  *   bytes, not `.`/`..`, no `/`, `:` or whitespace); Multus checks part of it and libcni the rest at ADD.
- * - `default-route` (NPWG §4.1.2.1.9): only one element may carry the key, and `"default-route": []` is
- *   rejected, because Multus then removes the default route of every interface, eth0 included (§7.1 quirk).
+ * - `default-route` (docs/behaviour.md#npwg): only one element may carry the key, and `"default-route": []` is
+ *   rejected, because Multus then removes the default route of every interface, eth0 included
+ * (docs/behaviour.md#default-route quirk).
  * - An empty default-network annotation or one naming no network (`[]`) is a clear error (Multus: a
  *   misleading message, or a panic).
  */
@@ -284,14 +286,15 @@ function parseAnnotation(annotation: string, defaultNamespace: string, key: stri
 // ---------------------------------------------------------------------------------------------------------
 // Public API.
 
-/** `k8s.v1.cni.cncf.io/networks` (§3.1); namespaces default to `defaultNamespace` (the pod's). */
+/** `k8s.v1.cni.cncf.io/networks` (docs/behaviour.md#networks-annotation); namespaces default to `defaultNamespace` (the pod's). */
 export function parseNetworkSelections(annotation: string | undefined, defaultNamespace: string): NetworkSelection[] {
   if (annotation === undefined || annotation === '') return [];
   return parseAnnotation(annotation, defaultNamespace, NETWORKS_KEY);
 }
 
 /**
- * `v1.multus-cni.io/default-network` (§3.2): at most one network, namespace defaulting to `multusNamespace`.
+ * `v1.multus-cni.io/default-network` (docs/behaviour.md#default-network-annotation): at most one network, namespace
+ * defaulting to `multusNamespace`.
  * Absent → undefined. Requests other than the interface name are the caller's to ignore.
  */
 export function parseDefaultNetworkAnnotation(annotation: string | undefined, multusNamespace: string): NetworkSelection | undefined {
@@ -317,7 +320,7 @@ export function parseDefaultNetworkAnnotation(annotation: string | undefined, mu
   return selection;
 }
 
-/** §4.3: with namespaceIsolation, a selection may only name the pod's namespace or a global one. */
+/** docs/behaviour.md#namespace-isolation: with namespaceIsolation, a selection may only name the pod's namespace or a global one. */
 export function checkNamespaceIsolation(selections: NetworkSelection[], podNamespace: string, globalNamespaces: string[]): void {
   for (const s of selections) {
     if (s.namespace === podNamespace || globalNamespaces.includes(s.namespace)) continue;
@@ -334,8 +337,9 @@ const label = (s: NetworkSelection, i: number): string => `element ${i} ("${s.na
 
 /**
  * The `default-route` requests of all selections: at most one IPv4 and one IPv6 gateway (Multus' ECMP
- * check, §7.1), on at most one element (NPWG §4.1.2.1.9), and never an empty list (it would remove every
- * default route of the pod, eth0's included, §7.1 quirk).
+ * check, docs/behaviour.md#default-route), on at most one element (docs/behaviour.md#npwg), and never an empty list (it
+ * would remove every
+ * default route of the pod, eth0's included, docs/behaviour.md#default-route quirk).
  */
 export function validateDefaultRoutes(selections: NetworkSelection[]): void {
   const carriers = selections.flatMap((s, i) => (s.request.defaultRoute === undefined ? [] : [{ s, i, gws: s.request.defaultRoute }]));

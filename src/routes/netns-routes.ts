@@ -5,7 +5,8 @@
  * `ip -n` only takes names under /var/run/netns and CNI_NETNS is any path. Every child is spawned from an
  * argument array (no shell) with `LC_ALL=C`, so the kernel's messages that decide "nothing to delete" are
  * English whatever the node's locale. All deletes run before any add, so a `replace` never races a delete.
- * `updateCachedDefaultRoutes` rewrites `<cniDir>/results/<net>-<id>-<if>` (libcni's cache, §7.3) through
+ * `updateCachedDefaultRoutes` rewrites `<cniDir>/results/<net>-<id>-<if>` (libcni's cache,
+ * docs/behaviour.md#default-route) through
  * cache.ts so CHECK and DEL get the routes the pod really has as `prevResult`.
  */
 import { spawn } from 'node:child_process';

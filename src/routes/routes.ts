@@ -2,13 +2,14 @@
  * routes.ts: planning the pod's `default-route` move and rewriting cached results to match (pure).
  *
  * A selection element's `default-route` names the gateway(s) the pod's default route should use, via that
- * attachment's interface (NPWG §4.1.2.1.9, multus-behaviour §7). `planDefaultRoutes` turns the attachments'
+ * attachment's interface (docs/behaviour.md#npwg, docs/behaviour.md#default-route). `planDefaultRoutes` turns the
+ * attachments'
  * requests into one `RoutePlan` per attachment: which families' default routes it loses and which gateways it
  * gains. `rewriteCachedRoutes` applies such a change to a libcni cached `result` of any layout, so that CHECK and
  * DEL, which get the cached result as `prevResult`, see the routes the pod really has. The netns side lives in
  * netns-routes.ts.
  *
- * Multus quirks fixed here (docs/compatibility.md, §7):
+ * Multus quirks fixed here (docs/compatibility.md, docs/behaviour.md#default-route):
  * - only the requested families are touched; Multus deletes every default route of every family on each
  *   marked interface, so a v4-only request also removed eth0's IPv6 default route;
  * - a default route is recognised by its meaning (prefix length 0 of the family), not by the exact strings
@@ -88,7 +89,7 @@ function mappedToDotted(ip: string): string {
  * for a gateway (nothing to do; `"default-route": []` requests no family and so changes nothing here, and
  * selection.ts rejects it anyway). For each requested family every attachment loses its default route in that
  * family, the requester included (its route is replaced by one via the requested gateway). More than one
- * gateway of a family, over all attachments, is ECMP, which Multus does not support (§7.1).
+ * gateway of a family, over all attachments, is ECMP, which Multus does not support (docs/behaviour.md#default-route).
  */
 export function planDefaultRoutes(attachments: RouteRequester[]): RoutePlan[] | undefined {
   const requests = attachments.flatMap((a) => (a.request.defaultRoute ?? []).map((gw) => ({ a, ...gatewayFamily(gw) })));
@@ -183,7 +184,7 @@ export function rewriteCachedRoutes(result: Json, change: RouteChange): Json {
   const out = structuredClone(result);
   if (!changesRoutes(change)) return out;
   const gateways = change.addGateways.map(gatewayFamily);
-  const version = out.cniVersion ?? '0.2.0'; // compat: Multus reads a result without cniVersion as legacy (§7.3, docs/compatibility.md)
+  const version = out.cniVersion ?? '0.2.0'; // compat: Multus reads a result without cniVersion as legacy (docs/behaviour.md#default-route, docs/compatibility.md)
   if (typeof version !== 'string') throw routesError('"cniVersion"', `is ${JSON.stringify(version)}, not a version string`);
   if (resultFamily(version) !== '02x') {
     editRoutes(out, 'routes', 'routes', change, gateways);

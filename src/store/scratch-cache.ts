@@ -60,7 +60,7 @@ function encodeDelegate(d: CachedDelegate, index: number): Json {
   if (d.deviceID !== '') out.deviceID = d.deviceID;
   if (d.resourceName !== '') out.resourceName = d.resourceName;
   out.Bytes = d.bytes.toString('base64');
-  // Multus quirk fixed (§8.1): Go Multus does not persist these, so a cached DEL lost them.
+  // Multus quirk fixed (docs/behaviour.md#scratch-cache): Go Multus does not persist these, so a cached DEL lost them.
   if (d.portMappingsRequest !== undefined) out.portMappingsRequest = d.portMappingsRequest;
   if (d.bandwidthRequest !== undefined) out.bandwidthRequest = d.bandwidthRequest;
   if (d.cniArgsRequest !== undefined) out.cniArgsRequest = d.cniArgsRequest;

@@ -97,7 +97,8 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
         expect(eth0.ips, 'the rest of the cached result is kept').toEqual([expect.objectContaining({ address: `${kw.addr(0, 2)}/24`, gateway: kw.addr(0, 1) })]);
         expect(cachedRoutes(await cachedResult(kw, sb, 'net-gw', 'net1')), 'net1\'s cached routes').toEqual([`0.0.0.0/0 via ${gw}`]);
 
-        // §7.2: the result returned to the runtime and network-status keep the delegates' original routes
+        // docs/behaviour.md#default-route: the result returned to the runtime and network-status keep the delegates'
+        // original routes
         expect(add.json?.routes, 'the printed result is eth0\'s, as the bridge returned it').toEqual([{ dst: '0.0.0.0/0', gw: kw.addr(0, 1) }]);
         const status = await networkStatus(cluster, sb.pod);
         expect(status?.map((e) => [e.name, e.interface, e.default === true, e.gateway])).toEqual([

@@ -3,7 +3,8 @@
  *
  * `describe.each(ALL_VERSIONS)` and the predicates below replace one copied test file per version (the
  * containernetworking/plugins `testutils.AllSpecVersions` pattern, style.md "Tests"). The predicates encode
- * what each spec version added (field-notes §5.1) and how libcni lays out results (pkg/types/{020,040,100}).
+ * what each spec version added (docs/behaviour.md#protocol-rules) and how libcni lays out results
+ * (pkg/types/{020,040,100}).
  */
 import { SUPPORTED_VERSIONS, compareVersions } from '../../src/base/versions.ts';
 

@@ -59,7 +59,8 @@ export const podPath = (namespace: string, name?: string): string =>
   `/api/v1/namespaces/${namespace}/pods${name ? `/${name}` : ''}`;
 
 /**
- * The ClusterRole given to the multus service account: what the thin plugin needs (spec §9.4) and nothing
+ * The ClusterRole given to the multus service account: what the thin plugin needs (spec docs/behaviour.md#pod-lookup)
+ * and nothing
  * more, so a test fails when the implementation makes a call that the real plugin does not. The upstream
  * deployment manifests grant more (all verbs on k8s.cni.cncf.io, list/watch on pods, update on events).
  */

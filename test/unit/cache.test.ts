@@ -12,7 +12,7 @@ import { decodeScratchCache, encodeScratchCache, readScratchCache, removeScratch
 import type { CachedDelegate } from '../../src/store/scratch-cache.ts';
 import type { ReadOutcome } from '../../src/base/files.ts';
 import type { ResultCacheEntry } from '../../src/store/result-cache.ts';
-import { CniError } from '../../src/base/errors.ts';
+import type { CniError } from '../../src/base/errors.ts';
 import { thrown } from '../helpers/errors.ts';
 
 let dir: string;

@@ -1,5 +1,6 @@
 /**
- * conf.test.ts: the multus config parser (defaults, key types, §1.3 rules, versions), delegate networks
+ * conf.test.ts: the multus config parser (defaults, key types, docs/behaviour.md#conf-rules rules, versions), delegate
+ * networks
  * (single vs list, name injection, flags, versions) and the file wrappers (conflist subdirectory plugins,
  * loadOnlyInlinedPlugins, directory selection, search by name in confDir, resolveStaticNetworks). File
  * fixtures are written to a fresh directory under os.tmpdir() and removed afterwards.
@@ -46,7 +47,7 @@ function conf(extra: Record<string, unknown> = {}): MultusConf {
 
 // ---------------------------------------------------------------------------------------------------------
 
-describe('parseMultusConf: defaults (§1.2)', () => {
+describe('parseMultusConf: defaults (docs/behaviour.md#conf-keys)', () => {
   it.each<[keyof MultusConf, unknown]>([
     ['name', 'multus-cni-network'],
     ['type', 'multus'],
@@ -122,7 +123,7 @@ describe('parseMultusConf: values', () => {
     expect(conf(extra)[field]).toEqual(expected);
   });
 
-  it('warns about an unknown log level and keeps panic (§11)', () => {
+  it('warns about an unknown log level and keeps panic (docs/behaviour.md#logging)', () => {
     const parsed = conf({ logLevel: 'loud' });
     expect([parsed.logLevel, parsed.warnings]).toEqual(['panic', ['multus logging: cannot set logging level to loud']]);
   });
@@ -183,7 +184,7 @@ describe('parseMultusConf: key types', () => {
   });
 });
 
-describe('parseMultusConf: §1.3 rules', () => {
+describe('parseMultusConf: docs/behaviour.md#conf-rules rules', () => {
   const noDelegates = 'at least one delegate or clusterNetwork must be specified: add a `delegates` array or set `clusterNetwork`';
   const noTypeOrPlugins = "delegate must have the 'type' or 'plugins' field: set 'type' for one plugin or 'plugins' for a chain";
   it.each<[string, string, number, string]>([
@@ -205,7 +206,7 @@ describe('parseMultusConf: §1.3 rules', () => {
     expect(caught(() => parseMultusConf(stdin))).toEqual({ code, msg });
   });
 
-  it('parses each delegate into a Network, in order (§1.3 rule 6)', () => {
+  it('parses each delegate into a Network, in order (docs/behaviour.md#conf-rules rule 6)', () => {
     const list = { name: 'chain', cniVersion: '0.4.0', plugins: [{ type: 'bridge' }, { type: 'portmap' }] };
     const parsed = parseMultusConf(JSON.stringify({ delegates: [DELEGATE, list] }));
     expect(parsed.delegates.map((d) => [d.name, d.isList, d.cniVersion, d.plugins.length, d.bytes.toString()])).toEqual([
@@ -217,7 +218,7 @@ describe('parseMultusConf: §1.3 rules', () => {
   it.each([
     ['broken delegates are not parsed', { clusterNetwork: 'cluster', delegates: [{ name: 'x' }] }],
     ['no delegates needed', { clusterNetwork: 'cluster', delegates: undefined }],
-  ])('with clusterNetwork set, delegates are ignored (§1.3 rule 7): %s', (_title, extra) => {
+  ])('with clusterNetwork set, delegates are ignored (docs/behaviour.md#conf-rules): %s', (_title, extra) => {
     expect(conf(extra).delegates).toEqual([]);
   });
 
@@ -376,7 +377,7 @@ describe('parseNetwork: cniVersion', () => {
   });
 });
 
-describe('parseNetwork: name injection (NAD §4.2)', () => {
+describe('parseNetwork: name injection (NAD docs/behaviour.md#nad)', () => {
   it.each<[string, Record<string, unknown>]>([
     ['single, name missing', { type: 'bridge' }],
     ['single, name empty', { name: '', type: 'bridge' }],
@@ -547,7 +548,7 @@ describe('loadNetworkFile (libcni ConfFromFile / ConfListFromFile)', () => {
   });
 });
 
-describe('loadNetworkPath (§4.5 path form)', () => {
+describe('loadNetworkPath (docs/behaviour.md#cluster-network path form)', () => {
   it.each<[string, string]>([
     ['dirs/json-first', 'a'],
     ['dirs/list-first', 'alist'],
@@ -570,7 +571,7 @@ describe('loadNetworkPath (§4.5 path form)', () => {
   });
 });
 
-describe('findNetworkInDir (§4.2)', () => {
+describe('findNetworkInDir (docs/behaviour.md#nad)', () => {
   it.each<[string, string, [string, boolean, string, string[]]]>([
     ['a .conf', 'alpha', ['alpha', false, '0.4.0', ['bridge']]],
     ['a .conflist with subdirectory plugins', 'sub', ['sub', true, '1.0.0', ['bridge', 'tuning']]],
@@ -609,7 +610,7 @@ describe('findNetworkInDir (§4.2)', () => {
 
 // ---------------------------------------------------------------------------------------------------------
 
-describe('resolveStaticNetworks (§4.5)', () => {
+describe('resolveStaticNetworks (docs/behaviour.md#cluster-network)', () => {
   function clusterConf(extra: Record<string, unknown>): MultusConf {
     return parseMultusConf(JSON.stringify({ name: 'm', cniVersion: '1.0.0', confDir: at('find'), ...extra }));
   }

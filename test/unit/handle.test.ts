@@ -14,7 +14,7 @@ import { createHost } from '../../src/host/host.ts';
 import { FakeExec } from '../helpers/fake-exec.ts';
 
 let dir: string;
-let stderr: string;
+let _stderr: string;
 let exec: FakeExec;
 let ready: boolean;
 let sleeps: number;
@@ -22,7 +22,7 @@ let sleeps: number;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'mts-handle-'));
   writeFileSync(join(dir, 'netns'), ''); // only stat()ed: a file stands in for the pod's namespace
-  stderr = '';
+  _stderr = '';
   exec = new FakeExec('p0', 'p1');
   ready = true;
   sleeps = 0;
@@ -32,7 +32,7 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 function host(): Host {
   return createHost({
     writeStderr: (s) => {
-      stderr += s;
+      _stderr += s;
     },
     exec,
     readiness: {

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { checkFiles, inClusterConfig, isDns1123Label, isDns1123Subdomain, KubeconfigError, loadKubeconfigFile, parseServer, resolveKubeconfig, YamlSubsetError } from '../../src/k8s/kubeconfig.ts';
+import { isDns1123Label, isDns1123Subdomain } from '../../src/base/names.ts';
+import { checkFiles, inClusterConfig, KubeconfigError, loadKubeconfigFile, parseServer, resolveKubeconfig, YamlSubsetError } from '../../src/k8s/kubeconfig.ts';
 import { parseKubeconfigText, parseYamlSubset } from '../../src/k8s/yaml.ts';
 
 let dir: string;

@@ -18,7 +18,7 @@ function nad(name: string, config: unknown, annotations?: Record<string, string>
 }
 
 describe('networkFromNad', () => {
-  it('injects the NAD name when the config has none (NPWG §3.4.2), into the bytes too', () => {
+  it('injects the NAD name when the config has none (docs/behaviour.md#npwg), into the bytes too', () => {
     const network = networkFromNad(nad('net-a', { cniVersion: '1.0.0', type: 'bridge' }), confDir);
     expect(network.name).toBe('net-a');
     expect(JSON.parse(network.bytes.toString()).name).toBe('net-a');

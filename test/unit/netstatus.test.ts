@@ -1,6 +1,6 @@
 /**
  * netstatus.test.ts: network-status entries from delegate results of every CNI version family, and the
- * annotation's exact text (multus-behaviour.md §9.3; nad-client CreateNetworkStatuses, SetNetworkStatus).
+ * annotation's exact text (docs/behaviour.md#network-status; nad-client CreateNetworkStatuses, SetNetworkStatus).
  * Entries are compared as JSON text, so key order counts.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,7 @@
 /**
- * selection.test.ts: the pod's selection annotations (multus-behaviour.md §3.1, §3.2, §4.3, §7.1; NPWG §4).
+ * selection.test.ts: the pod's selection annotations (docs/behaviour.md#networks-annotation,
+ * docs/behaviour.md#default-network-annotation, docs/behaviour.md#namespace-isolation, docs/behaviour.md#default-route;
+ * docs/behaviour.md#npwg).
  * Every table asserts exact values or the exact CniError(7) message.
  */
 import { describe, expect, it } from 'vitest';
@@ -302,7 +304,7 @@ describe('validateDefaultRoutes', () => {
     ['an IPv4-mapped IPv6 gateway counted as IPv4 (Go To4)', [gw('a', ['::ffff:10.0.0.1', '10.0.0.2'])], ecmp('::ffff:10.0.0.1 in element 0 ("ns/a"), 10.0.0.2 in element 0 ("ns/a")')],
     ['IPv4 gateways on two elements', [gw('a', ['10.0.0.1']), gw('b', ['10.1.0.1'])], ecmp('10.0.0.1 in element 0 ("ns/a"), 10.1.0.1 in element 1 ("ns/b")')],
     [
-      'gateways of both families on two elements (NPWG §4.1.2.1.9)',
+      'gateways of both families on two elements (docs/behaviour.md#npwg)',
       [gw('a', ['10.0.0.1']), sel('m'), gw('b', ['2001:db8::1'])],
       `"default-route" is set on both element 0 ("ns/a") and element 2 ("ns/b") of ${NETS}, but only one element may carry it (NPWG §4.1.2.1.9); keep it on the attachment that should own the pod's default route`,
     ],

@@ -5,7 +5,8 @@
  * up, resolve the delegates (config, NADs, annotations), plan the attachments (all validation before
  * anything runs), save the scratch cache, add each attachment in order, tell Kubernetes what was attached,
  * and return the cluster network's result in the multus config's cniVersion. Any failure after the first
- * attachment rolls back every attachment made so far (§8.3), so no interface or IP is left behind.
+ * attachment rolls back every attachment made so far (docs/behaviour.md#rollback), so no interface or IP is left
+ * behind.
  */
 import { auxiliaryChain } from '../auxchain.ts';
 import { removeScratchCache, writeScratchCache } from '../../store/scratch-cache.ts';
@@ -73,7 +74,8 @@ async function addAttachments(ctx: CallContext, attachments: Attachment[]): Prom
 }
 
 /**
- * `default-route` (§7): the pod's default route of each requested family goes via the requested gateway only;
+ * `default-route` (docs/behaviour.md#default-route): the pod's default route of each requested family goes via the
+ * requested gateway only;
  * the libcni result caches of the attachments whose routes changed are rewritten so CHECK and DEL agree with
  * the namespace. A failure rolls the whole ADD back (Multus leaves the attachments behind).
  */
@@ -90,7 +92,7 @@ async function moveDefaultRoutes(ctx: CallContext, attachments: Attachment[], de
   }
 }
 
-/** §6.3: the device plugin's device-info file, copied to the attachment's CNIDeviceInfoFile before its ADD. */
+/** docs/behaviour.md#device-info: the device plugin's device-info file, copied to the attachment's CNIDeviceInfoFile before its ADD. */
 function copyDeviceInfo(ctx: CallContext, attachment: Attachment, rt: RuntimeConf): void {
   const target = rt.capabilityArgs.CNIDeviceInfoFile;
   const { resourceName, deviceID } = attachment.request;
@@ -109,7 +111,8 @@ function deviceInfoOf(ctx: CallContext, attachment: Attachment): Record<string, 
 
 /** network-status and AddedInterface events; a failed status write rolls the whole ADD back. */
 async function reportAttachments(ctx: CallContext, kube: KubeClient, pod: Pod, attachments: Attachment[], results: CniResult[]): Promise<void> {
-  // Pods in systemNamespaces get no network-status (§9.2; Multus compares the pod's *name* there, #1205).
+  // Pods in systemNamespaces get no network-status (docs/behaviour.md#network-status; Multus compares the pod's *name*
+  // there, #1205).
   if (!ctx.conf.systemNamespaces.includes(pod.metadata.namespace)) {
     const statuses = attachments.flatMap((a, i) => buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork, deviceInfoOf(ctx, a)));
     try {

@@ -16,7 +16,7 @@ import { fromCachedDelegate, planAttachments } from '../plan.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 import { runtimeConfFor } from './context.ts';
 
-export async function cmdCheck(ctx: CallContext, deps: CommandDeps): Promise<void> {
+export async function cmdCheck(ctx: CallContext, _deps: CommandDeps): Promise<void> {
   const { req } = ctx;
   const attachments = planAttachments(recordedDelegates(ctx), req.ifName);
   const failures: CniError[] = [];
@@ -33,7 +33,7 @@ export async function cmdCheck(ctx: CallContext, deps: CommandDeps): Promise<voi
   if (failures.length > 0) throw joinErrors(failures);
 }
 
-/** The auxiliary chain makes no interface of its own (§14.3): there is nothing at net<i> to check. */
+/** The auxiliary chain makes no interface of its own (docs/behaviour.md#aux-chain): there is nothing at net<i> to check. */
 function isAuxiliaryChain(ctx: CallContext, attachment: Attachment): boolean {
   return attachment.displayName === ctx.conf.auxiliaryCNIChainName && attachment.network.plugins[0]?.type === 'passthru';
 }

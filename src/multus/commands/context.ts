@@ -52,7 +52,7 @@ export interface CallContext {
   /** "ns/name/uid", for error prefixes as Multus writes them. */
   pod: string;
   net: NetworkDeps;
-  /** Where CNIDeviceInfoFiles are written, and where device plugins leave theirs (§6.3). */
+  /** Where CNIDeviceInfoFiles are written, and where device plugins leave theirs (docs/behaviour.md#device-info). */
   devinfoDir: string;
   dpDevinfoDir: string;
 }
@@ -83,7 +83,8 @@ export function callContext(req: CniRequest, conf: MultusConf, deps: CommandDeps
 
 export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command: string): RuntimeConf {
   const capabilityArgs = capabilityArgsFor(attachment, ctx.conf.runtimeConfig);
-  // §6.3: an attachment with a device gets its own CNIDeviceInfoFile path (any runtime value is replaced).
+  // docs/behaviour.md#device-info: an attachment with a device gets its own CNIDeviceInfoFile path (any runtime value
+  // is replaced).
   if (attachment.request.deviceID && !attachment.isClusterNetwork) {
     capabilityArgs.CNIDeviceInfoFile = deviceInfoPath(attachment.displayName, ctx.req.containerId, attachment.ifName, ctx.devinfoDir);
   }
@@ -106,14 +107,14 @@ export function resolveDeps(kube: KubeClient | undefined, deps: CommandDeps): Re
   };
 }
 
-/** ADD, STATUS and GC wait for the readiness indicator file (NPWG §6.1.2); CHECK does not. */
+/** ADD, STATUS and GC wait for the readiness indicator file (docs/behaviour.md#npwg); CHECK does not. */
 export async function waitUntilReady(conf: MultusConf, deps: CommandDeps): Promise<void> {
   if (conf.readinessIndicatorFile) {
     await waitForReadiness(conf.readinessIndicatorFile, conf.readinessBackoff, deps.readiness);
   }
 }
 
-/** DEL never waits: tearing down must not depend on the default network (§10). It only logs. */
+/** DEL never waits: tearing down must not depend on the default network (docs/behaviour.md#readiness). It only logs. */
 export async function noteReadiness(conf: MultusConf, deps: CommandDeps): Promise<void> {
   if (conf.readinessIndicatorFile && !(await checkReadinessOnce(conf.readinessIndicatorFile, deps.readiness))) {
     deps.log.verbose(`readinessindicatorfile ${conf.readinessIndicatorFile} is missing; deleting anyway`);

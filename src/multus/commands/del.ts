@@ -6,7 +6,7 @@
  * answers at once, the pod's annotations) and the libcni result caches of this container (which also recover
  * attachments a corrupt scratch cache lost). With a scratch cache no API request is made. Then it
  * deletes all of them in reverse order, keeps going past failures, and returns one error naming each failed
- * attachment (NPWG §7.2). A corrupt cache is logged and removed once its attachments are gone, never a
+ * attachment (docs/behaviour.md#npwg). A corrupt cache is logged and removed once its attachments are gone, never a
  * silent success (Multus #948, #1087); a corrupt result cache that nothing else explains fails the DEL.
  */
 import { listResultCaches } from '../../store/result-cache.ts';
@@ -60,7 +60,7 @@ export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void>
   if (failures.length > 0) throw joinErrors(failures);
 }
 
-/** §6.3: the attachment's CNIDeviceInfoFile goes with it (errors only logged). */
+/** docs/behaviour.md#device-info: the attachment's CNIDeviceInfoFile goes with it (errors only logged). */
 function removeDeviceInfoOf(ctx: CallContext, rt: RuntimeConf): void {
   const path = rt.capabilityArgs.CNIDeviceInfoFile;
   if (typeof path !== 'string') return;
@@ -124,7 +124,8 @@ async function currentDelegates(ctx: CallContext, deps: CommandDeps): Promise<De
 
 /**
  * Scratch cache: removed when every DEL succeeded; after failures it is removed too unless
- * retryDeleteOnError is set (§8.4, compat). Either way the failed attachments keep their result caches, so a
+ * retryDeleteOnError is set (docs/behaviour.md#del, compat). Either way the failed attachments keep their result
+ * caches, so a
  * retried DEL still finds them. Corrupt result caches that a known attachment accounted for go once it is gone.
  */
 function finishCaches(ctx: CallContext, plan: DelPlan, allDeleted: boolean): void {

@@ -19,7 +19,7 @@ import type { Network } from '../../cni/network.ts';
 import { sweepCacheTemps } from '../../store/sweep.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 
-export async function cmdGc(ctx: CallContext, deps: CommandDeps): Promise<void> {
+export async function cmdGc(ctx: CallContext, _deps: CommandDeps): Promise<void> {
   const { req, conf } = ctx;
   const valid = parseValidAttachments(req.config);
   const failures: CniError[] = [];

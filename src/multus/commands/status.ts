@@ -10,7 +10,7 @@ import { statusNetwork } from '../../cni/delegate.ts';
 import { wrapError } from '../../base/errors.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 
-export async function cmdStatus(ctx: CallContext, deps: CommandDeps): Promise<void> {
+export async function cmdStatus(ctx: CallContext, _deps: CommandDeps): Promise<void> {
   const { conf } = ctx;
   const cluster = resolveStaticNetworks(conf, { clusterOnly: true })[0];
   if (!cluster) return;

@@ -1,0 +1,162 @@
+/**
+ * daemon/config.ts: the resident daemon's config file, daemon-config.json (pure).
+ *
+ * It takes the keys of Multus thick's daemon-config.json (docs/resident.md lists them) plus every key of
+ * 00-multus.conf, so an operator moving from Multus thick keeps the ConfigMap. The 00-multus.conf keys are
+ * checked with the same parser a thin call uses (`parseMultusConf`) and kept as `multusKeys`, the keys the
+ * generated 00-multus.conf carries. Unknown keys are ignored; a bad value is a `DaemonConfigError` whose one-line
+ * message names the key and what to write.
+ */
+import { isAbsolute } from 'node:path';
+import { messageOf } from '../base/errors.ts';
+import type { LogLevel } from '../base/log.ts';
+import { parseLogLevel } from '../base/log.ts';
+import { isSupportedVersion, SUPPORTED_VERSIONS } from '../base/versions.ts';
+import { MULTUS_KEYS, parseMultusConf } from '../multus/conf.ts';
+
+export const DEFAULT_DAEMON_CONFIG = '/etc/cni/net.d/multus.d/daemon-config.json';
+
+export interface DaemonConfig {
+  /** Where multus.sock is created (Multus: `socketDir`, default /run/multus/). */
+  socketDir: string;
+  /** The directory the shim is told in the generated config (`daemonSocketDir`, default: socketDir). */
+  daemonSocketDir: string;
+  /** Delegates run chrooted there ('' = no chroot). */
+  chrootDir: string;
+  cniConfigDir: string;
+  multusAutoconfigDir: string;
+  /** 'auto' (generate 00-multus.conf from the master config) or the path of a config used as is. */
+  multusConfigFile: string;
+  multusMasterCNI: string;
+  forceCNIVersion: boolean;
+  overrideNetworkName: boolean;
+  /** cniVersion of the generated config ('' = the master config's). */
+  cniVersion: string;
+  capabilities: Record<string, boolean>;
+  readinessIndicatorFile: string;
+  logFile: string;
+  logLevel: LogLevel;
+  logToStderr: boolean;
+  /** Requests handled at once (0 = no limit); more wait in a queue. */
+  connectionLimit: number;
+  /** Prometheus /metrics port (undefined = off). */
+  metricsPort: number | undefined;
+  /** Our key: the address /metrics listens on (default 127.0.0.1). */
+  metricsBindAddress: string;
+  /** Our key: how long SIGTERM waits for in-flight requests. */
+  shutdownGraceMs: number;
+  /** The 00-multus.conf keys set in the file, as written (they go into the generated config). */
+  multusKeys: Record<string, unknown>;
+}
+
+export class DaemonConfigError extends Error {}
+Object.defineProperty(DaemonConfigError.prototype, 'name', { value: 'DaemonConfigError', enumerable: false });
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function bad(key: string, what: string): DaemonConfigError {
+  return new DaemonConfigError(`daemon config: \`${key}\` must be ${what}`);
+}
+
+function str(raw: Record<string, unknown>, key: string, fallback: string): string {
+  const v = raw[key];
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'string') throw bad(key, 'a string');
+  return v === '' ? fallback : v;
+}
+
+function absPath(raw: Record<string, unknown>, key: string, fallback: string): string {
+  const v = str(raw, key, fallback);
+  if (v !== '' && (!isAbsolute(v) || v.includes('\0'))) throw bad(key, `an absolute path (got "${v}")`);
+  return v;
+}
+
+function bool(raw: Record<string, unknown>, key: string): boolean {
+  const v = raw[key];
+  if (v === undefined || v === null) return false;
+  if (typeof v !== 'boolean') throw bad(key, 'true or false');
+  return v;
+}
+
+function int(raw: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
+  const v = raw[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw bad(key, `a whole number from ${min} to ${max}`);
+  }
+  return v;
+}
+
+/** A file name in a directory: no separators, no "..", no NUL. */
+const FILE_NAME = /^[A-Za-z0-9_.+-]+$/;
+
+export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
+  } catch (e) {
+    throw new DaemonConfigError(`daemon config is not valid JSON: ${messageOf(e)}`);
+  }
+  if (!isObject(raw)) throw new DaemonConfigError('daemon config must be a JSON object');
+
+  const socketDir = absPath(raw, 'socketDir', '/run/multus/');
+  const cniConfigDir = absPath(raw, 'cniConfigDir', '/etc/cni/net.d');
+  const multusConfigFile = str(raw, 'multusConfigFile', 'auto');
+  if (multusConfigFile !== 'auto' && !isAbsolute(multusConfigFile)) {
+    throw bad('multusConfigFile', `"auto" or an absolute path (got "${multusConfigFile}")`);
+  }
+  const multusMasterCNI = str(raw, 'multusMasterCNI', '');
+  if (multusMasterCNI !== '' && (!FILE_NAME.test(multusMasterCNI) || multusMasterCNI.includes('..'))) {
+    throw bad('multusMasterCNI', `a file name in multusAutoconfigDir, without "/" (got "${multusMasterCNI}")`);
+  }
+  const cniVersion = str(raw, 'cniVersion', '');
+  if (cniVersion !== '' && !isSupportedVersion(cniVersion)) {
+    throw bad('cniVersion', `one of ${SUPPORTED_VERSIONS.join(', ')} (got "${cniVersion}")`);
+  }
+  const caps = raw.capabilities ?? {};
+  if (!isObject(caps) || !Object.values(caps).every((v) => typeof v === 'boolean')) {
+    throw bad('capabilities', 'an object of booleans, e.g. {"portMappings": true}');
+  }
+  const levelText = str(raw, 'logLevel', '');
+  const logLevel = levelText === '' ? 'error' : parseLogLevel(levelText);
+  if (logLevel === undefined) throw bad('logLevel', `one of panic, error, verbose, debug (got "${levelText}")`);
+  const multusKeys = Object.fromEntries(Object.entries(raw).filter(([k]) => MULTUS_KEYS.includes(k)));
+  checkMultusKeys(multusKeys);
+
+  return {
+    socketDir,
+    daemonSocketDir: absPath(raw, 'daemonSocketDir', socketDir),
+    chrootDir: absPath(raw, 'chrootDir', ''),
+    cniConfigDir,
+    multusAutoconfigDir: absPath(raw, 'multusAutoconfigDir', cniConfigDir),
+    multusConfigFile,
+    multusMasterCNI,
+    forceCNIVersion: bool(raw, 'forceCNIVersion'),
+    overrideNetworkName: bool(raw, 'overrideNetworkName'),
+    cniVersion,
+    capabilities: caps as Record<string, boolean>,
+    readinessIndicatorFile: absPath(raw, 'readinessindicatorfile', ''),
+    logFile: absPath(raw, 'logFile', ''),
+    logLevel,
+    logToStderr: raw.logToStderr === undefined ? true : bool(raw, 'logToStderr'),
+    connectionLimit: int(raw, 'connectionLimit', 1, 1_000_000) ?? 0,
+    metricsPort: int(raw, 'metricsPort', 1, 65535),
+    metricsBindAddress: str(raw, 'metricsBindAddress', '127.0.0.1'),
+    shutdownGraceMs: (int(raw, 'shutdownGraceSeconds', 0, 3600) ?? 30) * 1000,
+    multusKeys,
+  };
+}
+
+/**
+ * The 00-multus.conf keys, checked by the thin parser. The daemon config usually has neither delegates nor
+ * clusterNetwork (the master config supplies it), so a stand-in clusterNetwork lets the parser check the rest.
+ */
+function checkMultusKeys(keys: Record<string, unknown>): void {
+  const probe: Record<string, unknown> = { cniVersion: '1.0.0', ...keys };
+  if (!('clusterNetwork' in keys) || !keys.clusterNetwork) probe.clusterNetwork = 'probe';
+  try {
+    parseMultusConf(JSON.stringify(probe));
+  } catch (e) {
+    throw new DaemonConfigError(`daemon config: ${messageOf(e)}`);
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * daemon/exec.ts: the daemon's wrappers around the plugin exec seam (src/cni/exec.ts).
+ *
+ * `chrootExec` runs delegates inside another root, as Multus thick does from its DaemonSet (`chrootDir`, e.g.
+ * the host's / mounted at /hostroot): plugins are looked up inside the root and run as `chroot <root> <plugin>`
+ * (argv, no shell; chroot(1) calls chroot(2) then execs the plugin in place, so the process, its group and its
+ * timeout kill are the plugin's own). `timedExec` reports each delegate call's duration to the metrics.
+ */
+import { existsSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { Exec } from '../cni/exec.ts';
+import type { Metrics } from './metrics.ts';
+
+const CHROOT_PROGRAMS = ['/usr/sbin/chroot', '/usr/bin/chroot', '/sbin/chroot', '/bin/chroot'];
+
+export function findChrootProgram(exists: (p: string) => boolean = existsSync): string | undefined {
+  return CHROOT_PROGRAMS.find((p) => exists(p));
+}
+
+export function chrootExec(inner: Exec, root: string, chrootProgram: string): Exec {
+  return {
+    findInPath(type, dirs) {
+      const found = inner.findInPath(type, dirs.map((d) => join(root, d)));
+      return found.slice(join(root, '/').length - 1); // the same path as seen inside the root
+    },
+    execPlugin(path, stdin, env, timeoutMs, args = []) {
+      return inner.execPlugin(chrootProgram, stdin, env, timeoutMs, [root, path, ...args]);
+    },
+  };
+}
+
+export function timedExec(inner: Exec, metrics: Metrics): Exec {
+  return {
+    findInPath: (type, dirs) => inner.findInPath(type, dirs),
+    async execPlugin(path, stdin, env, timeoutMs, args) {
+      const t = performance.now();
+      let ok = false;
+      try {
+        const out = await inner.execPlugin(path, stdin, env, timeoutMs, args);
+        ok = out.exitCode === 0;
+        return out;
+      } finally {
+        metrics.delegateCall(basename(path), env.CNI_COMMAND ?? '', (performance.now() - t) / 1000, ok);
+      }
+    },
+  };
+}

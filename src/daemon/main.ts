@@ -1,0 +1,228 @@
+/**
+ * daemon/main.ts: `multus daemon [--config PATH]`, the resident daemon (docs/resident.md).
+ *
+ * Start-up: read and check daemon-config.json (a bad value is one line on stderr and exit 2), build one Host
+ * (plugin exec wrapped for chrootDir and metrics; the warm Kubernetes client when available), keep
+ * 00-multus.conf written, listen on <socketDir>/multus.sock, serve /metrics when asked. SIGTERM/SIGINT: stop
+ * accepting, let in-flight requests finish (bounded by shutdownGraceSeconds), remove the socket and the
+ * generated config, close the Host, exit 0.
+ *
+ * This module is its own bundle (a SEA asset, scripts/build-daemon.mjs): the thin plugin never loads it.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { createServer } from 'node:http';
+import { hostname } from 'node:os';
+import { messageOf } from '../base/errors.ts';
+import type { Logger } from '../base/log.ts';
+import { createLogger } from '../base/log.ts';
+import type { Exec } from '../cni/exec.ts';
+import { realExec } from '../cni/exec.ts';
+import { createHost } from '../host/host.ts';
+import type { KubeClient } from '../k8s/types.ts';
+import type { MultusConf } from '../multus/conf.ts';
+import type { ConfigWriter } from './autoconf.ts';
+import { startConfigWriter } from './autoconf.ts';
+import type { DaemonConfig } from './config.ts';
+import { DEFAULT_DAEMON_CONFIG, DaemonConfigError, parseDaemonConfig } from './config.ts';
+import { chrootExec, findChrootProgram, timedExec } from './exec.ts';
+import type { WarmKube } from './informers.ts';
+import { startWarmKube } from './informers.ts';
+import type { Metrics } from './metrics.ts';
+import { createMetrics } from './metrics.ts';
+import { createQueue } from './queue.ts';
+import { createCniServer } from './server.ts';
+import { listenUnix, removeSocket } from './socket.ts';
+
+type Env = Record<string, string | undefined>;
+
+export interface DaemonIo {
+  env: Env;
+  writeStderr(s: string): void;
+  /** Resolves on the first SIGTERM/SIGINT (tests pass their own). */
+  stopSignal?: Promise<string>;
+  isRoot?: () => boolean;
+}
+
+class StartError extends Error {}
+
+function parseArgs(argv: string[]): string {
+  let config = DEFAULT_DAEMON_CONFIG;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--config' || a === '-config') {
+      const v = argv[++i];
+      if (!v) throw new StartError(`${a} needs a path: multus daemon --config ${DEFAULT_DAEMON_CONFIG}`);
+      config = v;
+    } else if (a.startsWith('--config=')) config = a.slice('--config='.length);
+    else throw new StartError(`unknown argument "${a}": usage: multus daemon [--config PATH]`);
+  }
+  return config;
+}
+
+function readConfig(path: string): DaemonConfig {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (e) {
+    throw new StartError(`cannot read the daemon config ${path}: ${messageOf(e)} (pass --config PATH)`);
+  }
+  try {
+    return parseDaemonConfig(bytes);
+  } catch (e) {
+    if (e instanceof DaemonConfigError) throw new StartError(`${path}: ${e.message}`);
+    throw e;
+  }
+}
+
+function signalPromise(): Promise<string> {
+  return new Promise((resolve) => {
+    const on = (sig: string) => () => resolve(sig);
+    process.once('SIGTERM', on('SIGTERM'));
+    process.once('SIGINT', on('SIGINT'));
+  });
+}
+
+/** The kube client for a request's config: the warm one when the request uses the daemon's kubeconfig. */
+function kubeConnector(warm: WarmKube | undefined, warmKubeconfig: string) {
+  return async (conf: MultusConf, env: Env, log: Logger): Promise<KubeClient | undefined> => {
+    if (!conf.kubeconfig && !(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT)) return undefined;
+    if (warm && conf.kubeconfig === warmKubeconfig) return warm.client;
+    const { loadKubeClient } = await import('../k8s/client.ts');
+    return loadKubeClient({ kubeconfig: conf.kubeconfig, env, log });
+  };
+}
+
+async function startWarm(
+  cfg: DaemonConfig,
+  env: Env,
+  log: Logger,
+  metrics: Metrics | undefined,
+): Promise<WarmKube | undefined> {
+  const kubeconfig = typeof cfg.multusKeys.kubeconfig === 'string' ? cfg.multusKeys.kubeconfig : '';
+  if (!kubeconfig && !(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT)) return undefined;
+  try {
+    const nodeName = env.MULTUS_NODE_NAME || hostname();
+    return await startWarmKube({ kubeconfig, env, nodeName, log, ...(metrics ? { metrics } : {}) });
+  } catch (e) {
+    log.verbose(`no informers (${messageOf(e)}): each request uses the per-request Kubernetes client`);
+    return undefined;
+  }
+}
+
+function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise<Server> {
+  const server = createServer((req, res) => {
+    if ((req.url ?? '').split('?')[0] !== '/metrics' || req.method !== 'GET') {
+      res.writeHead(404).end();
+      return;
+    }
+    metrics.render().then(
+      ({ contentType, body }) => res.writeHead(200, { 'Content-Type': contentType }).end(body),
+      (e: unknown) => res.writeHead(500).end(messageOf(e)),
+    );
+  });
+  return new Promise((resolve, reject) => {
+    const where = `${cfg.metricsBindAddress}:${cfg.metricsPort}`;
+    server.once('error', (e) => reject(new StartError(`cannot serve /metrics on ${where}: ${messageOf(e)}`)));
+    server.listen(cfg.metricsPort, cfg.metricsBindAddress, () => {
+      log.verbose(`metrics on http://${cfg.metricsBindAddress}:${cfg.metricsPort}/metrics`);
+      resolve(server);
+    });
+  });
+}
+
+const processIo: DaemonIo = { env: process.env, writeStderr: (s) => process.stderr.write(s) };
+
+export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promise<number> {
+  const stop = io.stopSignal ?? signalPromise();
+  let cfg: DaemonConfig;
+  let exec: Exec = realExec;
+  try {
+    cfg = readConfig(parseArgs(argv));
+    const isRoot = io.isRoot ?? (() => process.getuid?.() === 0);
+    if (!isRoot()) throw new StartError('the multus daemon must run as root (it runs CNI plugins)');
+    if (cfg.chrootDir) {
+      const program = findChrootProgram();
+      if (!program) throw new StartError('chrootDir is set but no chroot program was found (/usr/sbin/chroot)');
+      if (!existsSync(cfg.chrootDir)) throw new StartError(`chrootDir ${cfg.chrootDir} does not exist`);
+      exec = chrootExec(exec, cfg.chrootDir, program);
+    }
+  } catch (e) {
+    io.writeStderr(`multus daemon: ${messageOf(e)}\n`);
+    return 2;
+  }
+  const log = createLogger(
+    { level: cfg.logLevel, logFile: cfg.logFile || undefined, logToStderr: cfg.logToStderr },
+    { writeStderr: io.writeStderr },
+  );
+
+  let metrics: Metrics | undefined;
+  let metricsServer: Server | undefined;
+  let writer: ConfigWriter | undefined;
+  let warm: WarmKube | undefined;
+  let socket: string | undefined;
+  const server = { http: undefined as Server | undefined };
+  let stopping = false;
+  const queue = createQueue(cfg.connectionLimit);
+  const host = { close: () => {} };
+  try {
+    if (cfg.metricsPort !== undefined) {
+      try {
+        metrics = createMetrics();
+      } catch (e) {
+        throw new StartError(`metricsPort is set but ${messageOf(e)}`);
+      }
+      exec = timedExec(exec, metrics);
+    }
+    warm = await startWarm(cfg, io.env, log, metrics);
+    const warmKubeconfig = typeof cfg.multusKeys.kubeconfig === 'string' ? cfg.multusKeys.kubeconfig : '';
+    const connectKube = kubeConnector(warm, warmKubeconfig);
+    const realHost = createHost({ writeStderr: io.writeStderr, exec, connectKube });
+    host.close = () => realHost.close();
+    writer = startConfigWriter({ cfg, log });
+    const notReady = (): string | undefined => {
+      if (stopping) return 'shutting down';
+      const indicator = cfg.readinessIndicatorFile;
+      if (indicator && !existsSync(indicator)) return `waiting for ${indicator}`;
+      if (warm && !warm.synced()) return 'the Kubernetes informers have not synced yet';
+      return undefined;
+    };
+    const deps = { host: realHost, daemonEnv: io.env, log, queue, notReady, ...(metrics ? { metrics } : {}) };
+    server.http = createCniServer(deps);
+    socket = await listenUnix(server.http, cfg.socketDir);
+    if (metrics) metricsServer = await serveMetrics(metrics, cfg, log);
+    log.verbose(`multus daemon serving ${socket}`);
+  } catch (e) {
+    io.writeStderr(`multus daemon: ${messageOf(e)}\n`);
+    server.http?.close();
+    if (socket) removeSocket(socket);
+    writer?.stop();
+    warm?.close();
+    host.close();
+    return e instanceof StartError ? 2 : 1;
+  }
+
+  const sig = await stop;
+  stopping = true;
+  log.verbose(`caught ${sig}, stopping: ${queue.pending()} request(s) in flight`);
+  const http = server.http;
+  const closed = new Promise<void>((resolve) => http.close(() => resolve()));
+  http.closeIdleConnections();
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), cfg.shutdownGraceMs);
+  });
+  if ((await Promise.race([queue.idle().then(() => 'idle' as const), grace])) === 'timeout') {
+    log.error(`${queue.pending()} request(s) still running after ${cfg.shutdownGraceMs / 1000} s: stopping anyway`);
+    http.closeAllConnections();
+  }
+  clearTimeout(timer);
+  await Promise.race([closed, new Promise((r) => setTimeout(r, 1000))]);
+  removeSocket(socket);
+  writer.stop();
+  metricsServer?.close();
+  warm?.close();
+  host.close();
+  log.verbose('multus daemon stopped');
+  return 0;
+}

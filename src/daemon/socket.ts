@@ -1,0 +1,63 @@
+/**
+ * daemon/socket.ts: the unix socket's file (I/O): directory 0700, a stale socket removed, socket 0600.
+ *
+ * A socket file that still answers belongs to a running daemon: start-up fails rather than steal it. One that
+ * refuses connections is left over from a daemon that died, and is removed.
+ */
+import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+
+export const SOCKET_NAME = 'multus.sock';
+
+export function socketPath(socketDir: string): string {
+  return join(socketDir, SOCKET_NAME);
+}
+
+function answers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(path);
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+export async function listenUnix(server: Server, socketDir: string): Promise<string> {
+  mkdirSync(socketDir, { recursive: true, mode: 0o700 });
+  chmodSync(socketDir, 0o700);
+  const path = socketPath(socketDir);
+  let exists = false;
+  try {
+    const st = lstatSync(path);
+    if (!st.isSocket()) throw new Error(`${path} exists and is not a socket: remove it or choose another socketDir`);
+    exists = true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  if (exists) {
+    if (await answers(path)) throw new Error(`another daemon is serving ${path}: stop it first`);
+    unlinkSync(path);
+  }
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    // The directory is 0700 already, so nobody else can connect in the moment before the chmod.
+    server.listen(path, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  chmodSync(path, 0o600);
+  return path;
+}
+
+export function removeSocket(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}

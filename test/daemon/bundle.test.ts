@@ -1,0 +1,27 @@
+/**
+ * The daemon stays out of the thin plugin: build/multus.cjs (the bundle every CNI call loads) holds none of
+ * the daemon's code, which lives in build/multus-daemon.cjs (a SEA asset evaluated only for `multus daemon`).
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fileExists, needs } from '../helpers/skip.ts';
+
+const THIN = resolve('build/multus.cjs');
+const DAEMON = resolve('build/multus-daemon.cjs');
+// Strings that only the daemon's modules contain.
+const MARKERS = ['the multus daemon must run as root', 'does not serve /delegate'];
+
+describe('bundles', () => {
+  it('the thin bundle has no daemon code; the daemon bundle has it', () => {
+    const built = needs(fileExists(THIN, 'the built bundle (npm run build)'), fileExists(DAEMON, 'the daemon bundle'));
+    if (!built) return;
+    const thin = readFileSync(THIN, 'utf8');
+    const daemon = readFileSync(DAEMON, 'utf8');
+    for (const m of MARKERS) {
+      expect(thin).not.toContain(m);
+      expect(daemon).toContain(m);
+    }
+    expect(thin).toContain('multus-daemon.cjs'); // only the loader's asset name
+  });
+});

@@ -1,0 +1,188 @@
+/**
+ * Resident mode end to end: libcni (the driver) execs a shim, the shim talks to `build/multus daemon`, the
+ * daemon runs the real bridge + host-local plugins in real namespaces. With our shim (build/multus-shim):
+ * ADD/CHECK/DEL served by the daemon; daemon down -> the shim falls back to the thin plugin; daemon killed
+ * (SIGKILL) during an ADD, then a DEL (through the fallback) cleans everything. With Multus v4.3.0's own shim
+ * (.cache/gomultus/multus-shim): ADD/CHECK/DEL against this daemon.
+ *
+ * The shims come from other builds: MULTUS_TS_SHIM and MULTUS_TS_UPSTREAM_SHIM override their paths.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { fileExists, needs } from '../helpers/skip.ts';
+import type { TestWorld as World } from '../e2e/helpers.ts';
+import {
+  MULTUS_BIN, REPO_ROOT, TestWorld, clusterConflist, describeRun, e2eRequirements, ipv4Of, multusConf, reservedIps,
+  withSbin, writeMultusConf,
+} from '../e2e/helpers.ts';
+
+const OUR_SHIM = process.env.MULTUS_TS_SHIM ?? join(REPO_ROOT, 'build/multus-shim');
+const UPSTREAM_SHIM = process.env.MULTUS_TS_UPSTREAM_SHIM ?? join(REPO_ROOT, '.cache/gomultus/multus-shim');
+
+const base = needs(...e2eRequirements());
+const withOurShim = base && needs(fileExists(OUR_SHIM, 'the native shim build/multus-shim (npm run build with Go)'));
+const withUpstreamShim =
+  base && needs(fileExists(UPSTREAM_SHIM, 'Multus v4.3.0\'s shim (bash test/peers/build-gomultus.sh)'));
+
+interface Daemon {
+  child: ChildProcess;
+  log(): string;
+  exited: Promise<number | null>;
+}
+
+let world: World;
+let daemon: Daemon | undefined;
+let net = 40;
+
+beforeEach(async () => {
+  world = await new TestWorld().setup();
+});
+afterEach(async () => {
+  if (daemon && daemon.child.exitCode === null && daemon.child.signalCode === null) daemon.child.kill('SIGKILL');
+  daemon = undefined;
+  writeFileSync(join(world.dir, 'release'), ''); // lets a stuck slow plugin end
+  await world.cleanup();
+});
+
+function socketDir(): string {
+  return join(world.dir, 'run');
+}
+
+async function startDaemon(): Promise<Daemon> {
+  const file = join(world.dir, 'daemon-config.json');
+  writeFileSync(file, JSON.stringify({
+    socketDir: socketDir(), cniConfigDir: join(world.dir, 'net.d'), logLevel: 'verbose', logToStderr: true,
+  }));
+  // In the test's host namespace, where the driver runs: bridges and host veth ends are created there.
+  const child = spawn('ip', ['netns', 'exec', world.hostNs, MULTUS_BIN, 'daemon', '--config', file], {
+    env: { PATH: withSbin(process.env.PATH) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  for (let i = 0; i < 1000 && !existsSync(join(socketDir(), 'multus.sock')); i++) {
+    if (child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  if (!existsSync(join(socketDir(), 'multus.sock'))) throw new Error(`the daemon did not start: ${log}`);
+  daemon = { child, log: () => log, exited };
+  return daemon;
+}
+
+function installShim(shim: string): void {
+  const dest = join(world.binDir, 'multus-shim');
+  copyFileSync(shim, dest);
+  chmodSync(dest, 0o755);
+}
+
+/** A chained plugin that passes prevResult on, and on ADD waits for <dir>/release after touching <dir>/started. */
+function installSlowPlugin(): void {
+  const path = join(world.binDir, 'slow');
+  writeFileSync(path, `#!/bin/sh
+input=$(cat)
+if [ "$CNI_COMMAND" = ADD ]; then
+  touch ${world.dir}/started
+  while [ ! -f ${world.dir}/release ]; do sleep 0.05; done
+fi
+if [ "$CNI_COMMAND" = ADD ]; then
+  printf '%s' "$input" | sed -e 's/.*"prevResult"://' -e 's/}$//'
+fi
+`, { mode: 0o755 });
+}
+
+async function shimConf(
+  version: string,
+  extraPlugins: Record<string, unknown>[] = [],
+): Promise<{ conf: string; subnet: string }> {
+  net++;
+  const subnet = `10.253.${net}.0/24`;
+  const cluster = clusterConflist(world, version, subnet, extraPlugins);
+  const conf = multusConf(world, version, [cluster], { type: 'multus-shim', daemonSocketDir: socketDir() });
+  return { conf: await writeMultusConf(world, conf), subnet };
+}
+
+const served = (d: Daemon, command: string) => d.log().includes(`${command} ${world.containerId}: 200`);
+
+describe.skipIf(!withOurShim)('resident mode through build/multus-shim', () => {
+  it('ADD, CHECK and DEL are served by the daemon with the real plugins', async () => {
+    installShim(OUR_SHIM);
+    const d = await startDaemon();
+    const { conf } = await shimConf('1.0.0');
+    const add = await world.driver('add', conf);
+    expect(add.code, describeRun(add)).toBe(0);
+    expect(served(d, 'ADD')).toBe(true);
+    expect(add.json).toMatchObject({ cniVersion: '1.0.0', ips: [{ address: expect.stringMatching(/^10\.253\./) }] });
+    expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1);
+    const check = await world.driver('check', conf);
+    expect(check.code, describeRun(check)).toBe(0);
+    expect(served(d, 'CHECK')).toBe(true);
+    const del = await world.driver('del', conf);
+    expect(del.code, describeRun(del)).toBe(0);
+    expect(served(d, 'DEL')).toBe(true);
+    expect(await world.podLinks()).toEqual(['lo']);
+    expect(await reservedIps(world.ipamDir)).toEqual([]);
+  });
+
+  it('with the daemon down the shim falls back to the thin plugin', async () => {
+    installShim(OUR_SHIM);
+    const d = await startDaemon();
+    d.child.kill('SIGTERM');
+    expect(await d.exited).toBe(0);
+    const { conf } = await shimConf('1.0.0');
+    const add = await world.driver('add', conf);
+    expect(add.code, describeRun(add)).toBe(0);
+    expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1);
+    expect(served(d, 'ADD')).toBe(false);
+    const del = await world.driver('del', conf);
+    expect(del.code, describeRun(del)).toBe(0);
+    expect(await world.podLinks()).toEqual(['lo']);
+    expect(await reservedIps(world.ipamDir)).toEqual([]);
+  });
+
+  it('the daemon killed during an ADD: the ADD fails, then DEL (thin fallback) cleans everything', async () => {
+    installShim(OUR_SHIM);
+    installSlowPlugin();
+    const d = await startDaemon();
+    const { conf } = await shimConf('1.0.0', [{ type: 'slow' }]);
+    const add = world.driver('add', conf);
+    for (let i = 0; i < 1000 && !existsSync(join(world.dir, 'started')); i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(existsSync(join(world.dir, 'started'))).toBe(true);
+    expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1); // bridge ran before the slow plugin
+    d.child.kill('SIGKILL');
+    await d.exited;
+    const failed = await add;
+    expect(failed.code, describeRun(failed)).not.toBe(0);
+    writeFileSync(join(world.dir, 'release'), '');
+    // The socket file is left behind (SIGKILL), refusing connections: the shim falls back for DEL.
+    const del = await world.driver('del', conf);
+    expect(del.code, describeRun(del)).toBe(0);
+    expect(await world.podLinks()).toEqual(['lo']);
+    expect(await reservedIps(world.ipamDir)).toEqual([]);
+  });
+});
+
+describe.skipIf(!withUpstreamShim)('resident mode through Multus v4.3.0\'s multus-shim', () => {
+  it('ADD, CHECK and DEL against this daemon', async () => {
+    installShim(UPSTREAM_SHIM);
+    const d = await startDaemon();
+    const { conf } = await shimConf('1.0.0');
+    const add = await world.driver('add', conf);
+    expect(add.code, describeRun(add)).toBe(0);
+    expect(add.json).toMatchObject({ cniVersion: '1.0.0', ips: [{ address: expect.stringMatching(/^10\.253\./) }] });
+    expect(served(d, 'ADD')).toBe(true);
+    const check = await world.driver('check', conf);
+    expect(check.code, describeRun(check)).toBe(0);
+    expect(served(d, 'CHECK')).toBe(true);
+    const del = await world.driver('del', conf);
+    expect(del.code, describeRun(del)).toBe(0);
+    expect(served(d, 'DEL')).toBe(true);
+    expect(await world.podLinks()).toEqual(['lo']);
+    expect(await reservedIps(world.ipamDir)).toEqual([]);
+  });
+});

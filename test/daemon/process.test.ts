@@ -1,0 +1,199 @@
+/**
+ * build/multus daemon as a child process: start-up errors, SIGTERM with a call in flight (it finishes, new
+ * connections are refused, the socket and the generated config are removed, exit 0), the socket refused to a
+ * non-root user, and chrootDir running delegates inside another root. Needs root and build/multus.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync,
+} from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { fileExists, isRoot, needs } from '../helpers/skip.ts';
+import { cniBody, http } from './helpers.ts';
+
+const EXE = resolve('build/multus');
+const ready = () => needs(isRoot(), fileExists(EXE, 'the built executable (npm run build)'));
+
+let dir: string;
+let child: ChildProcess | undefined;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'mts-daemon-proc-'));
+  writeFileSync(join(dir, 'netns'), '');
+  mkdirSync(join(dir, 'net.d'));
+});
+afterEach(() => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  child = undefined;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface Started {
+  child: ChildProcess;
+  exited: Promise<{ code: number | null; stderr: string }>;
+  socket: string;
+}
+
+function daemonEnv(): Record<string, string> {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin' }; // no NODE_OPTIONS: the plugin ignores them anyway
+}
+
+function spawnDaemon(config: Record<string, unknown> | string): Started {
+  const file = join(dir, 'daemon-config.json');
+  writeFileSync(file, typeof config === 'string' ? config : JSON.stringify(config));
+  const c = spawn(EXE, ['daemon', '--config', file], { env: daemonEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  child = c;
+  let stderr = '';
+  c.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<{ code: number | null; stderr: string }>((r) => {
+    c.on('exit', (code) => r({ code, stderr }));
+  });
+  return { child: c, exited, socket: join(dir, 'run', 'multus.sock') };
+}
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  if (!cond()) throw new Error(`timed out waiting for ${what}`);
+}
+
+function baseConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { socketDir: join(dir, 'run'), cniConfigDir: join(dir, 'net.d'), logLevel: 'verbose', ...extra };
+}
+
+function callEnv(command: string, cid = 'c1'): Record<string, string> {
+  return {
+    CNI_COMMAND: command, CNI_CONTAINERID: cid, CNI_NETNS: join(dir, 'netns'), CNI_IFNAME: 'eth0',
+    CNI_PATH: join(dir, 'bin'), CNI_ARGS: 'IgnoreUnknown=1',
+  };
+}
+
+function connectError(socket: string): Promise<string> {
+  return new Promise((r) => {
+    const s = connect(socket);
+    s.on('connect', () => {
+      s.destroy();
+      r('CONNECTED');
+    });
+    s.on('error', (e: NodeJS.ErrnoException) => r(e.code ?? 'error'));
+  });
+}
+
+describe('multus daemon (process)', () => {
+  it('a bad config value is one line on stderr naming the key, exit 2', async () => {
+    if (!ready()) return;
+    const d = spawnDaemon(baseConfig({ connectionLimit: -1 }));
+    const { code, stderr } = await d.exited;
+    expect(code).toBe(2);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(/`connectionLimit` must be a whole number/);
+    const missing = spawn(EXE, ['daemon', '--config', join(dir, 'nope.json')], { env: daemonEnv() });
+    const out = await new Promise<number | null>((r) => missing.on('exit', r));
+    expect(out).toBe(2);
+  });
+
+  it('SIGTERM: the call in flight finishes, new connections refused, socket and config removed, exit 0', async () => {
+    if (!ready()) return;
+    mkdirSync(join(dir, 'bin'));
+    const plugin = join(dir, 'bin', 'slow');
+    writeFileSync(plugin, `#!/bin/sh
+cat >/dev/null
+touch ${dir}/started
+while [ ! -f ${dir}/release ]; do sleep 0.02; done
+echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
+'"ips":[{"address":"10.9.0.2/24","interface":0}]}'
+`, { mode: 0o755 });
+    const slow = { cniVersion: '1.0.0', name: 'slow', type: 'slow' };
+    writeFileSync(join(dir, 'net.d', '10-slow.conf'), JSON.stringify(slow));
+    const d = spawnDaemon(baseConfig({ binDir: join(dir, 'bin'), cniDir: join(dir, 'cache') }));
+    await until(() => existsSync(d.socket) && existsSync(join(dir, 'net.d', '00-multus.conf')), 'the daemon to listen');
+    const conf = JSON.parse(readFileSync(join(dir, 'net.d', '00-multus.conf'), 'utf8')) as Record<string, unknown>;
+    expect(conf).toMatchObject({ type: 'multus-shim', clusterNetwork: join(dir, 'net.d', '10-slow.conf') });
+    const add = http(d.socket, '/cni', { body: cniBody(callEnv('ADD'), conf) });
+    await until(() => existsSync(join(dir, 'started')), 'the delegate to start');
+    d.child.kill('SIGTERM');
+    // Stopped accepting: a new connection is refused while the call is still running.
+    let refused = '';
+    for (let i = 0; i < 500 && refused !== 'ECONNREFUSED' && refused !== 'ENOENT'; i++) {
+      refused = await connectError(d.socket);
+      if (refused === 'CONNECTED') await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(refused).toMatch(/ECONNREFUSED|ENOENT/);
+    expect(existsSync(join(dir, 'release'))).toBe(false);
+    writeFileSync(join(dir, 'release'), '');
+    const answer = await add;
+    expect(answer.status).toBe(200);
+    expect(answer.json()).toMatchObject({ Result: { ips: [{ address: '10.9.0.2/24' }] } });
+    const { code } = await d.exited;
+    expect(code).toBe(0);
+    expect(existsSync(d.socket)).toBe(false);
+    expect(existsSync(join(dir, 'net.d', '00-multus.conf'))).toBe(false);
+    expect(existsSync(join(dir, 'net.d', '10-slow.conf'))).toBe(true);
+  });
+
+  it('the socket is refused to a non-root user (0700 directory, 0600 socket)', async () => {
+    if (!ready() || !needs(fileExists('/usr/bin/setpriv', 'setpriv (util-linux)'))) return;
+    chmodSync(dir, 0o755);
+    const d = spawnDaemon(baseConfig({ multusConfigFile: join(dir, 'none.conf') }));
+    await until(() => existsSync(d.socket), 'the daemon to listen');
+    const asNobody = (): string => {
+      const script = "require('net').connect(process.argv[1])" +
+        ".on('connect',()=>{console.log('CONNECTED');process.exit(0)})" +
+        ".on('error',(e)=>{console.log(e.code);process.exit(0)})";
+      const env = { PATH: process.env.PATH ?? '' };
+      const nobody = ['--reuid=65534', '--regid=65534', '--clear-groups'];
+      const r = spawnSync('setpriv', [...nobody, process.execPath, '-e', script, d.socket], { env });
+      return r.stdout.toString().trim();
+    };
+    expect(asNobody()).toBe('EACCES');
+    chmodSync(dirname(d.socket), 0o711); // even with the directory open, the socket itself is root-only
+    expect(asNobody()).toBe('EACCES');
+    expect(await connectError(d.socket)).toBe('CONNECTED'); // root may
+    d.child.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+  });
+
+  it('chrootDir: delegates are found and run inside that root', async () => {
+    if (!ready() || !needs(fileExists('/usr/sbin/chroot', 'chroot (coreutils)'))) return;
+    // A minimal root: dash with its libc, and a plugin that succeeds only when it sees the root's marker.
+    const root = join(dir, 'root');
+    const ldd = spawnSync('ldd', ['/usr/bin/dash']).stdout.toString();
+    const libs = [...ldd.matchAll(/(\/[^\s]+\.so[^\s]*)/g)].map((m) => m[1]!);
+    for (const lib of libs) {
+      mkdirSync(join(root, dirname(lib)), { recursive: true });
+      copyFileSync(lib, join(root, lib));
+    }
+    mkdirSync(join(root, 'bin'), { recursive: true });
+    copyFileSync('/usr/bin/dash', join(root, 'bin', 'sh'));
+    chmodSync(join(root, 'bin', 'sh'), 0o755);
+    writeFileSync(join(root, 'inside-marker'), '');
+    mkdirSync(join(root, 'opt', 'cni', 'bin'), { recursive: true });
+    writeFileSync(join(root, 'opt', 'cni', 'bin', 'rooted'), `#!/bin/sh
+if [ ! -f /inside-marker ]; then echo '{"code":7,"msg":"not inside the root"}'; exit 1; fi
+echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
+'"ips":[{"address":"10.8.0.2/24","interface":0}]}'
+`, { mode: 0o755 });
+    const d = spawnDaemon(baseConfig({ chrootDir: root, multusConfigFile: join(dir, 'none.conf') }));
+    await until(() => existsSync(d.socket), 'the daemon to listen');
+    const conf = {
+      cniVersion: '1.0.0', name: 'm', type: 'multus-shim', binDir: '/opt/cni/bin', cniDir: join(dir, 'cache'),
+      delegates: [{ cniVersion: '1.0.0', name: 'r', type: 'rooted' }],
+    };
+    const add = await http(d.socket, '/cni', { body: cniBody(callEnv('ADD'), conf) });
+    expect(add.status).toBe(200);
+    expect(add.json()).toMatchObject({ Result: { ips: [{ address: '10.8.0.2/24' }] } });
+    // Not in the root: not found, as a thin call would say.
+    const missing = await http(d.socket, '/cni', {
+      body: cniBody(callEnv('ADD', 'c2'), {
+        ...conf, delegates: [{ cniVersion: '1.0.0', name: 'x', type: 'dash' }], binDir: '/usr/bin',
+      }),
+    });
+    expect(missing.status).toBe(400);
+    expect(missing.json()).toMatchObject({ code: 7, msg: expect.stringContaining('failed to find plugin "dash"') });
+    d.child.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+  });
+});
