@@ -57,7 +57,13 @@ function random() {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 }
 
-function run(file, args, { input = '', env = process.env, kill } = {}) {
+/**
+ * Runs `file` in a process group of its own; with `kill` (ms) the group gets SIGKILL after that long.
+ * @param {string} file
+ * @param {string[]} args
+ * @param {{ input?: string, env?: NodeJS.ProcessEnv, kill?: number }} [opts]
+ */
+function run(file, args, { input = '', env = process.env, kill = undefined } = {}) {
   return new Promise((res) => {
     const child = spawn(file, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const out = [];
@@ -65,18 +71,26 @@ function run(file, args, { input = '', env = process.env, kill } = {}) {
     child.stdout.on('data', (b) => out.push(b));
     child.stderr.on('data', (b) => err.push(b));
     let killed = false;
-    const timer = kill === undefined ? undefined : setTimeout(() => {
-      killed = true;
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }, kill);
+    const timer =
+      kill === undefined
+        ? undefined
+        : setTimeout(() => {
+            killed = true;
+            try {
+              process.kill(-child.pid, 'SIGKILL');
+            } catch {
+              // already gone
+            }
+          }, kill);
     child.on('error', (e) => res({ code: -1, stdout: '', stderr: e.message, killed }));
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      res({ code: code ?? signal, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString(), killed: killed && code === null });
+      res({
+        code: code ?? signal,
+        stdout: Buffer.concat(out).toString(),
+        stderr: Buffer.concat(err).toString(),
+        killed: killed && code === null,
+      });
     });
     child.stdin.on('error', () => {});
     child.stdin.end(input);
@@ -107,10 +121,27 @@ const config = JSON.stringify({
   logLevel: 'error',
   logFile: join(dir, 'multus.log'),
   delegates: [
-    { cniVersion: '1.0.0', name: 'soak-cluster', plugins: [{ type: 'bridge', bridge, isGateway: true, ipMasq: false,
-      ipam: { type: 'host-local', dataDir: ipamDir, subnet: '10.252.0.0/16' } }] },
-    { cniVersion: '1.0.0', name: 'soak-macvlan', type: 'macvlan', master, mode: 'bridge',
-      ipam: { type: 'host-local', dataDir: ipamDir, subnet: '10.253.0.0/16' } },
+    {
+      cniVersion: '1.0.0',
+      name: 'soak-cluster',
+      plugins: [
+        {
+          type: 'bridge',
+          bridge,
+          isGateway: true,
+          ipMasq: false,
+          ipam: { type: 'host-local', dataDir: ipamDir, subnet: '10.252.0.0/16' },
+        },
+      ],
+    },
+    {
+      cniVersion: '1.0.0',
+      name: 'soak-macvlan',
+      type: 'macvlan',
+      master,
+      mode: 'bridge',
+      ipam: { type: 'host-local', dataDir: ipamDir, subnet: '10.253.0.0/16' },
+    },
   ],
 });
 
@@ -162,10 +193,12 @@ async function cycle(i) {
   const kill = random() < killRate ? Math.floor(random() * addMs * 1.2) : undefined;
   const add = await multus('ADD', containerId, netns, kill);
   if (add.killed) kills++;
-  else if (add.code !== 0) failures.push({ cycle: i, step: 'ADD', code: add.code, out: (add.stdout || add.stderr).slice(0, 300) });
+  else if (add.code !== 0)
+    failures.push({ cycle: i, step: 'ADD', code: add.code, out: (add.stdout || add.stderr).slice(0, 300) });
   else addMs = addMs * 0.9 + (performance.now() - started) * 0.1;
   const del = await multus('DEL', containerId, netns);
-  if (del.code !== 0) failures.push({ cycle: i, step: 'DEL', code: del.code, out: (del.stdout || del.stderr).slice(0, 300) });
+  if (del.code !== 0)
+    failures.push({ cycle: i, step: 'DEL', code: del.code, out: (del.stdout || del.stderr).slice(0, 300) });
   spawnSync('ip', ['netns', 'delete', ns]);
   times[i] = performance.now() - started;
 }
@@ -175,15 +208,24 @@ async function worker() {
 }
 
 function leftovers() {
-  const links = ipJson(['-n', hostNs, 'link', 'show']).map((l) => l.ifname).filter((n) => !baseLinks.has(n));
+  const links = ipJson(['-n', hostNs, 'link', 'show'])
+    .map((l) => l.ifname)
+    .filter((n) => !baseLinks.has(n));
   const ports = ipJson(['-n', hostNs, 'link', 'show', 'master', bridge]).map((l) => l.ifname);
   const ips = [];
   for (const net of existsSync(ipamDir) ? readdirSync(ipamDir) : []) {
     for (const f of readdirSync(join(ipamDir, net))) if (/^[0-9.]+$|:/.test(f)) ips.push(`${net}/${f}`);
   }
-  const list = (d) => (existsSync(d) ? readdirSync(d, { withFileTypes: true }).filter((e) => !e.isDirectory()).map((e) => e.name) : []);
+  const list = (d) =>
+    existsSync(d)
+      ? readdirSync(d, { withFileTypes: true })
+          .filter((e) => !e.isDirectory())
+          .map((e) => e.name)
+      : [];
   const cacheEntries = [...list(cniDir), ...list(join(cniDir, 'results')).map((n) => `results/${n}`)];
-  const netns = (existsSync('/var/run/netns') ? readdirSync('/var/run/netns') : []).filter((n) => n.startsWith(podNsPrefix));
+  const netns = (existsSync('/var/run/netns') ? readdirSync('/var/run/netns') : []).filter((n) =>
+    n.startsWith(podNsPrefix),
+  );
   const processes = [];
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
@@ -216,7 +258,14 @@ try {
   const left = leftovers();
   const clean = Object.values(left).every((v) => (Array.isArray(v) ? v.length === 0 : v <= 0));
   report = {
-    cycles, parallel, killRate, seed: startSeed, kills, failures: failures.length, left, clean,
+    cycles,
+    parallel,
+    killRate,
+    seed: startSeed,
+    kills,
+    failures: failures.length,
+    left,
+    clean,
     cycleMs: { first10pct: mean(times.slice(0, tenth)), last10pct: mean(times.slice(-tenth)) },
     totalS: Math.round((Date.now() - started) / 100) / 10,
     ...(failures.length ? { firstFailures: failures.slice(0, 5) } : {}),

@@ -35,7 +35,7 @@ export function findNonUtf8CniVar(environ: Buffer): CniError | undefined {
 
 /** Offset of the first byte that does not belong to a well-formed UTF-8 sequence, or undefined. */
 export function firstInvalidUtf8(b: Buffer): number | undefined {
-  for (let i = 0; i < b.length; ) {
+  for (let i = 0; i < b.length;) {
     const c = b[i]!;
     if (c < 0x80) {
       i++;

@@ -33,11 +33,24 @@ describe.runIf(ok)('DEL on a read-only cache dir', () => {
   });
 
   function del(containerId: string) {
-    const conf = { cniVersion: '1.0.0', name: 'multus-cni-network', type: 'multus', cniDir: cache, binDir: join(dir, 'bin'),
-      delegates: [{ cniVersion: '1.0.0', name: 'noop', type: 'noop' }] };
+    const conf = {
+      cniVersion: '1.0.0',
+      name: 'multus-cni-network',
+      type: 'multus',
+      cniDir: cache,
+      binDir: join(dir, 'bin'),
+      delegates: [{ cniVersion: '1.0.0', name: 'noop', type: 'noop' }],
+    };
     const r = spawnSync(MULTUS_BIN, [], {
       input: JSON.stringify(conf),
-      env: { PATH: '/usr/bin:/bin', CNI_COMMAND: 'DEL', CNI_CONTAINERID: containerId, CNI_NETNS: join(dir, 'netns'), CNI_IFNAME: 'eth0', CNI_PATH: join(dir, 'bin') },
+      env: {
+        PATH: '/usr/bin:/bin',
+        CNI_COMMAND: 'DEL',
+        CNI_CONTAINERID: containerId,
+        CNI_NETNS: join(dir, 'netns'),
+        CNI_IFNAME: 'eth0',
+        CNI_PATH: join(dir, 'bin'),
+      },
     });
     return { code: r.status, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
   }

@@ -11,14 +11,22 @@ import { describe, expect, it } from 'vitest';
 import { fileExists, isRoot, needs } from '../helpers/skip.ts';
 import { MULTUS_BIN, PLUGIN_DIR, REPO_ROOT } from './helpers.ts';
 
-const ok = needs(isRoot(), fileExists(MULTUS_BIN, 'the built executable (npm run build)'), fileExists(join(PLUGIN_DIR, 'macvlan'), 'CNI plugins'));
+const ok = needs(
+  isRoot(),
+  fileExists(MULTUS_BIN, 'the built executable (npm run build)'),
+  fileExists(join(PLUGIN_DIR, 'macvlan'), 'CNI plugins'),
+);
 
 describe.runIf(ok && existsSync(MULTUS_BIN))('soak', () => {
   it('100 cycles with kill rate 0.2 leave nothing behind', () => {
-    const r = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts/soak.mjs'), '--cycles', '100', '--kill-rate', '0.2', '--seed', '12'], {
-      encoding: 'utf8',
-      timeout: 900_000,
-    });
+    const r = spawnSync(
+      process.execPath,
+      [join(REPO_ROOT, 'scripts/soak.mjs'), '--cycles', '100', '--kill-rate', '0.2', '--seed', '12'],
+      {
+        encoding: 'utf8',
+        timeout: 900_000,
+      },
+    );
     const report = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
     expect(report).toMatchObject({
       cycles: 100,

@@ -8,7 +8,18 @@ import fc from 'fast-check';
 
 export const PLUGIN_TYPES = ['p0', 'p1', 'p2'] as const;
 const GOOD_VERSIONS = ['0.3.1', '0.4.0', '1.0.0', '1.1.0'];
-const VERSIONS = [...GOOD_VERSIONS, ...GOOD_VERSIONS, ...GOOD_VERSIONS, '0.1.0', '0.2.0', '0.3.0', '', '2.0.0', '1.0', 'x'];
+const VERSIONS = [
+  ...GOOD_VERSIONS,
+  ...GOOD_VERSIONS,
+  ...GOOD_VERSIONS,
+  '0.1.0',
+  '0.2.0',
+  '0.3.0',
+  '',
+  '2.0.0',
+  '1.0',
+  'x',
+];
 const CODES = [1, 2, 3, 4, 5, 6, 7, 8, 11, 50, 51, 999, 100, 4242];
 
 /** Any JSON value, sometimes large. */
@@ -49,26 +60,28 @@ const delegate = fc.oneof(
 
 /** Replace, delete or retype keys at random places of a value. */
 function damage<T>(arb: fc.Arbitrary<T>): fc.Arbitrary<unknown> {
-  return fc.tuple(arb, fc.array(fc.tuple(fc.nat(), fc.oneof(anyJson, fc.constant(undefined))), { maxLength: 3 })).map(([v, edits]) => {
-    const copy = structuredClone(v) as unknown;
-    for (const [at, value] of edits) {
-      const objects: Record<string, unknown>[] = [];
-      const walk = (x: unknown) => {
-        if (x && typeof x === 'object') {
-          objects.push(x as Record<string, unknown>);
-          for (const y of Object.values(x)) walk(y);
-        }
-      };
-      walk(copy);
-      const target = objects[at % Math.max(objects.length, 1)];
-      if (!target) continue;
-      const keys = Object.keys(target);
-      const key = keys.length > 0 && at % 3 !== 0 ? keys[at % keys.length]! : `k${at % 5}`;
-      if (value === undefined) delete target[key];
-      else target[key] = value;
-    }
-    return copy;
-  });
+  return fc
+    .tuple(arb, fc.array(fc.tuple(fc.nat(), fc.oneof(anyJson, fc.constant(undefined))), { maxLength: 3 }))
+    .map(([v, edits]) => {
+      const copy = structuredClone(v) as unknown;
+      for (const [at, value] of edits) {
+        const objects: Record<string, unknown>[] = [];
+        const walk = (x: unknown) => {
+          if (x && typeof x === 'object') {
+            objects.push(x as Record<string, unknown>);
+            for (const y of Object.values(x)) walk(y);
+          }
+        };
+        walk(copy);
+        const target = objects[at % Math.max(objects.length, 1)];
+        if (!target) continue;
+        const keys = Object.keys(target);
+        const key = keys.length > 0 && at % 3 !== 0 ? keys[at % keys.length]! : `k${at % 5}`;
+        if (value === undefined) delete target[key];
+        else target[key] = value;
+      }
+      return copy;
+    });
 }
 
 export interface Dirs {
@@ -83,7 +96,10 @@ export function multusConf(d: Dirs) {
   return fc
     .record(
       {
-        cniVersion: fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...GOOD_VERSIONS) }, { weight: 1, arbitrary: fc.constantFrom(...VERSIONS) }),
+        cniVersion: fc.oneof(
+          { weight: 6, arbitrary: fc.constantFrom(...GOOD_VERSIONS) },
+          { weight: 1, arbitrary: fc.constantFrom(...VERSIONS) },
+        ),
         name: fc.constant('multus-cni-network'),
         type: fc.constant('multus'),
         delegates: fc.array(delegate, { minLength: 1, maxLength: 3 }),
@@ -94,8 +110,13 @@ export function multusConf(d: Dirs) {
         readinessindicatorfile: fc.constantFrom(d.readiness, ''),
         retryDeleteOnError: fc.boolean(),
         multusNamespace: fc.constantFrom('kube-system', 'ns1'),
-        runtimeConfig: fc.record({ portMappings: fc.array(fc.record({ hostPort: fc.integer(), containerPort: fc.integer() }), { maxLength: 2 }) }),
-        'cni.dev/valid-attachments': fc.array(fc.record({ containerID: fc.constantFrom('cid1', 'cid2'), ifname: fc.constantFrom('eth0', 'net1') }), { maxLength: 2 }),
+        runtimeConfig: fc.record({
+          portMappings: fc.array(fc.record({ hostPort: fc.integer(), containerPort: fc.integer() }), { maxLength: 2 }),
+        }),
+        'cni.dev/valid-attachments': fc.array(
+          fc.record({ containerID: fc.constantFrom('cid1', 'cid2'), ifname: fc.constantFrom('eth0', 'net1') }),
+          { maxLength: 2 },
+        ),
       },
       { requiredKeys: ['cniVersion', 'name', 'type', 'delegates'] },
     )
@@ -119,7 +140,16 @@ export function stdin(d: Dirs): fc.Arbitrary<Buffer> {
   );
 }
 
-const argKey = fc.constantFrom('K8S_POD_NAMESPACE', 'K8S_POD_NAME', 'K8S_POD_UID', 'K8S_POD_INFRA_CONTAINER_ID', 'IgnoreUnknown', 'IP', 'FOO', '');
+const argKey = fc.constantFrom(
+  'K8S_POD_NAMESPACE',
+  'K8S_POD_NAME',
+  'K8S_POD_UID',
+  'K8S_POD_INFRA_CONTAINER_ID',
+  'IgnoreUnknown',
+  'IP',
+  'FOO',
+  '',
+);
 const argValue = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom('ns1', 'pod1', 'u1', 'cid1', '1', 'true', '10.1.0.5', 'kube-system') },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 10 }) },
@@ -128,17 +158,26 @@ const argValue = fc.oneof(
 
 /** CNI_ARGS: pairs (with duplicates and odd separators) joined with ';', or any string. */
 export const cniArgs = fc.oneof(
-  { weight: 6, arbitrary: fc.array(fc.tuple(argKey, argValue), { maxLength: 7 }).map((ps) => ps.map(([k, v]) => `${k}=${v}`).join(';')) },
+  {
+    weight: 6,
+    arbitrary: fc
+      .array(fc.tuple(argKey, argValue), { maxLength: 7 })
+      .map((ps) => ps.map(([k, v]) => `${k}=${v}`).join(';')),
+  },
   { weight: 1, arbitrary: fc.constantFrom('', ';', ';;', '=', 'K8S_POD_NAME', 'a=b=c;', 'IgnoreUnknown=1;') },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
 );
 
-const VALID_ARGS = 'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=pod1;K8S_POD_INFRA_CONTAINER_ID=cid1;K8S_POD_UID=u1';
+const VALID_ARGS =
+  'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=pod1;K8S_POD_INFRA_CONTAINER_ID=cid1;K8S_POD_UID=u1';
 
 /** A runtime's environment: valid most of the time, with one or two variables damaged or dropped otherwise. */
 export function env(d: Dirs) {
   const bad: fc.Arbitrary<[string, string | undefined]> = fc.oneof(
-    fc.tuple(fc.constant('CNI_CONTAINERID'), fc.constantFrom('', '..', '../../x', 'a/b', 'c'.repeat(300), '-', undefined)),
+    fc.tuple(
+      fc.constant('CNI_CONTAINERID'),
+      fc.constantFrom('', '..', '../../x', 'a/b', 'c'.repeat(300), '-', undefined),
+    ),
     fc.tuple(fc.constant('CNI_NETNS'), fc.constantFrom('/proc/1/ns/does-not-exist', '', 'relative', undefined)),
     fc.tuple(fc.constant('CNI_IFNAME'), fc.constantFrom('', 'x'.repeat(16), '../a', 'a/b', '.', 'eth 0', undefined)),
     fc.tuple(fc.constant('CNI_PATH'), fc.constantFrom('', '/a:/b', undefined)),
@@ -151,12 +190,19 @@ export function env(d: Dirs) {
       containerId: fc.constantFrom('cid1', 'cid1', 'cid2'),
       ifName: fc.constantFrom('eth0', 'eth0', 'net1'),
       args: fc.oneof({ weight: 4, arbitrary: fc.constant(VALID_ARGS) }, { weight: 1, arbitrary: cniArgs }),
-      damage: fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, { weight: 1, arbitrary: fc.array(bad, { minLength: 1, maxLength: 2 }) }),
+      damage: fc.oneof(
+        { weight: 3, arbitrary: fc.constant([]) },
+        { weight: 1, arbitrary: fc.array(bad, { minLength: 1, maxLength: 2 }) },
+      ),
     })
     .map(({ command, containerId, ifName, args, damage }) => {
       const e: Record<string, string | undefined> = {
-        CNI_COMMAND: command, CNI_CONTAINERID: containerId, CNI_NETNS: d.netns, CNI_IFNAME: ifName,
-        CNI_PATH: '/opt/cni/bin', CNI_ARGS: args,
+        CNI_COMMAND: command,
+        CNI_CONTAINERID: containerId,
+        CNI_NETNS: d.netns,
+        CNI_IFNAME: ifName,
+        CNI_PATH: '/opt/cni/bin',
+        CNI_ARGS: args,
       };
       for (const [k, v] of damage) e[k] = v;
       return e;
@@ -165,15 +211,27 @@ export function env(d: Dirs) {
 
 /** The pod's network-selection annotation, in text or JSON form, valid or damaged. */
 export const networksAnnotation = fc.oneof(
-  fc.array(fc.constantFrom('net-a', 'ns1/net-b', 'net-a@net5', 'kube-system/net-a', 'missing', 'a/b/c', '@', ''), { maxLength: 3 }).map((l) => l.join(',')),
-  damage(fc.array(fc.record({
-    name: fc.constantFrom('net-a', 'net-b', 'missing', ''),
-    namespace: fc.constantFrom('ns1', 'kube-system', '../x'),
-    interface: fc.constantFrom('net7', 'eth0', '', 'a/b'),
-    ips: fc.array(fc.constantFrom('10.1.0.9/24', 'bogus'), { maxLength: 2 }),
-    mac: fc.constantFrom('02:00:00:00:00:09', 'zz'),
-    'default-route': fc.array(fc.constantFrom('10.1.0.1', 'x'), { maxLength: 1 }),
-  }, { requiredKeys: ['name'] }), { maxLength: 3 })).map((v) => JSON.stringify(v) ?? ''),
+  fc
+    .array(fc.constantFrom('net-a', 'ns1/net-b', 'net-a@net5', 'kube-system/net-a', 'missing', 'a/b/c', '@', ''), {
+      maxLength: 3,
+    })
+    .map((l) => l.join(',')),
+  damage(
+    fc.array(
+      fc.record(
+        {
+          name: fc.constantFrom('net-a', 'net-b', 'missing', ''),
+          namespace: fc.constantFrom('ns1', 'kube-system', '../x'),
+          interface: fc.constantFrom('net7', 'eth0', '', 'a/b'),
+          ips: fc.array(fc.constantFrom('10.1.0.9/24', 'bogus'), { maxLength: 2 }),
+          mac: fc.constantFrom('02:00:00:00:00:09', 'zz'),
+          'default-route': fc.array(fc.constantFrom('10.1.0.1', 'x'), { maxLength: 1 }),
+        },
+        { requiredKeys: ['name'] },
+      ),
+      { maxLength: 3 },
+    ),
+  ).map((v) => JSON.stringify(v) ?? ''),
   fc.string({ maxLength: 30 }),
 );
 
@@ -197,10 +255,28 @@ export const cacheFiles = fc.array(
   fc.tuple(
     fc.constantFrom('cid1', 'cid2', 'results/net-a-cid1-eth0', 'results/cluster-cid2-eth0', 'results/net-b-cid1-net1'),
     fc.oneof(
-      delegate.map((dl) => JSON.stringify([{ Conf: {}, ConfList: {}, Name: 'x', IsFilterV4Gateway: false, IsFilterV6Gateway: false,
-        Bytes: Buffer.from(JSON.stringify(dl)).toString('base64') }])),
-      delegate.map((dl) => JSON.stringify({ kind: 'cniCacheV1', containerId: 'cid1', ifName: 'eth0', networkName: 'net-a',
-        config: Buffer.from(JSON.stringify(dl)).toString('base64'), result: { cniVersion: '1.0.0' } })),
+      delegate.map((dl) =>
+        JSON.stringify([
+          {
+            Conf: {},
+            ConfList: {},
+            Name: 'x',
+            IsFilterV4Gateway: false,
+            IsFilterV6Gateway: false,
+            Bytes: Buffer.from(JSON.stringify(dl)).toString('base64'),
+          },
+        ]),
+      ),
+      delegate.map((dl) =>
+        JSON.stringify({
+          kind: 'cniCacheV1',
+          containerId: 'cid1',
+          ifName: 'eth0',
+          networkName: 'net-a',
+          config: Buffer.from(JSON.stringify(dl)).toString('base64'),
+          result: { cniVersion: '1.0.0' },
+        }),
+      ),
       fc.json(),
       fc.constantFrom('', '[', '{"kind":"cniCacheV1"', '[{"Bytes":"!!"}]'),
     ),

@@ -28,18 +28,32 @@ const SEED = Number(process.env.FUZZ_SEED ?? 20261130);
 // On tmpfs where there is one: every cache write fsyncs, which a disk makes the slowest part of a case.
 const outer = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'mts-fuzz-'));
 const root = join(outer, 'inner');
-const d: Dirs = { cniDir: join(root, 'cni'), confDir: join(root, 'conf'), netns: join(root, 'netns'), readiness: join(root, 'ready') };
+const d: Dirs = {
+  cniDir: join(root, 'cni'),
+  confDir: join(root, 'conf'),
+  netns: join(root, 'netns'),
+  readiness: join(root, 'ready'),
+};
 mkdirSync(d.confDir, { recursive: true });
 writeFileSync(d.netns, '');
 writeFileSync(d.readiness, '');
 writeFileSync(join(d.confDir, '10-net-a.conf'), JSON.stringify({ cniVersion: '1.0.0', name: 'net-a', type: 'p0' }));
-writeFileSync(join(d.confDir, '20-net-b.conflist'), JSON.stringify({ cniVersion: '1.1.0', name: 'net-b', plugins: [{ type: 'p1' }, { type: 'p2' }] }));
+writeFileSync(
+  join(d.confDir, '20-net-b.conflist'),
+  JSON.stringify({ cniVersion: '1.1.0', name: 'net-b', plugins: [{ type: 'p1' }, { type: 'p2' }] }),
+);
 writeFileSync(join(d.confDir, '30-bad.conf'), '{"name":');
 afterAll(() => rmSync(outer, { recursive: true, force: true }));
 
 const STATS = process.env.FUZZ_STATS === '1' ? new Map<string, number>() : undefined;
 afterAll(() => {
-  if (STATS) console.log([...STATS].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n}\t${k}`).join('\n'));
+  if (STATS)
+    console.log(
+      [...STATS]
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, n]) => `${n}\t${k}`)
+        .join('\n'),
+    );
 });
 const SPEC_CODES = new Set([1, 2, 3, 4, 5, 6, 7, 8, 11, 50, 51, 999]);
 
@@ -62,7 +76,10 @@ function snapshot(): Map<string, string> {
 function reply(r: { kind: string; code?: number }): FakeReply {
   switch (r.kind) {
     case 'error':
-      return { exitCode: 1, stdout: Buffer.from(JSON.stringify({ cniVersion: '1.0.0', code: r.code, msg: 'scripted failure' })) };
+      return {
+        exitCode: 1,
+        stdout: Buffer.from(JSON.stringify({ cniVersion: '1.0.0', code: r.code, msg: 'scripted failure' })),
+      };
     case 'garbage':
       return { exitCode: 0, stdout: Buffer.from('not json {') };
     case 'empty':
@@ -117,9 +134,16 @@ async function runCase(c: Call): Promise<void> {
   } catch (e) {
     throw new Error(`handle() threw: ${String(e)}`);
   }
-  if (STATS && performance.now() - t0 > 30) console.log('slow', Math.round(performance.now() - t0), c.stdin.length, c.stdin.subarray(0, 60).toString(), answer.error?.msg.slice(0, 100));
+  if (STATS && performance.now() - t0 > 30)
+    console.log(
+      'slow',
+      Math.round(performance.now() - t0),
+      c.stdin.length,
+      c.stdin.subarray(0, 60).toString(),
+      answer.error?.msg.slice(0, 100),
+    );
   if (STATS) {
-    const k = `${c.env.CNI_COMMAND} exit=${answer.exitCode} ${answer.error ? `code=${answer.error.code} ${process.env.FUZZ_STATS_MSG ? answer.error.msg.replace(/"[^"]*"/g, "Q").slice(0, 90) : ""}` : ""} delegates=${exec.received.length > 0}`;
+    const k = `${c.env.CNI_COMMAND} exit=${answer.exitCode} ${answer.error ? `code=${answer.error.code} ${process.env.FUZZ_STATS_MSG ? answer.error.msg.replace(/"[^"]*"/g, 'Q').slice(0, 90) : ''}` : ''} delegates=${exec.received.length > 0}`;
     STATS.set(k, (STATS.get(k) ?? 0) + 1);
   }
   // 2: a result or a CNI error JSON with a spec code
@@ -127,7 +151,9 @@ async function runCase(c: Call): Promise<void> {
   if (answer.exitCode === 1) {
     const err = JSON.parse(answer.stdout) as { code: unknown; msg: unknown; cniVersion: unknown };
     expect(typeof err.cniVersion).toBe('string');
-    expect(Number.isInteger(err.code) && (SPEC_CODES.has(err.code as number) || (err.code as number) >= 100)).toBe(true);
+    expect(Number.isInteger(err.code) && (SPEC_CODES.has(err.code as number) || (err.code as number) >= 100)).toBe(
+      true,
+    );
     expect(typeof err.msg === 'string' && err.msg.length > 0).toBe(true);
     expect(err.msg as string).not.toMatch(/\n\s+at /);
   } else if (answer.stdout !== '') {
@@ -137,7 +163,12 @@ async function runCase(c: Call): Promise<void> {
   expect(snapshot()).toEqual(before);
   // 4: a rejected ADD ran no delegate, unless a delegate was scripted to fail or a plugin is missing
   const scripted = Object.keys(c.replies).some((k) => k.endsWith(' ADD'));
-  if (c.env.CNI_COMMAND === 'ADD' && answer.exitCode === 1 && !scripted && !answer.error?.msg.includes('failed (add)')) {
+  if (
+    c.env.CNI_COMMAND === 'ADD' &&
+    answer.exitCode === 1 &&
+    !scripted &&
+    !answer.error?.msg.includes('failed (add)')
+  ) {
     expect(exec.calls().filter((x) => x.startsWith('ADD'))).toEqual([]);
   }
 }

@@ -3,11 +3,28 @@
  * removal on a read-only file system (D2, injected EROFS), plugin files that are not programs (D4), the stuck
  * DEL of an attachment whose ADD never ran, GC for every network, and cache files that are links.
  */
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readOutcome, removeIfPresent, sweepTempFiles, TEMP_MAX_AGE_MS, writeFileAtomic } from '../../src/base/files.ts';
+import {
+  readOutcome,
+  removeIfPresent,
+  sweepTempFiles,
+  TEMP_MAX_AGE_MS,
+  writeFileAtomic,
+} from '../../src/base/files.ts';
 import { silentLogger } from '../../src/base/log.ts';
 import { execPlugin } from '../../src/cni/exec.ts';
 import type { Command } from '../../src/cni/request.ts';
@@ -46,8 +63,18 @@ const TWO = [
 
 function request(command: Exclude<Command, 'VERSION'>, c: Record<string, unknown>, env: Record<string, string> = {}) {
   const stdin = Buffer.from(JSON.stringify(c));
-  const vars = { CNI_CONTAINERID: 'cid1', CNI_NETNS: '/var/run/netns/x', CNI_IFNAME: 'eth0', CNI_PATH: '/x', CNI_ARGS: ARGS };
-  return withContext(parseRequest(command, { CNI_COMMAND: command, ...vars, ...env }, stdin), parseMultusConf(stdin), deps);
+  const vars = {
+    CNI_CONTAINERID: 'cid1',
+    CNI_NETNS: '/var/run/netns/x',
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: '/x',
+    CNI_ARGS: ARGS,
+  };
+  return withContext(
+    parseRequest(command, { CNI_COMMAND: command, ...vars, ...env }, stdin),
+    parseMultusConf(stdin),
+    deps,
+  );
 }
 
 let exec: FakeExec;
@@ -72,7 +99,7 @@ describe('D1: temp files of interrupted atomic writes', () => {
     return path;
   }
 
-  it('sweepTempFiles removes those of dead writers and old ones, never a live writer\'s recent one', () => {
+  it("sweepTempFiles removes those of dead writers and old ones, never a live writer's recent one", () => {
     const dead = plant(cniDir, 'cid1', 1234);
     const live = plant(cniDir, 'cid2', 5678);
     const oldLive = plant(cniDir, 'cid3', 5678);
@@ -131,8 +158,19 @@ describe('stuck DEL: an attachment whose ADD never completed', () => {
     const delegates = [TWO[0], { cniVersion: '1.1.0', name: 'broken', type: 'missing-plugin' }];
     await expect(cmdAdd(...request('ADD', conf(delegates)))).rejects.toMatchObject({ code: 7 });
     // the rollback DEL of "broken" failed, so the scratch cache stayed for the runtime's DEL
-    writeFileSync(join(cniDir, 'cid1'), JSON.stringify([{ Conf: {}, ConfList: {}, Name: 'broken',
-      Bytes: Buffer.from(JSON.stringify(delegates[1])).toString('base64'), IsFilterV4Gateway: false, IsFilterV6Gateway: false }]));
+    writeFileSync(
+      join(cniDir, 'cid1'),
+      JSON.stringify([
+        {
+          Conf: {},
+          ConfList: {},
+          Name: 'broken',
+          Bytes: Buffer.from(JSON.stringify(delegates[1])).toString('base64'),
+          IsFilterV4Gateway: false,
+          IsFilterV6Gateway: false,
+        },
+      ]),
+    );
     exec.received.length = 0;
     await cmdDel(...request('DEL', conf(delegates)));
     expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
@@ -152,13 +190,22 @@ describe('GC for every network', () => {
     await cmdAdd(...request('ADD', conf(three)));
     await cmdAdd(...request('ADD', conf(TWO), { CNI_CONTAINERID: 'cid2' }));
     exec.received.length = 0;
-    const valid = [{ containerID: 'cid1', ifname: 'eth0' }, { containerID: 'cid2', ifname: 'eth0' }];
+    const valid = [
+      { containerID: 'cid1', ifname: 'eth0' },
+      { containerID: 'cid2', ifname: 'eth0' },
+    ];
     await cmdGc(...request('GC', conf(TWO, { 'cni.dev/valid-attachments': valid })));
     const gcs = exec.received.filter((c) => c.command === 'GC');
     const byType = Object.fromEntries(gcs.map((c) => [c.type, c.stdin['cni.dev/valid-attachments']]));
     expect(byType).toEqual({
-      p0: [{ containerID: 'cid1', ifname: 'eth0' }, { containerID: 'cid2', ifname: 'eth0' }],
-      p1: [{ containerID: 'cid1', ifname: 'net1' }, { containerID: 'cid2', ifname: 'net1' }],
+      p0: [
+        { containerID: 'cid1', ifname: 'eth0' },
+        { containerID: 'cid2', ifname: 'eth0' },
+      ],
+      p1: [
+        { containerID: 'cid1', ifname: 'net1' },
+        { containerID: 'cid2', ifname: 'net1' },
+      ],
       p2: [{ containerID: 'cid1', ifname: 'net2' }],
     });
   });
@@ -167,8 +214,19 @@ describe('GC for every network', () => {
 describe('cache files that are not regular files', () => {
   it('a symlinked scratch cache is refused: DEL runs no delegate defined outside the cache dir', async () => {
     const outside = join(dir, 'outside.json');
-    writeFileSync(outside, JSON.stringify([{ Conf: {}, ConfList: {}, Name: 'evil', IsFilterV4Gateway: false,
-      IsFilterV6Gateway: false, Bytes: Buffer.from('{"cniVersion":"1.1.0","name":"evil","type":"p2"}').toString('base64') }]));
+    writeFileSync(
+      outside,
+      JSON.stringify([
+        {
+          Conf: {},
+          ConfList: {},
+          Name: 'evil',
+          IsFilterV4Gateway: false,
+          IsFilterV6Gateway: false,
+          Bytes: Buffer.from('{"cniVersion":"1.1.0","name":"evil","type":"p2"}').toString('base64'),
+        },
+      ]),
+    );
     mkdirSync(cniDir, { recursive: true });
     symlinkSync(outside, join(cniDir, 'cid1'));
     await cmdDel(...request('DEL', conf(TWO))).catch(() => undefined);
@@ -181,7 +239,10 @@ describe('cache files that are not regular files', () => {
     mkdirSync(join(dir, 'adir'));
     const decode = (b: Buffer) => JSON.parse(b.toString()) as unknown;
     expect(readOutcome(join(dir, 'real'), 'x', decode)).toMatchObject({ kind: 'ok' });
-    expect(readOutcome(join(dir, 'link'), 'x', decode)).toMatchObject({ kind: 'corrupt', error: { msg: expect.stringContaining('symbolic link') } });
+    expect(readOutcome(join(dir, 'link'), 'x', decode)).toMatchObject({
+      kind: 'corrupt',
+      error: { msg: expect.stringContaining('symbolic link') },
+    });
     expect(readOutcome(join(dir, 'adir'), 'x', decode)).toMatchObject({ kind: 'corrupt' });
   });
 });
@@ -194,11 +255,18 @@ describe('D3: environment bytes Node cannot carry', () => {
     const other = Buffer.concat([Buffer.from('LANGX='), Buffer.from([0xff])]);
     const fine = Buffer.from('CNI_IFNAME=é\u{fffd}\u{10348}');
     expect(findNonUtf8CniVar(environ(other, fine))).toBeUndefined();
-    expect(findNonUtf8CniVar(environ(other, fine, bad))).toMatchObject({ code: 4, msg: 'CNI_ARGS is not valid UTF-8: byte 0xff at offset 4' });
+    expect(findNonUtf8CniVar(environ(other, fine, bad))).toMatchObject({
+      code: 4,
+      msg: 'CNI_ARGS is not valid UTF-8: byte 0xff at offset 4',
+    });
   });
 
   it.each([
-    [[0xc0, 0x80], 0], [[0xed, 0xa0, 0x80], 0], [[0x41, 0xe2, 0x82], 1], [[0xf4, 0x90, 0x80, 0x80], 0], [[0x80], 0],
+    [[0xc0, 0x80], 0],
+    [[0xed, 0xa0, 0x80], 0],
+    [[0x41, 0xe2, 0x82], 1],
+    [[0xf4, 0x90, 0x80, 0x80], 0],
+    [[0x80], 0],
   ])('firstInvalidUtf8(%j) is %i (overlong, surrogate, truncated, too large, stray continuation)', (bytes, at) => {
     expect(firstInvalidUtf8(Buffer.from(bytes))).toBe(at);
   });
@@ -206,7 +274,13 @@ describe('D3: environment bytes Node cannot carry', () => {
   it('handle() refuses ADD with the problem (no delegate runs) and lets DEL complete', async () => {
     const envProblem = findNonUtf8CniVar(environ(Buffer.concat([Buffer.from('CNI_ARGS=A='), Buffer.from([0xff])])))!;
     writeFileSync(join(dir, 'netns'), '');
-    const env = { CNI_CONTAINERID: 'cid1', CNI_NETNS: join(dir, 'netns'), CNI_IFNAME: 'eth0', CNI_PATH: '/x', CNI_ARGS: 'A=\ufffd;IgnoreUnknown=1' };
+    const env = {
+      CNI_CONTAINERID: 'cid1',
+      CNI_NETNS: join(dir, 'netns'),
+      CNI_IFNAME: 'eth0',
+      CNI_PATH: '/x',
+      CNI_ARGS: 'A=\ufffd;IgnoreUnknown=1',
+    };
     const stdin = Buffer.from(JSON.stringify(conf(TWO)));
     const host = createHost({ writeStderr: () => {}, exec });
     const add = await handle(host, { env: { ...env, CNI_COMMAND: 'ADD' }, stdin, envProblem });
