@@ -211,6 +211,20 @@ describe('GC for every network', () => {
   });
 });
 
+describe('GC with default networks that are NADs', () => {
+  it('GCs the cluster network and the cached ones instead of failing on a default network it cannot resolve', async () => {
+    const clusterFile = join(dir, 'cluster.conf');
+    writeFileSync(clusterFile, JSON.stringify({ cniVersion: '1.1.0', name: 'cluster', type: 'p0' }));
+    const c = {
+      ...conf([], { clusterNetwork: clusterFile, defaultNetworks: ['a-nad'], confDir: join(dir, 'none') }),
+      'cni.dev/valid-attachments': [],
+    };
+    delete (c as Record<string, unknown>).delegates;
+    await cmdGc(...request('GC', c));
+    expect(exec.calls()).toEqual(['GC p0 ']);
+  });
+});
+
 describe('cache files that are not regular files', () => {
   it('a symlinked scratch cache is refused: DEL runs no delegate defined outside the cache dir', async () => {
     const outside = join(dir, 'outside.json');

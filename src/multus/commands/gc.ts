@@ -11,6 +11,7 @@
 import { listResultCaches } from '../../store/result-cache.ts';
 import { removeScratchCache } from '../../store/scratch-cache.ts';
 import { parseNetwork } from '../../cni/network.ts';
+import type { StaticNetwork } from '../conf.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import type { GcAttachment } from '../../cni/delegate.ts';
 import { delNetwork, gcNetwork, joinErrors } from '../../cni/delegate.ts';
@@ -43,12 +44,8 @@ export async function cmdGc(ctx: CallContext, _deps: CommandDeps): Promise<void>
  */
 function gcTargets(ctx: CallContext, valid: GcAttachment[] | undefined, failures: CniError[]) {
   const targets = new Map<string, { network: Network; attachments: GcAttachment[] }>();
-  try {
-    for (const { network } of resolveStaticNetworks(ctx.conf)) {
-      if (!targets.has(network.name)) targets.set(network.name, { network, attachments: [] });
-    }
-  } catch (e) {
-    failures.push(wrapError(e, 'GC cannot resolve the configured networks'));
+  for (const { network } of configuredNetworks(ctx, failures)) {
+    if (!targets.has(network.name)) targets.set(network.name, { network, attachments: [] });
   }
   const validIds = valid && new Set(valid.map((a) => a.containerID));
   const entries = listResultCaches(ctx.conf.cniDir).flatMap(({ outcome }) => (outcome.kind === 'ok' ? [outcome.value] : []));
@@ -92,4 +89,23 @@ async function deleteStale(ctx: CallContext, validIds: Set<string>, failures: Cn
     }
   }
   for (const id of staleIds) removeScratchCache(ctx.conf.cniDir, id);
+}
+
+/**
+ * The cluster network must resolve (a failure is reported, as before). Default networks are usually NADs, which
+ * GC has no pod to look up with: when they do not resolve from files, they are reached through their cached
+ * attachments only.
+ */
+function configuredNetworks(ctx: CallContext, failures: CniError[]): StaticNetwork[] {
+  try {
+    return resolveStaticNetworks(ctx.conf);
+  } catch (e) {
+    ctx.net.log.verbose(`GC: default networks not resolvable from files (${messageOf(e)}); using their caches`);
+  }
+  try {
+    return resolveStaticNetworks(ctx.conf, { clusterOnly: true });
+  } catch (e) {
+    failures.push(wrapError(e, 'GC cannot resolve the cluster network'));
+    return [];
+  }
 }
