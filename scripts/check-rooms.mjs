@@ -2,7 +2,7 @@
 /**
  * The rooms of src/ and their one-way arrows (docs/design.md): a file may import from its own room or from a
  * lower one, never from a higher one. Ranks: base < store < cni < k8s < devices = routes < multus < host <
- * the process edges (cli.ts, daemon/). Rooms of equal rank (devices, routes) may not import each other.
+ * the process edges (cli.ts, daemon/, install/). Rooms of equal rank (devices, routes) may not import each other.
  * Reads every import/export-from/import() with a relative specifier; prints each wrong-way import and exits 1.
  *
  *   node scripts/check-rooms.mjs            # run by `npm run check`
@@ -21,7 +21,7 @@ const RANK = { base: 0, store: 1, cni: 2, k8s: 3, devices: 4, routes: 4, multus:
 function roomOf(/** @type {string} */ rel) {
   const first = rel.split('/')[0] ?? '';
   if (!rel.includes('/')) return 'edge';
-  return first === 'daemon' ? 'edge' : first;
+  return first === 'daemon' || first === 'install' ? 'edge' : first;
 }
 
 /** @returns {string[]} */

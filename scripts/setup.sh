@@ -18,6 +18,8 @@ say() { echo "setup: $*"; }
 
 # 1. System packages: the real CNI plugins (/usr/lib/cni), ip/tc, iptables and nftables.
 packages=(containernetworking-plugins iproute2 iptables nftables)
+# the runtime tier (test/runtime) and `npm run image`: containerd, runc, and umoci to pack OCI images
+$demo_only || packages+=(containerd runc umoci)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -85,5 +87,10 @@ fi
 #    test/peers/build-gomultus.sh reuses its output while its inputs are unchanged.
 if [[ -f test/peers/build-gomultus.sh ]]; then
   say "go multus peer: $(bash test/peers/build-gomultus.sh)"
+fi
+
+# 6. The runtime tier's crictl (Go modules) and sandbox image (test/runtime/build.sh, cached the same way).
+if [[ -f test/runtime/build.sh ]]; then
+  say "runtime peers: $(bash test/runtime/build.sh)"
 fi
 say "done"

@@ -4,7 +4,9 @@
  *
  * One executable serves every role: run as `passthru` it is the passthru plugin (docs/behaviour.md,
  * "Auxiliary chain"); `--version` prints the version; `daemon` runs the resident daemon (docs/resident.md, its
- * own bundle, loaded only for that role); otherwise it is the CNI plugin and serves one request with `handle()`.
+ * own bundle, loaded only for that role); `install` is the DaemonSet entrypoint and `--is-default-ready` the
+ * readiness check (docs/install.md; both loaded only in their role); otherwise it is the CNI plugin and serves
+ * one request with `handle()`.
  */
 import { basename } from 'node:path';
 import { CniCode, CniError } from './base/errors.ts';
@@ -66,6 +68,8 @@ async function run(argv: string[]): Promise<number> {
     process.stdout.write(`multus-ts: version:${VERSION}, cni:${CURRENT_VERSION}\n`);
     return 0;
   }
+  if (argv[0] === 'install') return (await import('./install/main.ts')).installMain(argv.slice(1));
+  if (argv.includes('--is-default-ready')) return (await import('./install/main.ts')).readyMain(argv);
   if (basename(process.argv0) === 'passthru') {
     const code = await runPassthru();
     if (code >= 0) return code;

@@ -12,6 +12,7 @@
  * an IPAM plugin earlier in the chain still releases its address; the errors are joined (docs/compatibility.md).
  */
 import type { RequestCommand } from './request.ts';
+import type { ResultCacheEntry } from '../store/result-cache.ts';
 import { readResultCache, removeResultCache, writeResultCache } from '../store/result-cache.ts';
 import type { ArgPairs } from './cniargs.ts';
 import { formatCniArgs } from './cniargs.ts';
@@ -31,6 +32,17 @@ export interface RuntimeConf {
   ifName: string;
   args: ArgPairs;
   capabilityArgs: Record<string, unknown>;
+}
+
+/** The RuntimeConf an attachment was added with, from its libcni result cache (DEL and GC of what ADD recorded). */
+export function runtimeConfFromCache(entry: ResultCacheEntry): RuntimeConf {
+  return {
+    containerId: entry.containerId,
+    netns: entry.netns,
+    ifName: entry.ifName,
+    args: entry.cniArgs,
+    capabilityArgs: entry.capabilityArgs,
+  };
 }
 
 export interface NetworkDeps {

@@ -11,7 +11,8 @@ import type { Network } from '../cni/network.ts';
 import { findNetworkInDir, parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, wrapError } from '../base/errors.ts';
 import type { Nad } from '../k8s/types.ts';
-import type { Delegate, SelectionRequest } from './plan.ts';
+import type { Delegate } from './plan.ts';
+import type { AttachmentRequest } from '../store/fields.ts';
 import { isObject } from '../base/json.ts';
 
 export const RESOURCE_NAME_ANNOTATION = 'k8s.v1.cni.cncf.io/resourceName';
@@ -60,7 +61,7 @@ export function mergeCniArgs(network: Network, cniArgs: Record<string, unknown>)
 
 
 /** A delegate for one NAD, with the selection's requests (and the NAD's resource name, for device IDs). */
-export function delegateFromNad(nad: Nad, confDir: string, request: SelectionRequest): Delegate {
+export function delegateFromNad(nad: Nad, confDir: string, request: AttachmentRequest): Delegate {
   const loaded = networkFromNad(nad, confDir);
   const network = request.cniArgs ? mergeCniArgs(loaded, request.cniArgs) : loaded;
   const resourceName = nad.metadata.annotations?.[RESOURCE_NAME_ANNOTATION];

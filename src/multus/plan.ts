@@ -10,6 +10,8 @@
  * the scratch
  * cache's delegate records, so ADD and DEL agree on names and order.
  */
+import type { AttachmentRequest } from '../store/fields.ts';
+import { ATTACHMENT_FIELDS, CAPABILITY_ORDER, cniArgValue, isRequested } from '../store/fields.ts';
 import type { CachedDelegate } from '../store/scratch-cache.ts';
 import type { ArgPairs, K8sArgs } from '../cni/cniargs.ts';
 import { buildDelegateArgs } from '../cni/cniargs.ts';
@@ -18,25 +20,11 @@ import { parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError } from '../base/errors.ts';
 import { validateIfName } from '../base/names.ts';
 
-/** What a pod's selection element asks of one attachment (empty for static delegates). */
-export interface SelectionRequest {
-  ifname?: string;
-  mac?: string;
-  ips?: string[];
-  infinibandGUID?: string;
-  portMappings?: unknown[];
-  bandwidth?: Record<string, unknown>;
-  cniArgs?: Record<string, unknown>;
-  defaultRoute?: string[];
-  deviceID?: string;
-  resourceName?: string;
-}
-
 export interface Delegate {
   network: Network;
   /** The name users see: "<namespace>/<nad>" for NADs, the network name otherwise. */
   displayName: string;
-  request: SelectionRequest;
+  request: AttachmentRequest;
 }
 
 export interface Attachment extends Delegate {
@@ -63,44 +51,28 @@ export function planAttachments(delegates: Delegate[], clusterIfName: string): A
   });
 }
 
-function isEmpty(value: unknown): boolean {
-  return value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0);
-}
-
 /**
  * The capability args of one attachment: a deep copy of the runtime's runtimeConfig; for attachments other
- * than the cluster network, the selection's own requests replace the copied values (docs/behaviour.md#runtime-config;
- * docs/behaviour.md#npwg).
- * Empty values are not sent (docs/behaviour.md#runtime-config).
+ * than the cluster network, the selection's own requests replace the copied values
+ * (docs/behaviour.md#runtime-config, docs/behaviour.md#npwg). Empty values are not sent.
  */
 export function capabilityArgsFor(attachment: Attachment, runtimeConfig: Record<string, unknown>): Record<string, unknown> {
   const args: Record<string, unknown> = structuredClone(runtimeConfig);
   if (!attachment.isClusterNetwork) {
-    const r = attachment.request;
-    const requested: Record<string, unknown> = {
-      portMappings: r.portMappings,
-      bandwidth: r.bandwidth,
-      ips: r.ips,
-      mac: r.mac,
-      infinibandGUID: r.infinibandGUID,
-      deviceID: r.deviceID,
-    };
-    for (const [key, value] of Object.entries(requested)) {
-      if (!isEmpty(value)) args[key] = structuredClone(value);
+    for (const field of CAPABILITY_FIELDS) {
+      const value = attachment.request[field.key];
+      if (isRequested(field, value)) args[field.capability!] = structuredClone(value);
     }
   }
   for (const key of Object.keys(args)) if (isEmpty(args[key])) delete args[key];
   return args;
 }
 
-/** The capability each selection request needs a plugin of the attachment to declare (docs/behaviour.md#npwg). */
-const REQUEST_CAPABILITIES: [keyof SelectionRequest, string][] = [
-  ['ips', 'ips'],
-  ['mac', 'mac'],
-  ['infinibandGUID', 'infinibandGUID'],
-  ['portMappings', 'portMappings'],
-  ['bandwidth', 'bandwidth'],
-];
+const CAPABILITY_FIELDS = CAPABILITY_ORDER.map((key) => ATTACHMENT_FIELDS.find((f) => f.key === key)!);
+
+function isEmpty(value: unknown): boolean {
+  return value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0);
+}
 
 /**
  * The capabilities an attachment's selection requests that none of its plugins declares. NPWG says the
@@ -115,52 +87,35 @@ export function undeclaredCapabilities(attachment: Attachment): string[] {
       for (const [name, on] of Object.entries(caps as Record<string, unknown>)) if (on === true) declared.add(name);
     }
   }
-  return REQUEST_CAPABILITIES.filter(([key, cap]) => !isEmpty(attachment.request[key]) && !declared.has(cap)).map(([, cap]) => cap);
+  return CAPABILITY_FIELDS.filter((f) => f.mustDeclare && isRequested(f, attachment.request[f.key]))
+    .map((f) => f.capability!)
+    .filter((cap) => !declared.has(cap));
 }
 
 /** CNI_ARGS of one attachment: the K8S keys, the runtime's other keys once, and MAC=/IP= requests on ADD. */
 export function delegateArgsFor(attachment: Attachment, k8s: K8sArgs, runtimePairs: ArgPairs, command: string): ArgPairs {
   const extra: ArgPairs = [];
   if (command === 'ADD' && !attachment.isClusterNetwork) {
-    if (attachment.request.mac) extra.push(['MAC', attachment.request.mac]);
-    if (attachment.request.ips?.length) extra.push(['IP', attachment.request.ips.join(',')]);
+    for (const field of ATTACHMENT_FIELDS) {
+      const value = attachment.request[field.key];
+      if (field.cniArg && isRequested(field, value)) extra.push([field.cniArg, cniArgValue(value)]);
+    }
   }
   return buildDelegateArgs(k8s, runtimePairs, extra);
 }
 
 export function toCachedDelegate(attachment: Attachment): CachedDelegate {
-  const r = attachment.request;
   return {
     bytes: attachment.network.bytes,
     name: attachment.displayName,
     isList: attachment.network.isList,
-    ifnameRequest: r.ifname ?? '',
-    macRequest: r.mac ?? '',
-    ipRequest: r.ips ?? [],
-    infinibandGUIDRequest: r.infinibandGUID ?? '',
-    defaultRoute: r.defaultRoute,
+    request: attachment.request,
     isFilterV4Gateway: false,
     isFilterV6Gateway: false,
-    deviceID: r.deviceID ?? '',
-    resourceName: r.resourceName ?? '',
-    ...(r.portMappings ? { portMappingsRequest: r.portMappings } : {}),
-    ...(r.bandwidth ? { bandwidthRequest: r.bandwidth } : {}),
-    ...(r.cniArgs ? { cniArgsRequest: r.cniArgs } : {}),
   };
 }
 
 export function fromCachedDelegate(cached: CachedDelegate): Delegate {
-  const request: SelectionRequest = {};
-  if (cached.ifnameRequest) request.ifname = cached.ifnameRequest;
-  if (cached.macRequest) request.mac = cached.macRequest;
-  if (cached.ipRequest.length > 0) request.ips = cached.ipRequest;
-  if (cached.infinibandGUIDRequest) request.infinibandGUID = cached.infinibandGUIDRequest;
-  if (cached.defaultRoute) request.defaultRoute = cached.defaultRoute;
-  if (cached.deviceID) request.deviceID = cached.deviceID;
-  if (cached.resourceName) request.resourceName = cached.resourceName;
-  if (cached.portMappingsRequest) request.portMappings = cached.portMappingsRequest;
-  if (cached.bandwidthRequest) request.bandwidth = cached.bandwidthRequest;
-  if (cached.cniArgsRequest) request.cniArgs = cached.cniArgsRequest;
   const network = parseNetwork(cached.bytes);
-  return { network, displayName: cached.name || network.name, request };
+  return { network, displayName: cached.name || network.name, request: cached.request };
 }

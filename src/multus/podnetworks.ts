@@ -22,7 +22,8 @@ import type { Logger } from '../base/log.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
 import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../devices/devices.ts';
 import { delegateFromNad } from './nad.ts';
-import type { Delegate, SelectionRequest } from './plan.ts';
+import type { Delegate } from './plan.ts';
+import type { AttachmentRequest } from '../store/fields.ts';
 import type { NetworkSelection } from './selection.ts';
 import {
   checkNamespaceIsolation,
@@ -156,7 +157,7 @@ export async function resolvePodDelegates(
     // The cluster network always gets CNI_IFNAME and ignores selection requests
     // (docs/behaviour.md#default-network-annotation, docs/behaviour.md#runtime-config); Multus
     // honours an @ifname here, which would hide eth0 from the runtime (docs/compatibility.md).
-    const replaced = await selectionDelegate(conf, deps, pod, { ...override, request: {} as SelectionRequest });
+    const replaced = await selectionDelegate(conf, deps, pod, { ...override, request: {} as AttachmentRequest });
     delegates[0] = replaced;
   }
   const selections = withPod(pod, 'error loading k8s delegates', () => {

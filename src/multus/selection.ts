@@ -26,7 +26,8 @@
  */
 import { BlockList, isIP } from 'node:net';
 import { CniCode, CniError, isCniError } from '../base/errors.ts';
-import type { SelectionRequest } from './plan.ts';
+import type { AttachmentRequest, FieldKind } from '../store/fields.ts';
+import { ATTACHMENT_FIELDS, isRequested } from '../store/fields.ts';
 import { validateIfName } from '../base/names.ts';
 import { isObject } from '../base/json.ts';
 
@@ -34,7 +35,7 @@ import { isObject } from '../base/json.ts';
 export interface NetworkSelection {
   name: string;
   namespace: string;
-  request: SelectionRequest;
+  request: AttachmentRequest;
 }
 
 const NETWORKS_KEY = 'k8s.v1.cni.cncf.io/networks';
@@ -97,7 +98,7 @@ function isV4(ip: string): boolean {
 interface Parsed {
   name: string;
   namespace: string;
-  request: SelectionRequest;
+  request: AttachmentRequest;
 }
 
 /** Interface names get libcni's rules; the core of the message is Multus' own. */
@@ -155,20 +156,14 @@ function parseTextForm(annotation: string, key: string): Parsed[] {
 // ---------------------------------------------------------------------------------------------------------
 // JSON form.
 
-type Kind = 'string' | 'strings' | 'object' | 'objects';
+type Kind = FieldKind;
+/** The keys a JSON element may have: its name and namespace, then one per attachment field (store/fields.ts). */
 const FIELDS: Record<string, { kind: Kind; example: string }> = {
   name: { kind: 'string', example: '"macvlan-conf"' },
   namespace: { kind: 'string', example: '"default"' },
-  interface: { kind: 'string', example: '"net1"' },
-  interfaceRequest: { kind: 'string', example: '"net1"' },
-  ips: { kind: 'strings', example: '["10.1.1.11/24"]' },
-  mac: { kind: 'string', example: '"c2:b0:57:49:47:f1"' },
-  'infiniband-guid': { kind: 'string', example: '"c2:b0:57:49:47:f1:00:01"' },
-  portMappings: { kind: 'objects', example: '[{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]' },
-  bandwidth: { kind: 'object', example: '{"ingressRate": 1000000, "ingressBurst": 1000000}' },
-  'cni-args': { kind: 'object', example: '{"key": "value"}' },
-  'default-route': { kind: 'strings', example: '["10.1.1.1"]' },
-  deviceID: { kind: 'string', example: '"0000:03:00.1"' },
+  ...Object.fromEntries(
+    ATTACHMENT_FIELDS.flatMap((f) => f.annotation.map((key) => [key, { kind: f.kind, example: f.example }])),
+  ),
 };
 const KIND_TEXT: Record<Kind, string> = {
   string: 'a string',
@@ -228,20 +223,14 @@ function checkGateways(gateways: string[], where: string): void {
   }
 }
 
-/** The request of one JSON element from its checked fields. */
-function requestOf(f: Obj): SelectionRequest {
-  const request: SelectionRequest = {};
-  const ifname = (f.interface as string | undefined) || (f.interfaceRequest as string | undefined); // compat: pre-3.2 alias
-  if (ifname) request.ifname = ifname;
-  if (f.mac) request.mac = f.mac as string;
-  if ((f.ips as string[] | undefined)?.length) request.ips = f.ips as string[];
-  if (f['infiniband-guid']) request.infinibandGUID = f['infiniband-guid'] as string;
-  if ((f.portMappings as unknown[] | undefined)?.length) request.portMappings = f.portMappings as unknown[];
-  if (f.bandwidth) request.bandwidth = f.bandwidth as Obj;
-  if (f['cni-args']) request.cniArgs = f['cni-args'] as Obj;
-  if (f['default-route']) request.defaultRoute = f['default-route'] as string[]; // kept when [] (see validateDefaultRoutes)
-  if (f.deviceID) request.deviceID = f.deviceID as string;
-  return request;
+/** The request of one JSON element from its checked fields (the first annotation key set wins: pre-3.2 aliases). */
+function requestOf(f: Obj): AttachmentRequest {
+  const request: Record<string, unknown> = {};
+  for (const field of ATTACHMENT_FIELDS) {
+    const value = field.annotation.map((key) => f[key]).find((v) => isRequested(field, v));
+    if (value !== undefined) request[field.key] = value;
+  }
+  return request as AttachmentRequest;
 }
 
 function parseJsonElement(element: unknown, index: number, key: string): Parsed {

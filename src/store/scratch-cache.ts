@@ -8,25 +8,19 @@ import { join } from 'node:path';
 import type { ReadOutcome } from '../base/files.ts';
 import { assertSafeComponent, readOutcome, removeIfPresent, writeFileAtomic } from '../base/files.ts';
 import type { Json } from '../base/json.ts';
+import type { AttachmentField, AttachmentRequest, FieldKind } from './fields.ts';
+import { ATTACHMENT_FIELDS, isRequested } from './fields.ts';
 import { corrupt, goJson, isObject, parseJson, parseJsonObject, readArray, readBase64, readBool, readObject, readString, readStringArray, sortKeys, sortKeysDeep } from '../base/json.ts';
 
 
+/** One attachment as the scratch cache records it: its network's bytes, its name and its requests. */
 export interface CachedDelegate {
   bytes: Buffer;
   name: string;
   isList: boolean;
-  ifnameRequest: string;
-  macRequest: string;
-  ipRequest: string[];
-  infinibandGUIDRequest: string;
-  defaultRoute: string[] | undefined;
+  request: AttachmentRequest;
   isFilterV4Gateway: boolean;
   isFilterV6Gateway: boolean;
-  deviceID: string;
-  resourceName: string;
-  portMappingsRequest?: unknown[];
-  bandwidthRequest?: Record<string, unknown>;
-  cniArgsRequest?: Record<string, unknown>;
 }
 
 /** Go Multus `filepath.Join(cniDir, containerID)`. */
@@ -50,21 +44,22 @@ function encodeDelegate(d: CachedDelegate, index: number): Json {
     ConfList: d.isList ? projectConfList(config) : {},
     Name: d.name,
   };
-  if (d.ifnameRequest !== '') out.ifnameRequest = d.ifnameRequest;
-  if (d.macRequest !== '') out.macRequest = d.macRequest;
-  if (d.infinibandGUIDRequest !== '') out.infinibandGUIDRequest = d.infinibandGUIDRequest;
-  if (d.ipRequest.length > 0) out.ipRequest = d.ipRequest;
-  if (d.defaultRoute !== undefined) out['default-route'] = d.defaultRoute; // *[]net.IP: omitted only when nil
+  putFields(out, d.request, 'head');
   out.IsFilterV4Gateway = d.isFilterV4Gateway;
   out.IsFilterV6Gateway = d.isFilterV6Gateway;
-  if (d.deviceID !== '') out.deviceID = d.deviceID;
-  if (d.resourceName !== '') out.resourceName = d.resourceName;
+  putFields(out, d.request, 'tail');
   out.Bytes = d.bytes.toString('base64');
   // Multus quirk fixed (docs/behaviour.md#scratch-cache): Go Multus does not persist these, so a cached DEL lost them.
-  if (d.portMappingsRequest !== undefined) out.portMappingsRequest = d.portMappingsRequest;
-  if (d.bandwidthRequest !== undefined) out.bandwidthRequest = d.bandwidthRequest;
-  if (d.cniArgsRequest !== undefined) out.cniArgsRequest = d.cniArgsRequest;
+  putFields(out, d.request, 'extension');
   return out;
+}
+
+/** Go's `omitempty` for the fields of one slot; default-route is a pointer in Go, omitted only when nil. */
+function putFields(out: Json, request: AttachmentRequest, slot: AttachmentField['cacheSlot']): void {
+  for (const field of ATTACHMENT_FIELDS) {
+    const value = request[field.key];
+    if (field.cacheSlot === slot && isRequested(field, value)) out[field.cacheKey] = value;
+  }
 }
 
 /**
@@ -131,27 +126,30 @@ function decodeDelegate(v: unknown, index: number): CachedDelegate {
   const conf = readObject(v, 'Conf', ctx) ?? {};
   const confList = readObject(v, 'ConfList', ctx) ?? {};
   const isList = (readArray(confList, 'plugins', `${ctx} ConfList`) ?? []).length > 0;
-  const d: CachedDelegate = {
+  return {
     bytes: delegateBytes(v, isList ? confList : conf, ctx),
     name: readString(v, 'Name', ctx),
     isList,
-    ifnameRequest: readString(v, 'ifnameRequest', ctx),
-    macRequest: readString(v, 'macRequest', ctx),
-    ipRequest: readStringArray(v, 'ipRequest', ctx) ?? [],
-    infinibandGUIDRequest: readString(v, 'infinibandGUIDRequest', ctx),
-    defaultRoute: readStringArray(v, 'default-route', ctx),
+    request: readFields(v, ctx),
     isFilterV4Gateway: readBool(v, 'IsFilterV4Gateway', ctx),
     isFilterV6Gateway: readBool(v, 'IsFilterV6Gateway', ctx),
-    deviceID: readString(v, 'deviceID', ctx),
-    resourceName: readString(v, 'resourceName', ctx),
   };
-  const portMappings = readArray(v, 'portMappingsRequest', ctx);
-  if (portMappings !== undefined) d.portMappingsRequest = portMappings;
-  const bandwidth = readObject(v, 'bandwidthRequest', ctx);
-  if (bandwidth !== undefined) d.bandwidthRequest = bandwidth;
-  const cniArgs = readObject(v, 'cniArgsRequest', ctx);
-  if (cniArgs !== undefined) d.cniArgsRequest = cniArgs;
-  return d;
+}
+
+const READERS: Record<FieldKind, (o: Json, key: string, ctx: string) => unknown> = {
+  string: readString,
+  strings: readStringArray,
+  object: readObject,
+  objects: readArray,
+};
+
+function readFields(v: Json, ctx: string): AttachmentRequest {
+  const request: Record<string, unknown> = {};
+  for (const field of ATTACHMENT_FIELDS) {
+    const value = READERS[field.kind](v, field.cacheKey, ctx);
+    if (isRequested(field, value)) request[field.key] = value;
+  }
+  return request as AttachmentRequest;
 }
 
 function delegateBytes(v: Json, fallback: Json, ctx: string): Buffer {

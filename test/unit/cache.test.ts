@@ -10,6 +10,7 @@ import { assertSafeComponent, writeFileAtomic } from '../../src/base/files.ts';
 import { decodeResultCache, encodeResultCache, listResultCaches, readResultCache, removeResultCache, resultCachePath, writeResultCache } from '../../src/store/result-cache.ts';
 import { decodeScratchCache, encodeScratchCache, readScratchCache, removeScratchCache, scratchCachePath, writeScratchCache } from '../../src/store/scratch-cache.ts';
 import type { CachedDelegate } from '../../src/store/scratch-cache.ts';
+import type { AttachmentRequest } from '../../src/store/fields.ts';
 import type { ReadOutcome } from '../../src/base/files.ts';
 import type { ResultCacheEntry } from '../../src/store/result-cache.ts';
 import type { CniError } from '../../src/base/errors.ts';
@@ -323,11 +324,33 @@ const CALICO_LIST =
 const CALICO_LIST_B64 =
   'eyJuYW1lIjoiazhzLXBvZC1uZXR3b3JrIiwiY25pVmVyc2lvbiI6IjAuMy4xIiwicGx1Z2lucyI6W3sidHlwZSI6ImNhbGljbyIsImRhdGFzdG9yZV90eXBlIjoia3ViZXJuZXRlcyIsImlwYW0iOnsidHlwZSI6ImNhbGljby1pcGFtIn0sImt1YmVybmV0ZXMiOnsia3ViZWNvbmZpZyI6Ii9ldGMvY25pL25ldC5kL2NhbGljby1rdWJlY29uZmlnIn19LHsidHlwZSI6InBvcnRtYXAiLCJzbmF0Ijp0cnVlLCJjYXBhYmlsaXRpZXMiOnsicG9ydE1hcHBpbmdzIjp0cnVlfX1dfQ==';
 
-function delegate(overrides: Partial<CachedDelegate>): CachedDelegate {
+/** The scratch cache's fields as Go Multus names them, turned into a CachedDelegate (its request by field). */
+interface FlatDelegate {
+  bytes: Buffer; name: string; isList: boolean; isFilterV4Gateway: boolean; isFilterV6Gateway: boolean;
+  ifnameRequest: string; macRequest: string; ipRequest: string[]; infinibandGUIDRequest: string;
+  defaultRoute: string[] | undefined; deviceID: string; resourceName: string;
+  portMappingsRequest: unknown[]; bandwidthRequest: Record<string, unknown>; cniArgsRequest: Record<string, unknown>;
+}
+
+function delegate(overrides: Partial<FlatDelegate>): CachedDelegate {
+  const f: Partial<FlatDelegate> = {
+    bytes: Buffer.from(CALICO_LIST), name: 'k8s-pod-network', isList: true, isFilterV4Gateway: false,
+    isFilterV6Gateway: false, ...overrides,
+  };
+  const request: AttachmentRequest = {};
+  if (f.ifnameRequest) request.ifname = f.ifnameRequest;
+  if (f.macRequest) request.mac = f.macRequest;
+  if (f.ipRequest?.length) request.ips = f.ipRequest;
+  if (f.infinibandGUIDRequest) request.infinibandGUID = f.infinibandGUIDRequest;
+  if (f.defaultRoute) request.defaultRoute = f.defaultRoute;
+  if (f.deviceID) request.deviceID = f.deviceID;
+  if (f.resourceName) request.resourceName = f.resourceName;
+  if (f.portMappingsRequest) request.portMappings = f.portMappingsRequest;
+  if (f.bandwidthRequest) request.bandwidth = f.bandwidthRequest;
+  if (f.cniArgsRequest) request.cniArgs = f.cniArgsRequest;
   return {
-    bytes: Buffer.from(CALICO_LIST), name: 'k8s-pod-network', isList: true, ifnameRequest: '', macRequest: '',
-    ipRequest: [], infinibandGUIDRequest: '', defaultRoute: undefined, isFilterV4Gateway: false,
-    isFilterV6Gateway: false, deviceID: '', resourceName: '', ...overrides,
+    bytes: f.bytes!, name: f.name!, isList: f.isList!, request,
+    isFilterV4Gateway: f.isFilterV4Gateway!, isFilterV6Gateway: f.isFilterV6Gateway!,
   };
 }
 

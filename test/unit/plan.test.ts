@@ -3,14 +3,7 @@ import type { K8sArgs } from '../../src/cni/cniargs.ts';
 import { parseNetwork } from '../../src/cni/network.ts';
 import { CniError } from '../../src/base/errors.ts';
 import type { Delegate } from '../../src/multus/plan.ts';
-import {
-  capabilityArgsFor,
-  delegateArgsFor,
-  fromCachedDelegate,
-  planAttachments,
-  toCachedDelegate,
-  undeclaredCapabilities,
-} from '../../src/multus/plan.ts';
+import { capabilityArgsFor, delegateArgsFor, fromCachedDelegate, planAttachments, toCachedDelegate, undeclaredCapabilities } from '../../src/multus/plan.ts';
 
 function delegate(name: string, request: Delegate['request'] = {}, displayName = name): Delegate {
   const network = parseNetwork({ cniVersion: '1.0.0', name, type: 'bridge' });

@@ -5,7 +5,7 @@
  * Every table asserts exact values or the exact CniError(7) message.
  */
 import { describe, expect, it } from 'vitest';
-import type { SelectionRequest } from '../../src/multus/plan.ts';
+import type { AttachmentRequest } from '../../src/store/fields.ts';
 import type { NetworkSelection } from '../../src/multus/selection.ts';
 import {
   checkNamespaceIsolation,
@@ -36,7 +36,7 @@ function expectFailure(fn: () => unknown, msg: string): void {
   expect({ code: err.code, msg: err.msg }).toEqual({ code: 7, msg });
 }
 
-const sel = (name: string, namespace = 'pod-ns', request: SelectionRequest = {}): NetworkSelection => ({ name, namespace, request });
+const sel = (name: string, namespace = 'pod-ns', request: AttachmentRequest = {}): NetworkSelection => ({ name, namespace, request });
 
 describe('parseNetworkSelections: text form', () => {
   it.each<[string | undefined, NetworkSelection[]]>([

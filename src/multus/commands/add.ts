@@ -11,7 +11,6 @@
 import { auxiliaryChain } from '../auxchain.ts';
 import { removeScratchCache, writeScratchCache } from '../../store/scratch-cache.ts';
 import { assertResultCacheFits } from '../../store/result-cache.ts';
-import type { RuntimeConf } from '../../cni/delegate.ts';
 import { addNetwork, delNetwork } from '../../cni/delegate.ts';
 import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/devices.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
@@ -26,13 +25,13 @@ import { addedInterfaceEvent, emitEvents, publishNetworkStatus } from '../podsta
 import type { CniResult } from '../../cni/result-model.ts';
 import { convertResult, normalizeResult, resultInterfaces, resultIps } from '../../cni/result.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { resolveDeps, runtimeConfFor } from './context.ts';
+import { deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from './context.ts';
 
 export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniResult> {
   const { req, conf } = ctx;
   const kube = await deps.kube(conf);
   const pod = await lookupPod(kube, ctx.k8s, 'ADD', deps);
-  if (pod.kind === 'unknown' && kube) deps.log.verbose(`[${ctx.pod}]: ${pod.reason}: attaching the configured networks only`);
+  if (pod.kind === 'unknown' && kube) deps.log.verbose(`${podTag(ctx)}: ${pod.reason}: attaching the configured networks only`);
   const delegates = await resolvePodDelegates(conf, ctx.k8s, pod, resolveDeps(kube, deps));
   const aux = auxiliaryChain(conf, deps.log);
   if (aux) delegates.push(aux);
@@ -52,8 +51,8 @@ function checkCapabilities(ctx: CallContext, attachments: Attachment[]): void {
     const missing = undeclaredCapabilities(attachment);
     if (missing.length === 0) continue;
     const msg = `${attachment.displayName} requests ${missing.join(', ')} but no plugin of network "${attachment.network.name}" declares ${missing.length > 1 ? 'those capabilities' : 'that capability'}`;
-    if (ctx.conf.strictCapabilities) throw new CniError(CniCode.InvalidConfig, `[${ctx.pod}]: ${msg} (strictCapabilities)`);
-    ctx.net.log.warn(`[${ctx.pod}]: ${msg}; the request is ignored`);
+    if (ctx.conf.strictCapabilities) throw new CniError(CniCode.InvalidConfig, `${podTag(ctx)}: ${msg} (strictCapabilities)`);
+    ctx.net.log.warn(`${podTag(ctx)}: ${msg}; the request is ignored`);
   }
 }
 
@@ -61,13 +60,12 @@ async function addAttachments(ctx: CallContext, attachments: Attachment[]): Prom
   const results: CniResult[] = [];
   for (const [index, attachment] of attachments.entries()) {
     try {
-      const rt = runtimeConfFor(ctx, attachment, 'ADD');
-      copyDeviceInfo(ctx, attachment, rt);
-      results.push(await addNetwork(attachment.network, rt, ctx.net));
+      copyDeviceInfo(ctx, attachment);
+      results.push(await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx.net));
     } catch (e) {
       await rollback(ctx, attachments.slice(0, index + 1));
       const name = attachment.network.name;
-      throw wrapError(e, `[${ctx.pod}:${name}]: error adding container to network "${name}"`);
+      throw wrapError(e, `${podTag(ctx, name)}: error adding container to network "${name}"`);
     }
   }
   return results;
@@ -88,23 +86,23 @@ async function moveDefaultRoutes(ctx: CallContext, attachments: Attachment[], de
     updateCachedDefaultRoutes(ctx.conf.cniDir, ctx.req.containerId, refs, plan);
   } catch (e) {
     await rollback(ctx, attachments);
-    throw wrapError(e, `[${ctx.pod}]: error setting the default route`);
+    throw wrapError(e, `${podTag(ctx)}: error setting the default route`);
   }
 }
 
 /** docs/behaviour.md#device-info: the device plugin's device-info file, copied to the attachment's CNIDeviceInfoFile before its ADD. */
-function copyDeviceInfo(ctx: CallContext, attachment: Attachment, rt: RuntimeConf): void {
-  const target = rt.capabilityArgs.CNIDeviceInfoFile;
+function copyDeviceInfo(ctx: CallContext, attachment: Attachment): void {
+  const target = deviceInfoFileOf(ctx, attachment);
   const { resourceName, deviceID } = attachment.request;
   if (typeof target !== 'string' || !resourceName || !deviceID) return;
   const warning = copyDevicePluginInfo(resourceName, deviceID, target, ctx.dpDevinfoDir);
-  if (warning) ctx.net.log.verbose(`[${ctx.pod}]: ${warning}`);
+  if (warning) ctx.net.log.verbose(`${podTag(ctx)}: ${warning}`);
 }
 
 /** The attachment's device-info (its CNIDeviceInfoFile, when the plugin or the copy wrote one). */
 function deviceInfoOf(ctx: CallContext, attachment: Attachment): Record<string, unknown> | undefined {
-  const path = runtimeConfFor(ctx, attachment, 'ADD').capabilityArgs.CNIDeviceInfoFile;
-  if (typeof path !== 'string') return undefined;
+  const path = deviceInfoFileOf(ctx, attachment);
+  if (path === undefined) return undefined;
   const info = readDeviceInfo(path);
   return info.kind === 'ok' ? info.value : undefined;
 }
@@ -119,7 +117,7 @@ async function reportAttachments(ctx: CallContext, kube: KubeClient, pod: Pod, a
       await publishNetworkStatus(kube, pod, statuses, ctx.net.log);
     } catch (e) {
       await rollback(ctx, attachments);
-      throw wrapError(e, `[${ctx.pod}]`);
+      throw wrapError(e, podTag(ctx));
     }
   }
   const events = attachments.flatMap((a, i) => {
@@ -140,7 +138,7 @@ async function rollback(ctx: CallContext, attachments: Attachment[]): Promise<vo
       await delNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'DEL'), ctx.net);
     } catch (e) {
       clean = false;
-      ctx.net.log.error(`[${ctx.pod}]: rollback of ${attachment.network.name}/${attachment.ifName} failed: ${messageOf(e)}`);
+      ctx.net.log.error(`${podTag(ctx)}: rollback of ${attachment.network.name}/${attachment.ifName} failed: ${messageOf(e)}`);
     }
   }
   if (clean) removeScratchCache(ctx.conf.cniDir, ctx.req.containerId);

@@ -14,7 +14,7 @@ import { wrapError } from '../../base/errors.ts';
 import type { Attachment, Delegate } from '../plan.ts';
 import { fromCachedDelegate, planAttachments } from '../plan.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { runtimeConfFor } from './context.ts';
+import { podTag, runtimeConfFor } from './context.ts';
 
 export async function cmdCheck(ctx: CallContext, _deps: CommandDeps): Promise<void> {
   const { req } = ctx;
@@ -25,9 +25,9 @@ export async function cmdCheck(ctx: CallContext, _deps: CommandDeps): Promise<vo
     if (isAuxiliaryChain(ctx, attachment)) continue;
     try {
       const checked = await checkNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'CHECK'), ctx.net);
-      if (!checked) ctx.net.log.verbose(`[${ctx.pod}]: skipped CHECK of ${name} (cniVersion ${attachment.network.cniVersion} or disableCheck)`);
+      if (!checked) ctx.net.log.verbose(`${podTag(ctx)}: skipped CHECK of ${name} (cniVersion ${attachment.network.cniVersion} or disableCheck)`);
     } catch (e) {
-      failures.push(wrapError(e, `[${ctx.pod}:${name}]: error checking ${attachment.ifName} of network "${name}"`));
+      failures.push(wrapError(e, `${podTag(ctx, name)}: error checking ${attachment.ifName} of network "${name}"`));
     }
   }
   if (failures.length > 0) throw joinErrors(failures);
@@ -42,7 +42,7 @@ function recordedDelegates(ctx: CallContext): Delegate[] {
   const scratch = readScratchCache(ctx.conf.cniDir, ctx.req.containerId);
   if (scratch.kind === 'ok') return scratch.value.map(fromCachedDelegate);
   if (scratch.kind === 'corrupt') {
-    ctx.net.log.error(`[${ctx.pod}]: scratch cache unreadable, checking the config's delegates: ${scratch.error.msg}`);
+    ctx.net.log.error(`${podTag(ctx)}: scratch cache unreadable, checking the config's delegates: ${scratch.error.msg}`);
   }
   return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace }).map((d) => ({ ...d, request: {} }));
 }

@@ -81,13 +81,30 @@ export function callContext(req: CniRequest, conf: MultusConf, deps: CommandDeps
   };
 }
 
+/**
+ * docs/behaviour.md#device-info: an attachment with a device gets its own CNIDeviceInfoFile path (any runtime value
+ * is replaced); undefined for the others.
+ */
+function ownDeviceInfoFile(ctx: CallContext, attachment: Attachment): string | undefined {
+  if (!attachment.request.deviceID || attachment.isClusterNetwork) return undefined;
+  return deviceInfoPath(attachment.displayName, ctx.req.containerId, attachment.ifName, ctx.devinfoDir);
+}
+
+/** The CNIDeviceInfoFile an attachment's plugins are given: its own, else the runtime's (if any). */
+export function deviceInfoFileOf(ctx: CallContext, attachment: Attachment): string | undefined {
+  const runtimeValue = ctx.conf.runtimeConfig.CNIDeviceInfoFile;
+  return ownDeviceInfoFile(ctx, attachment) ?? (typeof runtimeValue === 'string' && runtimeValue !== '' ? runtimeValue : undefined);
+}
+
+/** The prefix of a call's messages, as Multus writes it: `[namespace/name/uid]` or `[namespace/name/uid:network]`. */
+export function podTag(ctx: CallContext, network?: string): string {
+  return network === undefined ? `[${ctx.pod}]` : `[${ctx.pod}:${network}]`;
+}
+
 export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command: string): RuntimeConf {
   const capabilityArgs = capabilityArgsFor(attachment, ctx.conf.runtimeConfig);
-  // docs/behaviour.md#device-info: an attachment with a device gets its own CNIDeviceInfoFile path (any runtime value
-  // is replaced).
-  if (attachment.request.deviceID && !attachment.isClusterNetwork) {
-    capabilityArgs.CNIDeviceInfoFile = deviceInfoPath(attachment.displayName, ctx.req.containerId, attachment.ifName, ctx.devinfoDir);
-  }
+  const deviceInfoFile = ownDeviceInfoFile(ctx, attachment);
+  if (deviceInfoFile !== undefined) capabilityArgs.CNIDeviceInfoFile = deviceInfoFile;
   return {
     containerId: ctx.req.containerId,
     netns: ctx.req.netns,

@@ -16,14 +16,14 @@ import { rmSync } from 'node:fs';
 import { parseNetwork } from '../../cni/network.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import type { RuntimeConf } from '../../cni/delegate.ts';
-import { delNetwork, joinErrors } from '../../cni/delegate.ts';
+import { delNetwork, runtimeConfFromCache, joinErrors } from '../../cni/delegate.ts';
 import { removeDeviceInfo } from '../../devices/devices.ts';
 import type { Network } from '../../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Delegate } from '../plan.ts';
 import { fromCachedDelegate, planAttachments } from '../plan.ts';
 import type { CallContext, CommandDeps } from './context.ts';
-import { resolveDeps, runtimeConfFor } from './context.ts';
+import { podTag, resolveDeps, runtimeConfFor } from './context.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 
 interface Teardown {
@@ -46,7 +46,7 @@ export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void>
       await delNetwork(network, rt, ctx.net);
       removeDeviceInfoOf(ctx, rt);
     } catch (e) {
-      failures.push(wrapError(e, `[${ctx.pod}:${network.name}]: error deleting ${rt.ifName} of network "${network.name}"`));
+      failures.push(wrapError(e, `${podTag(ctx, network.name)}: error deleting ${rt.ifName} of network "${network.name}"`));
     }
   }
   finishCaches(ctx, plan, failures.length === 0);
@@ -65,7 +65,7 @@ function removeDeviceInfoOf(ctx: CallContext, rt: RuntimeConf): void {
   const path = rt.capabilityArgs.CNIDeviceInfoFile;
   if (typeof path !== 'string') return;
   const warning = removeDeviceInfo(path);
-  if (warning) ctx.net.log.verbose(`[${ctx.pod}]: ${warning}`);
+  if (warning) ctx.net.log.verbose(`${podTag(ctx)}: ${warning}`);
 }
 
 async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPlan> {
@@ -75,7 +75,7 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
   if (scratch.kind === 'ok') {
     delegates = scratch.value.map(fromCachedDelegate);
   } else {
-    if (scratch.kind === 'corrupt') ctx.net.log.error(`[${ctx.pod}]: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`);
+    if (scratch.kind === 'corrupt') ctx.net.log.error(`${podTag(ctx)}: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`);
     delegates = await currentDelegates(ctx, deps);
   }
   const teardowns = planAttachments(delegates, req.ifName).map((a) => ({ network: a.network, rt: runtimeConfFor(ctx, a, 'DEL') }));
@@ -92,7 +92,7 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
     if (known.has(`${entry.networkName}\0${entry.ifName}`)) continue;
     try {
       const network = parseNetwork(entry.config);
-      teardowns.push({ network, rt: { containerId: req.containerId, netns: req.netns, ifName: entry.ifName, args: entry.cniArgs, capabilityArgs: entry.capabilityArgs } });
+      teardowns.push({ network, rt: { ...runtimeConfFromCache(entry), containerId: req.containerId, netns: req.netns } });
       known.add(`${entry.networkName}\0${entry.ifName}`);
     } catch (e) {
       corruptResults.push({ path, covered: false, error: messageOf(e) });
@@ -112,12 +112,12 @@ async function currentDelegates(ctx: CallContext, deps: CommandDeps): Promise<De
     const pod = await lookupPod(kube, ctx.k8s, 'DEL', deps);
     return await resolvePodDelegates(ctx.conf, ctx.k8s, pod, resolveDeps(kube, deps));
   } catch (e) {
-    ctx.net.log.error(`[${ctx.pod}]: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`);
+    ctx.net.log.error(`${podTag(ctx)}: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`);
   }
   try {
     return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace }).map((d) => ({ ...d, request: {} }));
   } catch (e) {
-    ctx.net.log.error(`[${ctx.pod}]: cannot resolve the configured delegates, using the result caches only: ${messageOf(e)}`);
+    ctx.net.log.error(`${podTag(ctx)}: cannot resolve the configured delegates, using the result caches only: ${messageOf(e)}`);
     return [];
   }
 }

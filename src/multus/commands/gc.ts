@@ -14,7 +14,7 @@ import { parseNetwork } from '../../cni/network.ts';
 import type { StaticNetwork } from '../conf.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import type { GcAttachment } from '../../cni/delegate.ts';
-import { delNetwork, gcNetwork, joinErrors } from '../../cni/delegate.ts';
+import { delNetwork, runtimeConfFromCache, gcNetwork, joinErrors } from '../../cni/delegate.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Network } from '../../cni/network.ts';
 import { sweepCacheTemps } from '../../store/sweep.ts';
@@ -81,8 +81,7 @@ async function deleteStale(ctx: CallContext, validIds: Set<string>, failures: Cn
     if (outcome.kind !== 'ok' || validIds.has(outcome.value.containerId) || !outcome.value.containerId) continue;
     const entry = outcome.value;
     try {
-      const rt = { containerId: entry.containerId, netns: entry.netns, ifName: entry.ifName, args: entry.cniArgs, capabilityArgs: entry.capabilityArgs };
-      await delNetwork(parseNetwork(entry.config), rt, ctx.net);
+      await delNetwork(parseNetwork(entry.config), runtimeConfFromCache(entry), ctx.net);
       staleIds.add(entry.containerId);
     } catch (e) {
       failures.push(wrapError(e, `failed to delete stale attachment ${entry.containerId} ${entry.ifName} (${path})`));

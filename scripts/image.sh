@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Builds the multus-ts container image offline, from scratch, with Debian's umoci (docs/install.md, "Image"):
+#
+#   npm run image            # -> build/image/oci (OCI image layout) + build/image/multus-ts-<version>.tar
+#
+# Contents: build/multus (and build/multus-shim when built, with /usr/sbin/chroot for the resident daemon's
+# chrootDir) at /usr/src/multus-cni/bin/ (the path Multus' image uses, so `--multus-bin-file` keeps its default),
+# exactly the shared libraries `ldd` lists for them (none for the static shim; at the
+# paths it lists), /etc/ssl/certs/ca-certificates.crt, nothing else. Entrypoint: `multus install`. Labels:
+# org.opencontainers.image.version (package.json) and .revision (git HEAD, "-dirty" with uncommitted changes).
+# The tarball is the layout as an OCI archive: `ctr -n k8s.io images import` and `podman load -i` read it; the
+# index names the image ${MULTUS_TS_IMAGE_NAME:-ghcr.io/multus-ts/multus-ts}:<version>.
+# Prints the sizes. Needs: umoci, ldd, tar, node; build/multus (npm run build).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+out="${MULTUS_TS_IMAGE_DIR:-$root/build/image}"
+name="${MULTUS_TS_IMAGE_NAME:-ghcr.io/multus-ts/multus-ts}"
+say() { echo "image: $*" >&2; }
+die() { say "FAILED: $*"; exit 1; }
+
+command -v umoci >/dev/null || die "umoci is not installed (apt-get install umoci, or bash scripts/setup.sh)"
+[[ -x "$root/build/multus" ]] || die "build/multus is missing: run npm run build first"
+
+version="$(node -p "require('$root/package.json').version")"
+commit="$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
+if [[ "$commit" != unknown && -n "$(git -C "$root" status --porcelain -- src scripts package.json 2>/dev/null)" ]]; then
+  commit="$commit-dirty"
+fi
+ca=/etc/ssl/certs/ca-certificates.crt
+[[ -f "$ca" ]] || die "$ca is missing (apt-get install ca-certificates)"
+
+bins=("$root/build/multus")
+extra=()
+if [[ -x "$root/build/multus-shim" ]]; then
+  bins+=("$root/build/multus-shim")
+  # the resident daemon runs delegates with chroot(8) into the host's root (chrootDir, docs/resident.md)
+  extra+=(/usr/sbin/chroot)
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/multus-image.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+layout="$work/oci"
+umoci init --layout "$layout"
+umoci new --image "$layout:$version"
+umoci unpack --image "$layout:$version" "$work/bundle" >/dev/null
+rootfs="$work/bundle/rootfs"
+
+install -d -m 0755 "$rootfs/usr/src/multus-cni/bin" "$rootfs/etc/ssl/certs"
+for b in "${bins[@]}"; do
+  install -m 0755 "$b" "$rootfs/usr/src/multus-cni/bin/$(basename "$b")"
+done
+for x in "${extra[@]}"; do
+  install -D -m 0755 "$x" "$rootfs$x"
+done
+# Every library ldd resolves ("name => /path (addr)") and the loader ("/lib64/ld-linux-x86-64.so.2 (addr)"),
+# at the path ldd prints, dereferenced. linux-vdso has no file.
+libs="$(for b in "${bins[@]}" "${extra[@]}"; do ldd "$b" || true; done | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]+ \(/ { print $1 }' | sort -u)"
+[[ -n "$libs" ]] || die "ldd listed no libraries for ${bins[*]}"
+for l in $libs; do
+  src="$(readlink -f "$l")"
+  install -D -m "$(stat -c %a "$src")" "$src" "$rootfs$l"
+done
+install -m 0644 "$ca" "$rootfs$ca"
+
+umoci repack --image "$layout:$version" "$work/bundle" >/dev/null
+umoci config --image "$layout:$version" --os linux --architecture amd64 \
+  --config.entrypoint /usr/src/multus-cni/bin/multus --config.entrypoint install \
+  --config.env PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+  --config.label "org.opencontainers.image.version=$version" \
+  --config.label "org.opencontainers.image.revision=$commit" \
+  --config.label "org.opencontainers.image.source=https://github.com/multus-ts/multus-ts" \
+  --config.label "org.opencontainers.image.title=multus-ts" \
+  --history.created_by "scripts/image.sh" >/dev/null
+umoci gc --layout "$layout"
+
+rm -rf "$out"
+mkdir -p "$out"
+cp -a "$layout" "$out/oci"
+chmod 0644 "$out/oci/index.json"
+# The tarball's index names the image in full: containerd reads io.containerd.image.name, podman the ref.name
+# (the layout in build/image/oci keeps the plain tag, as umoci and skopeo address it: oci:build/image/oci:<version>).
+node - "$layout/index.json" "$name:$version" <<'EOF'
+const fs = require('fs');
+const [file, ref] = process.argv.slice(2);
+const index = JSON.parse(fs.readFileSync(file, 'utf8'));
+for (const m of index.manifests) {
+  m.annotations = { ...m.annotations, 'org.opencontainers.image.ref.name': ref, 'io.containerd.image.name': ref };
+}
+fs.writeFileSync(file, JSON.stringify(index));
+fs.chmodSync(file, 0o644);
+EOF
+tarball="$out/multus-ts-$version.tar"
+tar -C "$layout" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$tarball" .
+layer="$(du -b "$out"/oci/blobs/sha256/* | sort -n | tail -1 | cut -f1)"
+say "files: $(cd "$rootfs" && find . -type f | sort | tr '\n' ' ')"
+echo "image: $tarball $(du -b "$tarball" | cut -f1) bytes ($(du -h "$tarball" | cut -f1)), compressed layer $layer bytes," \
+  "$name:$version, revision $commit"

@@ -1,0 +1,137 @@
+/**
+ * files.ts: the installer's file I/O edge: atomic writes and copies (temp file in the same directory, fsync,
+ * rename), so a runtime never reads a half-written config nor execs a half-written binary.
+ */
+import { createHash } from 'node:crypto';
+import { closeSync, constants, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
+import { chmod, lstat, mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { InstallError } from './options.ts';
+
+export function sha256(b: Buffer | string): string {
+  return createHash('sha256').update(b).digest('hex');
+}
+
+export function errText(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  return err?.code ? `${err.code}: ${err.message.replace(/^[A-Z]+: /, '')}` : String((e as Error)?.message ?? e);
+}
+
+export async function isDir(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The file's bytes, or null when it does not exist; other errors are InstallErrors naming the path. */
+export async function readIfExists(path: string, what: string): Promise<Buffer | null> {
+  try {
+    return await readFile(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new InstallError(`cannot read ${what} ${path} (${errText(e)})`);
+  }
+}
+
+/** Names and kinds of a directory's entries (symlinks followed, as libcni's ReadDir + IsDir see them). */
+export async function listDir(dir: string): Promise<{ names: string[]; dirs: Set<string> }> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (e) {
+    throw new InstallError(`cannot list ${dir} (${errText(e)}): is the host's CNI config dir mounted there?`);
+  }
+  const dirs = new Set<string>();
+  for (const n of names) {
+    try {
+      if ((await lstat(join(dir, n))).isDirectory()) dirs.add(n);
+    } catch {}
+  }
+  return { names, dirs };
+}
+
+export async function mkdirPrivate(dir: string, why: string): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    throw new InstallError(`cannot create ${dir} (${why}): ${errText(e)}`);
+  }
+}
+
+/**
+ * Writes `data` to `path` through `<dir>/<tempName>`: created exclusively with `mode`, fsynced, renamed over
+ * `path`. On failure the temp file is removed and `path` is untouched.
+ */
+export async function writeAtomic(path: string, data: string | Buffer, mode: number, tempName: string): Promise<void> {
+  const tmp = join(dirname(path), tempName);
+  try {
+    await rm(tmp, { force: true });
+    const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode);
+    try {
+      await fh.writeFile(data);
+      await fh.chmod(mode);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+  } catch (e) {
+    await rm(tmp, { force: true }).catch(() => {});
+    throw new InstallError(`cannot write ${path} (${errText(e)}): check that ${dirname(path)} is writable`);
+  }
+}
+
+/** Copies `src` to `<destDir>/<name>` (mode 0755) through `<destDir>/_<name>.new`. */
+export async function copyExecutableAtomic(src: string, destDir: string, name: string): Promise<void> {
+  const dest = join(destDir, name);
+  const tmp = join(destDir, `_${name}.new`);
+  let fin = -1;
+  let fout = -1;
+  try {
+    await rm(tmp, { force: true });
+    fin = openSync(src, 'r');
+    fout = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o700);
+    const buf = Buffer.allocUnsafe(1 << 20);
+    for (;;) {
+      const n = readSync(fin, buf, 0, buf.length, null);
+      if (n === 0) break;
+      let off = 0;
+      while (off < n) off += writeSync(fout, buf, off, n - off);
+    }
+    fsyncSync(fout);
+    closeSync(fout);
+    fout = -1;
+    await chmod(tmp, 0o755);
+    await rename(tmp, dest);
+  } catch (e) {
+    if (fout >= 0) closeSync(fout);
+    await unlink(tmp).catch(() => {});
+    throw new InstallError(`cannot copy ${src} to ${dest} (${errText(e)}): check that ${destDir} is writable`);
+  } finally {
+    if (fin >= 0) closeSync(fin);
+  }
+}
+
+/** Removes `path` if it exists; reports other failures. */
+export async function removeIfExists(path: string): Promise<boolean> {
+  try {
+    await unlink(path);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw new InstallError(`cannot remove ${path} (${errText(e)})`);
+  }
+}
+
+export { basename, join };

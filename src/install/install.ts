@@ -1,0 +1,209 @@
+/**
+ * install.ts: `multus install`, the DaemonSet entrypoint (docs/install.md).
+ *
+ * Steps, as Multus' thin entrypoint: check the dirs; copy the executable (and `passthru`, `multus-shim` beside
+ * it) into the CNI bin dir; write the service account kubeconfig to <conf dir>/multus.d/multus.kubeconfig;
+ * copy the given 00-multus conf, or (`auto`) wait for the master CNI config and generate 00-multus.conf(list)
+ * from it (multusconf.ts). Then keep running: every second (unless --skip-config-watch) rewrite the kubeconfig
+ * when the token or CA changed and regenerate when the master changed, was replaced by another or our file
+ * went missing; on stop (SIGTERM), remove the generated file when --cleanup-config-on-exit.
+ * The clock, the stop signal, the environment and the log are `InstallDeps`, so tests drive it step by step.
+ */
+import { rename } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import {
+  basename,
+  copyExecutableAtomic,
+  errText,
+  exists,
+  isDir,
+  listDir,
+  mkdirPrivate,
+  readIfExists,
+  removeIfExists,
+  sha256,
+  writeAtomic,
+} from './files.ts';
+import { renderKubeconfig } from './kubeconfig.ts';
+import { GENERATED_FILES, generateMultusConf, pickMaster } from './multusconf.ts';
+import { InstallError, type InstallOptions } from './options.ts';
+
+export interface InstallDeps {
+  env: Readonly<Record<string, string | undefined>>;
+  /** the running executable (the source of the copy when --multus-bin-file is the missing default) */
+  execPath: string;
+  log(line: string): void;
+  /** sleeps `ms`; resolves early (true) when the installer is asked to stop */
+  sleep(ms: number): Promise<boolean>;
+  stopped(): boolean;
+}
+
+export const TICK_MS = 1000;
+
+interface State {
+  caHash: string | null;
+  tokenHash: string | null;
+  masterKey: string | null;
+  lastError: string | null;
+}
+
+async function verify(o: InstallOptions, deps: InstallDeps): Promise<string | null> {
+  if (!o.installBinaryOnly && !(await isDir(o.cniConfDir))) {
+    throw new InstallError(
+      `cni-conf-dir ${o.cniConfDir} is not found: mount the host's /etc/cni/net.d there or set --cni-conf-dir`,
+    );
+  }
+  if (!(await isDir(o.cniBinDir))) {
+    throw new InstallError(
+      `cni-bin-dir ${o.cniBinDir} is not found: mount the host's /opt/cni/bin there or set --cni-bin-dir`,
+    );
+  }
+  if (!o.installBinaryOnly && !o.skipMultusConf && o.multusConfFile !== 'auto' && !(await exists(o.multusConfFile))) {
+    throw new InstallError(`multus-conf-file ${o.multusConfFile} is not found: give an existing file or "auto"`);
+  }
+  if (o.skipMultusBinaryCopy) return null;
+  if (await exists(o.multusBinFile)) return o.multusBinFile;
+  if (!o.multusBinFileSet) return deps.execPath;
+  throw new InstallError(`multus-bin-file ${o.multusBinFile} is not found: give the executable to copy`);
+}
+
+async function copyBinaries(src: string, o: InstallOptions, deps: InstallDeps): Promise<void> {
+  await copyExecutableAtomic(src, o.cniBinDir, 'multus');
+  deps.log(`multus binary ${src} is copied to ${join(o.cniBinDir, 'multus')}`);
+  for (const extra of ['passthru', 'multus-shim']) {
+    const p = join(dirname(src), extra);
+    if (extra === basename(src) || !(await exists(p))) continue;
+    await copyExecutableAtomic(p, o.cniBinDir, extra);
+    deps.log(`${extra} ${p} is copied to ${join(o.cniBinDir, extra)}`);
+  }
+}
+
+/** Writes the kubeconfig when the token or CA changed since `st` (or on the first call). */
+async function refreshKubeconfig(o: InstallOptions, deps: InstallDeps, st: State): Promise<void> {
+  const caPath = join(o.serviceAccountDir, 'ca.crt');
+  const tokenPath = join(o.serviceAccountDir, 'token');
+  const ca = await readIfExists(caPath, 'service account CA');
+  const token = await readIfExists(tokenPath, 'service account token');
+  if (ca === null || token === null) {
+    throw new InstallError(
+      `service account ${ca === null ? caPath : tokenPath} not found: run in a pod with a service account ` +
+        '(automountServiceAccountToken) or set --service-account-dir',
+    );
+  }
+  const caHash = sha256(ca);
+  const tokenHash = sha256(token);
+  const kubeconfigPath = join(o.cniConfDir, 'multus.d', 'multus.kubeconfig');
+  const same = tokenHash === st.tokenHash && (o.skipTlsVerify || caHash === st.caHash);
+  if (same && (await exists(kubeconfigPath))) return;
+  const text = renderKubeconfig({ env: deps.env, ca, token, skipTlsVerify: o.skipTlsVerify, caPath, tokenPath });
+  await mkdirPrivate(join(o.cniConfDir, 'multus.d'), 'the kubeconfig dir');
+  await mkdirPrivate(o.multusCniConfDir, 'the multus-cni-conf-dir');
+  await writeAtomic(kubeconfigPath, text, 0o600, 'multus.kubeconfig.new');
+  if (st.tokenHash !== null) {
+    const changed = `CA (${caHash !== st.caHash}) or SA token (${tokenHash !== st.tokenHash}) changed`;
+    deps.log(`${changed} - recreating kubeconfig`);
+  }
+  deps.log(`kubeconfig is created in ${kubeconfigPath}`);
+  st.caHash = caHash;
+  st.tokenHash = tokenHash;
+}
+
+/** The master's path, or null when there is none (yet). */
+async function findMaster(o: InstallOptions): Promise<string | null> {
+  const { names, dirs } = await listDir(o.multusAutoconfigDir);
+  const name = pickMaster(names, o.multusMasterCniFileName, (n) => dirs.has(n));
+  return name === null ? null : join(o.multusAutoconfigDir, name);
+}
+
+/**
+ * Generates 00-multus.conf(list) from the current master when it or our file changed. Returns false when there
+ * is no master (nothing is written or removed then: the last good file stays, as in Multus).
+ */
+async function refreshMultusConf(o: InstallOptions, deps: InstallDeps, st: State): Promise<boolean> {
+  const path = await findMaster(o);
+  if (path === null) return false;
+  const bytes = await readIfExists(path, 'master CNI config');
+  if (bytes === null) return false;
+  const key = `${path}\0${sha256(bytes)}`;
+  if (key === st.masterKey && (await ownFilePresent(o))) return true;
+  const conf = generateMultusConf(bytes.toString('utf8'), path, o);
+  const out = join(o.cniConfDir, conf.fileName);
+  if (st.masterKey !== null) deps.log('master config changed - recreating multus config');
+  await writeAtomic(out, conf.text, 0o600, '00-multus.conf.new');
+  // A stale file of the other name would shadow (00-multus.conf sorts first) or duplicate the new one.
+  for (const other of GENERATED_FILES) if (other !== conf.fileName) await removeIfExists(join(o.cniConfDir, other));
+  deps.log(`multus config file ${out} is created from ${path}`);
+  st.masterKey = key;
+  if (o.renameConfFile) {
+    try {
+      await rename(path, `${path}.old`);
+    } catch (e) {
+      throw new InstallError(`cannot move original master file ${path} to ${path}.old (${errText(e)})`);
+    }
+    deps.log(`Original master file moved to "${path}.old"`);
+  }
+  return true;
+}
+
+async function ownFilePresent(o: InstallOptions): Promise<boolean> {
+  for (const f of GENERATED_FILES) if (await exists(join(o.cniConfDir, f))) return true;
+  return false;
+}
+
+/** What --cleanup-config-on-exit removes: the generated (or copied) config. */
+async function cleanup(o: InstallOptions, deps: InstallDeps): Promise<void> {
+  if (o.skipMultusConf) return;
+  const files = o.multusConfFile === 'auto' ? GENERATED_FILES : [basename(o.multusConfFile)];
+  for (const f of files) {
+    if (await removeIfExists(join(o.cniConfDir, f))) deps.log(`removed ${join(o.cniConfDir, f)}`);
+  }
+}
+
+/** Runs until stopped. Throws InstallError on a failure before the watch; during the watch, logs and retries. */
+export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<void> {
+  const src = await verify(o, deps);
+  if (src !== null) await copyBinaries(src, o, deps);
+  if (o.installBinaryOnly) return;
+  const st: State = { caHash: null, tokenHash: null, masterKey: null, lastError: null };
+  await refreshKubeconfig(o, deps, st);
+  const auto = o.multusConfFile === 'auto';
+  try {
+    if (o.skipMultusConf) {
+      deps.log('--skip-multus-conf: no 00-multus.conf is written');
+    } else if (!auto) {
+      const name = basename(o.multusConfFile);
+      const data = await readIfExists(o.multusConfFile, 'multus-conf-file');
+      if (data === null) throw new InstallError(`multus-conf-file ${o.multusConfFile} disappeared`);
+      await writeAtomic(join(o.cniConfDir, name), data, 0o600, `${name}.temp`);
+      deps.log(`multus config file ${o.multusConfFile} is copied.`);
+    } else {
+      let said = false;
+      while (!(await refreshMultusConf(o, deps, st))) {
+        if (!said) deps.log(`waiting for a master CNI config (*.conf, *.conflist) in ${o.multusAutoconfigDir}`);
+        said = true;
+        if (await deps.sleep(TICK_MS)) return;
+      }
+    }
+    const watch = (auto || o.skipMultusConf) && !o.skipConfigWatch;
+    if (watch) deps.log('Entering watch loop...');
+    let masterGone = false;
+    while (!(await deps.sleep(TICK_MS))) {
+      if (!watch) continue;
+      try {
+        await refreshKubeconfig(o, deps, st);
+        if (o.skipMultusConf) continue;
+        const found = await refreshMultusConf(o, deps, st);
+        if (!found && !masterGone) deps.log('master CNI config has been deleted: waiting for its restoration...');
+        if (found && masterGone) deps.log('master CNI config was restored');
+        masterGone = !found;
+        st.lastError = null;
+      } catch (e) {
+        const msg = e instanceof InstallError ? e.message : errText(e);
+        if (msg !== st.lastError) deps.log(`error (retrying every second, the last good files stay): ${msg}`);
+        st.lastError = msg;
+      }
+    }
+  } finally {
+    if (o.cleanupConfigOnExit && deps.stopped()) await cleanup(o, deps);
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * main.ts: the process edges of `multus install` and `multus --is-default-ready`, imported by cli.ts only in
+ * those roles. Failures are one line on stderr naming the path and what to do, with exit status 1 (2 for a bad
+ * option); SIGTERM and SIGINT stop the installer (exit 0).
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import { realReadinessDeps } from '../multus/readiness.ts';
+import { runInstall } from './install.ts';
+import { InstallError, parseInstallArgs, usage } from './options.ts';
+import { isDefaultReady, parseReadyArgs } from './ready.ts';
+
+function fail(prefix: string, e: unknown): number {
+  const msg = e instanceof InstallError ? e.message : e instanceof Error ? e.message : String(e);
+  process.stderr.write(`${prefix}: ${msg}\n`);
+  return 1;
+}
+
+export async function installMain(argv: readonly string[]): Promise<number> {
+  let opts;
+  try {
+    opts = parseInstallArgs(argv);
+  } catch (e) {
+    fail('multus install', e);
+    return 2;
+  }
+  if (opts.help) {
+    process.stdout.write(usage());
+    return 0;
+  }
+  const stop = new AbortController();
+  const onSignal = (): void => stop.abort();
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    await runInstall(opts, {
+      env: process.env,
+      execPath: process.execPath,
+      log: (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`),
+      stopped: () => stop.signal.aborted,
+      async sleep(ms) {
+        try {
+          await delay(ms, undefined, { signal: stop.signal });
+        } catch {}
+        return stop.signal.aborted;
+      },
+    });
+    return 0;
+  } catch (e) {
+    return fail('multus install', e);
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
+}
+
+export async function readyMain(argv: readonly string[]): Promise<number> {
+  try {
+    const answer = await isDefaultReady(parseReadyArgs(argv), realReadinessDeps);
+    (answer.ready ? process.stdout : process.stderr).write(answer.line + '\n');
+    return answer.ready ? 0 : 1;
+  } catch (e) {
+    fail('multus --is-default-ready', e);
+    return 2;
+  }
+}

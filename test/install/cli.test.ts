@@ -1,0 +1,117 @@
+/**
+ * The built executable's install roles: `multus --is-default-ready` (present, absent, appearing during the
+ * wait, read from the installed 00-multus.conflist), `multus install` (a bad option, SIGTERM with
+ * --cleanup-config-on-exit).
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { fileExists, needs } from '../helpers/skip.ts';
+import { ENV, FLANNEL, makeNode } from './helpers.ts';
+
+const REPO = join(import.meta.dirname, '..', '..');
+const TS = process.env.MULTUS_TS_BIN || join(REPO, 'build', 'multus');
+const built = needs(fileExists(TS, 'the built executable (npm run build)'));
+
+interface Out {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(args: string[], during?: (p: ReturnType<typeof spawn>, out: Out) => Promise<void>): Promise<Out> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...ENV };
+  const p = spawn(TS, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const out: Out = { code: null, stdout: '', stderr: '' };
+  p.stdout.on('data', (d: Buffer) => (out.stdout += d.toString()));
+  p.stderr.on('data', (d: Buffer) => (out.stderr += d.toString()));
+  const exited = new Promise<Out>((res) => p.on('exit', (code) => res({ ...out, code })));
+  if (during) void during(p, out);
+  return exited.then((o) => ({ ...o, stdout: out.stdout, stderr: out.stderr }));
+}
+
+describe.runIf(built)('multus --is-default-ready', () => {
+  it('exits 0 when the file exists, 1 with one line when it does not (--wait 0: one check)', async () => {
+    const n = makeNode();
+    const file = join(n.root, 'ready');
+    writeFileSync(file, '');
+    expect(await run(['--is-default-ready', file])).toEqual({ code: 0, stdout: `ready: ${file} exists\n`, stderr: '' });
+    const missing = join(n.root, 'missing');
+    expect(await run(['--is-default-ready', missing, '--wait', '0'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `not ready: the readiness indicator file ${missing} does not exist (after 1 checks over 0 s)\n`,
+    });
+  });
+
+  it('waits for a file that appears during the wait', async () => {
+    const n = makeNode();
+    const file = join(n.root, 'later');
+    const out = await run(['--is-default-ready', file, '--wait=20'], async () => {
+      await delay(400);
+      writeFileSync(file, '');
+    });
+    expect(out).toMatchObject({ code: 0, stdout: `ready: ${file} exists\n` });
+  });
+
+  it("reads the installed conf's readinessindicatorfile under --host-prefix", async () => {
+    const n = makeNode();
+    const dir = n.netd;
+    const conf = (indicator: string): string =>
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'm',
+        plugins: [{ type: 'multus', readinessindicatorfile: indicator }],
+      });
+    const args = ['--is-default-ready', '--wait=0', `--cni-conf-dir=${dir}`, `--host-prefix=${n.root}`];
+    expect((await run(args)).stderr).toMatch(/^not ready: no 00-multus.conf or 00-multus.conflist in .*\n$/);
+    writeFileSync(join(dir, '00-multus.conflist'), conf('/run/flannel/subnet.env'));
+    expect((await run(args)).stderr).toBe(
+      `not ready: the readinessindicatorfile ${n.root}/run/flannel/subnet.env of ${dir}/00-multus.conflist ` +
+        'does not exist (after 1 checks over 0 s)\n',
+    );
+    writeFileSync(join(dir, '00-multus.conflist'), conf(''));
+    expect(await run(args)).toMatchObject({ code: 0 });
+  });
+
+  it('refuses a bad argument (exit 2)', async () => {
+    expect(await run(['--is-default-ready', '--wait', 'soon'])).toMatchObject({
+      code: 2,
+      stderr: 'multus --is-default-ready: --wait soon: give a number of seconds >= 0\n',
+    });
+  });
+});
+
+describe.runIf(built)('multus install (the executable)', () => {
+  it('refuses a bad option with exit 2 and one line', async () => {
+    expect(await run(['install', '--cni-bin-dri=/x'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'multus install: unknown option --cni-bin-dri (see multus install --help for the list)\n',
+    });
+  });
+
+  it('fails with exit 1 naming the missing dir', async () => {
+    const n = makeNode();
+    const out = await run(['install', ...n.args, `--cni-conf-dir=${n.root}/nope`]);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toBe(
+      `multus install: cni-conf-dir ${n.root}/nope is not found: ` +
+        "mount the host's /etc/cni/net.d there or set --cni-conf-dir\n",
+    );
+  });
+
+  it('on SIGTERM removes what it wrote with --cleanup-config-on-exit and exits 0', async () => {
+    const n = makeNode();
+    writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
+    const out = await run(['install', ...n.args, '--cleanup-config-on-exit'], async (p, o) => {
+      while (!o.stdout.includes('Entering watch loop')) await delay(50);
+      expect(readdirSync(n.netd).sort()).toEqual(['00-multus.conflist', '10-flannel.conflist', 'multus.d']);
+      p.kill('SIGTERM');
+    });
+    expect(out.code).toBe(0);
+    expect(readdirSync(n.netd).sort()).toEqual(['10-flannel.conflist', 'multus.d']);
+  });
+});

@@ -1,0 +1,124 @@
+/**
+ * deployments/*.yml against a real kube-apiserver (test/k8s/cluster.ts) with server-side dry-run
+ * (`?dryRun=All`): every object is validated by the API server's schemas (the DaemonSets' probes, mounts and
+ * security contexts included), so a schema error fails here. Also: the thin ClusterRole holds exactly the thin
+ * plugin's calls, and the resident one adds only list/watch for the daemon's informers.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import yaml from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseDaemonConfig } from '../../src/daemon/config.ts';
+import { type Cluster, k8sRequirements, startCluster } from '../k8s/cluster.ts';
+import { needs } from '../helpers/skip.ts';
+
+const DIR = join(import.meta.dirname, '..', '..', 'deployments');
+const ready = needs(...k8sRequirements());
+
+interface Obj {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  [k: string]: unknown;
+}
+
+const docs = (file: string): Obj[] =>
+  yaml.loadAll(readFileSync(join(DIR, file), 'utf8')).filter((d): d is Obj => d !== null && d !== undefined);
+
+/** The collection URL of an object's kind (the few kinds the manifests use). */
+function collection(o: Obj): string {
+  const ns = o.metadata.namespace;
+  const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
+  const plural: Record<string, string> = {
+    ServiceAccount: 'serviceaccounts',
+    ConfigMap: 'configmaps',
+    DaemonSet: 'daemonsets',
+    ClusterRole: 'clusterroles',
+    ClusterRoleBinding: 'clusterrolebindings',
+    CustomResourceDefinition: 'customresourcedefinitions',
+  };
+  const p = plural[o.kind];
+  if (!p) throw new Error(`no URL for kind ${o.kind}`);
+  return ns ? `${base}/namespaces/${ns}/${p}` : `${base}/${p}`;
+}
+
+const FILES = readdirSync(DIR)
+  .filter((f) => f.endsWith('.yml'))
+  .sort();
+
+describe('deployments/', () => {
+  it('has the CRD and both modes', () => {
+    expect(FILES).toEqual(['multus-ts-resident.yml', 'multus-ts-thin.yml', 'nad-crd.yml']);
+  });
+
+  const rules = (file: string): Array<{ resources: string[]; verbs: string[] }> =>
+    docs(file).find((d) => d.kind === 'ClusterRole')!.rules as Array<{ resources: string[]; verbs: string[] }>;
+  const verbs = (file: string): string[] =>
+    rules(file)
+      .flatMap((r) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}`)))
+      .sort();
+
+  it("grants the thin plugin exactly its calls, the resident mode those plus its informers' list/watch", () => {
+    const thin = ['create events', 'get network-attachment-definitions', 'get pods', 'update pods/status'];
+    expect(verbs('multus-ts-thin.yml')).toEqual(thin);
+    expect(verbs('multus-ts-resident.yml')).toEqual(
+      [
+        ...thin,
+        'list pods',
+        'watch pods',
+        'list network-attachment-definitions',
+        'watch network-attachment-definitions',
+      ].sort(),
+    );
+  });
+
+  it("the resident ConfigMap is a daemon config the daemon reads, with the sidecar's kubeconfig", () => {
+    const cm = docs('multus-ts-resident.yml').find((d) => d.kind === 'ConfigMap')!;
+    const conf = parseDaemonConfig((cm.data as Record<string, string>)['daemon-config.json']!);
+    expect(conf).toMatchObject({ chrootDir: '/hostroot', cniConfigDir: '/etc/cni/net.d', socketDir: '/run/multus/' });
+    expect(JSON.stringify(conf)).toContain('/etc/cni/net.d/multus.d/multus.kubeconfig');
+  });
+
+  it('mounts only /etc/cni/net.d and /opt/cni/bin in the thin mode', () => {
+    const ds = docs('multus-ts-thin.yml').find((d) => d.kind === 'DaemonSet')!;
+    const vols = (ds.spec as { template: { spec: { volumes: Array<{ hostPath?: { path: string } }> } } }).template.spec
+      .volumes;
+    expect(vols.map((v) => v.hostPath?.path)).toEqual(['/etc/cni/net.d', '/opt/cni/bin']);
+  });
+});
+
+describe.runIf(ready)('deployments/ on a real kube-apiserver (server-side dry-run)', () => {
+  let cluster: Cluster;
+  beforeAll(async () => {
+    // As on a real cluster's API server, privileged containers are allowed (the resident daemon is one).
+    cluster = await startCluster({ apiserverArgs: ['--allow-privileged=true'] });
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it.each(FILES)('%s is accepted', async (file) => {
+    for (const o of docs(file)) {
+      // The CRD exists in the test cluster already: dry-run its replacement; everything else is created.
+      const exists = o.kind === 'CustomResourceDefinition';
+      const url = exists ? `${collection(o)}/${o.metadata.name}` : collection(o);
+      let body: unknown = o;
+      if (exists) {
+        const current = (await cluster.admin.request('GET', url)).body as { metadata: { resourceVersion: string } };
+        body = { ...o, metadata: { ...o.metadata, resourceVersion: current.metadata.resourceVersion } };
+      }
+      const query = '?dryRun=All&fieldValidation=Strict';
+      const res = await cluster.admin.request(exists ? 'PUT' : 'POST', `${url}${query}`, body);
+      expect(res.status, `${file}: ${o.kind} ${o.metadata.name}: ${JSON.stringify(res.body)}`).toBeLessThan(300);
+    }
+  });
+
+  it('rejects a broken manifest (the check can fail)', async () => {
+    const ds = docs('multus-ts-thin.yml').find((d) => d.kind === 'DaemonSet')!;
+    type Ds = { spec: { template: { spec: { containers: Array<Record<string, unknown>> } } } };
+    const broken = JSON.parse(JSON.stringify(ds)) as Ds;
+    broken.spec.template.spec.containers[0]!.volumeMounts = [{ name: 'nope', mountPath: '/x' }];
+    const res = await cluster.admin.request('POST', `${collection(ds)}?dryRun=All&fieldValidation=Strict`, broken);
+    expect(res.status).toBe(422);
+  });
+});

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Builds what the runtime tests (test/runtime/runtime.ts) need besides Debian's containerd and runc:
+#  - crictl, from Go modules through the wrapper module in test/runtime/crictl (its go.mod pins
+#    sigs.k8s.io/cri-tools);
+#  - the sandbox ("pause") image, made offline: a static pause (pause.c, gcc -static) packed by umoci into
+#    an OCI image layout and tarred as an OCI archive for `ctr images import`.
+# See docs/kubernetes-tests.md.
+#
+# With --kubelet it also builds kubelet (k8s.io/kubernetes/cmd/kubelet, wrapper module test/runtime/kubelet) into
+# the same dir, with its own stamp kubelet.sha256; no test uses it yet and setup.sh does not ask for it.
+#
+# Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/runtime/{crictl,pause.tar}, reused while the inputs (go.mod,
+# go.sum, pause.c and this script) are unchanged (their hash is kept in build.sha256). Installs containerd,
+# runc, umoci and gcc with apt-get when missing (as root). Prints timings on stderr and the dir on stdout.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
+out_dir="$cache/runtime"
+stamp="$out_dir/build.sha256"
+# The name the image is imported under; runtime.ts points containerd's sandbox_image at it.
+image_tag="3.10-multus-ts"
+
+with_kubelet=false
+[[ "${1:-}" == "--kubelet" ]] && with_kubelet=true
+
+say() { echo "runtime/build.sh: $*" >&2; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+packages=(containerd runc umoci gcc libc6-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ "$(id -u)" != 0 ]]; then
+    say "missing packages ${missing[*]}; run this script as root to apt-get install them"
+    exit 1
+  fi
+  say "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends "${missing[@]}" >&2 ||
+    { apt-get update >&2 && apt-get install -y --no-install-recommends "${missing[@]}" >&2; }
+fi
+
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
+if ! command -v go >/dev/null 2>&1; then
+  say "go is not installed (needed to build crictl)"
+  exit 1
+fi
+
+# kubelet (only with --kubelet): stamped with its release like kube-apiserver in test/k8s/build.sh
+build_kubelet() {
+  local khash kver kminor vflags=() t0 ktmp
+  khash="$(cat "$here/kubelet/go.mod" "$here/kubelet/go.sum" "$here/build.sh" | sha256sum | cut -d' ' -f1)"
+  if [[ -x "$out_dir/kubelet" && -f "$out_dir/kubelet.sha256" && "$(cat "$out_dir/kubelet.sha256")" == "$khash" ]]; then
+    say "$out_dir/kubelet is up to date"
+    return 0
+  fi
+  mkdir -p "$out_dir"
+  ktmp="$(mktemp -d "$out_dir/.kubelet.XXXXXX")"
+  kver="$(cd "$here/kubelet" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+  kminor="${kver#v1.}"
+  kminor="${kminor%%.*}"
+  for vpkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    vflags+=("-X $vpkg.gitVersion=$kver -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$kminor -X $vpkg.gitTreeState=clean")
+  done
+  t0="$(now)"
+  say "building kubelet (k8s.io/kubernetes/cmd/kubelet $kver)"
+  (cd "$here/kubelet" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags="-s -w ${vflags[*]}" \
+    -o "$ktmp/kubelet" k8s.io/kubernetes/cmd/kubelet) || { rm -rf "$ktmp"; return 1; }
+  say "built kubelet in $(secs "$t0" "$(now)") s: $("$ktmp/kubelet" --version)"
+  mv -f "$ktmp/kubelet" "$out_dir/kubelet"
+  rm -rf "$ktmp"
+  echo "$khash" >"$out_dir/kubelet.sha256"
+}
+if $with_kubelet; then
+  build_kubelet
+fi
+
+hash="$(cat "$here/crictl/go.mod" "$here/crictl/go.sum" "$here/pause.c" "$here/build.sh" | sha256sum | cut -d' ' -f1)"
+if [[ -x "$out_dir/crictl" && -f "$out_dir/pause.tar" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then
+  say "$out_dir/{crictl,pause.tar} are up to date"
+  echo "$out_dir"
+  exit 0
+fi
+
+mkdir -p "$out_dir"
+chmod 0700 "$out_dir"
+rm -f "$stamp"
+tmp="$(mktemp -d "$out_dir/.build.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+t_all="$(now)"
+
+# crictl
+t0="$(now)"
+say "go $(go env GOVERSION); building crictl (sigs.k8s.io/cri-tools/cmd/crictl)"
+cver="$(cd "$here/crictl" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' sigs.k8s.io/cri-tools)"
+(cd "$here/crictl" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
+  -ldflags="-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$cver" -o "$tmp/crictl" sigs.k8s.io/cri-tools/cmd/crictl)
+say "built crictl in $(secs "$t0" "$(now)") s: $("$tmp/crictl" --version)"
+
+# the pause image
+t0="$(now)"
+gcc -static -Os -s -o "$tmp/pause" "$here/pause.c"
+layout="$tmp/layout"
+umoci init --layout "$layout"
+umoci new --image "$layout:$image_tag"
+umoci unpack --image "$layout:$image_tag" "$tmp/bundle" >/dev/null
+install -m 0755 "$tmp/pause" "$tmp/bundle/rootfs/pause"
+umoci repack --image "$layout:$image_tag" "$tmp/bundle" >/dev/null
+umoci config --image "$layout:$image_tag" --config.entrypoint /pause --config.user 65535:65535 \
+  --os linux --architecture amd64
+umoci gc --layout "$layout"
+tar -C "$layout" -cf "$tmp/pause.tar" .
+say "made the pause image in $(secs "$t0" "$(now)") s ($(stat -c %s "$tmp/pause.tar") bytes)"
+
+mv -f "$tmp/crictl" "$out_dir/crictl"
+mv -f "$tmp/pause.tar" "$out_dir/pause.tar"
+echo "$image_tag" >"$out_dir/pause.tag"
+echo "$hash" >"$stamp"
+say "total $(secs "$t_all" "$(now)") s"
+echo "$out_dir"
