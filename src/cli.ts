@@ -14,6 +14,7 @@ import { CURRENT_VERSION } from './base/versions.ts';
 import { parseCommand } from './cni/request.ts';
 import { VERSION, handle } from './host/handle.ts';
 import { createHost } from './host/host.ts';
+import { findNonUtf8CniVar, readRawEnviron } from './host/raw-env.ts';
 import { loadDaemonModule } from './daemon/load.ts';
 import { passthru } from './multus/auxchain.ts';
 
@@ -43,7 +44,9 @@ async function runPlugin(): Promise<number> {
     const command = process.env.CNI_COMMAND;
     // VERSION and the about text need no stdin (a runtime may not close it).
     const stdin = command && command !== 'VERSION' ? await readStdin() : Buffer.alloc(0);
-    const answer = await handle(host, { env: process.env, stdin });
+    const raw = command && command !== 'VERSION' ? readRawEnviron() : undefined;
+    const envProblem = raw && findNonUtf8CniVar(raw);
+    const answer = await handle(host, { env: process.env, stdin, ...(envProblem ? { envProblem } : {}) });
     if (answer.stderr) process.stderr.write(answer.stderr);
     if (answer.stdout) process.stdout.write(answer.stdout);
     return answer.exitCode;

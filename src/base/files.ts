@@ -6,7 +6,7 @@
  * reads and decodes one file and tells missing from corrupt; `assertSafeComponent` keeps names used as a path
  * component from escaping their directory.
  */
-import { closeSync, fchmodSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { CniCode, CniError, messageOf } from './errors.ts';
 
@@ -72,15 +72,51 @@ export function assertSafeComponent(value: string, what: string): void {
 
 export function isMissingError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return code === 'ENOENT' || code === 'ENOTDIR';
+  // A name longer than NAME_MAX cannot exist, so such a file is missing, not unreadable.
+  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'ENAMETOOLONG';
 }
 
-export function removeIfPresent(path: string): void {
+/** The file-system calls `removeIfPresent` makes (tests inject failures). */
+export interface RemoveFs {
+  unlinkSync(path: string): void;
+  lstatSync(path: string): unknown;
+}
+
+const realRemoveFs: RemoveFs = { unlinkSync, lstatSync };
+
+/**
+ * Remove `path`; a missing file is not an error. On a read-only file system unlink reports EROFS even for a
+ * file that does not exist, so a failed unlink is checked again with lstat: absent is absent, whatever the errno.
+ */
+export function removeIfPresent(path: string, fs: RemoveFs = realRemoveFs): void {
   try {
-    unlinkSync(path);
+    fs.unlinkSync(path);
   } catch (err) {
-    if (isMissingError(err)) return;
+    if (isMissingError(err) || isAbsent(path, fs)) return;
     throw new CniError(CniCode.IoFailure, `cannot remove ${path}: ${messageOf(err)}; check the permissions of its directory`, { cause: err });
+  }
+}
+
+function isAbsent(path: string, fs: RemoveFs): boolean {
+  try {
+    fs.lstatSync(path);
+    return false;
+  } catch (err) {
+    return isMissingError(err);
+  }
+}
+
+/**
+ * Reads one cache file without following a symbolic link (O_NOFOLLOW) and only if it is a regular file: a link
+ * or a device planted in a cache directory must not make DEL run a delegate defined elsewhere.
+ */
+function readRegularFile(path: string): Buffer {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -88,10 +124,11 @@ export function removeIfPresent(path: string): void {
 export function readOutcome<T>(path: string, what: string, decode: (bytes: Buffer) => T): ReadOutcome<T> {
   let bytes: Buffer;
   try {
-    bytes = readFileSync(path);
+    bytes = readRegularFile(path);
   } catch (err) {
     if (isMissingError(err)) return { kind: 'missing' };
-    const msg = `cannot read ${what} ${path}: ${messageOf(err)}; check its permissions`;
+    const reason = (err as { code?: unknown }).code === 'ELOOP' ? 'it is a symbolic link' : messageOf(err);
+    const msg = `cannot read ${what} ${path}: ${reason}; a cache file must be a regular file readable by root`;
     return { kind: 'corrupt', error: new CniError(CniCode.IoFailure, msg, { cause: err }) };
   }
   try {
@@ -103,3 +140,60 @@ export function readOutcome<T>(path: string, what: string, decode: (bytes: Buffe
   }
 }
 
+
+/** `.<name>.tmp-<pid>-...`, as `tempPathFor` names them. */
+const TEMP_NAME = /^\..+\.tmp-(\d+)-/;
+/** A temp file this old is removed whoever wrote it: no atomic write takes a minute. */
+export const TEMP_MAX_AGE_MS = 10 * 60_000;
+
+export interface SweepDeps {
+  now(): number;
+  /** Whether a process with this pid exists (signal 0). */
+  alive(pid: number): boolean;
+}
+
+const realSweepDeps: SweepDeps = {
+  now: () => Date.now(),
+  alive(pid) {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (err) {
+      return (err as { code?: unknown }).code === 'EPERM';
+    }
+  },
+};
+
+/**
+ * Removes the temp files an interrupted `writeFileAtomic` left in `dir` (killed between open and rename): those
+ * whose writer process is gone, and any older than TEMP_MAX_AGE_MS. Another live writer's temp file is never
+ * touched. Writers share one pid namespace (the runtime runs the plugin on the host; docs/reliability.md).
+ * Best effort: returns what it removed, never throws.
+ */
+export function sweepTempFiles(dir: string, deps: SweepDeps = realSweepDeps): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => TEMP_NAME.test(n));
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const path = join(dir, name);
+    try {
+      const st = lstatSync(path);
+      if (!st.isFile() && !st.isSymbolicLink()) continue;
+      const pid = Number(TEMP_NAME.exec(name)![1]);
+      const age = deps.now() - st.mtimeMs;
+      // Our own pid: a write is synchronous, so none is in progress now; still keep it to the age rule.
+      const writerGone = pid !== process.pid && !deps.alive(pid);
+      const stale = age > TEMP_MAX_AGE_MS || writerGone;
+      if (!stale) continue;
+      unlinkSync(path);
+      removed.push(path);
+    } catch {
+      // gone meanwhile, or not removable (read-only): nothing to do
+    }
+  }
+  return removed;
+}

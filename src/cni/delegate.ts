@@ -18,7 +18,7 @@ import type { ArgPairs } from './cniargs.ts';
 import { formatCniArgs } from './cniargs.ts';
 import type { Network, PluginConf } from './network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
-import type { Exec } from './exec.ts';
+import type { Exec, ExecOutput } from './exec.ts';
 import type { Logger } from '../base/log.ts';
 import type { CniResult } from './result-model.ts';
 import { convertResult, parseResult } from './result.ts';
@@ -93,6 +93,14 @@ function pluginEnv(command: Command, rt: RuntimeConf | undefined, deps: NetworkD
   };
 }
 
+/** The plugin could not be started at all (not found, not executable, not a program): it ran nothing. */
+class PluginNotRunnable extends CniError {
+  constructor(cause: unknown) {
+    const e = cause instanceof CniError ? cause : new CniError(CniCode.Internal, messageOf(cause));
+    super(e.code, e.msg, { details: e.details, cause });
+  }
+}
+
 /** Runs one plugin; returns its stdout on success, throws the plugin's error (its code kept) otherwise. */
 async function runPlugin(
   command: Command,
@@ -101,9 +109,19 @@ async function runPlugin(
   rt: RuntimeConf | undefined,
   deps: NetworkDeps,
 ): Promise<Buffer> {
-  const path = deps.exec.findInPath(plugin.type, deps.path);
+  let path: string;
+  try {
+    path = deps.exec.findInPath(plugin.type, deps.path);
+  } catch (e) {
+    throw new PluginNotRunnable(e);
+  }
   deps.log.debug(`${command} ${plugin.type} ifname=${rt?.ifName ?? ''} stdin=${stdin.toString()}`);
-  const out = await deps.exec.execPlugin(path, stdin, pluginEnv(command, rt, deps), deps.timeoutMs);
+  let out: ExecOutput;
+  try {
+    out = await deps.exec.execPlugin(path, stdin, pluginEnv(command, rt, deps), deps.timeoutMs);
+  } catch (e) {
+    throw new PluginNotRunnable(e);
+  }
   if (out.stderr.length > 0) deps.log.verbose(`${plugin.type} ${command} stderr: ${out.stderr.toString().trimEnd()}`);
   if (out.exitCode === 0 && !out.timedOut) return out.stdout;
   throw parsePluginError({ ...out, plugin: plugin.type, timeoutMs: deps.timeoutMs });
@@ -157,14 +175,25 @@ function cachedResult(network: Network, rt: RuntimeConf, deps: NetworkDeps): Cni
   }
 }
 
+/**
+ * DEL in reverse chain order. Without a result cache the attachment's ADD never completed; a plugin of it that
+ * cannot even be started then ran nothing that DEL could undo, so it is logged and skipped instead of failing
+ * every DEL of the pod forever. With a result cache such a plugin is a failure as before.
+ */
 export async function delNetwork(network: Network, rt: RuntimeConf, deps: NetworkDeps): Promise<void> {
   const prevResult = cachedResult(network, rt, deps);
+  const attached = readResultCache(deps.cniDir, network.name, rt.containerId, rt.ifName).kind !== 'missing';
   const failures: CniError[] = [];
   for (const plugin of [...network.plugins].reverse()) {
     const stdin = buildPluginConfig(network, plugin, prevResult, rt.capabilityArgs);
     try {
       await runPlugin('DEL', plugin, stdin, rt, deps);
     } catch (e) {
+      if (!attached && e instanceof PluginNotRunnable) {
+        deps.log.error(`${describe(plugin)} of ${network.name}/${rt.ifName} cannot run (${e.msg}); no result cache `
+          + 'records an attachment, so there is nothing of it to delete');
+        continue;
+      }
       failures.push(wrapError(e, `${describe(plugin)} failed (delete)`));
     }
   }

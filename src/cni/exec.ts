@@ -7,7 +7,7 @@
  * output; result.ts does that.
  */
 import { spawn } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CniCode, CniError } from '../base/errors.ts';
@@ -64,8 +64,35 @@ function collect(stream: NodeJS.ReadableStream, sink: Buffer[], limit: { left: n
 /** After the plugin exited, how long its output may still take to drain from pipes a child left open. */
 const DRAIN_GRACE_MS = 200;
 
+/**
+ * execve semantics: the kernel runs an ELF binary or a `#!` script and refuses anything else with ENOEXEC, which
+ * Go (libcni) reports as "exec format error". Node's spawn goes through execvp, whose ENOEXEC fallback would run
+ * such a file with /bin/sh, so a damaged plugin binary would be executed as a shell script: refuse it first.
+ */
+export function assertExecutableFormat(path: string): void {
+  const head = Buffer.alloc(4);
+  let n: number;
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    n = readSync(fd, head, 0, 4, 0);
+  } catch {
+    return; // not readable (execute-only) or gone: let the exec itself report it
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  const isScript = n >= 2 && head[0] === 0x23 && head[1] === 0x21;
+  const isElf = n === 4 && head.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
+  if (!isScript && !isElf) {
+    const err = new Error(`fork/exec ${path}: exec format error`) as NodeJS.ErrnoException;
+    err.code = 'ENOEXEC';
+    throw err;
+  }
+}
+
 function runOnce(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number, args: string[]): Promise<ExecOutput> {
   return new Promise((resolve, reject) => {
+    assertExecutableFormat(path);
     // A process group of its own, so a timeout kills whatever the plugin started too.
     const child = spawn(path, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];

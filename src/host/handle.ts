@@ -32,6 +32,8 @@ export const VERSION = '0.1.0';
 export interface CniCall {
   env: Record<string, string | undefined>;
   stdin: Buffer;
+  /** Set by the process edge when a CNI_* variable held bytes `env` cannot carry (host/raw-env.ts). */
+  envProblem?: CniError;
 }
 
 export interface CniAnswer {
@@ -78,6 +80,9 @@ export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
     const conf = parseMultusConf(req.config);
     log = host.logger(conf);
     for (const warning of conf.warnings) log.warn(warning);
+    if (call.envProblem && command !== 'DEL') throw call.envProblem;
+    // DEL must complete: an ADD with these bytes was refused, so no delegate ever saw them.
+    if (call.envProblem) log.error(`${call.envProblem.msg}; DEL goes on with the value as Node decoded it`);
     const output = await dispatch(req, conf, commandDeps(host, call.env, log));
     // compat: skel prints results and errors indented by 4 spaces (types.prettyPrint).
     return { exitCode: 0, stdout: output === undefined ? '' : JSON.stringify(output, null, 4) + '\n', stderr: '' };

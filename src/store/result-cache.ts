@@ -7,7 +7,7 @@
  * `writeFileAtomic`.
  */
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import type { ReadOutcome } from '../base/files.ts';
 import { assertSafeComponent, isMissingError, isTempName, readOutcome, removeIfPresent, writeFileAtomic } from '../base/files.ts';
@@ -33,6 +33,23 @@ export function resultCachePath(cniDir: string, networkName: string, containerId
   assertSafeComponent(containerId, 'container ID');
   assertSafeComponent(ifName, 'interface name');
   return join(cniDir, 'results', `${networkName}-${containerId}-${ifName}`);
+}
+
+/** NAME_MAX of Linux file systems: no file name may be longer. */
+const NAME_MAX = 255;
+
+/**
+ * ADD checks this before any delegate runs: a result cache that cannot be written would fail the ADD after the
+ * delegate attached the interface (libcni fails the same way, later).
+ */
+export function assertResultCacheFits(networkName: string, containerId: string, ifName: string): void {
+  const bytes = Buffer.byteLength(basename(resultCachePath('/', networkName, containerId, ifName)));
+  if (bytes <= NAME_MAX) return;
+  throw new CniError(
+    CniCode.InvalidConfig,
+    `network name "${networkName.slice(0, 64)}..." is too long: its result cache file name would be ${bytes} bytes, ` +
+      `at most ${NAME_MAX} allowed; use a shorter network name`,
+  );
 }
 
 /**

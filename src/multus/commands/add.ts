@@ -10,6 +10,7 @@
  */
 import { auxiliaryChain } from '../auxchain.ts';
 import { removeScratchCache, writeScratchCache } from '../../store/scratch-cache.ts';
+import { assertResultCacheFits } from '../../store/result-cache.ts';
 import { addNetwork, delNetwork } from '../../cni/delegate.ts';
 import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/devices.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
@@ -36,6 +37,7 @@ export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniRe
   if (aux) delegates.push(aux);
   const attachments = planAttachments(delegates, req.ifName);
   checkCapabilities(ctx, attachments);
+  for (const a of attachments) assertResultCacheFits(a.network.name, req.containerId, a.ifName);
   writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));
   const results = await addAttachments(ctx, attachments);
   await moveDefaultRoutes(ctx, attachments, deps);

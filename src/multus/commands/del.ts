@@ -11,6 +11,7 @@
  */
 import { listResultCaches } from '../../store/result-cache.ts';
 import { readScratchCache, removeScratchCache } from '../../store/scratch-cache.ts';
+import { sweepCacheTemps } from '../../store/sweep.ts';
 import { rmSync } from 'node:fs';
 import { parseNetwork } from '../../cni/network.ts';
 import { resolveStaticNetworks } from '../conf.ts';
@@ -49,6 +50,7 @@ export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void>
     }
   }
   finishCaches(ctx, plan, failures.length === 0);
+  for (const path of sweepCacheTemps(ctx.conf.cniDir)) ctx.net.log.verbose(`removed ${path}, left by an interrupted write`);
   const unexplained = plan.corruptResults.filter((c) => !c.covered);
   for (const c of unexplained) {
     failures.push(new CniError(CniCode.DecodingFailure, `cannot tear down the attachment recorded in ${c.path}: ${c.error}`, {

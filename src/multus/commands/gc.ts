@@ -4,17 +4,20 @@
  * The runtime names the attachments of the multus network that are still valid
  * (`cni.dev/valid-attachments`, by container ID). Every delegate attachment in multus' own result cache that
  * belongs to another container is stale: it is deleted with the config and arguments recorded at ADD, and
- * that container's scratch cache goes with it. Then the cluster network gets GC with the attachments it
- * still has. Multus declares every cached entry valid, so its cache only grows (Multus #1488); without the
+ * that container's scratch cache goes with it. Then every configured or cached network gets GC with its own
+ * attachments that are still valid, and temp files of interrupted writes are swept. Multus declares every cached entry valid, so its cache only grows (Multus #1488); without the
  * runtime's list nothing is deleted (conservative). Failures are collected, never stop the sweep.
  */
 import { listResultCaches } from '../../store/result-cache.ts';
 import { removeScratchCache } from '../../store/scratch-cache.ts';
 import { parseNetwork } from '../../cni/network.ts';
+import type { StaticNetwork } from '../conf.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import type { GcAttachment } from '../../cni/delegate.ts';
 import { delNetwork, runtimeConfFromCache, gcNetwork, joinErrors } from '../../cni/delegate.ts';
-import { CniCode, CniError, wrapError } from '../../base/errors.ts';
+import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
+import type { Network } from '../../cni/network.ts';
+import { sweepCacheTemps } from '../../store/sweep.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 
 export async function cmdGc(ctx: CallContext, _deps: CommandDeps): Promise<void> {
@@ -22,19 +25,45 @@ export async function cmdGc(ctx: CallContext, _deps: CommandDeps): Promise<void>
   const valid = parseValidAttachments(req.config);
   const failures: CniError[] = [];
   if (valid) await deleteStale(ctx, new Set(valid.map((a) => a.containerID)), failures);
-  const cluster = resolveStaticNetworks(conf, { clusterOnly: true })[0];
-  if (cluster) {
-    const remaining = listResultCaches(conf.cniDir)
-      .flatMap(({ outcome }) => (outcome.kind === 'ok' ? [outcome.value] : []))
-      .filter((e) => e.networkName === cluster.network.name && (!valid || valid.some((a) => a.containerID === e.containerId)))
-      .map((e) => ({ containerID: e.containerId, ifname: e.ifName }));
+  for (const path of sweepCacheTemps(conf.cniDir)) ctx.net.log.verbose(`removed ${path}, left by an interrupted write`);
+  for (const { network, attachments } of gcTargets(ctx, valid, failures)) {
     try {
-      await gcNetwork(cluster.network, remaining, ctx.net);
+      await gcNetwork(network, attachments, ctx.net);
     } catch (e) {
-      failures.push(wrapError(e, `GC of network "${cluster.network.name}"`));
+      failures.push(wrapError(e, `GC of network "${network.name}"`));
     }
   }
   if (failures.length > 0) throw joinErrors(failures);
+}
+
+/**
+ * Every network that is configured (cluster and default networks, or the delegates) or has cached attachments
+ * (NAD networks, delegates since removed from the config), each with its own still-valid attachments, so each
+ * plugin can collect what it holds for attachments multus-ts never recorded. A configured network's current
+ * config wins over a cached one of the same name.
+ */
+function gcTargets(ctx: CallContext, valid: GcAttachment[] | undefined, failures: CniError[]) {
+  const targets = new Map<string, { network: Network; attachments: GcAttachment[] }>();
+  for (const { network } of configuredNetworks(ctx, failures)) {
+    if (!targets.has(network.name)) targets.set(network.name, { network, attachments: [] });
+  }
+  const validIds = valid && new Set(valid.map((a) => a.containerID));
+  const entries = listResultCaches(ctx.conf.cniDir).flatMap(({ outcome }) => (outcome.kind === 'ok' ? [outcome.value] : []));
+  for (const e of entries) {
+    if (!e.networkName || !e.containerId || !e.ifName || (validIds && !validIds.has(e.containerId))) continue;
+    let target = targets.get(e.networkName);
+    if (!target) {
+      try {
+        target = { network: parseNetwork(e.config), attachments: [] };
+      } catch (err) {
+        ctx.net.log.error(`GC skips network "${e.networkName}": its cached config is unusable: ${messageOf(err)}`);
+        continue;
+      }
+      targets.set(e.networkName, target);
+    }
+    target.attachments.push({ containerID: e.containerId, ifname: e.ifName });
+  }
+  return [...targets.values()];
 }
 
 function parseValidAttachments(config: Record<string, unknown>): GcAttachment[] | undefined {
@@ -59,4 +88,23 @@ async function deleteStale(ctx: CallContext, validIds: Set<string>, failures: Cn
     }
   }
   for (const id of staleIds) removeScratchCache(ctx.conf.cniDir, id);
+}
+
+/**
+ * The cluster network must resolve (a failure is reported, as before). Default networks are usually NADs, which
+ * GC has no pod to look up with: when they do not resolve from files, they are reached through their cached
+ * attachments only.
+ */
+function configuredNetworks(ctx: CallContext, failures: CniError[]): StaticNetwork[] {
+  try {
+    return resolveStaticNetworks(ctx.conf);
+  } catch (e) {
+    ctx.net.log.verbose(`GC: default networks not resolvable from files (${messageOf(e)}); using their caches`);
+  }
+  try {
+    return resolveStaticNetworks(ctx.conf, { clusterOnly: true });
+  } catch (e) {
+    failures.push(wrapError(e, 'GC cannot resolve the cluster network'));
+    return [];
+  }
 }
