@@ -24,9 +24,9 @@
  * With a warm cache an ADD makes one request (the network-status write) plus its events, a DEL none.
  */
 import type { IncomingMessage } from 'node:http';
-import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
-import { ListWatch } from '@kubernetes/client-node/dist/cache.js';
-import { Watch } from '@kubernetes/client-node/dist/watch.js';
+import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import type { ListWatch } from '@kubernetes/client-node/dist/cache.js';
+import type { Watch } from '@kubernetes/client-node/dist/watch.js';
 import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node/dist/types.js';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
@@ -67,6 +67,22 @@ const MAX_LIST_BYTES = 256 << 20;
 
 type Obj = KubernetesObject & Record<string, unknown>;
 
+/** client-node's classes, imported when the informers start (not when the daemon's bundle loads). */
+interface ClientNode {
+  KubeConfig: typeof KubeConfig;
+  ListWatch: typeof ListWatch;
+  Watch: typeof Watch;
+}
+
+async function loadClientNode(): Promise<ClientNode> {
+  const [config, cache, watch] = await Promise.all([
+    import('@kubernetes/client-node/dist/config.js'),
+    import('@kubernetes/client-node/dist/cache.js'),
+    import('@kubernetes/client-node/dist/watch.js'),
+  ]);
+  return { KubeConfig: config.KubeConfig, ListWatch: cache.ListWatch, Watch: watch.Watch };
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // client-node's KubeConfig for the informers
 
@@ -75,8 +91,8 @@ type Obj = KubernetesObject & Record<string, unknown>;
  * does not know client-go's `tokenFile`: a kubeconfig with `tokenFile` gets an authenticator that reads the
  * file for every list and watch, so a rotated service-account token keeps working (as in the lean client).
  */
-async function informerConfig(o: WarmKubeOptions): Promise<KubeConfig> {
-  const kc = new KubeConfig();
+async function informerConfig(o: WarmKubeOptions, cn: ClientNode): Promise<KubeConfig> {
+  const kc = new cn.KubeConfig();
   try {
     if (o.kubeconfig) {
       kc.loadFromFile(o.kubeconfig);
@@ -171,6 +187,7 @@ function informer(
   kc: KubeConfig,
   o: WarmKubeOptions,
   onChange: () => void,
+  cn: ClientNode,
 ): Informer {
   const backoff = o.backoff ?? { initialMs: 1000, maxMs: 30_000 };
   let listed = false;
@@ -214,7 +231,7 @@ function informer(
   };
 
   // The watch of client-node, told apart: established (HTTP 200, streaming) or failed.
-  const realWatch = new Watch(kc);
+  const realWatch = new cn.Watch(kc);
   type Query = Record<string, string | number | boolean | undefined>;
   type Callback = (phase: string, obj: unknown, w: unknown) => void;
   const watch = {
@@ -234,7 +251,7 @@ function informer(
     },
   } as unknown as Watch;
 
-  const lw = new ListWatch<Obj>(path, watch, list, false, undefined, fieldSelector);
+  const lw = new cn.ListWatch<Obj>(path, watch, list, false, undefined, fieldSelector);
   lw.on('error', (err: unknown) => {
     watching = false;
     report();
@@ -356,14 +373,15 @@ export async function startWarmKube(o: WarmKubeOptions): Promise<WarmKube> {
   if (!lean) {
     throw new CniError(CniCode.InvalidConfig, 'informers: no kubeconfig and no in-cluster service environment');
   }
-  const kc = await informerConfig(o);
+  const cn = await loadClientNode();
+  const kc = await informerConfig(o, cn);
   const waiters = new Set<() => void>();
   let closed = false;
   const changed = (): void => {
     for (const w of [...waiters]) w();
   };
-  const pods = informer(POD_INFORMER, '/api/v1/pods', `spec.nodeName=${o.nodeName}`, kc, o, changed);
-  const nads = informer(NAD_INFORMER, NAD_PATH, undefined, kc, o, changed);
+  const pods = informer(POD_INFORMER, '/api/v1/pods', `spec.nodeName=${o.nodeName}`, kc, o, changed, cn);
+  const nads = informer(NAD_INFORMER, NAD_PATH, undefined, kc, o, changed, cn);
   const api = measured(lean, o.metrics);
   const client = new WarmClient(api, pods, nads);
   const synced = (): boolean => !closed && pods.synced() && nads.synced();
