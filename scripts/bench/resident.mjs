@@ -33,7 +33,6 @@ import { attribute, countStats, pattern, startHelper } from './kubernetes.mjs';
 const NAMESPACE = 'multus-bench-resident';
 const NODE_NAME = 'bench-node';
 const NADS = ['nad-a', 'nad-b'];
-const MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'];
 const PLUGIN_DIR = '/usr/lib/cni';
 
 export const description =
@@ -95,7 +94,10 @@ function startDaemon(name, file, args, env, logFile) {
       try {
         const s = readFileSync(`/proc/${child.pid}/status`, 'utf8');
         const kib = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? NaN);
-        return { rss_mib: Math.round((kib('VmRSS') / 1024) * 100) / 100, hwm_mib: Math.round((kib('VmHWM') / 1024) * 100) / 100 };
+        return {
+          rss_mib: Math.round((kib('VmRSS') / 1024) * 100) / 100,
+          hwm_mib: Math.round((kib('VmHWM') / 1024) * 100) / 100,
+        };
       } catch {
         return null;
       }
@@ -130,14 +132,17 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
     go_daemon: join(go, 'multus-daemon'),
   };
   const unavailable = {};
-  if (!existsSync(bins.shim_ts)) unavailable.resident_ts = `daemon unavailable: ${bins.shim_ts} is missing (npm run build with Go installed)`;
+  if (!existsSync(bins.shim_ts))
+    unavailable.resident_ts = `daemon unavailable: ${bins.shim_ts} is missing (npm run build with Go installed)`;
   if (!existsSync(bins.go_thin)) unavailable.go_thin = `${bins.go_thin} is missing (bash test/peers/build-gomultus.sh)`;
   if (!existsSync(bins.go_shim) || !existsSync(bins.go_daemon)) {
     unavailable.go_thick = `${bins.go_shim} or ${bins.go_daemon} is missing (bash test/peers/build-gomultus.sh)`;
   }
-  if (!k8sPresent) unavailable.go_thick ??= 'Go Multus thick needs Kubernetes: no kube-apiserver/etcd (bash test/k8s/build.sh)';
+  if (!k8sPresent)
+    unavailable.go_thick ??= 'Go Multus thick needs Kubernetes: no kube-apiserver/etcd (bash test/k8s/build.sh)';
   const hasUnshare = spawnSync('unshare', ['--version']).status === 0;
-  if (!hasUnshare) unavailable.go_thick ??= 'unshare (util-linux) is missing: Go thick needs a private mount namespace here';
+  if (!hasUnshare)
+    unavailable.go_thick ??= 'unshare (util-linux) is missing: Go thick needs a private mount namespace here';
   for (const [m, why] of Object.entries(unavailable)) say(`resident: ${m} unavailable: ${why}`);
 
   // A real (empty) network namespace: Go Multus checks that CNI_NETNS is one. Bound on a file in the temp dir
@@ -150,8 +155,12 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
   const binDir = join(tmp, 'bin-resident');
   mkdirSync(binDir, { recursive: true });
   symlinkSync(delegate.path, join(binDir, delegate.type));
-  if (existsSync(join(PLUGIN_DIR, 'host-local'))) symlinkSync(join(PLUGIN_DIR, 'host-local'), join(binDir, 'host-local'));
-  else say(`resident: ${PLUGIN_DIR}/host-local is missing (apt-get install containernetworking-plugins): concurrency will fail`);
+  if (existsSync(join(PLUGIN_DIR, 'host-local')))
+    symlinkSync(join(PLUGIN_DIR, 'host-local'), join(binDir, 'host-local'));
+  else
+    say(
+      `resident: ${PLUGIN_DIR}/host-local is missing (apt-get install containernetworking-plugins): concurrency will fail`,
+    );
   const cniPath = binDir;
   const baseEnv = { PATH: RUNTIME_PATH };
   const cniEnv = (command, pod) => ({
@@ -167,7 +176,8 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
     `${what} exited ${r.status}${r.signal ? ` (signal ${r.signal})` : ''}\n  stdout: ${String(r.stdout).trim().slice(0, 2000)}\n  stderr: ${String(r.stderr).trim().slice(0, 2000)}`;
   const checkAdd = (what, r) => {
     const j = parseJson(r.stdout);
-    if (r.status !== 0 || !j || j.code !== undefined || typeof j.cniVersion !== 'string') fail(`${what} ADD: ${show('ADD', r)}`);
+    if (r.status !== 0 || !j || j.code !== undefined || typeof j.cniVersion !== 'string')
+      fail(`${what} ADD: ${show('ADD', r)}`);
     return j;
   };
   const checkDel = (what, r) => {
@@ -216,7 +226,13 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
     mkdirSync(cfg.cniConfigDir, { recursive: true });
     const cfgFile = join(cfgDir, 'daemon-config.json');
     writeFileSync(cfgFile, JSON.stringify(cfg), { mode: 0o600 });
-    const d = startDaemon(`ts-${tag}`, exe, ['daemon', '--config', cfgFile], { ...baseEnv, ...env }, join(tmp, `daemon-ts-${tag}.log`));
+    const d = startDaemon(
+      `ts-${tag}`,
+      exe,
+      ['daemon', '--config', cfgFile],
+      { ...baseEnv, ...env },
+      join(tmp, `daemon-ts-${tag}.log`),
+    );
     daemons.push(d);
     const why = await d.ready(join(sock, 'multus.sock'), 60_000);
     if (why) {
@@ -248,11 +264,32 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
       'set -e; mount -t tmpfs -o mode=0755 tmpfs /run; d=/run/secrets/kubernetes.io/serviceaccount; mkdir -p "$d"; ' +
       'cp "$1" "$d/token"; cp "$2" "$d/ca.crt"; echo "$3" > "$d/namespace"; exec "$4" -config "$5"';
     const port = new URL(cl.server).port;
-    const env = { ...baseEnv, KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port, MULTUS_NODE_NAME: NODE_NAME };
+    const env = {
+      ...baseEnv,
+      KUBERNETES_SERVICE_HOST: '127.0.0.1',
+      KUBERNETES_SERVICE_PORT: port,
+      MULTUS_NODE_NAME: NODE_NAME,
+    };
     const d = startDaemon(
-      'go-thick', 'unshare',
-      ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', script, 'sh', cl.tokenFile, cl.caFile, 'kube-system', bins.go_daemon, cfgFile],
-      env, join(tmp, 'daemon-go.log'),
+      'go-thick',
+      'unshare',
+      [
+        '--mount',
+        '--propagation',
+        'private',
+        '--',
+        '/bin/sh',
+        '-c',
+        script,
+        'sh',
+        cl.tokenFile,
+        cl.caFile,
+        'kube-system',
+        bins.go_daemon,
+        cfgFile,
+      ],
+      env,
+      join(tmp, 'daemon-go.log'),
     );
     daemons.push(d);
     const why = await d.ready(join(sock, 'multus.sock'), 60_000);
@@ -272,7 +309,8 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
       const pod = takePod();
       const a = timed(modes[m].file, [], cniEnv('ADD', pod), modes[m].conf);
       const ip = checkAdd(`${tag} ${m}`, a).ips?.[0]?.address;
-      if (ip !== '10.88.0.5/16') fail(`${tag} ${m}: the ADD result is not the delegate's (ips[0].address ${ip}): ${a.stdout}`);
+      if (ip !== '10.88.0.5/16')
+        fail(`${tag} ${m}: the ADD result is not the delegate's (ips[0].address ${ip}): ${a.stdout}`);
       checkDel(`${tag} ${m}`, timed(modes[m].file, [], cniEnv('DEL', pod), modes[m].conf));
     }
     const samples = { delegate_add: [], delegate_del: [] };
@@ -280,39 +318,53 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
     const windows = [];
     let measuring = false;
     const units = [
-      ...names.map((m) => [m, () => {
-        const pod = takePod();
-        const s1 = now();
-        const a = timed(modes[m].file, [], cniEnv('ADD', pod), modes[m].conf);
-        const e1 = now();
-        checkAdd(`${tag} ${m}`, a);
-        const s2 = now();
-        const d = timed(modes[m].file, [], cniEnv('DEL', pod), modes[m].conf);
-        const e2 = now();
-        checkDel(`${tag} ${m}`, d);
-        if (measuring) windows.push({ mode: m, command: 'ADD', start: s1, end: e1 }, { mode: m, command: 'DEL', start: s2, end: e2 });
-        return { [`${m}_add`]: a, [`${m}_del`]: d };
-      }]),
-      ['delegate', () => {
-        const pod = takePod();
-        const a = timed(delegate.path, [], cniEnv('ADD', pod), delegateBytes);
-        const d = timed(delegate.path, [], cniEnv('DEL', pod), delegateBytes);
-        if (a.status !== 0 || d.status !== 0) fail(`delegate: ${show('delegate', a.status ? a : d)}`);
-        return { delegate_add: a, delegate_del: d };
-      }],
+      ...names.map((m) => ({
+        name: m,
+        fn: () => {
+          const pod = takePod();
+          const s1 = now();
+          const a = timed(modes[m].file, [], cniEnv('ADD', pod), modes[m].conf);
+          const e1 = now();
+          checkAdd(`${tag} ${m}`, a);
+          const s2 = now();
+          const d = timed(modes[m].file, [], cniEnv('DEL', pod), modes[m].conf);
+          const e2 = now();
+          checkDel(`${tag} ${m}`, d);
+          if (measuring)
+            windows.push(
+              { mode: m, command: 'ADD', start: s1, end: e1 },
+              { mode: m, command: 'DEL', start: s2, end: e2 },
+            );
+          return { [`${m}_add`]: a, [`${m}_del`]: d };
+        },
+      })),
+      {
+        name: 'delegate',
+        fn: () => {
+          const pod = takePod();
+          const a = timed(delegate.path, [], cniEnv('ADD', pod), delegateBytes);
+          const d = timed(delegate.path, [], cniEnv('DEL', pod), delegateBytes);
+          if (a.status !== 0 || d.status !== 0) fail(`delegate: ${show('delegate', a.status ? a : d)}`);
+          return { delegate_add: a, delegate_del: d };
+        },
+      },
     ];
-    say(`resident/${tag}: ${warmup} warm-up + ${rounds} rounds of ${units.map((u) => u[0]).join(', ')} (rotated)`);
+    say(`resident/${tag}: ${warmup} warm-up + ${rounds} rounds of ${units.map((u) => u.name).join(', ')} (rotated)`);
     const t0 = performance.now();
     for (let round = -warmup; round < rounds; round++) {
       measuring = round >= 0;
       const k = ((round % units.length) + units.length) % units.length;
-      for (const [, fn] of [...units.slice(k), ...units.slice(0, k)]) {
+      for (const { fn } of [...units.slice(k), ...units.slice(0, k)]) {
         const got = fn();
         if (measuring) for (const [key, r] of Object.entries(got)) samples[key].push(r.ms);
       }
       if (measuring && ((round + 1) % 10 === 0 || round + 1 === rounds)) {
-        const med = names.map((m) => `${m} ${stats(samples[`${m}_add`]).median_ms}/${stats(samples[`${m}_del`]).median_ms}`).join(', ');
-        say(`resident/${tag} round ${round + 1}/${rounds}: ADD/DEL medians ${med} ms (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+        const med = names
+          .map((m) => `${m} ${stats(samples[`${m}_add`]).median_ms}/${stats(samples[`${m}_del`]).median_ms}`)
+          .join(', ');
+        say(
+          `resident/${tag} round ${round + 1}/${rounds}: ADD/DEL medians ${med} ms (${((performance.now() - t0) / 1000).toFixed(1)} s)`,
+        );
       }
     }
     const dAdd = stats(samples.delegate_add).median_ms;
@@ -341,7 +393,11 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
       for (const g of ['go_thin', 'go_thick']) {
         if (!res.modes[g] || g === m) continue;
         const r = (k) => r2(res.modes[m][k].median_ms / res.modes[g][k].median_ms);
-        ratios[`to_${g}`] = { overhead: r('overhead'), overhead_add: r('overhead_add'), overhead_del: r('overhead_del') };
+        ratios[`to_${g}`] = {
+          overhead: r('overhead'),
+          overhead_add: r('overhead_add'),
+          overhead_del: r('overhead_del'),
+        };
       }
       res.modes[m].ratios = ratios;
     }
@@ -356,8 +412,15 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
           const patterns = new Map();
           for (const reqs of api) patterns.set(pattern(reqs), (patterns.get(pattern(reqs)) ?? 0) + 1);
           res.modes[m][`api_requests_per_${command.toLowerCase()}`] = {
-            ...countStats(api.map((x) => x.length), r2),
-            events: countStats(ev.map((x) => x.length), r2).median ?? 0,
+            ...countStats(
+              api.map((x) => x.length),
+              r2,
+            ),
+            events:
+              countStats(
+                ev.map((x) => x.length),
+                r2,
+              ).median ?? 0,
             patterns: Object.fromEntries([...patterns].sort((a, b) => b[1] - a[1])),
           };
         }
@@ -378,7 +441,11 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
         cniVersion: '1.0.0',
         name: `bench-hl-${m}`,
         type: 'host-local',
-        ipam: { type: 'host-local', ranges: [[{ subnet: `10.${200 + k}.0.0/16` }]], dataDir: join(tmp, `hl-${tag}-${m}`) },
+        ipam: {
+          type: 'host-local',
+          ranges: [[{ subnet: `10.${200 + k}.0.0/16` }]],
+          dataDir: join(tmp, `hl-${tag}-${m}`),
+        },
       };
       const conf = JSON.stringify({ ...JSON.parse(mode.conf), delegates: [hl], ...extra(m) });
       const pods = Array.from({ length: n }, () => takePod());
@@ -399,7 +466,9 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
       const failed = adds.filter((r) => r.status !== 0 || parseJson(r.stdout)?.code !== undefined);
       const ips = adds.map((r) => parseJson(r.stdout)?.ips?.[0]?.address).filter(Boolean);
       const dels = await Promise.all(pods.map((p) => run('DEL', p)));
-      const delFailed = dels.filter((r) => r.status !== 0 || (r.stdout.trim() && parseJson(r.stdout)?.code !== undefined));
+      const delFailed = dels.filter(
+        (r) => r.status !== 0 || (r.stdout.trim() && parseJson(r.stdout)?.code !== undefined),
+      );
       const q = (xs, p) => {
         const s = [...xs].sort((a, b) => a - b);
         return r2(s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))]);
@@ -409,15 +478,29 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
         failed_adds: failed.length,
         distinct_ips: new Set(ips).size,
         all_succeeded_distinct: failed.length === 0 && new Set(ips).size === n,
-        add_p50_ms: q(adds.map((r) => r.ms), 0.5),
-        add_p99_ms: q(adds.map((r) => r.ms), 0.99),
+        add_p50_ms: q(
+          adds.map((r) => r.ms),
+          0.5,
+        ),
+        add_p99_ms: q(
+          adds.map((r) => r.ms),
+          0.99,
+        ),
         failed_dels: delFailed.length,
-        del_p50_ms: q(dels.map((r) => r.ms), 0.5),
-        del_p99_ms: q(dels.map((r) => r.ms), 0.99),
+        del_p50_ms: q(
+          dels.map((r) => r.ms),
+          0.5,
+        ),
+        del_p99_ms: q(
+          dels.map((r) => r.ms),
+          0.99,
+        ),
         ...(failed[0] ? { first_failure: show('ADD', failed[0]).slice(0, 1500) } : {}),
       };
-      say(`resident/${tag}: ${m}: ${n - failed.length}/${n} ADDs, ${new Set(ips).size} distinct IPs, ` +
-        `p50 ${result[m].add_p50_ms} ms, p99 ${result[m].add_p99_ms} ms`);
+      say(
+        `resident/${tag}: ${m}: ${n - failed.length}/${n} ADDs, ${new Set(ips).size} distinct IPs, ` +
+          `p50 ${result[m].add_p50_ms} ms, p99 ${result[m].add_p99_ms} ms`,
+      );
     }
     return result;
   }
@@ -437,7 +520,8 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
         const d = timed(mode.file, [], cniEnv('DEL', pod), mode.conf);
         checkDel(`rss ${daemon.name}`, d);
         times.push(a.ms);
-        if ((done + 1) % 1000 === 0) say(`resident: ${daemon.name}: ${done + 1} pairs (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+        if ((done + 1) % 1000 === 0)
+          say(`resident: ${daemon.name}: ${done + 1} pairs (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
       }
       res.after[target] = daemon.rss();
     }
@@ -447,7 +531,11 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
       res.goal_within_10_percent = res.growth_ratio <= 1.1;
     }
     const s = stats(times);
-    res.add_back_to_back = { ...s, p95_over_median: r2(s.p95_ms / s.median_ms), goal_p95_at_most_2x_median: s.p95_ms <= 2 * s.median_ms };
+    res.add_back_to_back = {
+      ...s,
+      p95_over_median: r2(s.p95_ms / s.median_ms),
+      goal_p95_at_most_2x_median: s.p95_ms <= 2 * s.median_ms,
+    };
     return res;
   }
 
@@ -455,20 +543,36 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
     // ---- delegates-only: thin_ts, resident_ts, go_thin (Go thick has no mode without Kubernetes)
     {
       let seq = 0;
-      const takePod = () => ({ namespace: 'bench', name: `pod-${++seq}`, uid: 'u', id: randomBytes(32).toString('hex') });
+      const takePod = () => ({
+        namespace: 'bench',
+        name: `pod-${++seq}`,
+        uid: 'u',
+        id: randomBytes(32).toString('hex'),
+      });
       const conf = (m, sock) => JSON.stringify(confFor(m, { delegates: [delegateConf] }, sock));
       const modes = { thin_ts: { file: bins.thin_ts, conf: conf('thin_ts'), what: 'build/multus' } };
       let ts;
       if (!unavailable.resident_ts) {
-        ts = await startTsDaemon('plain', { conf: JSON.parse(conf('thin_ts')), daemon: {} }, { MULTUS_NODE_NAME: NODE_NAME });
+        ts = await startTsDaemon(
+          'plain',
+          { conf: JSON.parse(conf('thin_ts')), daemon: {} },
+          { MULTUS_NODE_NAME: NODE_NAME },
+        );
         if (ts.error) unavailable.resident_ts = ts.error;
-        else modes.resident_ts = { file: bins.shim_ts, conf: conf('resident_ts', ts.sock), what: 'build/multus-shim + build/multus daemon' };
+        else
+          modes.resident_ts = {
+            file: bins.shim_ts,
+            conf: conf('resident_ts', ts.sock),
+            what: 'build/multus-shim + build/multus daemon',
+          };
       }
-      if (!unavailable.go_thin) modes.go_thin = { file: bins.go_thin, conf: conf('go_thin'), what: 'Go Multus v4.3.0 multus' };
+      if (!unavailable.go_thin)
+        modes.go_thin = { file: bins.go_thin, conf: conf('go_thin'), what: 'Go Multus v4.3.0 multus' };
       out.delegates_only = await measureConfig('delegates-only', { modes, takePod, delegateCalls: 1 });
       if (!k8sPresent) {
         out.delegates_only.concurrency = await concurrency('plain', modes, takePod, () => ({}));
-        if (modes.resident_ts) out.daemon_rss = { resident_ts: rssPairs(modes.resident_ts, ts.daemon, takePod), config: 'delegates-only' };
+        if (modes.resident_ts)
+          out.daemon_rss = { resident_ts: rssPairs(modes.resident_ts, ts.daemon, takePod), config: 'delegates-only' };
       }
       if (ts?.daemon) await ts.daemon.stop();
     }
@@ -480,26 +584,49 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
       const cl = await helper.ask({
         cmd: 'setup',
         namespace: NAMESPACE,
-        nads: NADS.map((n) => ({ name: n, config: JSON.stringify({ cniVersion: '1.0.0', name: `bench-${n}`, type: delegate.type }) })),
+        nads: NADS.map((n) => ({
+          name: n,
+          config: JSON.stringify({ cniVersion: '1.0.0', name: `bench-${n}`, type: delegate.type }),
+        })),
         networks: NADS.join(','),
         execScript: join(root, 'scripts/bench/exec-credential.sh'),
       });
       out.kube_apiserver = cl.kubeVersion;
       // A pool of pods of this node, reused round-robin (a pod's ADD writes its status; the next use is far later).
-      const { pods } = await helper.ask({ cmd: 'pods', namespace: NAMESPACE, prefix: 'pod', count: Math.max(opts.concurrency, 120), nodeName: NODE_NAME });
+      const { pods } = await helper.ask({
+        cmd: 'pods',
+        namespace: NAMESPACE,
+        prefix: 'pod',
+        count: Math.max(opts.concurrency, 120),
+        nodeName: NODE_NAME,
+      });
       let next = 0;
-      const takePod = () => ({ ...pods[next++ % pods.length], namespace: NAMESPACE, id: randomBytes(32).toString('hex') });
+      const takePod = () => ({
+        ...pods[next++ % pods.length],
+        namespace: NAMESPACE,
+        id: randomBytes(32).toString('hex'),
+      });
       const extra = { kubeconfig: cl.kubeconfig, delegates: [delegateConf] };
       const conf = (m, sock) => JSON.stringify(confFor(m, extra, sock));
       const modes = { thin_ts: { file: bins.thin_ts, conf: conf('thin_ts'), what: 'build/multus' } };
       let ts;
       let gd;
       if (!unavailable.resident_ts) {
-        ts = await startTsDaemon('k8s', { conf: JSON.parse(conf('thin_ts')), daemon: { kubeconfig: cl.kubeconfig } }, { MULTUS_NODE_NAME: NODE_NAME });
+        ts = await startTsDaemon(
+          'k8s',
+          { conf: JSON.parse(conf('thin_ts')), daemon: { kubeconfig: cl.kubeconfig } },
+          { MULTUS_NODE_NAME: NODE_NAME },
+        );
         if (ts.error) unavailable.resident_ts = ts.error;
-        else modes.resident_ts = { file: bins.shim_ts, conf: conf('resident_ts', ts.sock), what: 'build/multus-shim + build/multus daemon' };
+        else
+          modes.resident_ts = {
+            file: bins.shim_ts,
+            conf: conf('resident_ts', ts.sock),
+            what: 'build/multus-shim + build/multus daemon',
+          };
       }
-      if (!unavailable.go_thin) modes.go_thin = { file: bins.go_thin, conf: conf('go_thin'), what: 'Go Multus v4.3.0 multus' };
+      if (!unavailable.go_thin)
+        modes.go_thin = { file: bins.go_thin, conf: conf('go_thin'), what: 'Go Multus v4.3.0 multus' };
       if (!unavailable.go_thick) {
         gd = await startGoDaemon(cl);
         if (gd.error) unavailable.go_thick = gd.error;
@@ -514,7 +641,9 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
       }
       const audit = async () => (await helper.ask({ cmd: 'audit' })).events;
       out.kubernetes = await measureConfig('kubernetes', { modes, takePod, delegateCalls: 1 + NADS.length, audit });
-      out.kubernetes.concurrency = await concurrency('k8s', modes, takePod, (m) => (m === 'go_thick' ? {} : { kubeconfig: cl.kubeconfig }));
+      out.kubernetes.concurrency = await concurrency('k8s', modes, takePod, (m) =>
+        m === 'go_thick' ? {} : { kubeconfig: cl.kubeconfig },
+      );
       out.daemon_rss = { config: `kubernetes (pod with ${NADS.length} NADs)` };
       if (modes.resident_ts) out.daemon_rss.resident_ts = rssPairs(modes.resident_ts, ts.daemon, takePod);
       if (modes.go_thick && opts.rssGo) out.daemon_rss.go_thick = rssPairs(modes.go_thick, gd.daemon, takePod);

@@ -19,7 +19,15 @@ import { createHost } from '../../src/host/host.ts';
 import type { KubeClient } from '../../src/k8s/types.ts';
 import { FakeExec } from '../helpers/fake-exec.ts';
 import { needs } from '../helpers/skip.ts';
-import { type AuditEvent, type Cluster, MULTUS_USER, k8sRequirements, nadPath, podPath, startCluster } from './cluster.ts';
+import {
+  type AuditEvent,
+  type Cluster,
+  MULTUS_USER,
+  k8sRequirements,
+  nadPath,
+  podPath,
+  startCluster,
+} from './cluster.ts';
 
 const ready = needs(...k8sRequirements());
 const NODE = 'node-warm';
@@ -59,7 +67,8 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     await sleep(settleMs); // a line is written when its response completes
     return (await cluster.auditEvents(MULTUS_USER)).filter((e) => e.objectRef?.namespace === ns);
   }
-  const line = (e: AuditEvent) => `${e.verb} ${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''} ${e.objectRef?.name}`;
+  const line = (e: AuditEvent) =>
+    `${e.verb} ${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''} ${e.objectRef?.name}`;
 
   /** Polls (bounded) until `get` answers `want` without sending a request: the informer's cache has it. */
   async function untilCached<T>(get: () => Promise<T>, want: (v: T) => boolean, what: string): Promise<T> {
@@ -105,8 +114,14 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     expect(body).toMatch(/^multus_ts_informer_synced\{informer="pods"\} 1$/m);
     expect(body).toMatch(/^multus_ts_informer_synced\{informer="network-attachment-definitions"\} 1$/m);
     const lists = (await cluster.auditEvents(MULTUS_USER)).filter((e) => e.verb === 'list' || e.verb === 'watch');
-    expect(lists.some((e) => e.verb === 'list' && e.objectRef?.resource === 'pods'), 'pod list').toBe(true);
-    expect(lists.every((e) => (e.responseStatus?.code ?? 0) < 300 || e.stage !== 'ResponseComplete'), 'RBAC allows list/watch').toBe(true);
+    expect(
+      lists.some((e) => e.verb === 'list' && e.objectRef?.resource === 'pods'),
+      'pod list',
+    ).toBe(true);
+    expect(
+      lists.every((e) => (e.responseStatus?.code ?? 0) < 300 || e.stage !== 'ResponseComplete'),
+      'RBAC allows list/watch',
+    ).toBe(true);
   });
 
   it('a pod of this node that existed at start-up is served from the cache: 0 GETs', async () => {
@@ -122,7 +137,11 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     const late = await createPod('late', NODE);
     const first = await client.getPod(ns, 'late', { uid: late.uid }); // the informer's, or the GET fallback's
     expect(first.metadata.uid).toBe(late.uid);
-    await untilCached(() => client.getPod(ns, 'late', { uid: late.uid }), (p) => p.metadata.uid === late.uid, 'pod late');
+    await untilCached(
+      () => client.getPod(ns, 'late', { uid: late.uid }),
+      (p) => p.metadata.uid === late.uid,
+      'pod late',
+    );
   });
 
   it('a pod of another node is not cached, yet found with one GET', async () => {
@@ -133,7 +152,10 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
       expect((await client.getPod(ns, 'other')).metadata.uid).toBe(other.uid);
       expect(client.requestCount - before, 'one GET per lookup').toBe(1);
     }
-    expect((await audit()).filter((e) => e.objectRef?.name === 'other').map(line)).toEqual(['get pods other', 'get pods other']);
+    expect((await audit()).filter((e) => e.objectRef?.name === 'other').map(line)).toEqual([
+      'get pods other',
+      'get pods other',
+    ]);
   });
 
   it('a cached pod with another UID than expected is asked for again (re-created pod)', async () => {
@@ -144,15 +166,26 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
   });
 
   it('a NAD updated while running is seen from the cache; a missing one is a NotFound from a GET', async () => {
-    await untilCached(() => client.getNad(ns, 'net-a'), (n) => n.spec?.config?.includes('"p1"') === true, 'NAD net-a');
+    await untilCached(
+      () => client.getNad(ns, 'net-a'),
+      (n) => n.spec?.config?.includes('"p1"') === true,
+      'NAD net-a',
+    );
     const cur = await cluster.admin.get(nadPath(ns, 'net-a'));
     cur.spec.config = JSON.stringify({ cniVersion: '1.0.0', type: 'p2' });
     await cluster.admin.put(nadPath(ns, 'net-a'), cur);
-    const nad = await untilCached(() => client.getNad(ns, 'net-a'), (n) => n.spec?.config?.includes('"p2"') === true, 'updated NAD');
+    const nad = await untilCached(
+      () => client.getNad(ns, 'net-a'),
+      (n) => n.spec?.config?.includes('"p2"') === true,
+      'updated NAD',
+    );
     expect(JSON.parse(nad.spec!.config!)).toEqual({ cniVersion: '1.0.0', type: 'p2' });
 
     const before = client.requestCount;
-    const err = await client.getNad(ns, 'nope').then(() => undefined, (e: unknown) => e);
+    const err = await client.getNad(ns, 'nope').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ status: 404, reason: 'NotFound' });
     expect(client.requestCount - before, 'a cache miss is asked for').toBe(1);
   });
@@ -161,9 +194,21 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     await createNad('nad-a', { cniVersion: '1.0.0', type: 'p1' });
     await createNad('nad-b', { cniVersion: '1.0.0', type: 'p2' });
     const pod = await createPod('two-nads', NODE, { 'k8s.v1.cni.cncf.io/networks': 'nad-a,nad-b' });
-    await untilCached(() => client.getPod(ns, 'two-nads', { uid: pod.uid }), () => true, 'pod two-nads');
-    await untilCached(() => client.getNad(ns, 'nad-a'), () => true, 'NAD nad-a');
-    await untilCached(() => client.getNad(ns, 'nad-b'), () => true, 'NAD nad-b');
+    await untilCached(
+      () => client.getPod(ns, 'two-nads', { uid: pod.uid }),
+      () => true,
+      'pod two-nads',
+    );
+    await untilCached(
+      () => client.getNad(ns, 'nad-a'),
+      () => true,
+      'NAD nad-a',
+    );
+    await untilCached(
+      () => client.getNad(ns, 'nad-b'),
+      () => true,
+      'NAD nad-b',
+    );
 
     const exec = new FakeExec('p0', 'p1', 'p2');
     let connects = 0;
@@ -196,10 +241,16 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     const before = mine(await audit(0));
     const add = await handle(host, { env: env('ADD'), stdin: Buffer.from(JSON.stringify(conf)) });
     expect(add.exitCode, add.stdout).toBe(0);
-    expect(exec.received.map((c) => `${c.type} ${c.command} ${c.ifName}`)).toEqual(['p0 ADD eth0', 'p1 ADD net1', 'p2 ADD net2']);
+    expect(exec.received.map((c) => `${c.type} ${c.command} ${c.ifName}`)).toEqual([
+      'p0 ADD eth0',
+      'p1 ADD net1',
+      'p2 ADD net2',
+    ]);
     const afterAdd = mine(await audit());
     expect(afterAdd.slice(before.length)).toEqual(['update pods/status two-nads']);
-    const status = (await cluster.admin.get(podPath(ns, 'two-nads'))).metadata.annotations['k8s.v1.cni.cncf.io/network-status'];
+    const status = (await cluster.admin.get(podPath(ns, 'two-nads'))).metadata.annotations[
+      'k8s.v1.cni.cncf.io/network-status'
+    ];
     expect(JSON.parse(status).map((s: { interface?: string }) => s.interface)).toEqual(['eth0', 'net1', 'net2']);
 
     const del = await handle(host, { env: env('DEL'), stdin: Buffer.from(JSON.stringify(conf)) });
@@ -211,10 +262,18 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
 
   it('API requests are reported to the metrics by verb, resource and outcome', async () => {
     const body = (await metrics.render()).body;
-    expect(body).toMatch(/^multus_ts_api_request_duration_seconds_count\{verb="get",resource="pods",outcome="success"\} [1-9]/m);
-    expect(body).toMatch(/^multus_ts_api_request_duration_seconds_count\{verb="update",resource="pods\/status",outcome="success"\} 1$/m);
-    expect(body).toMatch(/^multus_ts_api_request_duration_seconds_count\{verb="get",resource="network-attachment-definitions",outcome="error"\} 1$/m);
-    expect(body).toMatch(/^multus_ts_api_request_duration_seconds_count\{verb="list",resource="pods",outcome="success"\} [1-9]/m);
+    expect(body).toMatch(
+      /^multus_ts_api_request_duration_seconds_count\{verb="get",resource="pods",outcome="success"\} [1-9]/m,
+    );
+    expect(body).toMatch(
+      /^multus_ts_api_request_duration_seconds_count\{verb="update",resource="pods\/status",outcome="success"\} 1$/m,
+    );
+    expect(body).toMatch(
+      /^multus_ts_api_request_duration_seconds_count\{verb="get",resource="network-attachment-definitions",outcome="error"\} 1$/m,
+    );
+    expect(body).toMatch(
+      /^multus_ts_api_request_duration_seconds_count\{verb="list",resource="pods",outcome="success"\} [1-9]/m,
+    );
   });
 
   // Last: stops the API server.
@@ -225,7 +284,10 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     expect(warm.synced()).toBe(false);
     const body = (await metrics.render()).body;
     expect(body).toMatch(/^multus_ts_informer_synced\{informer="pods"\} 0$/m);
-    const err = await client.getPod(ns, 'early', { uid: early.uid }).then(() => undefined, (e: unknown) => e);
+    const err = await client.getPod(ns, 'early', { uid: early.uid }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: 11, status: 0 });
   });
 });

@@ -32,8 +32,12 @@ function parse(text: string): { samples: Sample[]; types: Map<string, string> } 
 }
 
 function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
-  const s = samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v) &&
-    Object.keys(x.labels).length === Object.keys(labels).length);
+  const s = samples.find(
+    (x) =>
+      x.name === name &&
+      Object.entries(labels).every(([k, v]) => x.labels[k] === v) &&
+      Object.keys(x.labels).length === Object.keys(labels).length,
+  );
   return s?.value;
 }
 
