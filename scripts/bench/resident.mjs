@@ -26,6 +26,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { attribute, countStats, pattern, startHelper } from './kubernetes.mjs';
@@ -56,6 +57,41 @@ function healthz(sock) {
     });
     req.on('timeout', () => req.destroy());
     req.on('error', () => resolve(0));
+    req.end();
+  });
+}
+
+/** A free TCP port on 127.0.0.1 (for the daemon's /metrics). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** The daemon's V8 heap and RSS from its /metrics (prom-client's default metrics), in MiB. */
+function heapOf(port) {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/metrics', timeout: 5000 }, (res) => {
+      let text = '';
+      res.on('data', (b) => (text += b));
+      res.on('end', () => {
+        const v = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+        const mib = (x) => Math.round((x / 1048576) * 100) / 100;
+        resolve({
+          heap_used_mib: mib(v('nodejs_heap_size_used_bytes')),
+          heap_total_mib: mib(v('nodejs_heap_size_total_bytes')),
+          external_mib: mib(v('nodejs_external_memory_bytes')),
+        });
+      });
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve({}));
     req.end();
   });
 }
@@ -211,6 +247,7 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
   /** Starts multus-ts' daemon with a daemon-config of `keys`; the reason when it cannot start. */
   async function startTsDaemon(tag, keys, env) {
     const sock = join(tmp, `sock-ts-${tag}`);
+    const metricsPort = await freePort();
     const cfgDir = join(tmp, `daemon-ts-${tag}`);
     mkdirSync(cfgDir, { recursive: true, mode: 0o700 });
     const confFile = join(cfgDir, 'multus.conf');
@@ -221,6 +258,7 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
       multusConfigFile: confFile,
       logLevel: 'error',
       logToStderr: true,
+      metricsPort,
       ...keys.daemon,
     };
     mkdirSync(cfg.cniConfigDir, { recursive: true });
@@ -239,6 +277,7 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
       await d.stop();
       return { error: `daemon unavailable: build/multus daemon ${why}; log:\n${tail(d.logFile)}` };
     }
+    d.metricsPort = metricsPort;
     return { daemon: d, sock };
   }
 
@@ -506,9 +545,11 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
   }
 
   /** Back-to-back ADD/DEL pairs through a resident mode; the daemon's RSS after each checkpoint. */
-  function rssPairs(mode, daemon, takePod) {
+  async function rssPairs(mode, daemon, takePod) {
     const checkpoints = [...opts.rssPairs].sort((a, b) => a - b);
-    const res = { start: daemon.rss(), after: {} };
+    // multus-ts' daemon: also its V8 heap from /metrics (a growing heap is a leak; RSS alone may be the allocator)
+    const sample = async () => ({ ...daemon.rss(), ...(daemon.metricsPort ? await heapOf(daemon.metricsPort) : {}) });
+    const res = { start: await sample(), after: {} };
     const times = [];
     let done = 0;
     const t0 = performance.now();
@@ -523,7 +564,7 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
         if ((done + 1) % 1000 === 0)
           say(`resident: ${daemon.name}: ${done + 1} pairs (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
       }
-      res.after[target] = daemon.rss();
+      res.after[target] = await sample();
     }
     const [lo, hi] = [checkpoints[0], checkpoints[checkpoints.length - 1]];
     if (lo !== hi && res.after[lo] && res.after[hi]) {
@@ -572,7 +613,10 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
       if (!k8sPresent) {
         out.delegates_only.concurrency = await concurrency('plain', modes, takePod, () => ({}));
         if (modes.resident_ts)
-          out.daemon_rss = { resident_ts: rssPairs(modes.resident_ts, ts.daemon, takePod), config: 'delegates-only' };
+          out.daemon_rss = {
+            resident_ts: await rssPairs(modes.resident_ts, ts.daemon, takePod),
+            config: 'delegates-only',
+          };
       }
       if (ts?.daemon) await ts.daemon.stop();
     }
@@ -645,8 +689,8 @@ export async function runResident({ opts, exe, node, delegate, tmp, lib, root, k
         m === 'go_thick' ? {} : { kubeconfig: cl.kubeconfig },
       );
       out.daemon_rss = { config: `kubernetes (pod with ${NADS.length} NADs)` };
-      if (modes.resident_ts) out.daemon_rss.resident_ts = rssPairs(modes.resident_ts, ts.daemon, takePod);
-      if (modes.go_thick && opts.rssGo) out.daemon_rss.go_thick = rssPairs(modes.go_thick, gd.daemon, takePod);
+      if (modes.resident_ts) out.daemon_rss.resident_ts = await rssPairs(modes.resident_ts, ts.daemon, takePod);
+      if (modes.go_thick && opts.rssGo) out.daemon_rss.go_thick = await rssPairs(modes.go_thick, gd.daemon, takePod);
     }
   } finally {
     for (const d of daemons) await d.stop().catch(() => {});
