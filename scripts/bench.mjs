@@ -34,6 +34,7 @@ import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as kubernetes from './bench/kubernetes.mjs';
+import * as resident from './bench/resident.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(ROOT, 'package.json'));
@@ -53,13 +54,22 @@ function usage(code) {
       `  --rss-samples N   runs of each command in the peak-RSS phase, default 5\n` +
       `  --scenario NAME   delegates-only, kubernetes or all (default all when test/k8s/build.sh's binaries\n` +
       `                    exist, else delegates-only)\n` +
-      `  --exe FILE        the executable to measure, default build/multus (built first if missing)\n`,
+      `  --exe FILE        the executable to measure, default build/multus (built first if missing)\n` +
+      `scenario resident (only when asked for: --scenario resident):\n` +
+      `  --resident-rounds N  measured rounds, default 40\n` +
+      `  --rss-pairs A,B      ADD/DEL pairs after which the daemons' RSS is read, default 1000,10000\n` +
+      `  --concurrency N      concurrent ADDs of different containers, default 100\n` +
+      `  --gomultus DIR       Go Multus v4.3.0 binaries, default .cache/gomultus (test/peers/build-gomultus.sh)\n` +
+      `  --rss-go             also run the RSS pairs through Go Multus thick's daemon\n`,
   );
   process.exit(code);
 }
 
 function parseArgs(argv) {
-  const o = { rounds: 60, k8sRounds: 40, warmup: 5, rssSamples: 5, scenario: null, exe: null };
+  const o = {
+    rounds: 60, k8sRounds: 40, warmup: 5, rssSamples: 5, scenario: null, exe: null,
+    residentRounds: 40, rssPairs: [1000, 10000], concurrency: 100, gomultus: null, rssGo: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     let [k, v] = argv[i].split(/=(.*)/s);
     const next = () => v ?? argv[++i] ?? usage(2);
@@ -74,6 +84,14 @@ function parseArgs(argv) {
     else if (k === '--rss-samples') o.rssSamples = int();
     else if (k === '--scenario') o.scenario = next();
     else if (k === '--exe') o.exe = resolve(next());
+    else if (k === '--resident-rounds') o.residentRounds = int();
+    else if (k === '--concurrency') o.concurrency = int();
+    else if (k === '--gomultus') o.gomultus = resolve(next());
+    else if (k === '--rss-go') o.rssGo = true;
+    else if (k === '--rss-pairs') {
+      o.rssPairs = next().split(',').map(Number);
+      if (!o.rssPairs.every((n) => Number.isInteger(n) && n > 0)) usage(2);
+    }
     else if (k === '-h' || k === '--help') usage(0);
     else {
       process.stderr.write(`bench: unknown argument ${argv[i]}\n`);
@@ -248,6 +266,7 @@ const SCENARIOS = {
     },
   },
   kubernetes: { description: kubernetes.description },
+  resident: { description: resident.description },
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -345,6 +364,7 @@ async function main() {
     if (!k8s.present) say(`note: scenario kubernetes skipped: no kube-apiserver/etcd in ${k8s.dir} (bash test/k8s/build.sh)`);
   }
   const run = opts.scenario === 'all' ? ['delegates-only', 'kubernetes'] : [opts.scenario];
+  if (run.includes('resident') && !k8s.present) say(`note: scenario resident without Kubernetes: no kube-apiserver/etcd in ${k8s.dir}`);
   if (run.includes('kubernetes') && !k8s.present) fail(`scenario kubernetes needs ${k8s.bins.join(' and ')} (bash test/k8s/build.sh)`);
   if (run.includes('delegates-only') && opts.rounds < 50) say(`WARNING: ${opts.rounds} rounds: the figures need at least 50 (--rounds)`);
 
@@ -373,6 +393,12 @@ async function main() {
       const lib = { timed, stats, r2, fail, say, parseJson, rssMeter, RUNTIME_PATH, CLK_TCK };
       out.kubernetes = await kubernetes.runKubernetes({
         opts, exe, node, delegate: { ...delegate, type: DELEGATE_TYPE }, tmp, lib,
+      });
+    }
+    if (run.includes('resident')) {
+      const lib = { timed, stats, r2, fail, say, parseJson, RUNTIME_PATH, CLK_TCK };
+      out.resident = await resident.runResident({
+        opts, exe, node, delegate: { ...delegate, type: DELEGATE_TYPE }, tmp, lib, root: ROOT, k8sPresent: k8s.present,
       });
     }
   } finally {

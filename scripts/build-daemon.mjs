@@ -39,6 +39,9 @@ export async function buildDaemon(opts = {}) {
     charset: 'utf8',
     logLevel: 'warning',
     absWorkingDir: ROOT,
+    // client-node's watch (node-fetch, whatwg-url, tr46) requires Node's deprecated punycode builtin, which
+    // prints a DeprecationWarning (DEP0040); the userland package is the same code.
+    alias: { punycode: 'punycode/' },
   });
   if (res.errors.length) throw new Error('esbuild failed for the daemon bundle');
   const size = statSync(outfile).size;

@@ -11,7 +11,8 @@
  *   {"cmd":"setup","namespace":NS,"nads":[{"name":N,"config":JSON text}],"networks":"a,b","execScript":PATH}
  *      starts the cluster (etcd + kube-apiserver, NAD CRD, Multus RBAC, audit log at level Metadata), creates
  *      the namespace and the NADs, writes an exec-credential kubeconfig, and answers the paths and versions
- *   {"cmd":"pods","prefix":P,"count":N}    creates N pods P-1..P-N annotated with `networks` (answers name/uid)
+ *   {"cmd":"pods","prefix":P,"count":N}    creates N pods P-1..P-N annotated with `networks` (answers name/uid);
+ *                                          optional "nodeName": their spec.nodeName (for node-filtered informers)
  *   {"cmd":"audit"}                        the multus service account's audit events, compacted
  *   {"cmd":"stop"}                         stops the cluster and exits (no answer: wait for the exit)
  *
@@ -103,6 +104,8 @@ async function setup(req: any): Promise<Record<string, unknown>> {
     execKubeconfig: execKc,
     execCountKubeconfig: execCountKc,
     execCountFile: countFile,
+    caFile: c.caFile,
+    tokenFile: c.tokenFile,
     auditLog: c.auditLog,
     multusUser: MULTUS_USER,
     kubeVersion: version?.gitVersion ?? null,
@@ -123,7 +126,10 @@ async function pods(req: any): Promise<Record<string, unknown>> {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name, namespace: ns, annotations: { 'k8s.v1.cni.cncf.io/networks': networks } },
-      spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+      spec: {
+        ...(req.nodeName ? { nodeName: String(req.nodeName) } : {}),
+        containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }],
+      },
     });
     out[i] = { name, uid: pod.metadata.uid };
   };

@@ -41,7 +41,7 @@ export function k8sBinaries(root) {
 }
 
 /** The helper process and a request/answer function over its stdin/stdout. */
-function startHelper(node, say) {
+export function startHelper(node, say) {
   const child = spawn(node, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', HELPER], {
     stdio: ['pipe', 'pipe', 'inherit'],
     env: { ...process.env, NODE_OPTIONS: '' },
@@ -89,7 +89,7 @@ function startHelper(node, say) {
 }
 
 /** A one-line summary of a call's requests: `get pods, get network-attachment-definitions x2, update pods/status`. */
-function pattern(reqs) {
+export function pattern(reqs) {
   const counts = new Map();
   for (const r of reqs) {
     const k = `${r.verb} ${r.resource}${r.subresource ? `/${r.subresource}` : ''}${r.code >= 300 ? ` (${r.code})` : ''}`;
@@ -98,7 +98,7 @@ function pattern(reqs) {
   return [...counts].map(([k, n]) => (n > 1 ? `${k} x${n}` : k)).join(', ') || '(none)';
 }
 
-function countStats(xs, r2) {
+export function countStats(xs, r2) {
   const s = [...xs].sort((a, b) => a - b);
   if (!s.length) return { n: 0 };
   const median = s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -106,7 +106,7 @@ function countStats(xs, r2) {
 }
 
 /** Assigns each audit event to the timed multus call whose wall-clock window holds its requestReceivedTimestamp. */
-function attribute(windows, events) {
+export function attribute(windows, events) {
   const ws = [...windows].sort((a, b) => a.start - b.start);
   for (const w of ws) w.requests = [];
   const first = ws[0]?.start ?? 0;

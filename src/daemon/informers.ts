@@ -1,20 +1,419 @@
-// placeholder until branch warm lands: the interface only; the daemon falls back to the per-request client.
+/**
+ * daemon/informers.ts: the resident daemon's warm Kubernetes state (I/O: HTTPS, list + watch).
+ *
+ * Two informers of @kubernetes/client-node (its ListWatch and KubeConfig: in a long-lived process its start-up
+ * cost no longer matters, and its watch handling is maintained upstream): the pods of this node (all namespaces,
+ * fieldSelector `spec.nodeName=<node>`) and every NetworkAttachmentDefinition. The `client` they back is a
+ * `KubeClient` (src/k8s/types.ts):
+ *
+ *   - getPod / getNad answer from the informer's cache once that informer has listed and is watching, when the
+ *     object is there (and, for a pod, has the UID the caller expects); otherwise one GET through the lean
+ *     client: a pod created a moment ago, a pod of another node, an informer that is not synced or is
+ *     reconnecting. A cache miss is never taken as NotFound: the GET says so, with the lean client's errors.
+ *   - updatePodStatus and createEvent go through ONE kept-alive lean client (loadKubeClient), so its error
+ *     shapes (404 NotFound, 409 Conflict, 401/403 texts, transient codes) and Multus' retry rules stay as in
+ *     the thin plugin. A stale cached pod costs a 409 and one re-read, exactly as a thin call's race would.
+ *
+ * `requestCount` is the lean client's (the GETs, status writes and events of requests); list/watch traffic is
+ * not part of any request. Every request of ours is reported to `metrics.apiCall` (verb, resource, seconds,
+ * ok); watches are long-lived and are not. An informer error (list refused, watch broken) marks it unsynced
+ * (`metrics.informerSynced(name, false)`) and restarts it with backoff (1 s doubling to 30 s, jittered); a
+ * watch that ends normally (the API server's timeout) resumes at once from its resourceVersion, and a 410
+ * Gone re-lists (client-node's ListWatch does both).
+ *
+ * With a warm cache an ADD makes one request (the network-status write) plus its events, a DEL none.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import type { ListWatch } from '@kubernetes/client-node/dist/cache.js';
+import type { Watch } from '@kubernetes/client-node/dist/watch.js';
+import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node/dist/types.js';
+import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
-import type { KubeClient } from '../k8s/types.ts';
+import { isDns1123Subdomain } from '../base/names.ts';
+import { loadKubeClient } from '../k8s/client.ts';
+import { loadKubeconfigFile, readTokenFile } from '../k8s/kubeconfig.ts';
+import type { CallOptions, ClientInfo, EventInput, KubeClient, Nad, Pod } from '../k8s/types.ts';
 import type { Metrics } from './metrics.ts';
 
 export interface WarmKube {
   client: KubeClient;
+  /** Both informers have listed once and are watching. */
   synced(): boolean;
+  /** Resolves true once synced, false when `timeoutMs` passes first (or the informers are closed). */
+  waitForSync(timeoutMs: number): Promise<boolean>;
+  /** Stops the informers and closes the lean client's connections. */
   close(): void;
 }
 
-export function startWarmKube(_o: {
+export interface WarmKubeOptions {
+  /** The `kubeconfig` key of the daemon's config ('' for the in-cluster service account). */
   kubeconfig: string;
   env: Record<string, string | undefined>;
+  /** This node's name (MULTUS_NODE_NAME or the hostname): the pod informer's field selector. */
   nodeName: string;
   log: Logger;
   metrics?: Metrics;
-}): Promise<WarmKube> {
-  return Promise.reject(new Error('informers are not available in this build'));
+  /** Backoff of an informer restart after an error (tests make it short). */
+  backoff?: { initialMs: number; maxMs: number };
+}
+
+export const POD_INFORMER = 'pods';
+export const NAD_INFORMER = 'network-attachment-definitions';
+const NAD_PATH = '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions';
+const LIST_PAGE = 500;
+const LIST_TIMEOUT_MS = 60_000;
+const MAX_LIST_BYTES = 256 << 20;
+
+type Obj = KubernetesObject & Record<string, unknown>;
+
+/** client-node's classes, imported when the informers start (not when the daemon's bundle loads). */
+interface ClientNode {
+  KubeConfig: typeof KubeConfig;
+  ListWatch: typeof ListWatch;
+  Watch: typeof Watch;
+}
+
+async function loadClientNode(): Promise<ClientNode> {
+  const [config, cache, watch] = await Promise.all([
+    import('@kubernetes/client-node/dist/config.js'),
+    import('@kubernetes/client-node/dist/cache.js'),
+    import('@kubernetes/client-node/dist/watch.js'),
+  ]);
+  return { KubeConfig: config.KubeConfig, ListWatch: cache.ListWatch, Watch: watch.Watch };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// client-node's KubeConfig for the informers
+
+/**
+ * The same kubeconfig as the lean client, or the in-cluster account. client-node reads `token-file` once and
+ * does not know client-go's `tokenFile`: a kubeconfig with `tokenFile` gets an authenticator that reads the
+ * file for every list and watch, so a rotated service-account token keeps working (as in the lean client).
+ */
+async function informerConfig(o: WarmKubeOptions, cn: ClientNode): Promise<KubeConfig> {
+  const kc = new cn.KubeConfig();
+  try {
+    if (o.kubeconfig) {
+      kc.loadFromFile(o.kubeconfig);
+      const lean = await loadKubeconfigFile(o.kubeconfig).catch(() => undefined);
+      const tokenFile = lean?.auth.tokenFile;
+      const user = kc.getCurrentUser();
+      if (tokenFile && user && !user.token && !user.exec && !user.authProvider) {
+        kc.addAuthenticator({
+          isAuthProvider: (u) => u.name === user.name,
+          applyAuthentication: async (_u, opts) => {
+            opts.headers = { ...opts.headers, Authorization: `Bearer ${readTokenFile(tokenFile)}` };
+          },
+        });
+      }
+    } else if (o.env.KUBERNETES_SERVICE_HOST && o.env.KUBERNETES_SERVICE_PORT) {
+      kc.loadFromCluster();
+    } else {
+      throw new Error('no kubeconfig and no KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT');
+    }
+  } catch (err) {
+    const what = o.kubeconfig ? `the kubeconfig ${o.kubeconfig}` : 'the in-cluster configuration';
+    throw new CniError(CniCode.Internal, `informers: cannot use ${what}: ${messageOf(err)}`, { cause: err });
+  }
+  if (!kc.getCurrentCluster()) {
+    throw new CniError(CniCode.Internal, `informers: the kubeconfig ${o.kubeconfig} names no current cluster`);
+  }
+  return kc;
+}
+
+/** One page of a list, as raw JSON (the same objects a GET returns: no typed-model conversion). */
+async function getJson(kc: KubeConfig, path: string): Promise<KubernetesListObject<Obj>> {
+  const server = kc.getCurrentCluster()!.server;
+  const url = new URL(server.replace(/\/+$/, '') + path);
+  const opts: Record<string, unknown> = { headers: { Accept: 'application/json', 'User-Agent': 'multus-ts-daemon' } };
+  await kc.applyToHTTPSOptions(opts);
+  const mod = url.protocol === 'http:' ? process.getBuiltinModule('node:http') : process.getBuiltinModule('node:https');
+  const agent = opts.agent as { destroy?: () => void } | undefined;
+  try {
+    return await new Promise((resolve, reject) => {
+      const req = mod.request(url, { ...opts, method: 'GET', timeout: LIST_TIMEOUT_MS }, (res: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > MAX_LIST_BYTES) res.destroy(new Error(`list larger than ${MAX_LIST_BYTES} bytes`));
+          else chunks.push(c);
+        });
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) {
+            let msg = `HTTP ${res.statusCode}`;
+            try {
+              msg += `: ${(JSON.parse(text) as { message?: string }).message ?? ''}`;
+            } catch {
+              // not a Status object
+            }
+            reject(Object.assign(new Error(msg), { statusCode: res.statusCode }));
+            return;
+          }
+          try {
+            resolve(JSON.parse(text) as KubernetesListObject<Obj>);
+          } catch (err) {
+            reject(err);
+          }
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${LIST_TIMEOUT_MS} ms`)));
+      req.on('error', reject);
+      req.end();
+    });
+  } finally {
+    agent?.destroy?.();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// One informer with restart and sync state
+
+interface Informer {
+  readonly name: string;
+  synced(): boolean;
+  get(namespace: string, name: string): Obj | undefined;
+  start(): void;
+  stop(): void;
+}
+
+function informer(
+  name: string,
+  path: string,
+  fieldSelector: string | undefined,
+  kc: KubeConfig,
+  o: WarmKubeOptions,
+  onChange: () => void,
+  cn: ClientNode,
+): Informer {
+  const backoff = o.backoff ?? { initialMs: 1000, maxMs: 30_000 };
+  let listed = false;
+  let watching = false;
+  let stopped = false;
+  let delay = backoff.initialMs;
+  let timer: NodeJS.Timeout | undefined;
+  let reported: boolean | undefined;
+  const report = (): void => {
+    const now = listed && watching;
+    if (now !== reported) {
+      reported = now;
+      o.metrics?.informerSynced(name, now);
+      o.log.verbose(`informer ${name}: ${now ? 'synced' : 'not synced'}`);
+      onChange();
+    }
+  };
+
+  const list = async (): Promise<KubernetesListObject<Obj>> => {
+    const t0 = performance.now();
+    let ok = false;
+    try {
+      const items: Obj[] = [];
+      let cont = '';
+      let resourceVersion = '';
+      do {
+        const q = new URLSearchParams({ limit: String(LIST_PAGE) });
+        if (fieldSelector) q.set('fieldSelector', fieldSelector);
+        if (cont) q.set('continue', cont);
+        const page = await getJson(kc, `${path}?${q}`);
+        items.push(...(page.items ?? []));
+        resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+        cont = page.metadata?._continue ?? (page.metadata as { continue?: string } | undefined)?.continue ?? '';
+      } while (cont);
+      ok = true;
+      listed = true;
+      return { apiVersion: 'v1', kind: 'List', metadata: { resourceVersion }, items };
+    } finally {
+      o.metrics?.apiCall('list', name, (performance.now() - t0) / 1000, ok);
+    }
+  };
+
+  // The watch of client-node, told apart: established (HTTP 200, streaming) or failed.
+  const realWatch = new cn.Watch(kc);
+  type Query = Record<string, string | number | boolean | undefined>;
+  type Callback = (phase: string, obj: unknown, w: unknown) => void;
+  const watch = {
+    watch: async (p: string, q: Query, cb: Callback, done: (err: unknown) => void) => {
+      let failed = false;
+      const controller = await realWatch.watch(p, q, cb, (err: unknown) => {
+        if (err) failed = true;
+        watching = false;
+        done(err);
+      });
+      if (!failed && !stopped) {
+        watching = true;
+        delay = backoff.initialMs;
+        report();
+      }
+      return controller;
+    },
+  } as unknown as Watch;
+
+  const lw = new cn.ListWatch<Obj>(path, watch, list, false, undefined, fieldSelector);
+  lw.on('error', (err: unknown) => {
+    watching = false;
+    report();
+    if (stopped || timer) return;
+    const wait = Math.round(delay * (0.9 + Math.random() * 0.2));
+    o.log.warn(`informer ${name}: ${messageOf(err)}; restarting in ${wait} ms`);
+    delay = Math.min(delay * 2, backoff.maxMs);
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (!stopped) void lw.start().catch((e: unknown) => o.log.warn(`informer ${name}: ${messageOf(e)}`));
+    }, wait);
+    timer.unref?.();
+  });
+
+  return {
+    name,
+    synced: () => listed && watching,
+    get: (namespace, n) => lw.get(n, namespace),
+    start() {
+      report();
+      void lw.start().catch((e: unknown) => o.log.warn(`informer ${name}: ${messageOf(e)}`));
+    },
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      void lw.stop();
+      watching = false;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The client: cache first, the lean client for everything else
+
+/** The lean client with every request reported to `metrics.apiCall`. */
+function measured(lean: KubeClient, metrics: Metrics | undefined): KubeClient {
+  const timed = async <T>(verb: string, resource: string, call: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    let ok = false;
+    try {
+      const r = await call();
+      ok = true;
+      return r;
+    } finally {
+      metrics?.apiCall(verb, resource, (performance.now() - t0) / 1000, ok);
+    }
+  };
+  return {
+    getPod: (ns, name, opts) => timed('get', 'pods', () => lean.getPod(ns, name, opts)),
+    getNad: (ns, name, opts) => timed('get', NAD_INFORMER, () => lean.getNad(ns, name, opts)),
+    updatePodStatus: (pod, opts) => timed('update', 'pods/status', () => lean.updatePodStatus(pod, opts)),
+    createEvent: (e, opts) => timed('create', 'events', () => lean.createEvent(e, opts)),
+    get requestCount() {
+      return lean.requestCount;
+    },
+    info: lean.info,
+    close: () => lean.close(),
+  };
+}
+
+class WarmClient implements KubeClient {
+  constructor(
+    private readonly api: KubeClient,
+    private readonly pods: Informer,
+    private readonly nads: Informer,
+  ) {}
+
+  get requestCount(): number {
+    return this.api.requestCount;
+  }
+
+  get info(): ClientInfo {
+    return this.api.info;
+  }
+
+  async getPod(namespace: string, name: string, opts?: CallOptions): Promise<Pod> {
+    if (this.pods.synced()) {
+      const hit = this.pods.get(namespace, name) as Pod | undefined;
+      // A pod re-created under the same name that the watch has not delivered yet: ask the API server.
+      if (hit && (!opts?.uid || hit.metadata.uid === opts.uid)) return structuredClone(hit);
+    }
+    return this.api.getPod(namespace, name, opts);
+  }
+
+  async getNad(namespace: string, name: string, opts?: CallOptions): Promise<Nad> {
+    if (this.nads.synced()) {
+      const hit = this.nads.get(namespace, name) as Nad | undefined;
+      if (hit) return structuredClone(hit);
+    }
+    return this.api.getNad(namespace, name, opts);
+  }
+
+  updatePodStatus(pod: Pod, opts?: CallOptions): Promise<Pod> {
+    return this.api.updatePodStatus(pod, opts);
+  }
+
+  createEvent(event: EventInput, opts?: CallOptions): Promise<void> {
+    return this.api.createEvent(event, opts);
+  }
+
+  /** Idle keep-alive connections only; the informers run until WarmKube.close(). */
+  close(): void {
+    this.api.close();
+  }
+}
+
+/**
+ * Starts both informers and returns at once (they sync in the background: see `synced()`/`waitForSync`).
+ * Throws a CniError when there is no Kubernetes configuration, the kubeconfig cannot be used, or the node name
+ * is not a valid name.
+ */
+export async function startWarmKube(o: WarmKubeOptions): Promise<WarmKube> {
+  if (!isDns1123Subdomain(o.nodeName)) {
+    const msg = `informers: node name "${o.nodeName}" is not a valid Kubernetes node name (set MULTUS_NODE_NAME)`;
+    throw new CniError(CniCode.InvalidConfig, msg);
+  }
+  const lean = await loadKubeClient({ kubeconfig: o.kubeconfig, env: o.env, log: o.log });
+  if (!lean) {
+    throw new CniError(CniCode.InvalidConfig, 'informers: no kubeconfig and no in-cluster service environment');
+  }
+  const cn = await loadClientNode();
+  const kc = await informerConfig(o, cn);
+  const waiters = new Set<() => void>();
+  let closed = false;
+  const changed = (): void => {
+    for (const w of [...waiters]) w();
+  };
+  const pods = informer(POD_INFORMER, '/api/v1/pods', `spec.nodeName=${o.nodeName}`, kc, o, changed, cn);
+  const nads = informer(NAD_INFORMER, NAD_PATH, undefined, kc, o, changed, cn);
+  const api = measured(lean, o.metrics);
+  const client = new WarmClient(api, pods, nads);
+  const synced = (): boolean => !closed && pods.synced() && nads.synced();
+  pods.start();
+  nads.start();
+  o.log.verbose(`informers: pods of node ${o.nodeName} and NADs from ${lean.info.server}`);
+  return {
+    client,
+    synced,
+    waitForSync(timeoutMs) {
+      if (synced()) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const finish = (v: boolean): void => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve(v);
+        };
+        const check = (): void => {
+          if (synced()) finish(true);
+          else if (closed) finish(false);
+        };
+        const timer = setTimeout(() => finish(false), timeoutMs);
+        waiters.add(check);
+      });
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      pods.stop();
+      nads.stop();
+      lean.close();
+      changed();
+    },
+  };
 }

@@ -1,6 +1,22 @@
-// placeholder until branch warm lands: the interface only; the daemon treats metrics as not available.
+/**
+ * daemon/metrics.ts: the resident daemon's Prometheus metrics (prom-client; docs/resident.md, "Warm state and
+ * metrics").
+ *
+ * One registry per `createMetrics()` (never prom-client's global one), so a test or a second daemon in one
+ * process gets its own figures. Every name of ours starts with `multus_ts_`; the default process and Node.js
+ * metrics of prom-client keep their standard names (`process_*`, `nodejs_*`), which dashboards expect.
+ *
+ * Label values come from requests (command, plugin type): they are bounded here, so a caller that sends
+ * arbitrary values cannot grow the registry without limit (unknown commands become `other`, plugin types past
+ * the first 64 distinct ones become `other`, and odd characters are replaced).
+ *
+ * This module is bundled only into the daemon's code; the thin plugin never loads it.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
 export interface Metrics {
-  requestStarted(command: string): () => void; // returns done(); tracks in-flight
+  /** A request began; the returned function ends it (the in-flight gauge goes down once, however often called). */
+  requestStarted(command: string): () => void;
   requestFinished(command: string, outcome: 'success' | 'error', seconds: number): void;
   delegateCall(pluginType: string, command: string, seconds: number, ok: boolean): void;
   apiCall(verb: string, resource: string, seconds: number, ok: boolean): void;
@@ -8,6 +24,106 @@ export interface Metrics {
   render(): Promise<{ contentType: string; body: string }>;
 }
 
+export const METRIC_PREFIX = 'multus_ts_';
+
+/** Latency buckets in seconds: 0.5 ms (a cached answer) up to 60 s (the delegate timeout). */
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+const COMMANDS: ReadonlySet<string> = new Set(['ADD', 'DEL', 'CHECK', 'STATUS', 'GC', 'VERSION']);
+const API_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']);
+const MAX_FREE_VALUES = 64;
+
+const command = (c: string): string => (COMMANDS.has(c) ? c : 'other');
+
+/** A label value from free text: at most 64 distinct values per label, then `other`. */
+class BoundedValues {
+  private readonly seen = new Set<string>();
+
+  of(raw: string): string {
+    const v = raw.replace(/[^A-Za-z0-9_.\-/]/g, '_').slice(0, 63) || 'unknown';
+    if (this.seen.has(v)) return v;
+    if (this.seen.size >= MAX_FREE_VALUES) return 'other';
+    this.seen.add(v);
+    return v;
+  }
+}
+
 export function createMetrics(): Metrics {
-  throw new Error('metrics are not available in this build (metricsPort needs the prom-client registry)');
+  const register = new Registry();
+  collectDefaultMetrics({ register });
+  const requests = new Counter({
+    name: `${METRIC_PREFIX}requests_total`,
+    help: 'CNI requests served, by command and outcome',
+    labelNames: ['command', 'outcome'],
+    registers: [register],
+  });
+  const requestSeconds = new Histogram({
+    name: `${METRIC_PREFIX}request_duration_seconds`,
+    help: 'Time to serve a CNI request, by command',
+    labelNames: ['command'],
+    buckets: LATENCY_BUCKETS,
+    registers: [register],
+  });
+  const inFlight = new Gauge({
+    name: `${METRIC_PREFIX}requests_in_flight`,
+    help: 'CNI requests being served now, by command',
+    labelNames: ['command'],
+    registers: [register],
+  });
+  const delegateSeconds = new Histogram({
+    name: `${METRIC_PREFIX}delegate_duration_seconds`,
+    help: 'Time of one delegate plugin call, by plugin type, command and outcome',
+    labelNames: ['plugin_type', 'command', 'outcome'],
+    buckets: LATENCY_BUCKETS,
+    registers: [register],
+  });
+  const apiSeconds = new Histogram({
+    name: `${METRIC_PREFIX}api_request_duration_seconds`,
+    help: 'Time of one Kubernetes API request, by verb, resource and outcome',
+    labelNames: ['verb', 'resource', 'outcome'],
+    buckets: LATENCY_BUCKETS,
+    registers: [register],
+  });
+  const synced = new Gauge({
+    name: `${METRIC_PREFIX}informer_synced`,
+    help: '1 when the informer has listed and is watching, 0 otherwise',
+    labelNames: ['informer'],
+    registers: [register],
+  });
+  const pluginTypes = new BoundedValues();
+  const resources = new BoundedValues();
+  const informers = new BoundedValues();
+  const outcome = (ok: boolean): string => (ok ? 'success' : 'error');
+
+  return {
+    requestStarted(cmd) {
+      const labels = { command: command(cmd) };
+      inFlight.inc(labels);
+      let done = false;
+      return () => {
+        if (done) return;
+        done = true;
+        inFlight.dec(labels);
+      };
+    },
+    requestFinished(cmd, result, seconds) {
+      const c = command(cmd);
+      requests.inc({ command: c, outcome: result === 'success' ? 'success' : 'error' });
+      requestSeconds.observe({ command: c }, Math.max(0, seconds));
+    },
+    delegateCall(pluginType, cmd, seconds, ok) {
+      const labels = { plugin_type: pluginTypes.of(pluginType), command: command(cmd), outcome: outcome(ok) };
+      delegateSeconds.observe(labels, Math.max(0, seconds));
+    },
+    apiCall(verb, resource, seconds, ok) {
+      const v = API_VERBS.has(verb) ? verb : 'other';
+      apiSeconds.observe({ verb: v, resource: resources.of(resource), outcome: outcome(ok) }, Math.max(0, seconds));
+    },
+    informerSynced(name, isSynced) {
+      synced.set({ informer: informers.of(name) }, isSynced ? 1 : 0);
+    },
+    async render() {
+      return { contentType: register.contentType, body: await register.metrics() };
+    },
+  };
 }

@@ -33,6 +33,8 @@ export interface EventInput {
 export interface CallOptions {
   /** This call's deadline instead of the client's (e.g. 250 ms per GetPod attempt, docs/behaviour.md#pod-lookup). */
   timeoutMs?: number;
+  /** getPod: the UID the caller expects; a cache (the daemon's informer) answers only a pod with it. */
+  uid?: string;
 }
 
 export interface KubeClient {

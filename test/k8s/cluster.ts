@@ -59,14 +59,15 @@ export const podPath = (namespace: string, name?: string): string =>
   `/api/v1/namespaces/${namespace}/pods${name ? `/${name}` : ''}`;
 
 /**
- * The ClusterRole given to the multus service account: what the thin plugin needs (spec docs/behaviour.md#pod-lookup)
- * and nothing
- * more, so a test fails when the implementation makes a call that the real plugin does not. The upstream
- * deployment manifests grant more (all verbs on k8s.cni.cncf.io, list/watch on pods, update on events).
+ * The ClusterRole given to the multus service account: what the thin plugin needs (docs/behaviour.md#pod-lookup)
+ * plus the list/watch of pods and NADs that the resident daemon's informers need (as Multus thick's manifest
+ * grants), and nothing more, so a test fails when the implementation makes a call that the real plugin does
+ * not. The upstream deployment manifests grant more (all verbs on k8s.cni.cncf.io, update on events).
  */
 export const MULTUS_CLUSTER_ROLE_RULES = [
-  { apiGroups: [''], resources: ['pods', 'pods/status'], verbs: ['get', 'update'] },
-  { apiGroups: ['k8s.cni.cncf.io'], resources: ['network-attachment-definitions'], verbs: ['get', 'list'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'update', 'list', 'watch'] },
+  { apiGroups: [''], resources: ['pods/status'], verbs: ['get', 'update'] },
+  { apiGroups: ['k8s.cni.cncf.io'], resources: ['network-attachment-definitions'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
 ];
 

@@ -1,0 +1,293 @@
+/**
+ * The resident daemon's warm Kubernetes state (src/daemon/informers.ts) against a real kube-apiserver: the
+ * pod informer (this node's pods) and the NAD informer sync, answers come from their caches with no request
+ * (counted in the API server's audit log and by `requestCount`), a miss falls back to one GET with the lean
+ * client's errors, and an in-process ADD through handle() makes exactly one non-event request once synced.
+ * No root needed: delegates are the fake exec, the pod's netns a plain file.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/base/log.ts';
+import type { WarmKube } from '../../src/daemon/informers.ts';
+import { startWarmKube } from '../../src/daemon/informers.ts';
+import type { Metrics } from '../../src/daemon/metrics.ts';
+import { createMetrics } from '../../src/daemon/metrics.ts';
+import { handle } from '../../src/host/handle.ts';
+import { createHost } from '../../src/host/host.ts';
+import type { KubeClient } from '../../src/k8s/types.ts';
+import { FakeExec } from '../helpers/fake-exec.ts';
+import { needs } from '../helpers/skip.ts';
+import {
+  type AuditEvent,
+  type Cluster,
+  MULTUS_USER,
+  k8sRequirements,
+  nadPath,
+  podPath,
+  startCluster,
+} from './cluster.ts';
+
+const ready = needs(...k8sRequirements());
+const NODE = 'node-warm';
+const OTHER_NODE = 'node-elsewhere';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => {
+  let cluster: Cluster;
+  let warm: WarmKube;
+  let metrics: Metrics;
+  let client: KubeClient;
+  let dir: string;
+  const ns = `warm-${process.pid}`;
+  let early: { uid: string };
+
+  async function createPod(name: string, nodeName: string, annotations: Record<string, string> = {}) {
+    const pod = await cluster.admin.post(podPath(ns), {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: ns, annotations },
+      spec: { nodeName, containers: [{ name: 'c', image: 'example.invalid/none' }] },
+    });
+    return { name, uid: pod.metadata.uid as string };
+  }
+
+  async function createNad(name: string, config: Record<string, unknown>) {
+    await cluster.admin.post(nadPath(ns), {
+      apiVersion: 'k8s.cni.cncf.io/v1',
+      kind: 'NetworkAttachmentDefinition',
+      metadata: { name, namespace: ns },
+      spec: { config: JSON.stringify(config) },
+    });
+  }
+
+  /** The multus user's requests on objects of this test's namespace (lists/watches are cluster-wide: not here). */
+  async function audit(settleMs = 300): Promise<AuditEvent[]> {
+    await sleep(settleMs); // a line is written when its response completes
+    return (await cluster.auditEvents(MULTUS_USER)).filter((e) => e.objectRef?.namespace === ns);
+  }
+  const line = (e: AuditEvent) =>
+    `${e.verb} ${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''} ${e.objectRef?.name}`;
+
+  /** Polls (bounded) until `get` answers `want` without sending a request: the informer's cache has it. */
+  async function untilCached<T>(get: () => Promise<T>, want: (v: T) => boolean, what: string): Promise<T> {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const before = client.requestCount;
+      const v = await get().catch(() => undefined);
+      if (v !== undefined && want(v) && client.requestCount === before) return v;
+      if (Date.now() > deadline) throw new Error(`${what} not served from the informer cache within 15 s`);
+      await sleep(50);
+    }
+  }
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+    await cluster.admin.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    early = await createPod('early', NODE);
+    await createNad('net-a', { cniVersion: '1.0.0', type: 'p1' });
+    metrics = createMetrics();
+    warm = await startWarmKube({
+      kubeconfig: cluster.multusKubeconfig,
+      env: {},
+      nodeName: NODE,
+      log: silentLogger,
+      metrics,
+      backoff: { initialMs: 100, maxMs: 500 },
+    });
+    client = warm.client;
+    dir = mkdtempSync(join(tmpdir(), 'mts-warm-'));
+    writeFileSync(join(dir, 'netns'), '');
+  }, 120_000);
+
+  afterAll(async () => {
+    warm?.close();
+    await cluster?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('both informers list and watch, and say so in the metrics', async () => {
+    expect(await warm.waitForSync(30_000)).toBe(true);
+    expect(warm.synced()).toBe(true);
+    const body = (await metrics.render()).body;
+    expect(body).toMatch(/^multus_ts_informer_synced\{informer="pods"\} 1$/m);
+    expect(body).toMatch(/^multus_ts_informer_synced\{informer="network-attachment-definitions"\} 1$/m);
+    const lists = (await cluster.auditEvents(MULTUS_USER)).filter((e) => e.verb === 'list' || e.verb === 'watch');
+    expect(
+      lists.some((e) => e.verb === 'list' && e.objectRef?.resource === 'pods'),
+      'pod list',
+    ).toBe(true);
+    expect(
+      lists.every((e) => (e.responseStatus?.code ?? 0) < 300 || e.stage !== 'ResponseComplete'),
+      'RBAC allows list/watch',
+    ).toBe(true);
+  });
+
+  it('a pod of this node that existed at start-up is served from the cache: 0 GETs', async () => {
+    expect(await warm.waitForSync(30_000)).toBe(true);
+    const before = client.requestCount;
+    const pod = await client.getPod(ns, 'early', { uid: early.uid });
+    expect(pod.metadata.uid).toBe(early.uid);
+    expect(client.requestCount - before).toBe(0);
+    expect((await audit()).filter((e) => e.objectRef?.name === 'early').map(line)).toEqual([]);
+  });
+
+  it('a pod created after start-up is found, and soon served from the cache', async () => {
+    const late = await createPod('late', NODE);
+    const first = await client.getPod(ns, 'late', { uid: late.uid }); // the informer's, or the GET fallback's
+    expect(first.metadata.uid).toBe(late.uid);
+    await untilCached(
+      () => client.getPod(ns, 'late', { uid: late.uid }),
+      (p) => p.metadata.uid === late.uid,
+      'pod late',
+    );
+  });
+
+  it('a pod of another node is not cached, yet found with one GET', async () => {
+    const other = await createPod('other', OTHER_NODE);
+    await sleep(500); // the watch would have delivered it by now, were it this node's
+    for (let i = 0; i < 2; i++) {
+      const before = client.requestCount;
+      expect((await client.getPod(ns, 'other')).metadata.uid).toBe(other.uid);
+      expect(client.requestCount - before, 'one GET per lookup').toBe(1);
+    }
+    expect((await audit()).filter((e) => e.objectRef?.name === 'other').map(line)).toEqual([
+      'get pods other',
+      'get pods other',
+    ]);
+  });
+
+  it('a cached pod with another UID than expected is asked for again (re-created pod)', async () => {
+    const before = client.requestCount;
+    const pod = await client.getPod(ns, 'early', { uid: 'not-the-uid' });
+    expect(pod.metadata.uid).toBe(early.uid);
+    expect(client.requestCount - before).toBe(1);
+  });
+
+  it('a NAD updated while running is seen from the cache; a missing one is a NotFound from a GET', async () => {
+    await untilCached(
+      () => client.getNad(ns, 'net-a'),
+      (n) => n.spec?.config?.includes('"p1"') === true,
+      'NAD net-a',
+    );
+    const cur = await cluster.admin.get(nadPath(ns, 'net-a'));
+    cur.spec.config = JSON.stringify({ cniVersion: '1.0.0', type: 'p2' });
+    await cluster.admin.put(nadPath(ns, 'net-a'), cur);
+    const nad = await untilCached(
+      () => client.getNad(ns, 'net-a'),
+      (n) => n.spec?.config?.includes('"p2"') === true,
+      'updated NAD',
+    );
+    expect(JSON.parse(nad.spec!.config!)).toEqual({ cniVersion: '1.0.0', type: 'p2' });
+
+    const before = client.requestCount;
+    const err = await client.getNad(ns, 'nope').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ status: 404, reason: 'NotFound' });
+    expect(client.requestCount - before, 'a cache miss is asked for').toBe(1);
+  });
+
+  it('handle(): an ADD of a pod with 2 NADs makes exactly 1 non-event request once synced; its DEL none', async () => {
+    await createNad('nad-a', { cniVersion: '1.0.0', type: 'p1' });
+    await createNad('nad-b', { cniVersion: '1.0.0', type: 'p2' });
+    const pod = await createPod('two-nads', NODE, { 'k8s.v1.cni.cncf.io/networks': 'nad-a,nad-b' });
+    await untilCached(
+      () => client.getPod(ns, 'two-nads', { uid: pod.uid }),
+      () => true,
+      'pod two-nads',
+    );
+    await untilCached(
+      () => client.getNad(ns, 'nad-a'),
+      () => true,
+      'NAD nad-a',
+    );
+    await untilCached(
+      () => client.getNad(ns, 'nad-b'),
+      () => true,
+      'NAD nad-b',
+    );
+
+    const exec = new FakeExec('p0', 'p1', 'p2');
+    let connects = 0;
+    const host = createHost({
+      writeStderr: () => {},
+      exec,
+      connectKube: async () => {
+        connects++;
+        return client;
+      },
+    });
+    const conf = {
+      cniVersion: '1.0.0',
+      name: 'multus-cni-network',
+      type: 'multus',
+      kubeconfig: cluster.multusKubeconfig,
+      cniDir: join(dir, 'cni'),
+      delegates: [{ cniVersion: '1.0.0', name: 'cluster', type: 'p0' }],
+    };
+    const env = (command: string) => ({
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: 'cid-two-nads',
+      CNI_NETNS: join(dir, 'netns'),
+      CNI_IFNAME: 'eth0',
+      CNI_PATH: '/nonexistent',
+      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns};K8S_POD_NAME=two-nads;K8S_POD_INFRA_CONTAINER_ID=cid-two-nads;K8S_POD_UID=${pod.uid}`,
+    });
+    const mine = (events: AuditEvent[]) => events.filter((e) => e.objectRef?.resource !== 'events').map(line);
+
+    const before = mine(await audit(0));
+    const add = await handle(host, { env: env('ADD'), stdin: Buffer.from(JSON.stringify(conf)) });
+    expect(add.exitCode, add.stdout).toBe(0);
+    expect(exec.received.map((c) => `${c.type} ${c.command} ${c.ifName}`)).toEqual([
+      'p0 ADD eth0',
+      'p1 ADD net1',
+      'p2 ADD net2',
+    ]);
+    const afterAdd = mine(await audit());
+    expect(afterAdd.slice(before.length)).toEqual(['update pods/status two-nads']);
+    const status = (await cluster.admin.get(podPath(ns, 'two-nads'))).metadata.annotations[
+      'k8s.v1.cni.cncf.io/network-status'
+    ];
+    expect(JSON.parse(status).map((s: { interface?: string }) => s.interface)).toEqual(['eth0', 'net1', 'net2']);
+
+    const del = await handle(host, { env: env('DEL'), stdin: Buffer.from(JSON.stringify(conf)) });
+    expect(del.exitCode, del.stdout).toBe(0);
+    expect(mine(await audit()).slice(afterAdd.length)).toEqual([]);
+    expect(connects).toBe(1);
+    host.close();
+  });
+
+  it('API requests are reported to the metrics by verb, resource and outcome', async () => {
+    const body = (await metrics.render()).body;
+    expect(body).toMatch(
+      /^multus_ts_api_request_duration_seconds_count\{verb="get",resource="pods",outcome="success"\} [1-9]/m,
+    );
+    expect(body).toMatch(
+      /^multus_ts_api_request_duration_seconds_count\{verb="update",resource="pods\/status",outcome="success"\} 1$/m,
+    );
+    expect(body).toMatch(
+      /^multus_ts_api_request_duration_seconds_count\{verb="get",resource="network-attachment-definitions",outcome="error"\} 1$/m,
+    );
+    expect(body).toMatch(
+      /^multus_ts_api_request_duration_seconds_count\{verb="list",resource="pods",outcome="success"\} [1-9]/m,
+    );
+  });
+
+  // Last: stops the API server.
+  it('the API server gone: informers report unsynced; lookups fall back to GET and fail as transient (code 11)', async () => {
+    await cluster.stopApiserver();
+    const deadline = Date.now() + 20_000;
+    while (warm.synced() && Date.now() < deadline) await sleep(50);
+    expect(warm.synced()).toBe(false);
+    const body = (await metrics.render()).body;
+    expect(body).toMatch(/^multus_ts_informer_synced\{informer="pods"\} 0$/m);
+    const err = await client.getPod(ns, 'early', { uid: early.uid }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ code: 11, status: 0 });
+  });
+});
