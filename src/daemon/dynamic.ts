@@ -2,8 +2,8 @@
  * daemon/dynamic.ts: dynamic networks, built into the daemon (`dynamicNetworks: true`, docs/hotplug.md).
  *
  * Every `dynamicNetworksPollSeconds` the daemon looks at the pods whose sandboxes it knows (its caches:
- * daemon/sandboxes.ts) through a `PodSource` (today: a GET per pod with the daemon's Kubernetes client; the
- * informer's cache can answer it instead once it is built in). For a pod whose networks annotation differs from
+ * daemon/sandboxes.ts) through a `PodSource` (getPod on the daemon's Kubernetes client: the pod informer's cache
+ * when the multus config uses the daemon's kubeconfig, else a GET). For a pod whose networks annotation differs from
  * its attachments it unplugs the removed elements and plugs the added ones (multus/dynamic-plan.ts), in
  * annotation order, through the same code as `POST /delegate` (so network-status and the AddedInterface /
  * RemovedInterface events follow), inside the pod's per-container queue: a reconcile never runs during that
