@@ -26,7 +26,15 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import {
-  chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync,
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -67,8 +75,17 @@ function usage(code) {
 
 function parseArgs(argv) {
   const o = {
-    rounds: 60, k8sRounds: 40, warmup: 5, rssSamples: 5, scenario: null, exe: null,
-    residentRounds: 40, rssPairs: [1000, 10000], concurrency: 100, gomultus: null, rssGo: false,
+    rounds: 60,
+    k8sRounds: 40,
+    warmup: 5,
+    rssSamples: 5,
+    scenario: null,
+    exe: null,
+    residentRounds: 40,
+    rssPairs: [1000, 10000],
+    concurrency: 100,
+    gomultus: null,
+    rssGo: false,
   };
   for (let i = 0; i < argv.length; i++) {
     let [k, v] = argv[i].split(/=(.*)/s);
@@ -91,8 +108,7 @@ function parseArgs(argv) {
     else if (k === '--rss-pairs') {
       o.rssPairs = next().split(',').map(Number);
       if (!o.rssPairs.every((n) => Number.isInteger(n) && n > 0)) usage(2);
-    }
-    else if (k === '-h' || k === '--help') usage(0);
+    } else if (k === '-h' || k === '--help') usage(0);
     else {
       process.stderr.write(`bench: unknown argument ${argv[i]}\n`);
       usage(2);
@@ -226,7 +242,10 @@ function ensureDelegate() {
   const cc = which('gcc') || which('cc');
   let kind = null;
   if (cc) {
-    for (const [k, flags] of [['static C binary', ['-static']], ['dynamic C binary', []]]) {
+    for (const [k, flags] of [
+      ['static C binary', ['-static']],
+      ['dynamic C binary', []],
+    ]) {
       const r = spawnSync(cc, ['-O2', '-s', ...flags, '-o', out, src], { encoding: 'utf8' });
       if (r.status === 0) {
         kind = k;
@@ -310,7 +329,11 @@ function rssMeter() {
     return {
       method: 'python3 resource.getrusage(RUSAGE_CHILDREN).ru_maxrss around one spawn',
       measure(file, args, env, input) {
-        const r = spawnSync(py, ['-c', script, file, ...args], { env: { ...env, PATH: RUNTIME_PATH }, input, encoding: 'utf8' });
+        const r = spawnSync(py, ['-c', script, file, ...args], {
+          env: { ...env, PATH: RUNTIME_PATH },
+          input,
+          encoding: 'utf8',
+        });
         const [code, kib] = r.stdout.trim().split(' ').map(Number);
         if (r.status !== 0 || code !== 0) fail(`${file} under python3 exited ${code}: ${r.stderr}`);
         return kib / 1024;
@@ -361,12 +384,16 @@ async function main() {
   const k8s = kubernetes.k8sBinaries(ROOT);
   if (opts.scenario === null) {
     opts.scenario = k8s.present ? 'all' : 'delegates-only';
-    if (!k8s.present) say(`note: scenario kubernetes skipped: no kube-apiserver/etcd in ${k8s.dir} (bash test/k8s/build.sh)`);
+    if (!k8s.present)
+      say(`note: scenario kubernetes skipped: no kube-apiserver/etcd in ${k8s.dir} (bash test/k8s/build.sh)`);
   }
   const run = opts.scenario === 'all' ? ['delegates-only', 'kubernetes'] : [opts.scenario];
-  if (run.includes('resident') && !k8s.present) say(`note: scenario resident without Kubernetes: no kube-apiserver/etcd in ${k8s.dir}`);
-  if (run.includes('kubernetes') && !k8s.present) fail(`scenario kubernetes needs ${k8s.bins.join(' and ')} (bash test/k8s/build.sh)`);
-  if (run.includes('delegates-only') && opts.rounds < 50) say(`WARNING: ${opts.rounds} rounds: the figures need at least 50 (--rounds)`);
+  if (run.includes('resident') && !k8s.present)
+    say(`note: scenario resident without Kubernetes: no kube-apiserver/etcd in ${k8s.dir}`);
+  if (run.includes('kubernetes') && !k8s.present)
+    fail(`scenario kubernetes needs ${k8s.bins.join(' and ')} (bash test/k8s/build.sh)`);
+  if (run.includes('delegates-only') && opts.rounds < 50)
+    say(`WARNING: ${opts.rounds} rounds: the figures need at least 50 (--rounds)`);
 
   const mach = machine();
   const exe = ensureExe(opts);
@@ -376,7 +403,8 @@ async function main() {
   const tmp = mkdtempSync(join(tmpdir(), 'multus-bench-'));
   const out = {
     bench: 'multus-ts startup',
-    git_head: spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() || null,
+    git_head:
+      spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() || null,
     scenario: run[0],
     scenarios_run: run,
   };
@@ -392,13 +420,25 @@ async function main() {
     if (run.includes('kubernetes')) {
       const lib = { timed, stats, r2, fail, say, parseJson, rssMeter, RUNTIME_PATH, CLK_TCK };
       out.kubernetes = await kubernetes.runKubernetes({
-        opts, exe, node, delegate: { ...delegate, type: DELEGATE_TYPE }, tmp, lib,
+        opts,
+        exe,
+        node,
+        delegate: { ...delegate, type: DELEGATE_TYPE },
+        tmp,
+        lib,
       });
     }
     if (run.includes('resident')) {
       const lib = { timed, stats, r2, fail, say, parseJson, RUNTIME_PATH, CLK_TCK };
       out.resident = await resident.runResident({
-        opts, exe, node, delegate: { ...delegate, type: DELEGATE_TYPE }, tmp, lib, root: ROOT, k8sPresent: k8s.present,
+        opts,
+        exe,
+        node,
+        delegate: { ...delegate, type: DELEGATE_TYPE },
+        tmp,
+        lib,
+        root: ROOT,
+        k8sPresent: k8s.present,
       });
     }
   } finally {
@@ -458,49 +498,80 @@ async function measure({ opts, scenario, sc, tmp, exe, node, stripped, delegate,
 
   // The units of a round. Each pushes wall times (ms) into its sample lists.
   const samples = {
-    floor: [], floor_stripped: [], version: [], add: [], del: [], delegate_add: [], delegate_del: [],
+    floor: [],
+    floor_stripped: [],
+    version: [],
+    add: [],
+    del: [],
+    delegate_add: [],
+    delegate_del: [],
   };
   const ticks = Object.fromEntries(Object.keys(samples).map((k) => [k, 0]));
   /** @type {[string, () => any][]} */
   const units = [
-    ['floor', () => {
-      const r = timed(node, ['-e', '0'], baseEnv);
-      if (r.status !== 0) fail(show('node -e 0', r));
-      return { floor: r };
-    }],
+    [
+      'floor',
+      () => {
+        const r = timed(node, ['-e', '0'], baseEnv);
+        if (r.status !== 0) fail(show('node -e 0', r));
+        return { floor: r };
+      },
+    ],
     ...(stripped
-      ? [/** @type {[string, () => any]} */ (['floor_stripped', () => {
-          const r = timed(stripped, ['-e', '0'], baseEnv);
-          if (r.status !== 0) fail(show('stripped node -e 0', r));
-          return { floor_stripped: r };
-        }])]
+      ? [
+          /** @type {[string, () => any]} */ ([
+            'floor_stripped',
+            () => {
+              const r = timed(stripped, ['-e', '0'], baseEnv);
+              if (r.status !== 0) fail(show('stripped node -e 0', r));
+              return { floor_stripped: r };
+            },
+          ]),
+        ]
       : []),
-    ['version', () => {
-      const r = timed(exe, [], { ...baseEnv, CNI_COMMAND: 'VERSION' }, JSON.stringify({ cniVersion: sc.conf.cniVersion }));
-      const j = parseJson(r.stdout);
-      if (r.status !== 0 || !j || !Array.isArray(j.supportedVersions)) fail(`multus VERSION: ${show('VERSION', r)}`);
-      return { version: r };
-    }],
-    ['add+del', () => {
-      const pod = newPod();
-      const a = timed(exe, [], cniEnv('ADD', pod.id, pod), confBytes);
-      checkAdd(a);
-      const d = timed(exe, [], cniEnv('DEL', pod.id, pod), confBytes);
-      checkDel(d);
-      return { add: a, del: d };
-    }],
-    ['delegate_add', () => {
-      const pod = newPod();
-      const r = timed(delegate.path, [], cniEnv('ADD', pod.id, pod), delegateBytes);
-      if (r.status !== 0) fail(show('delegate ADD', r));
-      return { delegate_add: r };
-    }],
-    ['delegate_del', () => {
-      const pod = newPod();
-      const r = timed(delegate.path, [], cniEnv('DEL', pod.id, pod), delegateBytes);
-      if (r.status !== 0) fail(show('delegate DEL', r));
-      return { delegate_del: r };
-    }],
+    [
+      'version',
+      () => {
+        const r = timed(
+          exe,
+          [],
+          { ...baseEnv, CNI_COMMAND: 'VERSION' },
+          JSON.stringify({ cniVersion: sc.conf.cniVersion }),
+        );
+        const j = parseJson(r.stdout);
+        if (r.status !== 0 || !j || !Array.isArray(j.supportedVersions)) fail(`multus VERSION: ${show('VERSION', r)}`);
+        return { version: r };
+      },
+    ],
+    [
+      'add+del',
+      () => {
+        const pod = newPod();
+        const a = timed(exe, [], cniEnv('ADD', pod.id, pod), confBytes);
+        checkAdd(a);
+        const d = timed(exe, [], cniEnv('DEL', pod.id, pod), confBytes);
+        checkDel(d);
+        return { add: a, del: d };
+      },
+    ],
+    [
+      'delegate_add',
+      () => {
+        const pod = newPod();
+        const r = timed(delegate.path, [], cniEnv('ADD', pod.id, pod), delegateBytes);
+        if (r.status !== 0) fail(show('delegate ADD', r));
+        return { delegate_add: r };
+      },
+    ],
+    [
+      'delegate_del',
+      () => {
+        const pod = newPod();
+        const r = timed(delegate.path, [], cniEnv('DEL', pod.id, pod), delegateBytes);
+        if (r.status !== 0) fail(show('delegate DEL', r));
+        return { delegate_del: r };
+      },
+    ],
   ];
 
   {
@@ -514,8 +585,10 @@ async function measure({ opts, scenario, sc, tmp, exe, node, stripped, delegate,
       checkDel(timed(exe, [], cniEnv('DEL', pod.id, pod), confBytes));
     }
 
-    say(`${opts.scenario}: ${exe} vs ${node} -e 0; ${opts.warmup} warm-up + ${opts.rounds} rounds of ` +
-      `${units.map((u) => u[0]).join(', ')} (rotated)`);
+    say(
+      `${opts.scenario}: ${exe} vs ${node} -e 0; ${opts.warmup} warm-up + ${opts.rounds} rounds of ` +
+        `${units.map((u) => u[0]).join(', ')} (rotated)`,
+    );
     const t0 = performance.now();
     for (let round = -opts.warmup; round < opts.rounds; round++) {
       const k = ((round % units.length) + units.length) % units.length;
@@ -530,9 +603,11 @@ async function measure({ opts, scenario, sc, tmp, exe, node, stripped, delegate,
       }
       if (round >= 0 && ((round + 1) % 10 === 0 || round + 1 === opts.rounds)) {
         const m = (k) => stats(samples[k]).median_ms;
-        say(`round ${round + 1}/${opts.rounds}: medians floor ${m('floor')} ms, VERSION ${m('version')} ms, ` +
-          `ADD ${m('add')} ms, DEL ${m('del')} ms, delegate ${m('delegate_add')} ms ` +
-          `(${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+        say(
+          `round ${round + 1}/${opts.rounds}: medians floor ${m('floor')} ms, VERSION ${m('version')} ms, ` +
+            `ADD ${m('add')} ms, DEL ${m('del')} ms, delegate ${m('delegate_add')} ms ` +
+            `(${((performance.now() - t0) / 1000).toFixed(1)} s)`,
+        );
       }
     }
 
@@ -550,7 +625,15 @@ async function measure({ opts, scenario, sc, tmp, exe, node, stripped, delegate,
     for (let i = 0; i < opts.rssSamples; i++) {
       const pod = newPod();
       rss.floor = Math.max(rss.floor, await meter.measure(node, ['-e', '0'], baseEnv, ''));
-      rss.version = Math.max(rss.version, await meter.measure(exe, [], { ...baseEnv, CNI_COMMAND: 'VERSION' }, JSON.stringify({ cniVersion: sc.conf.cniVersion })));
+      rss.version = Math.max(
+        rss.version,
+        await meter.measure(
+          exe,
+          [],
+          { ...baseEnv, CNI_COMMAND: 'VERSION' },
+          JSON.stringify({ cniVersion: sc.conf.cniVersion }),
+        ),
+      );
       rss.add = Math.max(rss.add, await meter.measure(exe, [], cniEnv('ADD', pod.id, pod), confBytes));
       rss.del = Math.max(rss.del, await meter.measure(exe, [], cniEnv('DEL', pod.id, pod), confBytes));
     }

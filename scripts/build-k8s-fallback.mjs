@@ -37,13 +37,17 @@ const shims = {
   setup(build) {
     build.onResolve({ filter: /^node-fetch$/ }, () => ({ path: 'node-fetch', namespace: 'shim' }));
     build.onResolve({ filter: /\/gen\/index\.js$/ }, (args) =>
-      /@kubernetes[\\/]client-node[\\/]dist[\\/]config\.js$/.test(args.importer) ? { path: 'gen', namespace: 'shim' } : undefined);
+      /@kubernetes[\\/]client-node[\\/]dist[\\/]config\.js$/.test(args.importer)
+        ? { path: 'gen', namespace: 'shim' }
+        : undefined,
+    );
     build.onLoad({ filter: /.*/, namespace: 'shim' }, (args) => ({
       loader: 'js',
-      contents: args.path === 'node-fetch'
-        ? 'export default globalThis.fetch; export const Headers = globalThis.Headers;'
-        : 'const no = () => { throw new Error("makeApiClient is not bundled in multus-ts"); };\n' +
-          'export const createConfiguration = no; export class ServerConfiguration { constructor() { no(); } }',
+      contents:
+        args.path === 'node-fetch'
+          ? 'export default globalThis.fetch; export const Headers = globalThis.Headers;'
+          : 'const no = () => { throw new Error("makeApiClient is not bundled in multus-ts"); };\n' +
+            'export const createConfiguration = no; export class ServerConfiguration { constructor() { no(); } }',
     }));
   },
 };
@@ -109,7 +113,11 @@ export async function buildK8sFallback(opts = {}) {
     assets[FALLBACK_CACHE_ASSET] = cacheFile;
   }
   const sizes = Object.fromEntries(Object.entries(assets).map(([k, p]) => [k, statSync(p).size]));
-  log(`k8s fallback: ${Object.entries(sizes).map(([k, n]) => `${k} ${(n / 1024).toFixed(1)} KiB`).join(', ')} in ${(performance.now() - t).toFixed(0)} ms`);
+  log(
+    `k8s fallback: ${Object.entries(sizes)
+      .map(([k, n]) => `${k} ${(n / 1024).toFixed(1)} KiB`)
+      .join(', ')} in ${(performance.now() - t).toFixed(0)} ms`,
+  );
   return { assets, sizes };
 }
 
@@ -122,8 +130,10 @@ function parseArgs(argv) {
     else if (a === '--code-cache') o.codeCache = true;
     else if (a === '--quiet') o.quiet = true;
     else {
-      process.stderr.write(`build-k8s-fallback: unknown argument ${a}\n` +
-        'usage: node scripts/build-k8s-fallback.mjs [--outdir DIR] [--code-cache] [--node PATH] [--quiet]\n');
+      process.stderr.write(
+        `build-k8s-fallback: unknown argument ${a}\n` +
+          'usage: node scripts/build-k8s-fallback.mjs [--outdir DIR] [--code-cache] [--node PATH] [--quiet]\n',
+      );
       process.exit(2);
     }
   }

@@ -22,7 +22,15 @@ import { buildK8sFallback } from './build-k8s-fallback.mjs';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import {
-  chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync,
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -43,7 +51,7 @@ function usage(code) {
     'usage: node scripts/build.mjs [--entry FILE] [--outdir DIR] [--no-strip] [--no-code-cache] [--force] [--quiet]\n' +
       '  --entry FILE      bundle FILE instead of src/cli.ts (also MULTUS_BUILD_ENTRY)\n' +
       '  --outdir DIR      write into DIR instead of build/ (also MULTUS_BUILD_OUTDIR)\n' +
-      '  --no-strip        keep the base binary\'s symbols and debug info\n' +
+      "  --no-strip        keep the base binary's symbols and debug info\n" +
       '  --no-code-cache   SEA blob without V8 code cache (for comparisons)\n' +
       '  --force           rebuild even if build/multus.stamp matches\n',
   );
@@ -276,15 +284,19 @@ function smokeTest(exe) {
       out = null;
     }
     if (r.status !== 0 || !out || typeof out.cniVersion !== 'string' || !Array.isArray(out.supportedVersions)) {
-      fail(`smoke test (env -i CNI_COMMAND=VERSION ${copy}) exited ${r.status} signal ${r.signal}\n` +
-        `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
+      fail(
+        `smoke test (env -i CNI_COMMAND=VERSION ${copy}) exited ${r.status} signal ${r.signal}\n` +
+          `stdout: ${r.stdout}\nstderr: ${r.stderr}`,
+      );
     }
     // "Code cache data rejected": the blob was made by another V8 or with other V8 flags than the base runs with.
     if (/ExperimentalWarning|single executable|Code cache data rejected/i.test(r.stderr)) {
       fail(`smoke test printed a warning: ${r.stderr}`);
     }
-    log(`smoke test: VERSION from a copy in ${dir} with an empty environment -> cniVersion ${out.cniVersion}, ` +
-      `${out.supportedVersions.length} supported versions (${took.toFixed(0)} ms, first run of the copy)`);
+    log(
+      `smoke test: VERSION from a copy in ${dir} with an empty environment -> cniVersion ${out.cniVersion}, ` +
+        `${out.supportedVersions.length} supported versions (${took.toFixed(0)} ms, first run of the copy)`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -376,7 +388,11 @@ async function main() {
     .update(RECIPE)
     .update(readFileSync(bundleFile))
     .update(JSON.stringify(cfg))
-    .update(Object.values(assets).map((p) => readFileSync(p)).reduce((a, b) => Buffer.concat([a, b]), Buffer.alloc(0)))
+    .update(
+      Object.values(assets)
+        .map((p) => readFileSync(p))
+        .reduce((a, b) => Buffer.concat([a, b]), Buffer.alloc(0)),
+    )
     .update(`${base.path}\0${base.version}\0${bst.size}\0${bst.mtimeMs}\0strip=${opts.strip}`)
     .digest('hex');
 
@@ -401,8 +417,10 @@ async function main() {
     if (g.status !== 0 || !existsSync(blobFile)) {
       fail(`${base.path} --experimental-sea-config exited ${g.status}: ${g.stderr}${g.stdout}`);
     }
-    log(`SEA blob ${show(blobFile)} (${(statSync(blobFile).size / 1024).toFixed(1)} KiB, ` +
-      `code cache ${cfg.useCodeCache ? 'on' : 'off'}) with ${base.version} in ${ms(t)}`);
+    log(
+      `SEA blob ${show(blobFile)} (${(statSync(blobFile).size / 1024).toFixed(1)} KiB, ` +
+        `code cache ${cfg.useCodeCache ? 'on' : 'off'}) with ${base.version} in ${ms(t)}`,
+    );
 
     const src = (opts.strip && strippedBase(base)) || base.path;
     t = performance.now();

@@ -49,7 +49,11 @@ function run(file, args, { input, env } = {}) {
     child.stderr.on('data', (b) => err.push(b));
     child.on('error', reject);
     child.on('close', (code, signal) =>
-      resolvePromise({ code: code ?? signal, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }),
+      resolvePromise({
+        code: code ?? signal,
+        stdout: Buffer.concat(out).toString(),
+        stderr: Buffer.concat(err).toString(),
+      }),
     );
     child.stdin.on('error', () => {});
     child.stdin.end(input ?? '');
@@ -105,12 +109,16 @@ async function main() {
     return 1;
   }
   if (!existsSync(join(PLUGIN_DIR, 'bridge'))) {
-    console.error(`demo: no CNI plugins in ${PLUGIN_DIR}; run scripts/setup.sh (apt-get install containernetworking-plugins)`);
+    console.error(
+      `demo: no CNI plugins in ${PLUGIN_DIR}; run scripts/setup.sh (apt-get install containernetworking-plugins)`,
+    );
     return 1;
   }
   if (!existsSync(MULTUS)) {
     step('building build/multus (npm run build)');
-    const code = await new Promise((res) => spawn('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' }).on('close', res));
+    const code = await new Promise((res) =>
+      spawn('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' }).on('close', res),
+    );
     if (code !== 0 || !existsSync(MULTUS)) {
       console.error('demo: npm run build did not produce build/multus');
       return 1;
@@ -179,7 +187,9 @@ async function main() {
   step(`ip -n ${names.netns} route`);
   console.log((await must('ip', ['-n', names.netns, 'route'])).trimEnd());
   step(`caches in ${cniDir}`);
-  console.log([...(await readdir(cniDir)), ...(await readdir(join(cniDir, 'results'))).map((f) => `results/${f}`)].join('\n'));
+  console.log(
+    [...(await readdir(cniDir)), ...(await readdir(join(cniDir, 'results'))).map((f) => `results/${f}`)].join('\n'),
+  );
 
   // A runtime (libcni) passes the ADD result back as prevResult on CHECK and DEL for configs >= 0.4.0.
   const withPrev = { ...config, prevResult: result };

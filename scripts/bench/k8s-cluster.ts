@@ -145,7 +145,9 @@ async function audit(): Promise<Record<string, unknown>> {
   const events: AuditEvent[] = await c.auditEvents(MULTUS_USER);
   return {
     events: events.map((e) => ({
-      t: Date.parse(String(e.requestReceivedTimestamp)) + (Number(/\.\d{3}(\d{3})/.exec(String(e.requestReceivedTimestamp))?.[1] ?? 0) / 1000),
+      t:
+        Date.parse(String(e.requestReceivedTimestamp)) +
+        Number(/\.\d{3}(\d{3})/.exec(String(e.requestReceivedTimestamp))?.[1] ?? 0) / 1000,
       verb: e.verb,
       resource: e.objectRef?.resource ?? null,
       subresource: e.objectRef?.subresource ?? null,

@@ -102,7 +102,13 @@ export function countStats(xs, r2) {
   const s = [...xs].sort((a, b) => a - b);
   if (!s.length) return { n: 0 };
   const median = s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-  return { n: s.length, median: r2(median), min: s[0], max: s[s.length - 1], mean: r2(s.reduce((a, b) => a + b, 0) / s.length) };
+  return {
+    n: s.length,
+    median: r2(median),
+    min: s[0],
+    max: s[s.length - 1],
+    mean: r2(s.reduce((a, b) => a + b, 0) / s.length),
+  };
 }
 
 /** Assigns each audit event to the timed multus call whose wall-clock window holds its requestReceivedTimestamp. */
@@ -141,7 +147,10 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
     const cl = await helper.ask({
       cmd: 'setup',
       namespace: NAMESPACE,
-      nads: NADS.map((n) => ({ name: n.name, config: JSON.stringify({ cniVersion: '1.0.0', name: n.network, type: delegate.type }) })),
+      nads: NADS.map((n) => ({
+        name: n.name,
+        config: JSON.stringify({ cniVersion: '1.0.0', name: n.network, type: delegate.type }),
+      })),
       networks: NADS.map((n) => n.name).join(','),
       execScript: EXEC_SCRIPT,
     });
@@ -163,9 +172,19 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
     mkdirSync(cniDir, { recursive: true });
     const confOf = (kubeconfig) =>
       JSON.stringify({
-        cniVersion: '1.0.0', name: 'multus-bench', type: 'multus', kubeconfig, cniDir, binDir: delegate.binDir, delegates: [delegateConf],
+        cniVersion: '1.0.0',
+        name: 'multus-bench',
+        type: 'multus',
+        kubeconfig,
+        cniDir,
+        binDir: delegate.binDir,
+        delegates: [delegateConf],
       });
-    const confs = { lean: confOf(cl.kubeconfig), exec: confOf(cl.execKubeconfig), execCount: confOf(cl.execCountKubeconfig) };
+    const confs = {
+      lean: confOf(cl.kubeconfig),
+      exec: confOf(cl.execKubeconfig),
+      execCount: confOf(cl.execCountKubeconfig),
+    };
     const delegateBytes = JSON.stringify(delegateConf);
     const netns = join(tmp, 'netns-k8s');
     writeFileSync(netns, '');
@@ -184,7 +203,8 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
       `${what} exited ${r.status}${r.signal ? ` (signal ${r.signal})` : ''}\n  stdout: ${r.stdout.trim()}\n  stderr: ${r.stderr.trim()}`;
     const checkAdd = (what, r) => {
       const j = parseJson(r.stdout);
-      if (r.status !== 0 || !j || j.code !== undefined || typeof j.cniVersion !== 'string') fail(`${what} ADD: ${show('ADD', r)}`);
+      if (r.status !== 0 || !j || j.code !== undefined || typeof j.cniVersion !== 'string')
+        fail(`${what} ADD: ${show('ADD', r)}`);
       return j;
     };
     const checkDel = (what, r) => {
@@ -193,7 +213,10 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
     };
 
     // Correctness first, untimed: both paths return the delegate's result; count the exec plugin's runs.
-    for (const [what, conf] of [['lean', confs.lean], ['exec', confs.exec]]) {
+    for (const [what, conf] of [
+      ['lean', confs.lean],
+      ['exec', confs.exec],
+    ]) {
       const pod = takePod();
       const a = timed(exe, [], cniEnv('ADD', pod), conf);
       const ip = checkAdd(what, a).ips?.[0]?.address;
@@ -214,7 +237,13 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
     }
 
     const samples = {
-      floor: [], add: [], del: [], exec_add: [], exec_del: [], delegate_add: [], delegate_del: [],
+      floor: [],
+      add: [],
+      del: [],
+      exec_add: [],
+      exec_del: [],
+      delegate_add: [],
+      delegate_del: [],
     };
     const ticks = Object.fromEntries(Object.keys(samples).map((k) => [k, 0]));
     const windows = [];
@@ -236,23 +265,32 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
     };
     /** @type {[string, () => any][]} */
     const units = [
-      ['floor', () => {
-        const r = timed(node, ['-e', '0'], baseEnv);
-        if (r.status !== 0) fail(show('node -e 0', r));
-        return { floor: r };
-      }],
+      [
+        'floor',
+        () => {
+          const r = timed(node, ['-e', '0'], baseEnv);
+          if (r.status !== 0) fail(show('node -e 0', r));
+          return { floor: r };
+        },
+      ],
       ['add+del', () => addDel('lean')],
       ['exec add+del', () => addDel('exec')],
-      ['delegate_add', () => {
-        const r = timed(delegate.path, [], cniEnv('ADD', { id: 'x'.repeat(64), name: 'p', uid: 'u' }), delegateBytes);
-        if (r.status !== 0) fail(show('delegate ADD', r));
-        return { delegate_add: r };
-      }],
-      ['delegate_del', () => {
-        const r = timed(delegate.path, [], cniEnv('DEL', { id: 'x'.repeat(64), name: 'p', uid: 'u' }), delegateBytes);
-        if (r.status !== 0) fail(show('delegate DEL', r));
-        return { delegate_del: r };
-      }],
+      [
+        'delegate_add',
+        () => {
+          const r = timed(delegate.path, [], cniEnv('ADD', { id: 'x'.repeat(64), name: 'p', uid: 'u' }), delegateBytes);
+          if (r.status !== 0) fail(show('delegate ADD', r));
+          return { delegate_add: r };
+        },
+      ],
+      [
+        'delegate_del',
+        () => {
+          const r = timed(delegate.path, [], cniEnv('DEL', { id: 'x'.repeat(64), name: 'p', uid: 'u' }), delegateBytes);
+          if (r.status !== 0) fail(show('delegate DEL', r));
+          return { delegate_del: r };
+        },
+      ],
     ];
 
     say(`kubernetes: ${warmup} warm-up + ${rounds} rounds of ${units.map((u) => u[0]).join(', ')} (rotated)`);
@@ -271,8 +309,10 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
       }
       if (measuring && ((round + 1) % 10 === 0 || round + 1 === rounds)) {
         const m = (key) => stats(samples[key]).median_ms;
-        say(`kubernetes round ${round + 1}/${rounds}: medians floor ${m('floor')} ms, ADD ${m('add')} ms, DEL ${m('del')} ms, ` +
-          `exec ADD ${m('exec_add')} ms, delegate ${m('delegate_add')} ms (${((performance.now() - tr) / 1000).toFixed(1)} s)`);
+        say(
+          `kubernetes round ${round + 1}/${rounds}: medians floor ${m('floor')} ms, ADD ${m('add')} ms, DEL ${m('del')} ms, ` +
+            `exec ADD ${m('exec_add')} ms, delegate ${m('delegate_add')} ms (${((performance.now() - tr) / 1000).toFixed(1)} s)`,
+        );
       }
     }
     measuring = false;
@@ -291,8 +331,14 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
         patterns.set(p, (patterns.get(p) ?? 0) + 1);
       }
       return {
-        requests: countStats(api.map((x) => x.length), r2),
-        events: countStats(ev.map((x) => x.length), r2),
+        requests: countStats(
+          api.map((x) => x.length),
+          r2,
+        ),
+        events: countStats(
+          ev.map((x) => x.length),
+          r2,
+        ),
         patterns: Object.fromEntries([...patterns].sort((a, b) => b[1] - a[1])),
         event_pattern: pattern(ev[0] ?? []),
         failed_requests: api.flat().filter((r) => !(r.code >= 200 && r.code < 300)).length,
@@ -304,8 +350,10 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
       lean: { ADD: perCall('lean', 'ADD'), DEL: perCall('lean', 'DEL') },
       exec: { ADD: perCall('exec', 'ADD'), DEL: perCall('exec', 'DEL') },
     };
-    say(`kubernetes: API requests per ADD (lean): ${JSON.stringify(api.lean.ADD.requests)} ${JSON.stringify(api.lean.ADD.patterns)}; ` +
-      `events per ADD ${api.lean.ADD.events.median}; per DEL ${api.lean.DEL.requests.median}; unattributed ${unattributed}`);
+    say(
+      `kubernetes: API requests per ADD (lean): ${JSON.stringify(api.lean.ADD.requests)} ${JSON.stringify(api.lean.ADD.patterns)}; ` +
+        `events per ADD ${api.lean.ADD.events.median}; per DEL ${api.lean.DEL.requests.median}; unattributed ${unattributed}`,
+    );
 
     // Peak RSS after the timings.
     const meter = rssMeter();
@@ -344,14 +392,19 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
     const lean = figures('add', 'del');
     const exec = figures('exec_add', 'exec_del');
     const reqSummary = (a) => ({
-      median: a.requests.median, max: a.requests.max, min: a.requests.min, calls: a.requests.n,
+      median: a.requests.median,
+      max: a.requests.max,
+      min: a.requests.min,
+      calls: a.requests.n,
       typical: Object.keys(a.patterns)[0] ?? null,
     });
     return {
       scenario_description: description,
       kube_apiserver: cl.kubeVersion,
       cluster_startup_ms: cl.startupMs,
-      audit: 'kube-apiserver audit log, level Metadata, stage ResponseComplete, user ' + cl.multusUser +
+      audit:
+        'kube-apiserver audit log, level Metadata, stage ResponseComplete, user ' +
+        cl.multusUser +
         '; a request belongs to the timed multus call whose wall-clock window holds its requestReceivedTimestamp',
       rounds,
       warmup_rounds: warmup,
@@ -372,8 +425,11 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
       api_requests_per_add: { N, ...reqSummary(api.lean.ADD), goal_n_plus_2: N + 2, multus_go_n_plus_4: N + 4 },
       api_requests_per_del: reqSummary(api.lean.DEL),
       events_per_add: {
-        median: api.lean.ADD.events.median, max: api.lean.ADD.events.max, typical: api.lean.ADD.event_pattern,
-        failed: api.lean.ADD.failed_events, of: api.lean.ADD.events_total,
+        median: api.lean.ADD.events.median,
+        max: api.lean.ADD.events.max,
+        typical: api.lean.ADD.event_pattern,
+        failed: api.lean.ADD.failed_events,
+        of: api.lean.ADD.events_total,
       },
       api_request_patterns: { add: api.lean.ADD.patterns, del: api.lean.DEL.patterns },
       failed_api_requests: api.lean.ADD.failed_requests + api.lean.DEL.failed_requests,
@@ -386,12 +442,16 @@ export async function runKubernetes({ opts, exe, node, delegate, tmp, lib }) {
         api_requests_per_add: reqSummary(api.exec.ADD),
         api_requests_per_del: reqSummary(api.exec.DEL),
         events_per_add: {
-          median: api.exec.ADD.events.median, max: api.exec.ADD.events.max, typical: api.exec.ADD.event_pattern,
-          failed: api.exec.ADD.failed_events, of: api.exec.ADD.events_total,
+          median: api.exec.ADD.events.median,
+          max: api.exec.ADD.events.max,
+          typical: api.exec.ADD.event_pattern,
+          failed: api.exec.ADD.failed_events,
+          of: api.exec.ADD.events_total,
         },
         failed_api_requests: api.exec.ADD.failed_requests + api.exec.DEL.failed_requests,
         exec_plugin_runs: execRuns,
-        exec_plugin: '/bin/sh scripts/bench/exec-credential.sh (ExecCredential with status.token, no expirationTimestamp)',
+        exec_plugin:
+          '/bin/sh scripts/bench/exec-credential.sh (ExecCredential with status.token, no expirationTimestamp)',
       },
       goals: {
         api_requests_per_add_at_most_n_plus_2: api.lean.ADD.requests.max <= N + 2,

@@ -15,10 +15,14 @@ export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 250, factor: 4, jitt
 
 function checkOptions(opts: BackoffOptions): void {
   const ok =
-    Number.isInteger(opts.steps) && opts.steps >= 0 &&
-    Number.isFinite(opts.initialMs) && opts.initialMs >= 0 &&
-    Number.isFinite(opts.factor) && opts.factor >= 0 &&
-    Number.isFinite(opts.jitter) && opts.jitter >= 0;
+    Number.isInteger(opts.steps) &&
+    opts.steps >= 0 &&
+    Number.isFinite(opts.initialMs) &&
+    opts.initialMs >= 0 &&
+    Number.isFinite(opts.factor) &&
+    opts.factor >= 0 &&
+    Number.isFinite(opts.jitter) &&
+    opts.jitter >= 0;
   if (!ok) {
     throw new CniError(
       CniCode.InvalidConfig,
@@ -40,4 +44,3 @@ export function backoffSchedule(opts: BackoffOptions, random: () => number = Mat
   }
   return schedule;
 }
-

@@ -6,12 +6,25 @@
  * reads and decodes one file and tells missing from corrupt; `assertSafeComponent` keeps names used as a path
  * component from escaping their directory.
  */
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { CniCode, CniError, messageOf } from './errors.ts';
 
 export type ReadOutcome<T> = { kind: 'ok'; value: T } | { kind: 'missing' } | { kind: 'corrupt'; error: CniError };
-
 
 let tempCounter = 0;
 
@@ -40,7 +53,7 @@ export function writeFileAtomic(path: string, data: string | Buffer, mode = 0o60
     fd = openSync(temp, 'wx', mode);
     fchmodSync(fd, mode);
     const buf = typeof data === 'string' ? Buffer.from(data) : data;
-    for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off, buf.length - off);
+    for (let off = 0; off < buf.length;) off += writeSync(fd, buf, off, buf.length - off);
     fsyncSync(fd);
     closeSync(fd);
     fd = undefined;
@@ -48,7 +61,11 @@ export function writeFileAtomic(path: string, data: string | Buffer, mode = 0o60
   } catch (err) {
     if (fd !== undefined) ignoreErrors(() => closeSync(fd!));
     if (temp !== undefined) ignoreErrors(() => unlinkSync(temp!));
-    throw new CniError(CniCode.IoFailure, `cannot write ${path}: ${messageOf(err)}; check that its directory is writable and the disk is not full`, { cause: err });
+    throw new CniError(
+      CniCode.IoFailure,
+      `cannot write ${path}: ${messageOf(err)}; check that its directory is writable and the disk is not full`,
+      { cause: err },
+    );
   }
 }
 
@@ -93,7 +110,11 @@ export function removeIfPresent(path: string, fs: RemoveFs = realRemoveFs): void
     fs.unlinkSync(path);
   } catch (err) {
     if (isMissingError(err) || isAbsent(path, fs)) return;
-    throw new CniError(CniCode.IoFailure, `cannot remove ${path}: ${messageOf(err)}; check the permissions of its directory`, { cause: err });
+    throw new CniError(
+      CniCode.IoFailure,
+      `cannot remove ${path}: ${messageOf(err)}; check the permissions of its directory`,
+      { cause: err },
+    );
   }
 }
 
@@ -139,7 +160,6 @@ export function readOutcome<T>(path: string, what: string, decode: (bytes: Buffe
     return { kind: 'corrupt', error: new CniError(code, msg, { cause: err }) };
   }
 }
-
 
 /** `.<name>.tmp-<pid>-...`, as `tempPathFor` names them. */
 const TEMP_NAME = /^\..+\.tmp-(\d+)-/;

@@ -7,7 +7,6 @@ import { CniCode, CniError, messageOf } from './errors.ts';
 
 export type Json = Record<string, unknown>;
 
-
 /** Go marshals map[string]interface{} with sorted keys, recursively; struct-typed values keep field order. */
 export function sortKeysDeep(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeysDeep);
@@ -25,7 +24,10 @@ export function sortKeys(value: Json): Json {
 
 /** JSON.stringify plus Go's HTML-safe escapes, so our bytes equal Go's for the same value. */
 export function goJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 export function isObject(value: unknown): value is Json {
@@ -101,7 +103,8 @@ export function readArray(o: Json, key: string, ctx: string): unknown[] | undefi
 
 export function readStringArray(o: Json, key: string, ctx: string): string[] | undefined {
   const v = readArray(o, key, ctx);
-  if (v !== undefined && !v.every((s) => typeof s === 'string')) throw corrupt(ctx, `"${key}" must be an array of strings`);
+  if (v !== undefined && !v.every((s) => typeof s === 'string'))
+    throw corrupt(ctx, `"${key}" must be an array of strings`);
   return v as string[] | undefined;
 }
 
@@ -121,4 +124,3 @@ export function readBase64(o: Json, key: string, ctx: string): Buffer | undefine
   }
   return Buffer.from(v, 'base64');
 }
-

@@ -33,8 +33,14 @@ export const BOOLEAN_MAP: Kind<Record<string, boolean>> = {
   is: (v): v is Record<string, boolean> => isObject(v) && Object.values(v).every((x) => typeof x === 'boolean'),
 };
 export const POSITIVE: Kind<number> = { what: 'a number greater than 0', is: (v): v is number => isNumber(v) && v > 0 };
-export const FRACTION: Kind<number> = { what: 'a number from 0 to 1', is: (v): v is number => isNumber(v) && v >= 0 && v <= 1 };
-export const COUNT: Kind<number> = { what: 'a whole number >= 0', is: (v): v is number => Number.isInteger(v) && (v as number) >= 0 };
+export const FRACTION: Kind<number> = {
+  what: 'a number from 0 to 1',
+  is: (v): v is number => isNumber(v) && v >= 0 && v <= 1,
+};
+export const COUNT: Kind<number> = {
+  what: 'a whole number >= 0',
+  is: (v): v is number => Number.isInteger(v) && (v as number) >= 0,
+};
 export const STEPS: Kind<number> = {
   what: 'a whole number from 0 to 20',
   is: (v): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 20,

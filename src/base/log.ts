@@ -9,7 +9,16 @@
  * logging failure never
  * reaches the caller: it is reported once on stderr (if enabled) and logging carries on.
  */
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import { writeFileAtomic } from './files.ts';
 import { messageOf } from './errors.ts';
@@ -90,11 +99,16 @@ const SECRET_KEYS = 'token|bearerToken|password|client-key-data';
  */
 export function redactSecrets(msg: string): string {
   return msg
-    .replace(/(authorization["']?\s*[:=]\s*["']?)(?:(bearer|basic)\s+)?[^\s"',;}]+/gi, (_m, head: string, scheme?: string) =>
-      `${head}${scheme ? `${scheme} ` : ''}${REDACTED}`)
+    .replace(
+      /(authorization["']?\s*[:=]\s*["']?)(?:(bearer|basic)\s+)?[^\s"',;}]+/gi,
+      (_m, head: string, scheme?: string) => `${head}${scheme ? `${scheme} ` : ''}${REDACTED}`,
+    )
     .replace(/\b(bearer\s+)(?!<redacted>)[A-Za-z0-9\-._~+/]+=*/gi, `$1${REDACTED}`)
     .replace(new RegExp(`("(?:${SECRET_KEYS})"\\s*:\\s*")(?:[^"\\\\]|\\\\.)*(")`, 'gi'), `$1${REDACTED}$2`)
-    .replace(new RegExp(`(\\\\"(?:${SECRET_KEYS})\\\\"\\s*:\\s*\\\\")(?:[^"\\\\]|\\\\[^"])*(\\\\")`, 'gi'), `$1${REDACTED}$2`);
+    .replace(
+      new RegExp(`(\\\\"(?:${SECRET_KEYS})\\\\"\\s*:\\s*\\\\")(?:[^"\\\\]|\\\\[^"])*(\\\\")`, 'gi'),
+      `$1${REDACTED}$2`,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -35,7 +35,10 @@ export function validateIfName(name: string): void {
   const quoted = JSON.stringify(name);
   const bytes = Buffer.byteLength(name, 'utf8');
   if (bytes > MAX_IFNAME_BYTES) {
-    throw new CniError(CniCode.InvalidEnv, `interface name ${quoted} is too long: ${bytes} bytes, at most ${MAX_IFNAME_BYTES} allowed`);
+    throw new CniError(
+      CniCode.InvalidEnv,
+      `interface name ${quoted} is too long: ${bytes} bytes, at most ${MAX_IFNAME_BYTES} allowed`,
+    );
   }
   if (name === '.' || name === '..') {
     throw new CniError(CniCode.InvalidEnv, `interface name ${quoted} is not allowed: "." and ".." are reserved`);

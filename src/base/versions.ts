@@ -3,7 +3,15 @@
  */
 import { CniCode, CniError } from './errors.ts';
 
-export const SUPPORTED_VERSIONS = Object.freeze(['0.1.0', '0.2.0', '0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const);
+export const SUPPORTED_VERSIONS = Object.freeze([
+  '0.1.0',
+  '0.2.0',
+  '0.3.0',
+  '0.3.1',
+  '0.4.0',
+  '1.0.0',
+  '1.1.0',
+] as const);
 export const CURRENT_VERSION = '1.1.0';
 
 /** The CNI rule, written once: a config or result with no (or an empty) cniVersion is version 0.1.0. */

@@ -80,7 +80,14 @@ function parseIp(value: string): string {
  * fails at once, and unknown keys fail afterwards unless the final IgnoreUnknown is true.
  */
 export function parseK8sArgs(pairs: ArgPairs): K8sArgs {
-  const k8s: K8sArgs = { ignoreUnknown: false, podNamespace: '', podName: '', podInfraContainerId: '', podUid: '', ip: '' };
+  const k8s: K8sArgs = {
+    ignoreUnknown: false,
+    podNamespace: '',
+    podName: '',
+    podInfraContainerId: '',
+    podUid: '',
+    ip: '',
+  };
   const unknown: string[] = [];
   for (const [key, value] of pairs) {
     if (isPodKey(key)) k8s[POD_KEYS[key]] = value;

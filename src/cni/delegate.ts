@@ -65,7 +65,11 @@ export function buildPluginConfig(
   capabilityArgs: Record<string, unknown>,
   inject: Record<string, unknown> = {},
 ): Buffer {
-  const conf: Record<string, unknown> = { ...structuredClone(plugin), name: network.name, cniVersion: network.cniVersion };
+  const conf: Record<string, unknown> = {
+    ...structuredClone(plugin),
+    name: network.name,
+    cniVersion: network.cniVersion,
+  };
   if (prevResult) conf.prevResult = structuredClone(prevResult);
   const runtimeConfig: Record<string, unknown> = {};
   const declared = plugin.capabilities;
@@ -190,8 +194,10 @@ export async function delNetwork(network: Network, rt: RuntimeConf, deps: Networ
       await runPlugin('DEL', plugin, stdin, rt, deps);
     } catch (e) {
       if (!attached && e instanceof PluginNotRunnable) {
-        deps.log.error(`${describe(plugin)} of ${network.name}/${rt.ifName} cannot run (${e.msg}); no result cache `
-          + 'records an attachment, so there is nothing of it to delete');
+        deps.log.error(
+          `${describe(plugin)} of ${network.name}/${rt.ifName} cannot run (${e.msg}); no result cache ` +
+            'records an attachment, so there is nothing of it to delete',
+        );
         continue;
       }
       failures.push(wrapError(e, `${describe(plugin)} failed (delete)`));
@@ -254,6 +260,9 @@ export function joinErrors(errors: CniError[]): CniError {
   if (errors.length === 1) return errors[0]!;
   const codes = new Set(errors.map((e) => e.code));
   const code = codes.size === 1 ? errors[0]!.code : CniCode.Internal;
-  const details = errors.map((e) => e.details).filter(Boolean).join('\n');
+  const details = errors
+    .map((e) => e.details)
+    .filter(Boolean)
+    .join('\n');
   return new CniError(code, errors.map((e) => e.msg).join('; '), details ? { details } : {});
 }

@@ -24,7 +24,13 @@ export interface Exec {
   /** Absolute path of plugin `type` in the first of `dirs` that has it; CniError(7) otherwise. */
   findInPath(type: string, dirs: string[]): string;
   /** `args`: arguments after the program (none for a plugin; the daemon's chroot wrapper passes some). */
-  execPlugin(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number, args?: string[]): Promise<ExecOutput>;
+  execPlugin(
+    path: string,
+    stdin: Buffer,
+    env: Record<string, string>,
+    timeoutMs: number,
+    args?: string[],
+  ): Promise<ExecOutput>;
 }
 
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -35,7 +41,10 @@ const PLUGIN_TYPE = /^[A-Za-z0-9][A-Za-z0-9_.+-]*$/;
 
 export function findInPath(type: string, dirs: string[]): string {
   if (!PLUGIN_TYPE.test(type) || type.includes('..')) {
-    throw new CniError(CniCode.InvalidConfig, `invalid plugin type "${type}": it must be a file name in the CNI bin directories`);
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `invalid plugin type "${type}": it must be a file name in the CNI bin directories`,
+    );
   }
   for (const dir of dirs) {
     const candidate = join(dir, type);
@@ -90,7 +99,13 @@ export function assertExecutableFormat(path: string): void {
   }
 }
 
-function runOnce(path: string, stdin: Buffer, env: Record<string, string>, timeoutMs: number, args: string[]): Promise<ExecOutput> {
+function runOnce(
+  path: string,
+  stdin: Buffer,
+  env: Record<string, string>,
+  timeoutMs: number,
+  args: string[],
+): Promise<ExecOutput> {
   return new Promise((resolve, reject) => {
     assertExecutableFormat(path);
     // A process group of its own, so a timeout kills whatever the plugin started too.
@@ -110,7 +125,13 @@ function runOnce(path: string, stdin: Buffer, env: Record<string, string>, timeo
       clearTimeout(drain);
       child.stdout.destroy();
       child.stderr.destroy();
-      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode: exit.code, signal: exit.signal, timedOut });
+      resolve({
+        stdout: Buffer.concat(out),
+        stderr: Buffer.concat(err),
+        exitCode: exit.code,
+        signal: exit.signal,
+        timedOut,
+      });
     };
     const timer = setTimeout(() => {
       timedOut = true;

@@ -19,7 +19,10 @@ export function checkNetns(req: CniRequest, mustExist: boolean): void {
     target = statSync(req.netns);
   } catch {
     if (mustExist) {
-      throw new CniError(CniCode.InvalidEnv, `CNI_NETNS "${req.netns}" does not exist: pass the path of the container's network namespace`);
+      throw new CniError(
+        CniCode.InvalidEnv,
+        `CNI_NETNS "${req.netns}" does not exist: pass the path of the container's network namespace`,
+      );
     }
     return;
   }
@@ -31,6 +34,9 @@ export function checkNetns(req: CniRequest, mustExist: boolean): void {
     return; // no procfs: nothing to compare with
   }
   if (own.dev === target.dev && own.ino === target.ino) {
-    throw new CniError(CniCode.InvalidNetns, `CNI_NETNS "${req.netns}" is the plugin's own network namespace; refusing to configure the host (set CNI_NETNS_OVERRIDE=1 if this is intended)`);
+    throw new CniError(
+      CniCode.InvalidNetns,
+      `CNI_NETNS "${req.netns}" is the plugin's own network namespace; refusing to configure the host (set CNI_NETNS_OVERRIDE=1 if this is intended)`,
+    );
   }
 }

@@ -12,7 +12,13 @@ import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { BOOLEAN_MAP, STRING, STRINGS, decodeObject, getKey, invalid, readFlag, withContext } from '../base/keys.ts';
 import { isObject } from '../base/json.ts';
 import { VALID_NAME, VALID_NAME_HINT } from '../base/names.ts';
-import { CURRENT_VERSION, SUPPORTED_VERSIONS, compareVersions, isSupportedVersion, versionOrDefault } from '../base/versions.ts';
+import {
+  CURRENT_VERSION,
+  SUPPORTED_VERSIONS,
+  compareVersions,
+  isSupportedVersion,
+  versionOrDefault,
+} from '../base/versions.ts';
 
 export type PluginConf = Record<string, unknown> & { type: string };
 
@@ -61,7 +67,9 @@ export function parseNetwork(
     if (isSingle(obj)) return validateNetwork(singleNetwork(obj, bytes));
     const header = parseListHeader(obj);
     if (header.plugins === undefined) {
-      throw invalid("delegate must have the 'type' or 'plugins' field: set 'type' for one plugin or 'plugins' for a chain");
+      throw invalid(
+        "delegate must have the 'type' or 'plugins' field: set 'type' for one plugin or 'plugins' for a chain",
+      );
     }
     return validateNetwork(assembleList(header, obj, bytes, []));
   };
@@ -130,7 +138,11 @@ function parsePlugins(value: unknown): PluginConf[] {
   if (value.length === 0) throw invalid('`plugins` must not be empty: list at least one plugin');
   return value.map((plugin: unknown, i) => {
     if (!isObject(plugin)) throw invalid(`\`plugins[${i}]\` must be a JSON object`);
-    return checkPlugin(plugin, `plugins[${i}].`, `a plugin delegate must have the 'type' field: \`plugins[${i}]\` has none`);
+    return checkPlugin(
+      plugin,
+      `plugins[${i}].`,
+      `a plugin delegate must have the 'type' field: \`plugins[${i}]\` has none`,
+    );
   });
 }
 

@@ -12,7 +12,13 @@
 import { CniCode, CniError } from '../base/errors.ts';
 import { decodeJsonObject } from '../base/json.ts';
 import { validateContainerId, validateIfName, validateNetworkName } from '../base/names.ts';
-import { CURRENT_VERSION, SUPPORTED_VERSIONS, isSupportedVersion, versionAtLeast, versionOrDefault } from '../base/versions.ts';
+import {
+  CURRENT_VERSION,
+  SUPPORTED_VERSIONS,
+  isSupportedVersion,
+  versionAtLeast,
+  versionOrDefault,
+} from '../base/versions.ts';
 
 export type Command = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC' | 'VERSION';
 
@@ -35,9 +41,6 @@ type Env = Record<string, string | undefined>;
 
 const COMMANDS: readonly Command[] = ['ADD', 'DEL', 'CHECK', 'STATUS', 'GC', 'VERSION'];
 
-
-
-
 /** Oldest config version each command exists in (skel's gates); absent = no gate. */
 const MIN_VERSION: Partial<Record<RequestCommand, string>> = { CHECK: '0.4.0', STATUS: '1.1.0', GC: '1.1.0' };
 
@@ -55,11 +58,21 @@ const ALL_COMMANDS: readonly RequestCommand[] = ['ADD', 'CHECK', 'DEL', 'STATUS'
 
 /** The skel env table (cni v1.3.0 `getCmdArgsFromEnv`), one row per variable. */
 const ENV_TABLE: readonly EnvVar[] = [
-  { name: 'CNI_CONTAINERID', field: 'containerId', readFor: CONTAINER_COMMANDS, requiredFor: CONTAINER_COMMANDS,
-    validate: validateContainerId },
+  {
+    name: 'CNI_CONTAINERID',
+    field: 'containerId',
+    readFor: CONTAINER_COMMANDS,
+    requiredFor: CONTAINER_COMMANDS,
+    validate: validateContainerId,
+  },
   { name: 'CNI_NETNS', field: 'netns', readFor: CONTAINER_COMMANDS, requiredFor: ['ADD', 'CHECK'] },
-  { name: 'CNI_IFNAME', field: 'ifName', readFor: CONTAINER_COMMANDS, requiredFor: CONTAINER_COMMANDS,
-    validate: validateIfName },
+  {
+    name: 'CNI_IFNAME',
+    field: 'ifName',
+    readFor: CONTAINER_COMMANDS,
+    requiredFor: CONTAINER_COMMANDS,
+    validate: validateIfName,
+  },
   { name: 'CNI_PATH', field: 'path', readFor: ALL_COMMANDS, requiredFor: ALL_COMMANDS },
   { name: 'CNI_ARGS', field: 'args', readFor: ALL_COMMANDS, requiredFor: [] },
   { name: 'CNI_NETNS_OVERRIDE', field: 'netnsOverride', readFor: CONTAINER_COMMANDS, requiredFor: [] },
@@ -105,7 +118,14 @@ export function parseRequest(command: RequestCommand, env: Env, stdin: Buffer): 
 }
 
 function readEnv(command: RequestCommand, env: Env): Record<EnvVar['field'], string> {
-  const fields: Record<EnvVar['field'], string> = { containerId: '', netns: '', ifName: '', args: '', path: '', netnsOverride: '' };
+  const fields: Record<EnvVar['field'], string> = {
+    containerId: '',
+    netns: '',
+    ifName: '',
+    args: '',
+    path: '',
+    netnsOverride: '',
+  };
   const missing: string[] = [];
   for (const row of ENV_TABLE) {
     if (!row.readFor.includes(command)) continue;
@@ -181,6 +201,3 @@ export function aboutText(version: string): string {
     `CNI protocol versions supported: ${SUPPORTED_VERSIONS.join(', ')}\n`
   );
 }
-
-
-

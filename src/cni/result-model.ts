@@ -14,9 +14,13 @@ export type ResultFamily = '02x' | '04x' | '1x';
 
 // libcni registers one result type per family: types020, types040, types100.
 const FAMILIES = new Map<string, ResultFamily>([
-  ['0.1.0', '02x'], ['0.2.0', '02x'],
-  ['0.3.0', '04x'], ['0.3.1', '04x'], ['0.4.0', '04x'],
-  ['1.0.0', '1x'], ['1.1.0', '1x'],
+  ['0.1.0', '02x'],
+  ['0.2.0', '02x'],
+  ['0.3.0', '04x'],
+  ['0.3.1', '04x'],
+  ['0.4.0', '04x'],
+  ['1.0.0', '1x'],
+  ['1.1.0', '1x'],
 ]);
 
 /** Which result layout a version uses. Throws CniError(1) for a version libcni has no result type for. */
@@ -40,19 +44,55 @@ interface Route {
   table?: number;
   scope?: number;
 }
-interface Dns { nameservers: string[]; domain: string; search: string[]; options: string[] }
-interface LegacyIp { ip: Cidr; gateway?: string; routes: Route[] }
-interface Iface { name: string; mac: string; mtu: number; sandbox: string; socketPath: string; pciID: string }
-interface IpConfig { version: string; interface?: number; address: Cidr; gateway?: string }
-interface Legacy { family: '02x'; ip4?: LegacyIp; ip6?: LegacyIp; dns: Dns }
-export interface Rich { family: '04x' | '1x'; interfaces: Iface[]; ips: IpConfig[]; routes: Route[]; dns: Dns }
+interface Dns {
+  nameservers: string[];
+  domain: string;
+  search: string[];
+  options: string[];
+}
+interface LegacyIp {
+  ip: Cidr;
+  gateway?: string;
+  routes: Route[];
+}
+interface Iface {
+  name: string;
+  mac: string;
+  mtu: number;
+  sandbox: string;
+  socketPath: string;
+  pciID: string;
+}
+interface IpConfig {
+  version: string;
+  interface?: number;
+  address: Cidr;
+  gateway?: string;
+}
+interface Legacy {
+  family: '02x';
+  ip4?: LegacyIp;
+  ip6?: LegacyIp;
+  dns: Dns;
+}
+export interface Rich {
+  family: '04x' | '1x';
+  interfaces: Iface[];
+  ips: IpConfig[];
+  routes: Route[];
+  dns: Dns;
+}
 export type Typed = Legacy | Rich;
 
 export type Obj = Record<string, unknown>;
 
 /** A bad field, turned into CniError(6) with the result's version by `decode`. */
 class FieldError extends Error {
-  constructor(readonly path: string, readonly expected: string, readonly got: unknown) {
+  constructor(
+    readonly path: string,
+    readonly expected: string,
+    readonly got: unknown,
+  ) {
     super(`${path} must be ${expected}`);
   }
 }
@@ -62,7 +102,6 @@ function preview(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);
   return text.length > 60 ? `${text.slice(0, 60)}…` : text;
 }
-
 
 /** A field's value; JSON null reads as absent, as Go's decoder leaves the zero value. */
 function get(obj: Obj, key: string): unknown {
@@ -286,7 +325,10 @@ export function encode(t: Typed, version: string): CniResult {
 
 /** 02x → 04x/1x (types040.convertFrom02x): ip4 then ip6, each with its routes; no interfaces. */
 function fromLegacy(t: Legacy, family: Rich['family']): Rich {
-  const pairs = [['4', t.ip4], ['6', t.ip6]] as const;
+  const pairs = [
+    ['4', t.ip4],
+    ['6', t.ip6],
+  ] as const;
   const present = pairs.filter((p): p is readonly ['4' | '6', LegacyIp] => p[1] !== undefined);
   return {
     family,

@@ -16,7 +16,6 @@ import { convertTyped, decode, encode, encodeIface, encodeIpConfig, resultFamily
 import { decodeJsonObject, sortKeysDeep } from '../base/json.ts';
 import { versionOrDefault } from '../base/versions.ts';
 
-
 /** An interface of a result in 1.x form (libcni types100.Interface). */
 export interface ResultInterface {
   name: string;

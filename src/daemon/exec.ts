@@ -20,7 +20,10 @@ export function findChrootProgram(exists: (p: string) => boolean = existsSync): 
 export function chrootExec(inner: Exec, root: string, chrootProgram: string): Exec {
   return {
     findInPath(type, dirs) {
-      const found = inner.findInPath(type, dirs.map((d) => join(root, d)));
+      const found = inner.findInPath(
+        type,
+        dirs.map((d) => join(root, d)),
+      );
       return found.slice(join(root, '/').length - 1); // the same path as seen inside the root
     },
     execPlugin(path, stdin, env, timeoutMs, args = []) {

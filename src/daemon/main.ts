@@ -201,7 +201,13 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
       return readFileSync(path);
     };
     const deps = {
-      host: realHost, daemonEnv: io.env, log, queue, notReady, multusConf, ...(metrics ? { metrics } : {}),
+      host: realHost,
+      daemonEnv: io.env,
+      log,
+      queue,
+      notReady,
+      multusConf,
+      ...(metrics ? { metrics } : {}),
     };
     server.http = createCniServer(deps);
     socket = await listenUnix(server.http, cfg.socketDir);

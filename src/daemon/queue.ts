@@ -29,7 +29,8 @@ export function createQueue(limit: number): RequestQueue {
   };
   const release = (): void => {
     const next = waiting.shift();
-    if (next) next(); // the slot passes to the next waiter
+    if (next)
+      next(); // the slot passes to the next waiter
     else running--;
   };
 
@@ -45,7 +46,10 @@ export function createQueue(limit: number): RequestQueue {
           release();
         }
       });
-      const tail = result.then(() => undefined, () => undefined);
+      const tail = result.then(
+        () => undefined,
+        () => undefined,
+      );
       tails.set(key, tail);
       void tail.then(() => {
         if (tails.get(key) === tail) tails.delete(key);

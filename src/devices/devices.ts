@@ -14,7 +14,17 @@
  * DeviceAllocator, injectDeviceId, the path builders. I/O: readResourceMap (src/podresources.ts is imported
  * only on its gRPC path), copyDevicePluginInfo, readDeviceInfo, removeDeviceInfo.
  */
-import { closeSync, fchmodSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fchmodSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { ReadOutcome } from '../base/files.ts';
 import type { Network } from '../cni/network.ts';
@@ -37,7 +47,6 @@ export type ResourceMap = Map<string, string[]>;
 
 type Json = Record<string, unknown>;
 
-
 /** Adds `ids` to the resource's list (a resource with no IDs is still present, as in Go Multus). */
 function appendIds(resources: ResourceMap, resourceName: string, ids: readonly string[]): void {
   const list = resources.get(resourceName) ?? [];
@@ -49,10 +58,7 @@ function appendIds(resources: ResourceMap, resourceName: string, ids: readonly s
 // The device-plugin checkpoint (kubelet pkg/kubelet/cm/devicemanager/checkpoint)
 
 function badCheckpoint(source: string, problem: string): CniError {
-  return new CniError(
-    CniCode.DecodingFailure,
-    `${source} is not a valid kubelet device-plugin checkpoint: ${problem}`,
-  );
+  return new CniError(CniCode.DecodingFailure, `${source} is not a valid kubelet device-plugin checkpoint: ${problem}`);
 }
 
 /** `DeviceIDs`: `{"<numa node>": [ids]}` since Kubernetes 1.20, a plain array before; null is none. */
@@ -63,11 +69,14 @@ function checkpointDeviceIds(value: unknown, where: string, source: string): str
     if (!isStrings(value)) throw badCheckpoint(source, `${where}.DeviceIDs must hold strings`);
     return value;
   }
-  if (!isObject(value)) throw badCheckpoint(source, `${where}.DeviceIDs must be an object of NUMA node -> IDs, or an array`);
+  if (!isObject(value))
+    throw badCheckpoint(source, `${where}.DeviceIDs must be an object of NUMA node -> IDs, or an array`);
   const nodes = Object.keys(value).map((key) => {
-    if (!/^-?\d+$/.test(key)) throw badCheckpoint(source, `${where}.DeviceIDs key ${JSON.stringify(key)} is not a NUMA node number`);
+    if (!/^-?\d+$/.test(key))
+      throw badCheckpoint(source, `${where}.DeviceIDs key ${JSON.stringify(key)} is not a NUMA node number`);
     const ids = value[key];
-    if (ids !== null && !isStrings(ids)) throw badCheckpoint(source, `${where}.DeviceIDs[${JSON.stringify(key)}] must be an array of strings`);
+    if (ids !== null && !isStrings(ids))
+      throw badCheckpoint(source, `${where}.DeviceIDs[${JSON.stringify(key)}] must be an array of strings`);
     return { node: Number(key), ids: ids ?? [] };
   });
   return nodes.sort((a, b) => a.node - b.node).flatMap((n) => n.ids);
@@ -102,7 +111,8 @@ export function parseCheckpoint(bytes: Buffer | string, source = DEVICE_CHECKPOI
     const { PodUID: uid, ResourceName: resource, ContainerName: container } = entry;
     if (typeof uid !== 'string') throw badCheckpoint(source, `${where}.PodUID must be a string`);
     if (typeof resource !== 'string') throw badCheckpoint(source, `${where}.ResourceName must be a string`);
-    if (container !== undefined && typeof container !== 'string') throw badCheckpoint(source, `${where}.ContainerName must be a string`);
+    if (container !== undefined && typeof container !== 'string')
+      throw badCheckpoint(source, `${where}.ContainerName must be a string`);
     const ids = checkpointDeviceIds(entry.DeviceIDs, where, source);
     const resources = pods.get(uid) ?? new Map<string, string[]>();
     appendIds(resources, resource, ids);
@@ -131,7 +141,8 @@ function sortedCopy(resources: ResourceMap): ResourceMap {
 
 /** One pod's resource map from a parsed checkpoint, matched by pod UID; each list sorted (docs/behaviour.md#device-ids step 4). */
 export function resourceMapFromCheckpoint(entries: Map<string, ResourceMap>, podUid: string): ResourceMap {
-  if (podUid === '') throw new CniError(CniCode.InvalidConfig, 'cannot match the device-plugin checkpoint: the pod UID is empty');
+  if (podUid === '')
+    throw new CniError(CniCode.InvalidConfig, 'cannot match the device-plugin checkpoint: the pod UID is empty');
   return sortedCopy(entries.get(podUid) ?? new Map());
 }
 
@@ -145,12 +156,17 @@ function assertPodNamed(podNamespace: string, podName: string): void {
  * One pod's resource map from a pod-resources List response, matched by namespace and name: device IDs of
  * all containers concatenated per resource name, each list sorted (docs/behaviour.md#device-ids steps 2 and 4).
  */
-export function resourceMapFromPodResources(listResponse: ListPodResourcesResponse, podNamespace: string, podName: string): ResourceMap {
+export function resourceMapFromPodResources(
+  listResponse: ListPodResourcesResponse,
+  podNamespace: string,
+  podName: string,
+): ResourceMap {
   assertPodNamed(podNamespace, podName);
   const resources: ResourceMap = new Map();
   for (const pod of listResponse.podResources) {
     if (pod.namespace !== podNamespace || pod.name !== podName) continue;
-    for (const device of pod.containers.flatMap((c) => c.devices)) appendIds(resources, device.resourceName, device.deviceIds);
+    for (const device of pod.containers.flatMap((c) => c.devices))
+      appendIds(resources, device.resourceName, device.deviceIds);
   }
   return sortedCopy(resources);
 }
@@ -267,10 +283,14 @@ export function injectDeviceId(config: Json, deviceId: string): Json {
   const isSingle = typeof out.type === 'string' && out.type !== '';
   if (isSingle) return { ...out, deviceID: deviceId, pciBusID: deviceId };
   if (!Array.isArray(out.plugins)) {
-    throw new CniError(CniCode.InvalidConfig, "cannot set the device ID: the config has neither a 'type' nor a 'plugins' array");
+    throw new CniError(
+      CniCode.InvalidConfig,
+      "cannot set the device ID: the config has neither a 'type' nor a 'plugins' array",
+    );
   }
   out.plugins = out.plugins.map((plugin: unknown, i: number) => {
-    if (!isObject(plugin)) throw new CniError(CniCode.InvalidConfig, `cannot set the device ID: plugins[${i}] is not a JSON object`);
+    if (!isObject(plugin))
+      throw new CniError(CniCode.InvalidConfig, `cannot set the device ID: plugins[${i}] is not a JSON object`);
     return { ...plugin, deviceID: deviceId, pciBusID: deviceId };
   });
   return out;
@@ -286,7 +306,12 @@ export function injectDeviceIdIntoNetwork(network: Network, deviceId: string): N
 // Device-info files (docs/behaviour.md#device-info): paths are pure, the rest I/O
 
 /** The CNIDeviceInfoFile of one attachment: `<dir>/<name>-<containerID>_<ifName>`, every '/' in it made '-'. */
-export function deviceInfoPath(delegateName: string, containerId: string, ifName: string, dir = CNI_DEVINFO_DIR): string {
+export function deviceInfoPath(
+  delegateName: string,
+  containerId: string,
+  ifName: string,
+  dir = CNI_DEVINFO_DIR,
+): string {
   return join(dir, `${delegateName}-${containerId}_${ifName}`.replaceAll('/', '-'));
 }
 
@@ -306,11 +331,14 @@ function isMissing(err: unknown): boolean {
  */
 function writeNewFile(target: string, data: Buffer): 'written' | 'exists' {
   mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
-  const temp = join(dirname(target), `.${basename(target)}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`);
+  const temp = join(
+    dirname(target),
+    `.${basename(target)}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`,
+  );
   let fd: number | undefined = openSync(temp, 'wx', 0o444);
   try {
     fchmodSync(fd, 0o444);
-    for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off);
+    for (let off = 0; off < data.length;) off += writeSync(fd, data, off, data.length - off);
     closeSync(fd);
     fd = undefined;
     return linkTo(temp, target);
@@ -353,7 +381,12 @@ function unlinkQuietly(path: string): void {
  * and returns undefined; any other failure (unreadable or non-JSON source, target already there, cannot
  * write) is not fatal either and comes back as a warning to log.
  */
-export function copyDevicePluginInfo(resourceName: string, deviceId: string, target: string, dpDir = DP_DEVINFO_DIR): string | undefined {
+export function copyDevicePluginInfo(
+  resourceName: string,
+  deviceId: string,
+  target: string,
+  dpDir = DP_DEVINFO_DIR,
+): string | undefined {
   const source = devicePluginInfoPath(resourceName, deviceId, dpDir);
   let data: Buffer;
   try {
@@ -362,7 +395,8 @@ export function copyDevicePluginInfo(resourceName: string, deviceId: string, tar
     return isMissing(err) ? undefined : `cannot read device-plugin info ${source}: ${messageOf(err)}`;
   }
   try {
-    if (!isObject(JSON.parse(data.toString('utf8')))) return `device-plugin info ${source} is not a JSON object: not copied`;
+    if (!isObject(JSON.parse(data.toString('utf8'))))
+      return `device-plugin info ${source} is not a JSON object: not copied`;
   } catch (err) {
     return `device-plugin info ${source} is not JSON (${messageOf(err)}): not copied`;
   }
@@ -381,14 +415,25 @@ export function readDeviceInfo(path: string): ReadOutcome<Json> {
     text = readFileSync(path, 'utf8');
   } catch (err) {
     if (isMissing(err)) return { kind: 'missing' };
-    return { kind: 'corrupt', error: new CniError(CniCode.IoFailure, `cannot read device info ${path}: ${messageOf(err)}`, { cause: err }) };
+    return {
+      kind: 'corrupt',
+      error: new CniError(CniCode.IoFailure, `cannot read device info ${path}: ${messageOf(err)}`, { cause: err }),
+    };
   }
   try {
     const value: unknown = JSON.parse(text);
     if (isObject(value)) return { kind: 'ok', value };
-    return { kind: 'corrupt', error: new CniError(CniCode.DecodingFailure, `device info ${path} is not a JSON object`) };
+    return {
+      kind: 'corrupt',
+      error: new CniError(CniCode.DecodingFailure, `device info ${path} is not a JSON object`),
+    };
   } catch (err) {
-    return { kind: 'corrupt', error: new CniError(CniCode.DecodingFailure, `device info ${path} is not JSON: ${messageOf(err)}`, { cause: err }) };
+    return {
+      kind: 'corrupt',
+      error: new CniError(CniCode.DecodingFailure, `device info ${path} is not JSON: ${messageOf(err)}`, {
+        cause: err,
+      }),
+    };
   }
 }
 

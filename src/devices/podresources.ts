@@ -54,7 +54,6 @@ const WIRE_I64 = 1;
 const WIRE_LEN = 2;
 const WIRE_I32 = 5;
 
-
 function malformed(what: string, problem: string): CniError {
   return new CniError(CniCode.DecodingFailure, `malformed ${what} from the kubelet: ${problem}`);
 }
@@ -152,7 +151,9 @@ function decodePodResources(buf: Buffer): PodResources {
 export function decodeListPodResourcesResponse(bytes: Uint8Array): ListPodResourcesResponse {
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out: ListPodResourcesResponse = { podResources: [] };
-  forEachField(buf, 'ListPodResourcesResponse', { 1: (b, s, e) => out.podResources.push(decodePodResources(b.subarray(s, e))) });
+  forEachField(buf, 'ListPodResourcesResponse', {
+    1: (b, s, e) => out.podResources.push(decodePodResources(b.subarray(s, e))),
+  });
   return out;
 }
 
@@ -160,9 +161,23 @@ export function decodeListPodResourcesResponse(bytes: Uint8Array): ListPodResour
 // gRPC over HTTP/2 (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md): one unary call.
 
 const GRPC_STATUS_NAMES = [
-  'OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS',
-  'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED',
-  'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED',
+  'OK',
+  'CANCELLED',
+  'UNKNOWN',
+  'INVALID_ARGUMENT',
+  'DEADLINE_EXCEEDED',
+  'NOT_FOUND',
+  'ALREADY_EXISTS',
+  'PERMISSION_DENIED',
+  'RESOURCE_EXHAUSTED',
+  'FAILED_PRECONDITION',
+  'ABORTED',
+  'OUT_OF_RANGE',
+  'UNIMPLEMENTED',
+  'INTERNAL',
+  'UNAVAILABLE',
+  'DATA_LOSS',
+  'UNAUTHENTICATED',
 ];
 /** Statuses a retry may clear: the kubelet restarting, slow, or rate-limiting pod-resources calls. */
 const TRANSIENT_STATUSES = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'RESOURCE_EXHAUSTED']);
@@ -192,8 +207,12 @@ function dial(socketPath: string, timeoutMs: number): Promise<ClientHttp2Session
   const session = http2.connect('http://localhost', { createConnection: () => net.connect(socketPath) });
   const ready = new Promise<ClientHttp2Session>((resolve, reject) => {
     session.once('remoteSettings', () => resolve(session));
-    session.once('error', (err) => reject(new CniError(CniCode.TryAgainLater, `cannot connect: ${messageOf(err)}`, { cause: err })));
-    session.once('close', () => reject(new CniError(CniCode.TryAgainLater, 'the connection closed before HTTP/2 was set up')));
+    session.once('error', (err) =>
+      reject(new CniError(CniCode.TryAgainLater, `cannot connect: ${messageOf(err)}`, { cause: err })),
+    );
+    session.once('close', () =>
+      reject(new CniError(CniCode.TryAgainLater, 'the connection closed before HTTP/2 was set up')),
+    );
   });
   session.on('error', () => {}); // reported through `ready` or the call; never an uncaught 'error' event
   return withTimeout(ready, timeoutMs, `connecting to ${socketPath}`, () => session.destroy()).catch((err: unknown) => {
@@ -231,10 +250,14 @@ function collect(stream: ClientHttp2Stream, maxMessageBytes: number): Promise<Ra
         reject(new CniError(CniCode.IoFailure, `the response is larger than the ${maxMessageBytes}-byte limit`));
       }
     });
-    stream.on('error', (err) => reject(new CniError(CniCode.TryAgainLater, `the call failed: ${messageOf(err)}`, { cause: err })));
+    stream.on('error', (err) =>
+      reject(new CniError(CniCode.TryAgainLater, `the call failed: ${messageOf(err)}`, { cause: err })),
+    );
     stream.on('end', () => resolve({ ...raw, body: Buffer.concat(chunks) }));
     // After 'end' this is a no-op; before it, the stream was reset or the connection dropped.
-    stream.on('close', () => reject(new CniError(CniCode.TryAgainLater, 'the connection closed before the response ended')));
+    stream.on('close', () =>
+      reject(new CniError(CniCode.TryAgainLater, 'the connection closed before the response ended')),
+    );
   });
 }
 
@@ -253,7 +276,8 @@ function unaryMessage(raw: RawResponse): Buffer {
   const body = raw.body;
   if (body.length < 5) throw malformed('List response', 'no message in a successful response');
   if (body[0] !== 0) throw malformed('List response', 'the message is compressed, which was not negotiated');
-  if (body.length !== 5 + body.readUInt32BE(1)) throw malformed('List response', 'the message length does not match the data');
+  if (body.length !== 5 + body.readUInt32BE(1))
+    throw malformed('List response', 'the message length does not match the data');
   return body.subarray(5);
 }
 
@@ -271,7 +295,9 @@ function call(session: ClientHttp2Session, opts: ListOptions): Promise<Buffer> {
     stream = request(session, opts.callTimeoutMs);
   } catch (err) {
     // e.g. the kubelet sent GOAWAY right after its SETTINGS
-    return Promise.reject(new CniError(CniCode.TryAgainLater, `cannot start the call: ${messageOf(err)}`, { cause: err }));
+    return Promise.reject(
+      new CniError(CniCode.TryAgainLater, `cannot start the call: ${messageOf(err)}`, { cause: err }),
+    );
   }
   stream.end(Buffer.alloc(5)); // ListPodResourcesRequest{} is empty: flag 0, length 0
   const response = collect(stream, opts.maxMessageBytes).then(unaryMessage);

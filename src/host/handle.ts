@@ -96,7 +96,9 @@ export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
 
 async function dispatch(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<unknown> {
   const rule = COMMANDS[req.command as RequestCommand];
-  deps.log.verbose(`${req.command} containerId=${req.containerId} netns=${req.netns} ifname=${req.ifName} args=${req.args}`);
+  deps.log.verbose(
+    `${req.command} containerId=${req.containerId} netns=${req.netns} ifname=${req.ifName} args=${req.args}`,
+  );
   checkNetns(req, rule.netnsMustExist);
   const ctx = callContext(req, conf, deps); // CNI_ARGS are decoded here, before any wait (Multus' order)
   if (rule.readiness === 'wait') await waitUntilReady(conf, deps);

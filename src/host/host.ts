@@ -57,7 +57,12 @@ export function createHost(o: HostOptions): Host {
     ...(o.devices ? { devices: o.devices } : {}),
     logger: (conf) =>
       createLogger(
-        { level: conf.logLevel, logFile: conf.logFile || undefined, logToStderr: conf.logToStderr, logOptions: conf.logOptions },
+        {
+          level: conf.logLevel,
+          logFile: conf.logFile || undefined,
+          logToStderr: conf.logToStderr,
+          logOptions: conf.logOptions,
+        },
         { writeStderr: o.writeStderr },
       ),
     kube(conf, env, log) {
@@ -72,7 +77,11 @@ export function createHost(o: HostOptions): Host {
       return client;
     },
     close() {
-      for (const client of clients.values()) client.then((c) => c?.close(), () => undefined);
+      for (const client of clients.values())
+        client.then(
+          (c) => c?.close(),
+          () => undefined,
+        );
       clients.clear();
     },
   };

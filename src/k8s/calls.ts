@@ -33,7 +33,15 @@ export function podCall(verb: 'get' | 'update', namespace: string, name: string,
 
 export function nadCall(namespace: string, name: string): Call {
   const path = `/apis/k8s.cni.cncf.io/v1/namespaces/${seg(namespace)}/network-attachment-definitions/${seg(name)}`;
-  return { verb: 'get', method: 'GET', group: 'k8s.cni.cncf.io', resource: 'network-attachment-definitions', namespace, name, path };
+  return {
+    verb: 'get',
+    method: 'GET',
+    group: 'k8s.cni.cncf.io',
+    resource: 'network-attachment-definitions',
+    namespace,
+    name,
+    path,
+  };
 }
 
 let eventSeq = 0n;
@@ -47,7 +55,13 @@ export function eventBody(e: EventInput, now: Date = new Date()): Record<string,
   const m = e.pod.metadata;
   const stamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
   const nanos = BigInt(now.getTime()) * 1_000_000n + (eventSeq++ % 1_000_000n);
-  const involvedObject: Record<string, unknown> = { kind: 'Pod', namespace: m.namespace, name: m.name, uid: m.uid, apiVersion: 'v1' };
+  const involvedObject: Record<string, unknown> = {
+    kind: 'Pod',
+    namespace: m.namespace,
+    name: m.name,
+    uid: m.uid,
+    apiVersion: 'v1',
+  };
   if (m.resourceVersion) involvedObject.resourceVersion = m.resourceVersion;
   return {
     apiVersion: 'v1',
@@ -69,11 +83,22 @@ export function eventBody(e: EventInput, now: Date = new Date()): Record<string,
 export function eventCall(e: EventInput): Call {
   const ns = e.pod.metadata.namespace;
   const path = `/api/v1/namespaces/${seg(ns)}/events`;
-  return { verb: 'create', method: 'POST', group: '', resource: 'events', namespace: ns, name: '', path, body: eventBody(e) };
+  return {
+    verb: 'create',
+    method: 'POST',
+    group: '',
+    resource: 'events',
+    namespace: ns,
+    name: '',
+    path,
+    body: eventBody(e),
+  };
 }
 
-const qualified = (c: Call): string => (c.group ? `${c.resource.split('/')[0]}.${c.group}` : (c.resource.split('/')[0] ?? c.resource));
-export const target = (c: Call): string => `${c.verb} ${c.resource} ${c.name ? `${c.namespace}/${c.name}` : `in namespace ${c.namespace}`}`;
+const qualified = (c: Call): string =>
+  c.group ? `${c.resource.split('/')[0]}.${c.group}` : (c.resource.split('/')[0] ?? c.resource);
+export const target = (c: Call): string =>
+  `${c.verb} ${c.resource} ${c.name ? `${c.namespace}/${c.name}` : `in namespace ${c.namespace}`}`;
 
 /** Names that cannot exist: the API server would answer NotFound, so no request is sent. */
 export function invalidName(c: Call): KubeApiError | undefined {
@@ -87,9 +112,20 @@ export function invalidName(c: Call): KubeApiError | undefined {
 // Error mapping (pure)
 
 const DEFAULT_REASON: Readonly<Record<number, string>> = {
-  400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 405: 'MethodNotAllowed',
-  409: 'Conflict', 410: 'Gone', 413: 'RequestEntityTooLarge', 415: 'UnsupportedMediaType', 422: 'Invalid',
-  429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout',
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'RequestEntityTooLarge',
+  415: 'UnsupportedMediaType',
+  422: 'Invalid',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+  504: 'Timeout',
 };
 
 /** The API server's Status object (`{kind: "Status", reason, message}`), when the body is one. */
@@ -120,14 +156,22 @@ function rbacHint(c: Call): string {
   return `apiGroups: [${groups}], resources: ["${c.resource}"], verbs: ["${c.verb}"]`;
 }
 
-function authError(status: number, reason: string, apiMsg: string | undefined, c: Call, cfg: ClientConfig): KubeApiError {
+function authError(
+  status: number,
+  reason: string,
+  apiMsg: string | undefined,
+  c: Call,
+  cfg: ClientConfig,
+): KubeApiError {
   const who = describeUser(cfg);
   if (status === 403) {
-    const msg = `${apiMsg ?? 'forbidden'}: ${who} may not ${target(c)}; it needs RBAC permission (a ClusterRole rule ` +
+    const msg =
+      `${apiMsg ?? 'forbidden'}: ${who} may not ${target(c)}; it needs RBAC permission (a ClusterRole rule ` +
       `${rbacHint(c)} bound to that identity, as in Multus' ClusterRole)`;
     return new KubeApiError(CniCode.Internal, msg, status, reason);
   }
-  const msg = `${apiMsg ?? 'Unauthorized'}: the API server at ${cfg.server} rejected the credentials of ${who} ` +
+  const msg =
+    `${apiMsg ?? 'Unauthorized'}: the API server at ${cfg.server} rejected the credentials of ${who} ` +
     `(${target(c)}): the token or client certificate is invalid or expired; a token copied into a kubeconfig stops ` +
     'working when its service account token is rotated or expires (Multus #852): use tokenFile, which is read on every request';
   return new KubeApiError(CniCode.Internal, msg, status, reason);
@@ -139,7 +183,9 @@ export function statusError(status: number, body: Buffer, c: Call, cfg: ClientCo
   const reason = s.reason ?? DEFAULT_REASON[status] ?? (status >= 500 ? 'InternalError' : 'Unknown');
   if (status === 401 || status === 403) return authError(status, reason, s.message, c, cfg);
   if (status === 404 || status === 409) {
-    const msg = s.message ?? (status === 404 ? `${qualified(c)} "${c.name}" not found` : `conflict on ${qualified(c)} "${c.name}"`);
+    const msg =
+      s.message ??
+      (status === 404 ? `${qualified(c)} "${c.name}" not found` : `conflict on ${qualified(c)} "${c.name}"`);
     return new KubeApiError(CniCode.Internal, msg, status, reason);
   }
   const transient = status === 429 || status >= 500;
@@ -148,12 +194,22 @@ export function statusError(status: number, body: Buffer, c: Call, cfg: ClientCo
 }
 
 const NET_REASON: Readonly<Record<string, string>> = {
-  ECONNREFUSED: 'ConnectionRefused', ECONNRESET: 'ConnectionReset', EPIPE: 'ConnectionReset', ECONNABORTED: 'ConnectionReset',
-  ETIMEDOUT: 'Timeout', EHOSTUNREACH: 'Unreachable', ENETUNREACH: 'Unreachable', EHOSTDOWN: 'Unreachable',
-  ENETDOWN: 'Unreachable', EAI_AGAIN: 'Unreachable', ENOTFOUND: 'Unreachable', EADDRNOTAVAIL: 'Unreachable',
+  ECONNREFUSED: 'ConnectionRefused',
+  ECONNRESET: 'ConnectionReset',
+  EPIPE: 'ConnectionReset',
+  ECONNABORTED: 'ConnectionReset',
+  ETIMEDOUT: 'Timeout',
+  EHOSTUNREACH: 'Unreachable',
+  ENETUNREACH: 'Unreachable',
+  EHOSTDOWN: 'Unreachable',
+  ENETDOWN: 'Unreachable',
+  EAI_AGAIN: 'Unreachable',
+  ENOTFOUND: 'Unreachable',
+  EADDRNOTAVAIL: 'Unreachable',
 };
 
-const isTlsCode = (code: string): boolean => /^(?:ERR_TLS_|ERR_SSL_|ERR_OSSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(code);
+const isTlsCode = (code: string): boolean =>
+  /^(?:ERR_TLS_|ERR_SSL_|ERR_OSSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(code);
 
 /** An error without a response (connect, TLS, reset, our deadline) as a KubeApiError. */
 export function transportError(err: unknown, c: Call, cfg: ClientConfig, timeoutMs: number): KubeApiError {
@@ -164,7 +220,11 @@ export function transportError(err: unknown, c: Call, cfg: ClientConfig, timeout
     return new KubeApiError(CniCode.TryAgainLater, msg, 0, 'Timeout', err);
   }
   if (isTlsCode(code)) {
-    const ca = cfg.tls.caData ? 'certificate-authority-data' : cfg.tls.caFile ? `CA file ${cfg.tls.caFile}` : 'the system CA roots';
+    const ca = cfg.tls.caData
+      ? 'certificate-authority-data'
+      : cfg.tls.caFile
+        ? `CA file ${cfg.tls.caFile}`
+        : 'the system CA roots';
     const msg = `TLS with the Kubernetes API server at ${cfg.server} failed (${target(c)}): ${messageOf(err)} (verified with ${ca})`;
     return new KubeApiError(CniCode.Internal, msg, 0, 'TLSError', err);
   }

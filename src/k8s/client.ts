@@ -29,7 +29,6 @@ import { Credentials, createTransport, decode, requestOptions, send, withDeadlin
 import type { CallOptions, ClientInfo, EventInput, KubeClient, Nad, Pod } from './types.ts';
 import type { FallbackModule } from './fallback-loader.ts';
 
-
 // ---------------------------------------------------------------------------------------------------------------
 // The client
 
@@ -57,7 +56,13 @@ class Client implements KubeClient {
     private readonly log: Logger,
   ) {
     this.creds = new Credentials(cfg, session, log);
-    this.info = { source: cfg.source, path: cfg.path, server: cfg.server, auth: authKind(cfg), fallback: cfg.fallback !== undefined };
+    this.info = {
+      source: cfg.source,
+      path: cfg.path,
+      server: cfg.server,
+      auth: authKind(cfg),
+      fallback: cfg.fallback !== undefined,
+    };
     if (cfg.namespace !== undefined) this.info.namespace = cfg.namespace;
   }
 
@@ -126,12 +131,21 @@ export interface LoadKubeClientOptions {
 
 /** Multus' text for a kubeconfig it cannot use. */
 const contextError = (path: string, err: unknown): CniError =>
-  new CniError(CniCode.Internal, `GetK8sClient: failed to get context for the kubeconfig ${path}: ${redactSecrets(messageOf(err))}`, { cause: err });
+  new CniError(
+    CniCode.Internal,
+    `GetK8sClient: failed to get context for the kubeconfig ${path}: ${redactSecrets(messageOf(err))}`,
+    { cause: err },
+  );
 
-async function resolveConfig(o: LoadKubeClientOptions, loadFallback: () => Promise<FallbackModule>): Promise<ClientConfig | undefined> {
+async function resolveConfig(
+  o: LoadKubeClientOptions,
+  loadFallback: () => Promise<FallbackModule>,
+): Promise<ClientConfig | undefined> {
   if (o.kubeconfig) {
     try {
-      return await loadKubeconfigFile(o.kubeconfig, { parseYaml: async (text) => (await loadFallback()).parseYaml(text) });
+      return await loadKubeconfigFile(o.kubeconfig, {
+        parseYaml: async (text) => (await loadFallback()).parseYaml(text),
+      });
     } catch (err) {
       throw contextError(o.kubeconfig, err);
     }
@@ -140,7 +154,9 @@ async function resolveConfig(o: LoadKubeClientOptions, loadFallback: () => Promi
   try {
     found = inClusterConfig(o.env, o.serviceAccountDir);
   } catch (err) {
-    throw new CniError(CniCode.Internal, `GetK8sClient: failed to get the in-cluster config: ${messageOf(err)}`, { cause: err });
+    throw new CniError(CniCode.Internal, `GetK8sClient: failed to get the in-cluster config: ${messageOf(err)}`, {
+      cause: err,
+    });
   }
   for (const w of found?.warnings ?? []) o.log.warn(`GetK8sClient: ${w}`);
   return found?.config;
@@ -164,6 +180,8 @@ export async function loadKubeClient(o: LoadKubeClientOptions): Promise<KubeClie
     }
   }
   const client = new Client(cfg, session, o.timeoutMs ?? DEFAULT_TIMEOUT_MS, o.log);
-  o.log.debug(`GetK8sClient: ${client.info.source} ${client.info.path}, server ${client.info.server}, auth ${client.info.auth}`);
+  o.log.debug(
+    `GetK8sClient: ${client.info.source} ${client.info.path}, server ${client.info.server}, auth ${client.info.auth}`,
+  );
   return client;
 }

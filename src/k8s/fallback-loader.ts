@@ -18,7 +18,8 @@ export interface FallbackModule {
 export const FALLBACK_ASSET = 'k8s-fallback.cjs';
 export const FALLBACK_CACHE_ASSET = 'k8s-fallback.cache';
 /** Must equal the wrapper in scripts/build-k8s-fallback.mjs, or V8 rejects the code cache. */
-export const wrapCommonJs = (source: string): string => `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
+export const wrapCommonJs = (source: string): string =>
+  `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
 
 type SeaModule = typeof sea;
 
@@ -38,9 +39,18 @@ function fallbackFromSea(sea: SeaModule): FallbackModule {
   }
   const vm = process.getBuiltinModule('node:vm');
   const { createRequire } = process.getBuiltinModule('node:module');
-  const script = new vm.Script(wrapCommonJs(source), { filename: FALLBACK_ASSET, ...(cachedData ? { cachedData } : {}) });
+  const script = new vm.Script(wrapCommonJs(source), {
+    filename: FALLBACK_ASSET,
+    ...(cachedData ? { cachedData } : {}),
+  });
   const mod = { exports: {} as Record<string, unknown> };
-  (script.runInThisContext() as (...a: unknown[]) => void)(mod.exports, createRequire(process.execPath), mod, FALLBACK_ASSET, '.');
+  (script.runInThisContext() as (...a: unknown[]) => void)(
+    mod.exports,
+    createRequire(process.execPath),
+    mod,
+    FALLBACK_ASSET,
+    '.',
+  );
   return mod.exports as unknown as FallbackModule;
 }
 

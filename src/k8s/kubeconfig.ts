@@ -132,7 +132,8 @@ const absolute = (dir: string, p: string | undefined): string | undefined =>
 function stringList(o: Obj, key: string, where: string): string[] {
   const v = o[key];
   if (v === undefined || v === null) return [];
-  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) return fail(`${where}: ${key} must be a list of strings`);
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string'))
+    return fail(`${where}: ${key} must be a list of strings`);
   return v as string[];
 }
 
@@ -145,7 +146,8 @@ function impersonation(user: Obj, where: string): Impersonation | undefined {
   for (const k of Object.keys(rawExtra)) extra[k] = stringList(rawExtra, k, `${where}: as-user-extra`);
   const uid = str(user, 'as-uid', where);
   if (name === undefined) {
-    if (groups.length > 0 || Object.keys(extra).length > 0) fail(`requesting groups or user-extra for ${where} without impersonating a user`);
+    if (groups.length > 0 || Object.keys(extra).length > 0)
+      fail(`requesting groups or user-extra for ${where} without impersonating a user`);
     return undefined;
   }
   return { user: name, groups, extra, ...(uid === undefined ? {} : { uid }) };
@@ -174,7 +176,12 @@ export function parseServer(server: string): ServerAddress | undefined {
   const port = m[3] === undefined ? (scheme === 'http' ? 80 : 443) : Number(m[3]);
   if (port < 1 || port > 65535) return undefined;
   const hostname = host.startsWith('[') ? host.slice(1, -1) : host;
-  return { protocol: scheme === 'http' ? 'http:' : 'https:', hostname, port, pathPrefix: (m[4] ?? '').replace(/\/+$/, '') };
+  return {
+    protocol: scheme === 'http' ? 'http:' : 'https:',
+    hostname,
+    port,
+    pathPrefix: (m[4] ?? '').replace(/\/+$/, ''),
+  };
 }
 
 /** client-go's DefaultServerURL: a server without a scheme is https when TLS is configured, else http. */
@@ -191,7 +198,10 @@ function resolveCluster(name: string, cluster: Obj, dir: string): { server: stri
   const caFile = absolute(dir, str(cluster, 'certificate-authority', where));
   const insecure = bool(cluster, 'insecure-skip-tls-verify', where);
   const serverName = str(cluster, 'tls-server-name', where);
-  if (caData && caFile) fail(`certificate-authority-data and certificate-authority are both specified for ${name}. certificate-authority-data will override.`);
+  if (caData && caFile)
+    fail(
+      `certificate-authority-data and certificate-authority are both specified for ${name}. certificate-authority-data will override.`,
+    );
   if ((caData || caFile) && insecure) fail('specifying a root certificates file with the insecure flag is not allowed');
   const rawServer = str(cluster, 'server', where) ?? fail(`no server found for cluster "${name}"`);
   const server = serverUrl(rawServer, Boolean(caData || caFile || insecure || serverName), where);
@@ -215,13 +225,18 @@ function userCerts(name: string, user: Obj, dir: string): ResolvedUser['certs'] 
   const certFile = absolute(dir, str(user, 'client-certificate', where));
   const keyData = b64(user, 'client-key-data', where);
   const keyFile = absolute(dir, str(user, 'client-key', where));
-  if (certData && certFile) fail(`client-cert-data and client-cert are both specified for ${name}. client-cert-data will override.`);
-  if (keyData && keyFile) fail(`client-key-data and client-key are both specified for ${name}; client-key-data will override`);
+  if (certData && certFile)
+    fail(`client-cert-data and client-cert are both specified for ${name}. client-cert-data will override.`);
+  if (keyData && keyFile)
+    fail(`client-key-data and client-key are both specified for ${name}; client-key-data will override`);
   const hasCert = Boolean(certData || certFile);
   const hasKey = Boolean(keyData || keyFile);
-  if (hasCert && !hasKey) fail(`client-key-data or client-key must be specified for ${name} to use the clientCert authentication method.`);
+  if (hasCert && !hasKey)
+    fail(`client-key-data or client-key must be specified for ${name} to use the clientCert authentication method.`);
   if (hasKey && !hasCert) {
-    fail(`client-certificate-data or client-certificate must be specified for ${name} to use the clientCert authentication method.`);
+    fail(
+      `client-certificate-data or client-certificate must be specified for ${name} to use the clientCert authentication method.`,
+    );
   }
   const out: ResolvedUser['certs'] = {};
   if (certData) out.certData = certData;
@@ -247,14 +262,16 @@ function resolveUser(name: string, user: Obj, dir: string): ResolvedUser {
   }
   const exec = user.exec;
   const provider = user['auth-provider'];
-  if (exec != null && provider != null) fail(`authProvider cannot be provided in combination with an exec plugin for ${name}`);
+  if (exec != null && provider != null)
+    fail(`authProvider cannot be provided in combination with an exec plugin for ${name}`);
   if (exec != null && !isObject(exec)) fail(`${where}: exec must be an object`);
   if (provider != null && !isObject(provider)) fail(`${where}: auth-provider must be an object`);
   const out: ResolvedUser = { auth, certs: userCerts(name, user, dir) };
   const imp = impersonation(user, name);
   if (imp) out.impersonate = imp;
   if (isObject(exec)) out.fallback = 'user.exec';
-  if (isObject(provider)) out.fallback = `user.auth-provider (${typeof provider.name === 'string' ? provider.name : 'unnamed'})`;
+  if (isObject(provider))
+    out.fallback = `user.auth-provider (${typeof provider.name === 'string' ? provider.name : 'unnamed'})`;
   return out;
 }
 
@@ -268,11 +285,17 @@ export function resolveKubeconfig(doc: unknown, path: string): ClientConfig {
   const contexts = namedEntries(doc, 'contexts', 'context');
   const clusters = namedEntries(doc, 'clusters', 'cluster');
   const users = namedEntries(doc, 'users', 'user');
-  const contextName = str(doc, 'current-context', 'kubeconfig') ?? fail('invalid configuration: current-context is not set');
-  const ctx = contexts.get(contextName) ?? fail(`invalid configuration: context was not found for specified context: ${contextName}`);
+  const contextName =
+    str(doc, 'current-context', 'kubeconfig') ?? fail('invalid configuration: current-context is not set');
+  const ctx =
+    contexts.get(contextName) ??
+    fail(`invalid configuration: context was not found for specified context: ${contextName}`);
   const where = `context "${contextName}"`;
-  const clusterName = str(ctx, 'cluster', where) ?? fail(`invalid configuration: cluster was not specified for context "${contextName}"`);
-  const cluster = clusters.get(clusterName) ?? fail(`invalid configuration: cluster "${clusterName}" was not found for context "${contextName}"`);
+  const clusterName =
+    str(ctx, 'cluster', where) ?? fail(`invalid configuration: cluster was not specified for context "${contextName}"`);
+  const cluster =
+    clusters.get(clusterName) ??
+    fail(`invalid configuration: cluster "${clusterName}" was not found for context "${contextName}"`);
   const userName = str(ctx, 'user', where) ?? '';
   const user = userName === '' ? {} : users.get(userName);
   if (!user) return fail(`invalid configuration: user "${userName}" was not found for context "${contextName}"`);
@@ -283,7 +306,16 @@ export function resolveKubeconfig(doc: unknown, path: string): ClientConfig {
   const dir = dirname(path);
   const c = resolveCluster(clusterName, cluster, dir);
   const u = resolveUser(userName, user, dir);
-  const cfg: ClientConfig = { source: 'kubeconfig', path, contextName, clusterName, userName, server: c.server, tls: c.tls, auth: {} };
+  const cfg: ClientConfig = {
+    source: 'kubeconfig',
+    path,
+    contextName,
+    clusterName,
+    userName,
+    server: c.server,
+    tls: c.tls,
+    auth: {},
+  };
   if (namespace !== undefined) cfg.namespace = namespace;
   const tls = parseServer(c.server)?.protocol === 'https:'; // client-go sends credentials only over TLS
   if (tls) {
@@ -293,7 +325,9 @@ export function resolveKubeconfig(doc: unknown, path: string): ClientConfig {
   }
   const auth = tls && u.fallback !== undefined;
   if (auth || c.proxy) {
-    const reason = [auth ? u.fallback : undefined, c.proxy ? 'cluster.proxy-url' : undefined].filter(Boolean).join(', ');
+    const reason = [auth ? u.fallback : undefined, c.proxy ? 'cluster.proxy-url' : undefined]
+      .filter(Boolean)
+      .join(', ');
     cfg.fallback = { reason, auth, proxy: c.proxy };
   }
   return cfg;
@@ -367,10 +401,17 @@ export function inClusterConfig(
   readTokenFile(tokenFile); // throws: no service account token, no client (as client-go)
   const server = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
   const addr = parseServer(server);
-  if (addr?.hostname !== host || addr.pathPrefix !== '') fail(`KUBERNETES_SERVICE_HOST/PORT do not form a URL: ${server}`);
+  if (addr?.hostname !== host || addr.pathPrefix !== '')
+    fail(`KUBERNETES_SERVICE_HOST/PORT do not form a URL: ${server}`);
   const config: ClientConfig = {
-    source: 'in-cluster', path: saDir, contextName: '', clusterName: '', userName: '', server,
-    tls: { insecureSkipTlsVerify: false }, auth: { tokenFile },
+    source: 'in-cluster',
+    path: saDir,
+    contextName: '',
+    clusterName: '',
+    userName: '',
+    server,
+    tls: { insecureSkipTlsVerify: false },
+    auth: { tokenFile },
   };
   const warnings: string[] = [];
   const caFile = join(saDir, 'ca.crt');

@@ -150,20 +150,35 @@ export interface Transport {
 
 export function createTransport(cfg: ClientConfig, session: FallbackSession | undefined): Transport {
   const addr = parseServer(cfg.server);
-  if (!addr) throw new CniError(CniCode.Internal, `server "${cfg.server}" is not a URL of the form https://host[:port][/path]`);
-  const module: HttpModule = addr.protocol === 'http:' ? process.getBuiltinModule('node:http') : process.getBuiltinModule('node:https');
+  if (!addr)
+    throw new CniError(CniCode.Internal, `server "${cfg.server}" is not a URL of the form https://host[:port][/path]`);
+  const module: HttpModule =
+    addr.protocol === 'http:' ? process.getBuiltinModule('node:http') : process.getBuiltinModule('node:https');
   const agent = (cfg.fallback?.proxy ? session?.agent() : undefined) ?? new module.Agent({ keepAlive: true });
   return { module, agent, addr };
 }
 
-export function requestOptions(t: Transport, c: Call, auth: RequestAuth, body: Buffer | undefined): Record<string, unknown> {
+export function requestOptions(
+  t: Transport,
+  c: Call,
+  auth: RequestAuth,
+  body: Buffer | undefined,
+): Record<string, unknown> {
   const headers: OutgoingHttpHeaders = { ...auth.headers, Accept: 'application/json', 'User-Agent': 'multus-ts' };
   if (body) {
     headers['Content-Type'] = 'application/json';
     headers['Content-Length'] = body.length;
   }
   const { protocol, hostname, port, pathPrefix } = t.addr;
-  const opts: Record<string, unknown> = { protocol, hostname, port, path: `${pathPrefix}${c.path}`, method: c.method, headers, agent: t.agent };
+  const opts: Record<string, unknown> = {
+    protocol,
+    hostname,
+    port,
+    path: `${pathPrefix}${c.path}`,
+    method: c.method,
+    headers,
+    agent: t.agent,
+  };
   if (protocol === 'https:') Object.assign(opts, auth.tls);
   return opts;
 }
@@ -179,12 +194,18 @@ function collect(res: IncomingMessage, settle: (err: Error | undefined, wire?: W
   res.on('end', () => settle(undefined, { status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
   res.on('error', (err) => settle(err));
   res.on('close', () => {
-    if (!res.complete) settle(Object.assign(new Error('connection closed before the response was complete'), { code: 'ECONNRESET' }));
+    if (!res.complete)
+      settle(Object.assign(new Error('connection closed before the response was complete'), { code: 'ECONNRESET' }));
   });
 }
 
 /** One request; rejects with DeadlineError (after destroying the socket) when `timeoutMs` passes. */
-export function send(t: Transport, opts: Record<string, unknown>, body: Buffer | undefined, timeoutMs: number): Promise<Wire> {
+export function send(
+  t: Transport,
+  opts: Record<string, unknown>,
+  body: Buffer | undefined,
+  timeoutMs: number,
+): Promise<Wire> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const settle = (err: Error | undefined, wire?: Wire): void => {

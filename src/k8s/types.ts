@@ -11,7 +11,13 @@ import type { ClientConfig } from './kubeconfig.ts';
 // Types
 
 export interface Pod {
-  metadata: { name: string; namespace: string; uid: string; resourceVersion?: string; annotations?: Record<string, string> };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    resourceVersion?: string;
+    annotations?: Record<string, string>;
+  };
   spec?: Record<string, unknown>;
   status?: Record<string, unknown>;
   [k: string]: unknown;

@@ -73,7 +73,8 @@ const YAML_NUMBER =
 function plainScalar(s: string, no: number): unknown {
   const hash = s.search(/\s#/);
   const v = (hash >= 0 ? s.slice(0, hash) : s).trimEnd();
-  if (/^[[\]{}&*!|>%@`"'?,]/.test(v) || /^-(?:\s|$)/.test(v)) unsupported(no, 'a flow collection, anchor, alias, tag or block scalar');
+  if (/^[[\]{}&*!|>%@`"'?,]/.test(v) || /^-(?:\s|$)/.test(v))
+    unsupported(no, 'a flow collection, anchor, alias, tag or block scalar');
   if (/:(?:\s|$)/.test(v)) unsupported(no, 'a ": " inside a plain value');
   if (/^(?:~|null|Null|NULL)?$/.test(v)) return null;
   if (/^(?:true|True|TRUE)$/.test(v)) return true;

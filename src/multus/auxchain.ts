@@ -19,7 +19,6 @@ import type { Logger } from '../base/log.ts';
 import type { Delegate } from './plan.ts';
 import { SUPPORTED_VERSIONS } from '../base/versions.ts';
 
-
 /**
  * The auxiliary chain's delegate, or undefined when none is configured or its directory adds no plugin.
  * compat: a chain that cannot be loaded is logged and skipped (docs/behaviour.md#aux-chain); a clusterNetwork that is
@@ -30,7 +29,10 @@ export function auxiliaryChain(conf: MultusConf, log: Logger): Delegate | undefi
   const name = conf.auxiliaryCNIChainName;
   if (!name) return undefined;
   if (!conf.clusterNetwork.includes('/')) {
-    throw new CniError(CniCode.InvalidConfig, `auxiliary chain used but clusterNetwork must be a path, and it is not a path: ${conf.clusterNetwork}`);
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `auxiliary chain used but clusterNetwork must be a path, and it is not a path: ${conf.clusterNetwork}`,
+    );
   }
   try {
     const network = loadChain(conf, name);
@@ -46,7 +48,9 @@ function loadChain(conf: MultusConf, name: string): Network {
   const dir = join(dirname(conf.clusterNetwork), name);
   let files: string[] = [];
   try {
-    files = readdirSync(dir).filter((f) => f.endsWith('.conf')).sort();
+    files = readdirSync(dir)
+      .filter((f) => f.endsWith('.conf'))
+      .sort();
   } catch {
     // no directory: the chain is just passthru, and is not added
   }
@@ -68,7 +72,10 @@ export function passthru(command: string, stdin: Buffer): string {
   try {
     conf = JSON.parse(stdin.toString()) as typeof conf;
   } catch (e) {
-    throw new CniError(CniCode.DecodingFailure, `passthru: failed to decode the network config from stdin: ${messageOf(e)}`);
+    throw new CniError(
+      CniCode.DecodingFailure,
+      `passthru: failed to decode the network config from stdin: ${messageOf(e)}`,
+    );
   }
   if (conf.prevResult) return JSON.stringify(conf.prevResult);
   return JSON.stringify({ cniVersion: conf.cniVersion ?? '1.0.0', interfaces: [], ips: [], routes: [], dns: {} });

@@ -19,7 +19,22 @@
  * | `strictCapabilities` | boolean | false | stricter runtimeConfig/capabilities handling for delegates (the planner defines it; see README) |
  */
 import { CniCode, CniError } from '../base/errors.ts';
-import { BOOLEAN, COUNT, FRACTION, NAMES, OBJECT, OBJECTS, POSITIVE, STEPS, STRING, STRINGS, decodeObject, getKey, invalid, withContext } from '../base/keys.ts';
+import {
+  BOOLEAN,
+  COUNT,
+  FRACTION,
+  NAMES,
+  OBJECT,
+  OBJECTS,
+  POSITIVE,
+  STEPS,
+  STRING,
+  STRINGS,
+  decodeObject,
+  getKey,
+  invalid,
+  withContext,
+} from '../base/keys.ts';
 import type { Network } from '../cni/network.ts';
 import { findNetworkInDir, loadNetworkPath, parseNetwork } from '../cni/network.ts';
 import { SUPPORTED_VERSIONS, isSupportedVersion, versionOrDefault } from '../base/versions.ts';
@@ -84,10 +99,31 @@ const LOG_LEVELS: readonly LogLevel[] = ['panic', 'error', 'verbose', 'debug'];
 // 00-multus.conf
 
 export const MULTUS_KEYS: readonly string[] = [
-  'name', 'type', 'cniVersion', 'kubeconfig', 'confDir', 'cniDir', 'binDir', 'delegates', 'clusterNetwork',
-  'defaultNetworks', 'systemNamespaces', 'multusNamespace', 'logFile', 'logLevel', 'logToStderr', 'logOptions',
-  'readinessindicatorfile', 'namespaceIsolation', 'globalNamespaces', 'retryDeleteOnError',
-  'auxiliaryCNIChainName', 'runtimeConfig', 'prevResult', 'readinessBackoff', 'delegateTimeoutSeconds',
+  'name',
+  'type',
+  'cniVersion',
+  'kubeconfig',
+  'confDir',
+  'cniDir',
+  'binDir',
+  'delegates',
+  'clusterNetwork',
+  'defaultNetworks',
+  'systemNamespaces',
+  'multusNamespace',
+  'logFile',
+  'logLevel',
+  'logToStderr',
+  'logOptions',
+  'readinessindicatorfile',
+  'namespaceIsolation',
+  'globalNamespaces',
+  'retryDeleteOnError',
+  'auxiliaryCNIChainName',
+  'runtimeConfig',
+  'prevResult',
+  'readinessBackoff',
+  'delegateTimeoutSeconds',
   'strictCapabilities',
 ];
 
@@ -125,7 +161,9 @@ export function parseMultusConf(input: Record<string, unknown> | Buffer | string
   const runtime = parseRuntime(wire);
   const rawDelegates = getKey(wire, 'delegates', OBJECTS) ?? [];
   if (rawDelegates.length === 0 && selection.clusterNetwork === '') {
-    throw invalid('at least one delegate or clusterNetwork must be specified: add a `delegates` array or set `clusterNetwork`');
+    throw invalid(
+      'at least one delegate or clusterNetwork must be specified: add a `delegates` array or set `clusterNetwork`',
+    );
   }
   // compat: with clusterNetwork set, `delegates` is ignored, not even parsed (docs/behaviour.md#conf-rules rule 7).
   const delegates = selection.clusterNetwork === '' ? parseDelegates(rawDelegates) : [];
@@ -153,11 +191,20 @@ function parsePaths(wire: Record<string, unknown>): Pick<MultusConf, 'kubeconfig
   };
 }
 
-type SelectionKeys = 'clusterNetwork' | 'defaultNetworks' | 'systemNamespaces' | 'multusNamespace' | 'namespaceIsolation' | 'globalNamespaces';
+type SelectionKeys =
+  | 'clusterNetwork'
+  | 'defaultNetworks'
+  | 'systemNamespaces'
+  | 'multusNamespace'
+  | 'namespaceIsolation'
+  | 'globalNamespaces';
 
 function parseSelection(wire: Record<string, unknown>): Pick<MultusConf, SelectionKeys> {
   // docs/behaviour.md#conf-rules rule 5: comma-separated, each item trimmed; it replaces the default list.
-  const global = (getKey(wire, 'globalNamespaces', STRING) ?? '').split(',').map((ns) => ns.trim()).filter((ns) => ns !== '');
+  const global = (getKey(wire, 'globalNamespaces', STRING) ?? '')
+    .split(',')
+    .map((ns) => ns.trim())
+    .filter((ns) => ns !== '');
   return {
     clusterNetwork: getKey(wire, 'clusterNetwork', STRING) ?? '',
     defaultNetworks: getKey(wire, 'defaultNetworks', NAMES) ?? [],
@@ -201,8 +248,13 @@ function parseLogOptions(obj: Record<string, unknown>): LogOptions {
 }
 
 type RuntimeKeys =
-  | 'readinessIndicatorFile' | 'readinessBackoff' | 'retryDeleteOnError' | 'auxiliaryCNIChainName'
-  | 'runtimeConfig' | 'delegateTimeoutMs' | 'strictCapabilities';
+  | 'readinessIndicatorFile'
+  | 'readinessBackoff'
+  | 'retryDeleteOnError'
+  | 'auxiliaryCNIChainName'
+  | 'runtimeConfig'
+  | 'delegateTimeoutMs'
+  | 'strictCapabilities';
 
 function parseRuntime(wire: Record<string, unknown>): Pick<MultusConf, RuntimeKeys> {
   getKey(wire, 'prevResult', OBJECT); // docs/behaviour.md#conf-keys: only checked; nothing in the thin plugin uses it
@@ -238,7 +290,9 @@ function parseBackoff(obj: Record<string, unknown>): BackoffOptions {
 
 function parseDelegates(rawDelegates: Record<string, unknown>[]): Network[] {
   // compat: Multus numbers delegates from 0 in this message (docs/behaviour.md#conf-rules rule 6).
-  return rawDelegates.map((delegate, idx) => withContext(`failed to load delegate ${idx} config`, () => parseNetwork(delegate)));
+  return rawDelegates.map((delegate, idx) =>
+    withContext(`failed to load delegate ${idx} config`, () => parseNetwork(delegate)),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -270,7 +324,12 @@ export function resolveStaticNetworks(conf: MultusConf, opts: ResolveOptions = {
   return networks;
 }
 
-function resolveNetworkRef(conf: MultusConf, value: string, role: string, lookup: NetworkLookup | undefined): StaticNetwork {
+function resolveNetworkRef(
+  conf: MultusConf,
+  value: string,
+  role: string,
+  lookup: NetworkLookup | undefined,
+): StaticNetwork {
   return withContext(`failed to get ${role} "${value}"`, () => {
     // compat: any value with a '/' is a path, so "ns/name" is not a NAD reference (docs/behaviour.md#cluster-network).
     if (value.includes('/')) {
@@ -283,4 +342,3 @@ function resolveNetworkRef(conf: MultusConf, value: string, role: string, lookup
     return { network, displayName: network.name };
   });
 }
-

@@ -24,19 +24,31 @@ export function networkFromNad(nad: Nad, confDir: string): Network {
     try {
       return findNetworkInDir(confDir, name);
     } catch (e) {
-      throw wrapError(e, `NetworkAttachmentDefinition ${namespace}/${name} has an empty spec.config and no config file named "${name}" was found`);
+      throw wrapError(
+        e,
+        `NetworkAttachmentDefinition ${namespace}/${name} has an empty spec.config and no config file named "${name}" was found`,
+      );
     }
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(config);
   } catch (e) {
-    throw new CniError(CniCode.InvalidConfig, `NetworkAttachmentDefinition ${namespace}/${name}: spec.config is not JSON: ${(e as Error).message}`);
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `NetworkAttachmentDefinition ${namespace}/${name}: spec.config is not JSON: ${(e as Error).message}`,
+    );
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new CniError(CniCode.InvalidConfig, `NetworkAttachmentDefinition ${namespace}/${name}: spec.config must be a JSON object (a CNI config or conflist)`);
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `NetworkAttachmentDefinition ${namespace}/${name}: spec.config must be a JSON object (a CNI config or conflist)`,
+    );
   }
-  return parseNetwork(parsed as Record<string, unknown>, { defaultName: name, source: `NetworkAttachmentDefinition ${namespace}/${name}` });
+  return parseNetwork(parsed as Record<string, unknown>, {
+    defaultName: name,
+    source: `NetworkAttachmentDefinition ${namespace}/${name}`,
+  });
 }
 
 /**
@@ -51,14 +63,15 @@ export function mergeCniArgs(network: Network, cniArgs: Record<string, unknown>)
   for (const [index, target] of targets.entries()) {
     const where = network.isList ? `plugin ${index} of network "${network.name}"` : `network "${network.name}"`;
     const args = target.args ?? {};
-    if (!isObject(args)) throw new CniError(CniCode.InvalidConfig, `cannot merge cni-args: "args" of ${where} is not an object`);
+    if (!isObject(args))
+      throw new CniError(CniCode.InvalidConfig, `cannot merge cni-args: "args" of ${where} is not an object`);
     const cni = args.cni ?? {};
-    if (!isObject(cni)) throw new CniError(CniCode.InvalidConfig, `cannot merge cni-args: "args.cni" of ${where} is not an object`);
+    if (!isObject(cni))
+      throw new CniError(CniCode.InvalidConfig, `cannot merge cni-args: "args.cni" of ${where} is not an object`);
     target.args = { ...args, cni: { ...cni, ...structuredClone(cniArgs) } };
   }
   return parseNetwork(Buffer.from(JSON.stringify(conf)));
 }
-
 
 /** A delegate for one NAD, with the selection's requests (and the NAD's resource name, for device IDs). */
 export function delegateFromNad(nad: Nad, confDir: string, request: AttachmentRequest): Delegate {

@@ -119,7 +119,9 @@ function entry(p: EntryParts): NetworkStatus {
 
 /** Index of the interface that gets `default`: first IP with a gateway on a sandbox interface, else first sandbox. */
 function defaultIndex(r: Result1x, sandboxes: number[]): number | undefined {
-  const withGateway = r.ips.find((ip) => ip.gateway !== undefined && ip.interface !== undefined && sandboxes.includes(ip.interface));
+  const withGateway = r.ips.find(
+    (ip) => ip.gateway !== undefined && ip.interface !== undefined && sandboxes.includes(ip.interface),
+  );
   return withGateway?.interface ?? sandboxes[0];
 }
 

@@ -56,7 +56,10 @@ export function planAttachments(delegates: Delegate[], clusterIfName: string): A
  * than the cluster network, the selection's own requests replace the copied values
  * (docs/behaviour.md#runtime-config, docs/behaviour.md#npwg). Empty values are not sent.
  */
-export function capabilityArgsFor(attachment: Attachment, runtimeConfig: Record<string, unknown>): Record<string, unknown> {
+export function capabilityArgsFor(
+  attachment: Attachment,
+  runtimeConfig: Record<string, unknown>,
+): Record<string, unknown> {
   const args: Record<string, unknown> = structuredClone(runtimeConfig);
   if (!attachment.isClusterNetwork) {
     for (const field of CAPABILITY_FIELDS) {
@@ -93,7 +96,12 @@ export function undeclaredCapabilities(attachment: Attachment): string[] {
 }
 
 /** CNI_ARGS of one attachment: the K8S keys, the runtime's other keys once, and MAC=/IP= requests on ADD. */
-export function delegateArgsFor(attachment: Attachment, k8s: K8sArgs, runtimePairs: ArgPairs, command: string): ArgPairs {
+export function delegateArgsFor(
+  attachment: Attachment,
+  k8s: K8sArgs,
+  runtimePairs: ArgPairs,
+  command: string,
+): ArgPairs {
   const extra: ArgPairs = [];
   if (command === 'ADD' && !attachment.isClusterNetwork) {
     for (const field of ATTACHMENT_FIELDS) {

@@ -65,7 +65,9 @@ export async function lookupPod(
   if (k8s.podUid && pod.metadata.uid !== k8s.podUid && !isStaticPod(pod)) {
     const msg = `expected pod UID "${k8s.podUid}" but got "${pod.metadata.uid}" from Kube API`;
     if (command === 'ADD') {
-      throw new CniError(CniCode.InvalidConfig, msg, { details: 'the pod was deleted and re-created with the same name; the runtime will retry with the new pod' });
+      throw new CniError(CniCode.InvalidConfig, msg, {
+        details: 'the pod was deleted and re-created with the same name; the runtime will retry with the new pod',
+      });
     }
     deps.log.verbose(`${msg}; deleting from the cache only`);
     return { kind: 'unknown', reason: msg };
@@ -96,7 +98,8 @@ async function getPodOnce(kube: KubeClient, k8s: K8sArgs, log: Logger): Promise<
   try {
     return await kube.getPod(k8s.podNamespace, k8s.podName, uidHint(k8s));
   } catch (e) {
-    if (httpStatusOf(e) !== 404) log.error(`cannot read pod ${k8s.podNamespace}/${k8s.podName}, deleting from the caches: ${messageOf(e)}`);
+    if (httpStatusOf(e) !== 404)
+      log.error(`cannot read pod ${k8s.podNamespace}/${k8s.podName}, deleting from the caches: ${messageOf(e)}`);
     return undefined;
   }
 }
@@ -120,7 +123,11 @@ async function fetchNad(kube: KubeClient, namespace: string, name: string): Prom
 }
 
 /** clusterNetwork/defaultNetworks: NADs in multusNamespace for plain names, else config names or paths. */
-async function clusterDelegates(conf: MultusConf, podNamespace: string, kube: KubeClient | undefined): Promise<StaticNetwork[]> {
+async function clusterDelegates(
+  conf: MultusConf,
+  podNamespace: string,
+  kube: KubeClient | undefined,
+): Promise<StaticNetwork[]> {
   const found = new Map<string, StaticNetwork>();
   if (kube && conf.clusterNetwork) {
     const names = [conf.clusterNetwork, ...(conf.systemNamespaces.includes(podNamespace) ? [] : conf.defaultNetworks)];
@@ -132,7 +139,12 @@ async function clusterDelegates(conf: MultusConf, podNamespace: string, kube: Ku
   return resolveStaticNetworks(conf, { podNamespace, lookup: (name) => found.get(name) });
 }
 
-async function selectionDelegate(conf: MultusConf, deps: ResolveDeps, pod: Pod, sel: NetworkSelection): Promise<Delegate> {
+async function selectionDelegate(
+  conf: MultusConf,
+  deps: ResolveDeps,
+  pod: Pod,
+  sel: NetworkSelection,
+): Promise<Delegate> {
   const nad = await fetchNad(deps.kube!, sel.namespace, sel.name);
   if (!nad) {
     const msg = `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`;
@@ -182,7 +194,9 @@ export async function resolvePodDelegates(
 async function assignDeviceIds(delegates: Delegate[], pod: Pod, deps: ResolveDeps): Promise<Delegate[]> {
   if (!delegates.some((d) => d.request.resourceName)) return delegates;
   const { namespace, name, uid } = pod.metadata;
-  const allocator = new DeviceAllocator(await readResourceMap({ namespace, name, uid }, { log: deps.log, ...deps.devices }));
+  const allocator = new DeviceAllocator(
+    await readResourceMap({ namespace, name, uid }, { log: deps.log, ...deps.devices }),
+  );
   return delegates.map((d) => {
     const id = d.request.resourceName ? allocator.next(d.request.resourceName) : undefined;
     if (!id) return d;

@@ -17,14 +17,22 @@ import { httpStatusOf } from '../k8s/types.ts';
 const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';
 const CONFLICT_ATTEMPTS = 5;
 
-export async function publishNetworkStatus(kube: KubeClient, pod: Pod, statuses: NetworkStatus[], log: Logger): Promise<void> {
+export async function publishNetworkStatus(
+  kube: KubeClient,
+  pod: Pod,
+  statuses: NetworkStatus[],
+  log: Logger,
+): Promise<void> {
   if (statuses.length === 0) return;
   const value = formatNetworkStatus(statuses);
   let current = pod;
   for (let attempt = 1; ; attempt++) {
     const updated: Pod = {
       ...current,
-      metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, [NETWORK_STATUS_ANNOTATION]: value } },
+      metadata: {
+        ...current.metadata,
+        annotations: { ...current.metadata.annotations, [NETWORK_STATUS_ANNOTATION]: value },
+      },
     };
     try {
       await kube.updatePodStatus(updated);
@@ -32,12 +40,17 @@ export async function publishNetworkStatus(kube: KubeClient, pod: Pod, statuses:
     } catch (e) {
       const status = httpStatusOf(e);
       if (status === 404) {
-        log.verbose(`pod ${pod.metadata.namespace}/${pod.metadata.name} was deleted before its network-status was written`);
+        log.verbose(
+          `pod ${pod.metadata.namespace}/${pod.metadata.name} was deleted before its network-status was written`,
+        );
         return;
       }
       if (status !== 409 || attempt >= CONFLICT_ATTEMPTS) throw wrapError(e, 'error setting the networks status');
       const fresh = await rereadPod(kube, pod);
-      if (!fresh) return log.verbose(`pod ${pod.metadata.namespace}/${pod.metadata.name} was deleted while its network-status was written`);
+      if (!fresh)
+        return log.verbose(
+          `pod ${pod.metadata.namespace}/${pod.metadata.name} was deleted while its network-status was written`,
+        );
       current = fresh;
     }
   }
@@ -76,7 +89,9 @@ export async function emitEvents(kube: KubeClient, pod: Pod, events: PodEvent[],
     try {
       await kube.createEvent({ pod, ...event });
     } catch (e) {
-      log.verbose(`event ${event.reason} for ${pod.metadata.namespace}/${pod.metadata.name} not recorded: ${messageOf(e)}`);
+      log.verbose(
+        `event ${event.reason} for ${pod.metadata.namespace}/${pod.metadata.name} not recorded: ${messageOf(e)}`,
+      );
     }
   }
 }

@@ -131,26 +131,40 @@ function checkDns1123(value: string, where: string): void {
 function parseTextItem(raw: string, where: string): Parsed {
   const slashItems = raw.split('/');
   if (slashItems.length > 2) {
-    throw annotationError("parsePodNetworkObjectName: Invalid network object (failed at '/')", where, `write ${TEXT_FORM} with at most one "/"`);
+    throw annotationError(
+      "parsePodNetworkObjectName: Invalid network object (failed at '/')",
+      where,
+      `write ${TEXT_FORM} with at most one "/"`,
+    );
   }
   const namespace = slashItems.length === 2 ? slashItems[0]!.trim() : '';
   const atItems = slashItems[slashItems.length - 1]!.split('@');
   if (atItems.length > 2) {
-    throw annotationError("parsePodNetworkObjectName: Invalid network object (failed at '@')", where, `write ${TEXT_FORM} with at most one "@"`);
+    throw annotationError(
+      "parsePodNetworkObjectName: Invalid network object (failed at '@')",
+      where,
+      `write ${TEXT_FORM} with at most one "@"`,
+    );
   }
   const name = atItems[0]!.trim();
   const ifname = (atItems[1] ?? '').trim();
   checkDns1123(namespace, where);
   checkDns1123(name, where);
   if (name === '') {
-    throw annotationError('network name is empty', where, `name a NetworkAttachmentDefinition in every element (${TEXT_FORM}) and remove stray commas`);
+    throw annotationError(
+      'network name is empty',
+      where,
+      `name a NetworkAttachmentDefinition in every element (${TEXT_FORM}) and remove stray commas`,
+    );
   }
   if (ifname !== '') checkIfName(ifname, where);
   return { name, namespace, request: ifname === '' ? {} : { ifname } };
 }
 
 function parseTextForm(annotation: string, key: string): Parsed[] {
-  return annotation.split(',').map((item, i) => parseTextItem(item, `element ${i} (${JSON.stringify(item.trim())}) of ${key}`));
+  return annotation
+    .split(',')
+    .map((item, i) => parseTextItem(item, `element ${i} (${JSON.stringify(item.trim())}) of ${key}`));
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -204,7 +218,8 @@ function checkIps(ips: string[], where: string): void {
   for (const ip of ips) {
     const fix = 'give an IP such as "10.1.1.11" or a CIDR such as "10.1.1.11/24"';
     if (ip.includes('/')) {
-      if (!isGoCidr(ip)) throw annotationError(`failed to parse CIDR ${JSON.stringify(ip)}: invalid CIDR address: ${ip}`, where, fix);
+      if (!isGoCidr(ip))
+        throw annotationError(`failed to parse CIDR ${JSON.stringify(ip)}: invalid CIDR address: ${ip}`, where, fix);
     } else if (!isGoIp(ip)) {
       throw annotationError(`failed to parse IP address ${JSON.stringify(ip)}`, where, fix);
     }
@@ -219,7 +234,11 @@ function checkMac(value: string, core: string, where: string, fix: string): void
 function checkGateways(gateways: string[], where: string): void {
   const bad = gateways.find((gw) => !isGoIp(gw));
   if (bad !== undefined) {
-    throw annotationError(`${JSON_FORMAT_ERROR}: invalid IP address: ${bad}`, where, '"default-route" lists gateway IPs such as ["10.1.1.1"]');
+    throw annotationError(
+      `${JSON_FORMAT_ERROR}: invalid IP address: ${bad}`,
+      where,
+      '"default-route" lists gateway IPs such as ["10.1.1.1"]',
+    );
   }
 }
 
@@ -236,18 +255,30 @@ function requestOf(f: Obj): AttachmentRequest {
 function parseJsonElement(element: unknown, index: number, key: string): Parsed {
   const at = `element ${index}`;
   if (!isObject(element)) {
-    throw annotationError(`${JSON_FORMAT_ERROR}: ${at} must be an object, got ${preview(element)}`, key, 'write each element like {"name": "macvlan-conf"}');
+    throw annotationError(
+      `${JSON_FORMAT_ERROR}: ${at} must be an object, got ${preview(element)}`,
+      key,
+      'write each element like {"name": "macvlan-conf"}',
+    );
   }
-  const named = typeof element.name === 'string' && element.name !== '' ? `${at} (${JSON.stringify(element.name)})` : at;
+  const named =
+    typeof element.name === 'string' && element.name !== '' ? `${at} (${JSON.stringify(element.name)})` : at;
   const where = `${named} of ${key}`;
   const f = readFields(element, where);
-  if (!f.name) throw annotationError(`${at} has no "name"`, key, 'set "name" to the NetworkAttachmentDefinition\'s name');
+  if (!f.name)
+    throw annotationError(`${at} has no "name"`, key, 'set "name" to the NetworkAttachmentDefinition\'s name');
   const request = requestOf(f);
   if (request.ifname) checkIfName(request.ifname, where);
   checkIps(request.ips ?? [], where);
-  if (request.mac) checkMac(request.mac, 'failed to mac', where, 'give 6, 8 or 20 hex octets such as "c2:b0:57:49:47:f1"');
+  if (request.mac)
+    checkMac(request.mac, 'failed to mac', where, 'give 6, 8 or 20 hex octets such as "c2:b0:57:49:47:f1"');
   if (request.infinibandGUID) {
-    checkMac(request.infinibandGUID, 'failed to validate infiniband GUID', where, 'give a GUID of 8 hex octets such as "c2:b0:57:49:47:f1:00:01"');
+    checkMac(
+      request.infinibandGUID,
+      'failed to validate infiniband GUID',
+      where,
+      'give a GUID of 8 hex octets such as "c2:b0:57:49:47:f1:00:01"',
+    );
   }
   checkGateways(request.defaultRoute ?? [], where);
   return { name: f.name as string, namespace: (f.namespace as string | undefined) ?? '', request };
@@ -258,11 +289,19 @@ function parseJsonForm(annotation: string, key: string): Parsed[] {
   try {
     value = JSON.parse(annotation);
   } catch (err) {
-    throw annotationError(`${JSON_FORMAT_ERROR}: ${(err as Error).message}`, key, `write a JSON array such as [{"name": "macvlan-conf"}] or the text form ${TEXT_FORM},...`);
+    throw annotationError(
+      `${JSON_FORMAT_ERROR}: ${(err as Error).message}`,
+      key,
+      `write a JSON array such as [{"name": "macvlan-conf"}] or the text form ${TEXT_FORM},...`,
+    );
   }
   if (!Array.isArray(value)) {
     const got = isObject(value) ? 'an object' : preview(value);
-    throw annotationError(`${JSON_FORMAT_ERROR}: expected an array of selection objects, got ${got}`, key, 'wrap the element in [ ]');
+    throw annotationError(
+      `${JSON_FORMAT_ERROR}: expected an array of selection objects, got ${got}`,
+      key,
+      'wrap the element in [ ]',
+    );
   }
   return value.map((element, i) => parseJsonElement(element, i, key));
 }
@@ -286,11 +325,17 @@ export function parseNetworkSelections(annotation: string | undefined, defaultNa
  * defaulting to `multusNamespace`.
  * Absent → undefined. Requests other than the interface name are the caller's to ignore.
  */
-export function parseDefaultNetworkAnnotation(annotation: string | undefined, multusNamespace: string): NetworkSelection | undefined {
+export function parseDefaultNetworkAnnotation(
+  annotation: string | undefined,
+  multusNamespace: string,
+): NetworkSelection | undefined {
   if (annotation === undefined) return undefined;
   const fix = `name one NetworkAttachmentDefinition ([<namespace>/]<name>) or remove the annotation`;
   if (annotation === '') {
-    throw new CniError(CniCode.InvalidConfig, `tryLoadK8sPodDefaultNetwork: the ${DEFAULT_NETWORK_KEY} annotation is empty; ${fix}`);
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `tryLoadK8sPodDefaultNetwork: the ${DEFAULT_NETWORK_KEY} annotation is empty; ${fix}`,
+    );
   }
   let selections: NetworkSelection[];
   try {
@@ -300,17 +345,27 @@ export function parseDefaultNetworkAnnotation(annotation: string | undefined, mu
     throw new CniError(err.code, `tryLoadK8sPodDefaultNetwork: failed to parse CRD object: ${err.msg}`, { cause: err });
   }
   if (selections.length > 1) {
-    throw new CniError(CniCode.InvalidConfig, `tryLoadK8sPodDefaultNetwork: more than one default network is specified: ${annotation}; ${fix}`);
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `tryLoadK8sPodDefaultNetwork: more than one default network is specified: ${annotation}; ${fix}`,
+    );
   }
   const [selection] = selections;
   if (selection === undefined) {
-    throw new CniError(CniCode.InvalidConfig, `tryLoadK8sPodDefaultNetwork: the ${DEFAULT_NETWORK_KEY} annotation names no network; ${fix}`);
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `tryLoadK8sPodDefaultNetwork: the ${DEFAULT_NETWORK_KEY} annotation names no network; ${fix}`,
+    );
   }
   return selection;
 }
 
 /** docs/behaviour.md#namespace-isolation: with namespaceIsolation, a selection may only name the pod's namespace or a global one. */
-export function checkNamespaceIsolation(selections: NetworkSelection[], podNamespace: string, globalNamespaces: string[]): void {
+export function checkNamespaceIsolation(
+  selections: NetworkSelection[],
+  podNamespace: string,
+  globalNamespaces: string[],
+): void {
   for (const s of selections) {
     if (s.namespace === podNamespace || globalNamespaces.includes(s.namespace)) continue;
     throw new CniError(
@@ -331,7 +386,9 @@ const label = (s: NetworkSelection, i: number): string => `element ${i} ("${s.na
  * default route of the pod, eth0's included, docs/behaviour.md#default-route quirk).
  */
 export function validateDefaultRoutes(selections: NetworkSelection[]): void {
-  const carriers = selections.flatMap((s, i) => (s.request.defaultRoute === undefined ? [] : [{ s, i, gws: s.request.defaultRoute }]));
+  const carriers = selections.flatMap((s, i) =>
+    s.request.defaultRoute === undefined ? [] : [{ s, i, gws: s.request.defaultRoute }],
+  );
   const all = carriers.flatMap((c) => c.gws.map((gw) => `${gw} in ${label(c.s, c.i)}`));
   const v4 = carriers.flatMap((c) => c.gws.filter(isV4)).length;
   if (v4 > 1 || all.length - v4 > 1) {

@@ -56,9 +56,13 @@ function firstExecutable(candidates: readonly string[], what: string): string {
       // not here: try the next candidate
     }
   }
-  throw new CniError(CniCode.Internal, `cannot move the pod's default route: ${what} not found at ${candidates.join(', ')}`, {
-    details: `install ${what === 'ip' ? 'iproute2' : 'util-linux'} on the node`,
-  });
+  throw new CniError(
+    CniCode.Internal,
+    `cannot move the pod's default route: ${what} not found at ${candidates.join(', ')}`,
+    {
+      details: `install ${what === 'ip' ? 'iproute2' : 'util-linux'} on the node`,
+    },
+  );
 }
 
 let foundTools: RouteTools | undefined;
@@ -84,7 +88,12 @@ export const runCommand: CommandRunner = (file, args) =>
     child.stderr.on('data', (b: Buffer) => err.push(b));
     child.on('error', reject);
     child.on('close', (exitCode, signal) => {
-      resolve({ exitCode, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+      resolve({
+        exitCode,
+        signal,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      });
     });
   });
 
@@ -106,10 +115,14 @@ async function ipInNetns(r: Runner, ipArgs: readonly string[]): Promise<CommandO
   try {
     return await r.run(r.tools.nsenter, args);
   } catch (err) {
-    throw new CniError(CniCode.Internal, `cannot move the pod's default route: cannot run ${commandLine(r, ipArgs)}: ${messageOf(err)}`, {
-      cause: err,
-      details: 'check that nsenter and ip are executable',
-    });
+    throw new CniError(
+      CniCode.Internal,
+      `cannot move the pod's default route: cannot run ${commandLine(r, ipArgs)}: ${messageOf(err)}`,
+      {
+        cause: err,
+        details: 'check that nsenter and ip are executable',
+      },
+    );
   }
 }
 
@@ -117,11 +130,19 @@ function commandError(r: Runner, ipArgs: readonly string[], out: CommandOutput, 
   const status = out.exitCode === null ? `was killed (${out.signal ?? 'timeout'})` : `exited ${out.exitCode}`;
   const stderr = out.stderr.trim() || '(no output)';
   if (stderr.startsWith('nsenter:')) {
-    return new CniError(CniCode.InvalidNetns, `cannot enter the pod's network namespace: ${commandLine(r, ipArgs)} ${status}: ${stderr}`, {
-      details: `check that CNI_NETNS ${r.netns} is a network namespace that still exists and that multus runs as root`,
-    });
+    return new CniError(
+      CniCode.InvalidNetns,
+      `cannot enter the pod's network namespace: ${commandLine(r, ipArgs)} ${status}: ${stderr}`,
+      {
+        details: `check that CNI_NETNS ${r.netns} is a network namespace that still exists and that multus runs as root`,
+      },
+    );
   }
-  return new CniError(CniCode.Internal, `cannot move the pod's default route: ${commandLine(r, ipArgs)} ${status}: ${stderr}`, { details: check });
+  return new CniError(
+    CniCode.Internal,
+    `cannot move the pod's default route: ${commandLine(r, ipArgs)} ${status}: ${stderr}`,
+    { details: check },
+  );
 }
 
 /** The kernel's ESRCH for "no such route", or a link that is not there (so it has no route either). */
@@ -135,12 +156,20 @@ async function deleteDefaultRoutes(r: Runner, family: IpFamily, ifName: string):
   for (let i = 0; i < MAX_DELETES_PER_FAMILY; i++) {
     const out = await ipInNetns(r, ipArgs);
     if (isNothingToDelete(out)) return;
-    if (out.exitCode !== 0) throw commandError(r, ipArgs, out, `check the IPv${family} routes of ${ifName} in the pod (ip -${family} route show dev ${ifName})`);
+    if (out.exitCode !== 0)
+      throw commandError(
+        r,
+        ipArgs,
+        out,
+        `check the IPv${family} routes of ${ifName} in the pod (ip -${family} route show dev ${ifName})`,
+      );
   }
   throw new CniError(
     CniCode.Internal,
     `cannot move the pod's default route: ${ifName} still has IPv${family} default routes after ${MAX_DELETES_PER_FAMILY} deletions (${commandLine(r, ipArgs)})`,
-    { details: `check what keeps adding default routes to ${ifName} in the pod (router advertisements, a routing daemon)` },
+    {
+      details: `check what keeps adding default routes to ${ifName} in the pod (router advertisements, a routing daemon)`,
+    },
   );
 }
 
@@ -149,7 +178,12 @@ async function addDefaultRoute(r: Runner, gateway: string, ifName: string): Prom
   const ipArgs = [`-${family}`, 'route', 'replace', 'default', 'via', text, 'dev', ifName];
   const out = await ipInNetns(r, ipArgs);
   if (out.exitCode !== 0) {
-    throw commandError(r, ipArgs, out, `check that ${ifName} exists in the pod and that ${text} is inside the subnet of one of its IPv${family} addresses`);
+    throw commandError(
+      r,
+      ipArgs,
+      out,
+      `check that ${ifName} exists in the pod and that ${text} is inside the subnet of one of its IPv${family} addresses`,
+    );
   }
 }
 
@@ -157,7 +191,10 @@ async function addDefaultRoute(r: Runner, gateway: string, ifName: string): Prom
 function checkPlan(plan: readonly RoutePlan[]): void {
   for (const entry of plan) {
     if (entry.ifName === '' || entry.ifName.startsWith('-')) {
-      throw new CniError(CniCode.InvalidConfig, `cannot move the pod's default route: invalid interface name ${JSON.stringify(entry.ifName)}`);
+      throw new CniError(
+        CniCode.InvalidConfig,
+        `cannot move the pod's default route: invalid interface name ${JSON.stringify(entry.ifName)}`,
+      );
     }
     entry.addGateways.forEach(gatewayFamily);
   }
@@ -168,8 +205,12 @@ function checkPlan(plan: readonly RoutePlan[]): void {
  * delete (all entries), then every add (`ip route replace`, so running a plan twice is harmless). Deleting
  * from a link that has no default route, or that is not in the pod, is not an error.
  */
-export async function applyRoutePlan(netns: string, plan: readonly RoutePlan[], deps: NetnsRouteDeps = {}): Promise<void> {
-  if (netns === '') throw new CniError(CniCode.InvalidNetns, 'cannot move the pod\'s default route: CNI_NETNS is empty');
+export async function applyRoutePlan(
+  netns: string,
+  plan: readonly RoutePlan[],
+  deps: NetnsRouteDeps = {},
+): Promise<void> {
+  if (netns === '') throw new CniError(CniCode.InvalidNetns, "cannot move the pod's default route: CNI_NETNS is empty");
   checkPlan(plan);
   const r: Runner = { run: deps.run ?? runCommand, tools: deps.tools ?? findRouteTools(), netns };
   for (const entry of plan) {
@@ -212,14 +253,23 @@ export function updateCachedDefaultRoutes(
   return plan.filter(changesRoutes).map((entry) => {
     const attachment = attachments.find((a) => a.ifName === entry.ifName);
     if (attachment === undefined) {
-      throw new CniError(CniCode.Internal, `cannot rewrite the cached result of interface "${entry.ifName}": no attachment has that interface name`);
+      throw new CniError(
+        CniCode.Internal,
+        `cannot rewrite the cached result of interface "${entry.ifName}": no attachment has that interface name`,
+      );
     }
     const path = resultCachePath(cniDir, attachment.networkName, containerId, entry.ifName);
     return { ifName: entry.ifName, path, outcome: rewriteOne(cniDir, containerId, attachment, entry, path) };
   });
 }
 
-function rewriteOne(cniDir: string, containerId: string, a: CachedAttachmentRef, entry: RoutePlan, path: string): CacheRewriteOutcome {
+function rewriteOne(
+  cniDir: string,
+  containerId: string,
+  a: CachedAttachmentRef,
+  entry: RoutePlan,
+  path: string,
+): CacheRewriteOutcome {
   const read = readResultCache(cniDir, a.networkName, containerId, a.ifName);
   if (read.kind === 'missing') return 'missing';
   if (read.kind === 'corrupt') throw wrapError(read.error, 'error setting default gateway in cache');
@@ -241,6 +291,7 @@ function rewriteOne(cniDir: string, containerId: string, a: CachedAttachmentRef,
  * result (decodeResultCache leaves every identity field empty then), the raw result again.
  */
 function encode(entry: ResultCacheEntry, result: Record<string, unknown>): string {
-  const legacy = entry.containerId === '' && entry.ifName === '' && entry.networkName === '' && entry.config.length === 0;
+  const legacy =
+    entry.containerId === '' && entry.ifName === '' && entry.networkName === '' && entry.config.length === 0;
   return legacy ? JSON.stringify(result) : encodeResultCache({ ...entry, result });
 }

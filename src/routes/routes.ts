@@ -92,7 +92,9 @@ function mappedToDotted(ip: string): string {
  * gateway of a family, over all attachments, is ECMP, which Multus does not support (docs/behaviour.md#default-route).
  */
 export function planDefaultRoutes(attachments: RouteRequester[]): RoutePlan[] | undefined {
-  const requests = attachments.flatMap((a) => (a.request.defaultRoute ?? []).map((gw) => ({ a, ...gatewayFamily(gw) })));
+  const requests = attachments.flatMap((a) =>
+    (a.request.defaultRoute ?? []).map((gw) => ({ a, ...gatewayFamily(gw) })),
+  );
   if (requests.length === 0) return undefined;
   for (const family of [4, 6] as const) {
     const same = requests.filter((r) => r.family === family);
@@ -134,7 +136,6 @@ export function defaultRouteFamily(dst: string): IpFamily | undefined {
 
 const DEFAULT_DST: Record<IpFamily, string> = { 4: '0.0.0.0/0', 6: '::/0' };
 
-
 function routesError(where: string, detail: string): CniError {
   return new CniError(
     CniCode.DecodingFailure,
@@ -149,7 +150,8 @@ function readRoutes(holder: Json, key: string, where: string): Json[] {
   if (!Array.isArray(list)) throw routesError(`"${where}"`, 'is not a list of routes');
   for (const [i, route] of list.entries()) {
     if (!isObject(route)) throw routesError(`"${where}[${i}]"`, 'is not a route object');
-    if (route.dst !== undefined && typeof route.dst !== 'string') throw routesError(`"${where}[${i}].dst"`, 'is not a string');
+    if (route.dst !== undefined && typeof route.dst !== 'string')
+      throw routesError(`"${where}[${i}].dst"`, 'is not a string');
   }
   return list as Json[];
 }
@@ -185,17 +187,27 @@ export function rewriteCachedRoutes(result: Json, change: RouteChange): Json {
   if (!changesRoutes(change)) return out;
   const gateways = change.addGateways.map(gatewayFamily);
   const version = out.cniVersion ?? '0.2.0'; // compat: Multus reads a result without cniVersion as legacy (docs/behaviour.md#default-route, docs/compatibility.md)
-  if (typeof version !== 'string') throw routesError('"cniVersion"', `is ${JSON.stringify(version)}, not a version string`);
+  if (typeof version !== 'string')
+    throw routesError('"cniVersion"', `is ${JSON.stringify(version)}, not a version string`);
   if (resultFamily(version) !== '02x') {
     editRoutes(out, 'routes', 'routes', change, gateways);
     return out;
   }
-  for (const [family, key] of [[4, 'ip4'], [6, 'ip6']] as const) {
+  for (const [family, key] of [
+    [4, 'ip4'],
+    [6, 'ip6'],
+  ] as const) {
     const ipConfig = out[key];
     if (ipConfig === undefined || ipConfig === null) continue;
     if (!isObject(ipConfig)) throw routesError(`"${key}"`, 'is not an IP configuration object');
     // Both lists get the delete pass, whichever family a stray route has; a gateway goes to its family's list.
-    editRoutes(ipConfig, 'routes', `${key}.routes`, change, gateways.filter((g) => g.family === family));
+    editRoutes(
+      ipConfig,
+      'routes',
+      `${key}.routes`,
+      change,
+      gateways.filter((g) => g.family === family),
+    );
   }
   return out;
 }

@@ -10,10 +10,26 @@ import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import type { ReadOutcome } from '../base/files.ts';
-import { assertSafeComponent, isMissingError, isTempName, readOutcome, removeIfPresent, writeFileAtomic } from '../base/files.ts';
+import {
+  assertSafeComponent,
+  isMissingError,
+  isTempName,
+  readOutcome,
+  removeIfPresent,
+  writeFileAtomic,
+} from '../base/files.ts';
 import type { Json } from '../base/json.ts';
-import { corrupt, goJson, parseJsonObject, readArray, readBase64, readObject, readString, sortKeys, sortKeysDeep } from '../base/json.ts';
-
+import {
+  corrupt,
+  goJson,
+  parseJsonObject,
+  readArray,
+  readBase64,
+  readObject,
+  readString,
+  sortKeys,
+  sortKeysDeep,
+} from '../base/json.ts';
 
 export interface ResultCacheEntry {
   kind: 'cniCacheV1';
@@ -95,8 +111,15 @@ export function decodeResultCache(bytes: Buffer | string): ResultCacheEntry {
 
 function emptyResultEntry(): ResultCacheEntry {
   return {
-    kind: 'cniCacheV1', containerId: '', config: Buffer.alloc(0), ifName: '', networkName: '', netns: '',
-    cniArgs: [], capabilityArgs: {}, result: {},
+    kind: 'cniCacheV1',
+    containerId: '',
+    config: Buffer.alloc(0),
+    ifName: '',
+    networkName: '',
+    netns: '',
+    cniArgs: [],
+    capabilityArgs: {},
+    result: {},
   };
 }
 
@@ -111,8 +134,17 @@ function readArgPairs(v: Json, ctx: string): [string, string][] {
   return list as [string, string][];
 }
 
-export function readResultCache(cniDir: string, networkName: string, containerId: string, ifName: string): ReadOutcome<ResultCacheEntry> {
-  return readOutcome(resultCachePath(cniDir, networkName, containerId, ifName), 'libcni result cache', decodeResultCache);
+export function readResultCache(
+  cniDir: string,
+  networkName: string,
+  containerId: string,
+  ifName: string,
+): ReadOutcome<ResultCacheEntry> {
+  return readOutcome(
+    resultCachePath(cniDir, networkName, containerId, ifName),
+    'libcni result cache',
+    decodeResultCache,
+  );
 }
 
 export function writeResultCache(cniDir: string, e: ResultCacheEntry): void {
@@ -129,14 +161,21 @@ export function removeResultCache(cniDir: string, networkName: string, container
  * name cannot be split reliably: network names may contain '-'); a corrupt file is kept only if its name
  * contains `-<containerId>-`, so the caller can still report or remove it.
  */
-export function listResultCaches(cniDir: string, filter: { containerId?: string } = {}): { path: string; outcome: ReadOutcome<ResultCacheEntry> }[] {
+export function listResultCaches(
+  cniDir: string,
+  filter: { containerId?: string } = {},
+): { path: string; outcome: ReadOutcome<ResultCacheEntry> }[] {
   const dir = join(cniDir, 'results');
   let names: string[];
   try {
-    names = readdirSync(dir, { withFileTypes: true }).filter((d) => !d.isDirectory() && !isTempName(d.name)).map((d) => d.name);
+    names = readdirSync(dir, { withFileTypes: true })
+      .filter((d) => !d.isDirectory() && !isTempName(d.name))
+      .map((d) => d.name);
   } catch (err) {
     if (isMissingError(err)) return [];
-    throw new CniError(CniCode.IoFailure, `cannot list ${dir}: ${messageOf(err)}; check its permissions`, { cause: err });
+    throw new CniError(CniCode.IoFailure, `cannot list ${dir}: ${messageOf(err)}; check its permissions`, {
+      cause: err,
+    });
   }
   const wanted = filter.containerId;
   const out: { path: string; outcome: ReadOutcome<ResultCacheEntry> }[] = [];
@@ -151,4 +190,3 @@ export function listResultCaches(cniDir: string, filter: { containerId?: string 
   }
   return out;
 }
-

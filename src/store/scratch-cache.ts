@@ -10,8 +10,21 @@ import { assertSafeComponent, readOutcome, removeIfPresent, writeFileAtomic } fr
 import type { Json } from '../base/json.ts';
 import type { AttachmentField, AttachmentRequest, FieldKind } from './fields.ts';
 import { ATTACHMENT_FIELDS, isRequested } from './fields.ts';
-import { corrupt, goJson, isObject, parseJson, parseJsonObject, readArray, readBase64, readBool, readObject, readString, readStringArray, sortKeys, sortKeysDeep } from '../base/json.ts';
-
+import {
+  corrupt,
+  goJson,
+  isObject,
+  parseJson,
+  parseJsonObject,
+  readArray,
+  readBase64,
+  readBool,
+  readObject,
+  readString,
+  readStringArray,
+  sortKeys,
+  sortKeysDeep,
+} from '../base/json.ts';
 
 /** One attachment as the scratch cache records it: its network's bytes, its name and its requests. */
 export interface CachedDelegate {
@@ -188,7 +201,10 @@ function mergeHousekeeping(lossless: Json, housekeeping: Json, ctx: string): voi
   const lossy = readArray(housekeeping, 'plugins', `${ctx} Bytes`) ?? [];
   const plugins = lossless.plugins as Json[];
   if (lossy.length !== plugins.length) {
-    throw corrupt(ctx, `plugin count differs between CNINetworkConfigList (${plugins.length}) and Bytes (${lossy.length})`);
+    throw corrupt(
+      ctx,
+      `plugin count differs between CNINetworkConfigList (${plugins.length}) and Bytes (${lossy.length})`,
+    );
   }
   plugins.forEach((plugin, i) => {
     const hk = lossy[i];
@@ -219,4 +235,3 @@ export function writeScratchCache(cniDir: string, containerId: string, delegates
 export function removeScratchCache(cniDir: string, containerId: string): void {
   removeIfPresent(scratchCachePath(cniDir, containerId));
 }
-

@@ -38,27 +38,43 @@ describe('pickMaster', () => {
 
 describe('generateMultusConf', () => {
   it('type multus-shim, daemonSocketDir, clusterNetwork = the master path, capabilities, the daemon keys', () => {
-    const cfg = parseDaemonConfig(JSON.stringify({
-      socketDir: '/host/run/multus/', daemonSocketDir: '/run/multus/', kubeconfig: '/k', binDir: '/b',
-      capabilities: { bandwidth: true },
-    }));
+    const cfg = parseDaemonConfig(
+      JSON.stringify({
+        socketDir: '/host/run/multus/',
+        daemonSocketDir: '/run/multus/',
+        kubeconfig: '/k',
+        binDir: '/b',
+        capabilities: { bandwidth: true },
+      }),
+    );
     const text = generateMultusConf(cfg, '/etc/cni/net.d/10-x.conflist', {
-      cniVersion: '0.4.0', name: 'x', plugins: [{ type: 'a', capabilities: { portMappings: true, foo: false } }],
+      cniVersion: '0.4.0',
+      name: 'x',
+      plugins: [{ type: 'a', capabilities: { portMappings: true, foo: false } }],
     });
     expect(JSON.parse(text)).toEqual({
-      cniVersion: '0.4.0', name: 'multus-cni-network', type: 'multus-shim', daemonSocketDir: '/run/multus/',
-      clusterNetwork: '/etc/cni/net.d/10-x.conflist', kubeconfig: '/k', binDir: '/b',
+      cniVersion: '0.4.0',
+      name: 'multus-cni-network',
+      type: 'multus-shim',
+      daemonSocketDir: '/run/multus/',
+      clusterNetwork: '/etc/cni/net.d/10-x.conflist',
+      kubeconfig: '/k',
+      binDir: '/b',
       capabilities: { portMappings: true, bandwidth: true },
     });
     // A thin call reads the same file.
-    expect(parseMultusConf(text))
-      .toMatchObject({ clusterNetwork: '/etc/cni/net.d/10-x.conflist', kubeconfig: '/k', binDir: '/b' });
+    expect(parseMultusConf(text)).toMatchObject({
+      clusterNetwork: '/etc/cni/net.d/10-x.conflist',
+      kubeconfig: '/k',
+      binDir: '/b',
+    });
   });
 
-  it('cniVersion from the daemon config wins; overrideNetworkName takes the master\'s name', () => {
+  it("cniVersion from the daemon config wins; overrideNetworkName takes the master's name", () => {
     const cfg = parseDaemonConfig(JSON.stringify({ cniVersion: '1.0.0', overrideNetworkName: true }));
-    expect(JSON.parse(generateMultusConf(cfg, '/m.conf', { cniVersion: '0.3.1', name: 'mine', type: 't' })))
-      .toMatchObject({ cniVersion: '1.0.0', name: 'mine' });
+    expect(
+      JSON.parse(generateMultusConf(cfg, '/m.conf', { cniVersion: '0.3.1', name: 'mine', type: 't' })),
+    ).toMatchObject({ cniVersion: '1.0.0', name: 'mine' });
   });
 });
 
@@ -83,8 +99,11 @@ describe('startConfigWriter', () => {
     expect(existsSync(ours())).toBe(false);
     writeFileSync(join(dir, '20-b.conf'), '{"cniVersion":"1.0.0","type":"bridge","name":"b"}');
     writer.sync();
-    expect(read())
-      .toMatchObject({ type: 'multus-shim', clusterNetwork: join(dir, '20-b.conf'), daemonSocketDir: '/run/x/' });
+    expect(read()).toMatchObject({
+      type: 'multus-shim',
+      clusterNetwork: join(dir, '20-b.conf'),
+      daemonSocketDir: '/run/x/',
+    });
     expect(statSync(ours()).mode & 0o777).toBe(0o600);
     // A master earlier by name appears: it takes over.
     writeFileSync(join(dir, '10-a.conflist'), '{"cniVersion":"0.4.0","name":"a","plugins":[{"type":"ptp"}]}');

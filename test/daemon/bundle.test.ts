@@ -12,8 +12,11 @@ const DAEMON = resolve('build/multus-daemon.cjs');
 // Strings that only the daemon's modules contain.
 // hot-plug, dynamic networks and `multus plan` (docs/hotplug.md) live in the daemon's bundle too.
 const MARKERS = [
-  'the multus daemon must run as root', 'does not serve /delegate', 'is already attached to the pod by',
-  'NetworkChangeFailed', 'the ADD would go ahead',
+  'the multus daemon must run as root',
+  'does not serve /delegate',
+  'is already attached to the pod by',
+  'NetworkChangeFailed',
+  'the ADD would go ahead',
 ];
 
 describe('bundles', () => {

@@ -8,27 +8,55 @@ describe('parseDaemonConfig', () => {
   it('defaults as Multus thick (socketDir /run/multus/, cniConfigDir /etc/cni/net.d, multusConfigFile auto)', () => {
     const c = parse({});
     expect(c).toMatchObject({
-      socketDir: '/run/multus/', daemonSocketDir: '/run/multus/', chrootDir: '', cniConfigDir: '/etc/cni/net.d',
-      multusAutoconfigDir: '/etc/cni/net.d', multusConfigFile: 'auto', multusMasterCNI: '', connectionLimit: 0,
-      metricsPort: undefined, metricsBindAddress: '127.0.0.1', shutdownGraceMs: 30_000, multusKeys: {},
+      socketDir: '/run/multus/',
+      daemonSocketDir: '/run/multus/',
+      chrootDir: '',
+      cniConfigDir: '/etc/cni/net.d',
+      multusAutoconfigDir: '/etc/cni/net.d',
+      multusConfigFile: 'auto',
+      multusMasterCNI: '',
+      connectionLimit: 0,
+      metricsPort: undefined,
+      metricsBindAddress: '127.0.0.1',
+      shutdownGraceMs: 30_000,
+      multusKeys: {},
     });
   });
 
-  it('reads Multus thick\'s keys, keeps the 00-multus.conf keys, ignores unknown ones', () => {
+  it("reads Multus thick's keys, keeps the 00-multus.conf keys, ignores unknown ones", () => {
     const c = parse({
-      chrootDir: '/hostroot', socketDir: '/host/run/multus/', cniVersion: '0.3.1', logLevel: 'VERBOSE',
-      logFile: '/var/log/multus.log', connectionLimit: 8, metricsPort: 9091, multusAutoconfigDir: '/host/etc/cni/net.d',
-      multusMasterCNI: '10-flannel.conflist', kubeconfig: '/etc/kubeconfig', binDir: '/opt/cni/bin',
-      readinessindicatorfile: '/run/ready', perNodeCertificate: { enabled: false }, somethingElse: 1,
+      chrootDir: '/hostroot',
+      socketDir: '/host/run/multus/',
+      cniVersion: '0.3.1',
+      logLevel: 'VERBOSE',
+      logFile: '/var/log/multus.log',
+      connectionLimit: 8,
+      metricsPort: 9091,
+      multusAutoconfigDir: '/host/etc/cni/net.d',
+      multusMasterCNI: '10-flannel.conflist',
+      kubeconfig: '/etc/kubeconfig',
+      binDir: '/opt/cni/bin',
+      readinessindicatorfile: '/run/ready',
+      perNodeCertificate: { enabled: false },
+      somethingElse: 1,
     });
     expect(c).toMatchObject({
-      chrootDir: '/hostroot', socketDir: '/host/run/multus/', daemonSocketDir: '/host/run/multus/', logLevel: 'verbose',
-      connectionLimit: 8, metricsPort: 9091, multusMasterCNI: '10-flannel.conflist',
+      chrootDir: '/hostroot',
+      socketDir: '/host/run/multus/',
+      daemonSocketDir: '/host/run/multus/',
+      logLevel: 'verbose',
+      connectionLimit: 8,
+      metricsPort: 9091,
+      multusMasterCNI: '10-flannel.conflist',
       readinessIndicatorFile: '/run/ready',
     });
     expect(c.multusKeys).toEqual({
-      cniVersion: '0.3.1', logLevel: 'VERBOSE', logFile: '/var/log/multus.log', kubeconfig: '/etc/kubeconfig',
-      binDir: '/opt/cni/bin', readinessindicatorfile: '/run/ready',
+      cniVersion: '0.3.1',
+      logLevel: 'VERBOSE',
+      logFile: '/var/log/multus.log',
+      kubeconfig: '/etc/kubeconfig',
+      binDir: '/opt/cni/bin',
+      readinessindicatorfile: '/run/ready',
     });
   });
 

@@ -15,8 +15,17 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
 import type { TestWorld as World } from '../e2e/helpers.ts';
 import {
-  MULTUS_BIN, REPO_ROOT, TestWorld, clusterConflist, describeRun, e2eRequirements, ipv4Of, multusConf, reservedIps,
-  withSbin, writeMultusConf,
+  MULTUS_BIN,
+  REPO_ROOT,
+  TestWorld,
+  clusterConflist,
+  describeRun,
+  e2eRequirements,
+  ipv4Of,
+  multusConf,
+  reservedIps,
+  withSbin,
+  writeMultusConf,
 } from '../e2e/helpers.ts';
 
 const OUR_SHIM = process.env.MULTUS_TS_SHIM ?? join(REPO_ROOT, 'build/multus-shim');
@@ -25,7 +34,7 @@ const UPSTREAM_SHIM = process.env.MULTUS_TS_UPSTREAM_SHIM ?? join(REPO_ROOT, '.c
 const base = needs(...e2eRequirements());
 const withOurShim = base && needs(fileExists(OUR_SHIM, 'the native shim build/multus-shim (npm run build with Go)'));
 const withUpstreamShim =
-  base && needs(fileExists(UPSTREAM_SHIM, 'Multus v4.3.0\'s shim (bash test/peers/build-gomultus.sh)'));
+  base && needs(fileExists(UPSTREAM_SHIM, "Multus v4.3.0's shim (bash test/peers/build-gomultus.sh)"));
 
 interface Daemon {
   child: ChildProcess;
@@ -53,9 +62,15 @@ function socketDir(): string {
 
 async function startDaemon(): Promise<Daemon> {
   const file = join(world.dir, 'daemon-config.json');
-  writeFileSync(file, JSON.stringify({
-    socketDir: socketDir(), cniConfigDir: join(world.dir, 'net.d'), logLevel: 'verbose', logToStderr: true,
-  }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      socketDir: socketDir(),
+      cniConfigDir: join(world.dir, 'net.d'),
+      logLevel: 'verbose',
+      logToStderr: true,
+    }),
+  );
   // In the test's host namespace, where the driver runs: bridges and host veth ends are created there.
   const child = spawn('ip', ['netns', 'exec', world.hostNs, MULTUS_BIN, 'daemon', '--config', file], {
     env: { PATH: withSbin(process.env.PATH) },
@@ -82,7 +97,9 @@ function installShim(shim: string): void {
 /** A chained plugin that passes prevResult on, and on ADD waits for <dir>/release after touching <dir>/started. */
 function installSlowPlugin(): void {
   const path = join(world.binDir, 'slow');
-  writeFileSync(path, `#!/bin/sh
+  writeFileSync(
+    path,
+    `#!/bin/sh
 input=$(cat)
 if [ "$CNI_COMMAND" = ADD ]; then
   touch ${world.dir}/started
@@ -91,7 +108,9 @@ fi
 if [ "$CNI_COMMAND" = ADD ]; then
   printf '%s' "$input" | sed -e 's/.*"prevResult"://' -e 's/}$//'
 fi
-`, { mode: 0o755 });
+`,
+    { mode: 0o755 },
+  );
 }
 
 async function shimConf(
@@ -167,7 +186,7 @@ describe.skipIf(!withOurShim)('resident mode through build/multus-shim', () => {
   });
 });
 
-describe.skipIf(!withUpstreamShim)('resident mode through Multus v4.3.0\'s multus-shim', () => {
+describe.skipIf(!withUpstreamShim)("resident mode through Multus v4.3.0's multus-shim", () => {
   it('ADD, CHECK and DEL against this daemon', async () => {
     installShim(UPSTREAM_SHIM);
     const d = await startDaemon();

@@ -6,7 +6,14 @@
 import type { ChildProcess } from 'node:child_process';
 import { spawn, spawnSync } from 'node:child_process';
 import {
-  chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync,
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
 } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -66,8 +73,12 @@ function baseConfig(extra: Record<string, unknown> = {}): Record<string, unknown
 
 function callEnv(command: string, cid = 'c1'): Record<string, string> {
   return {
-    CNI_COMMAND: command, CNI_CONTAINERID: cid, CNI_NETNS: join(dir, 'netns'), CNI_IFNAME: 'eth0',
-    CNI_PATH: join(dir, 'bin'), CNI_ARGS: 'IgnoreUnknown=1',
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: cid,
+    CNI_NETNS: join(dir, 'netns'),
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: join(dir, 'bin'),
+    CNI_ARGS: 'IgnoreUnknown=1',
   };
 }
 
@@ -99,13 +110,17 @@ describe('multus daemon (process)', () => {
     if (!ready()) return;
     mkdirSync(join(dir, 'bin'));
     const plugin = join(dir, 'bin', 'slow');
-    writeFileSync(plugin, `#!/bin/sh
+    writeFileSync(
+      plugin,
+      `#!/bin/sh
 cat >/dev/null
 touch ${dir}/started
 while [ ! -f ${dir}/release ]; do sleep 0.02; done
 echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
 '"ips":[{"address":"10.9.0.2/24","interface":0}]}'
-`, { mode: 0o755 });
+`,
+      { mode: 0o755 },
+    );
     const slow = { cniVersion: '1.0.0', name: 'slow', type: 'slow' };
     writeFileSync(join(dir, 'net.d', '10-slow.conf'), JSON.stringify(slow));
     const d = spawnDaemon(baseConfig({ binDir: join(dir, 'bin'), cniDir: join(dir, 'cache') }));
@@ -140,7 +155,8 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
     const d = spawnDaemon(baseConfig({ multusConfigFile: join(dir, 'none.conf') }));
     await until(() => existsSync(d.socket), 'the daemon to listen');
     const asNobody = (): string => {
-      const script = "require('net').connect(process.argv[1])" +
+      const script =
+        "require('net').connect(process.argv[1])" +
         ".on('connect',()=>{console.log('CONNECTED');process.exit(0)})" +
         ".on('error',(e)=>{console.log(e.code);process.exit(0)})";
       const env = { PATH: process.env.PATH ?? '' };
@@ -171,15 +187,23 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
     chmodSync(join(root, 'bin', 'sh'), 0o755);
     writeFileSync(join(root, 'inside-marker'), '');
     mkdirSync(join(root, 'opt', 'cni', 'bin'), { recursive: true });
-    writeFileSync(join(root, 'opt', 'cni', 'bin', 'rooted'), `#!/bin/sh
+    writeFileSync(
+      join(root, 'opt', 'cni', 'bin', 'rooted'),
+      `#!/bin/sh
 if [ ! -f /inside-marker ]; then echo '{"code":7,"msg":"not inside the root"}'; exit 1; fi
 echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
 '"ips":[{"address":"10.8.0.2/24","interface":0}]}'
-`, { mode: 0o755 });
+`,
+      { mode: 0o755 },
+    );
     const d = spawnDaemon(baseConfig({ chrootDir: root, multusConfigFile: join(dir, 'none.conf') }));
     await until(() => existsSync(d.socket), 'the daemon to listen');
     const conf = {
-      cniVersion: '1.0.0', name: 'm', type: 'multus-shim', binDir: '/opt/cni/bin', cniDir: join(dir, 'cache'),
+      cniVersion: '1.0.0',
+      name: 'm',
+      type: 'multus-shim',
+      binDir: '/opt/cni/bin',
+      cniDir: join(dir, 'cache'),
       delegates: [{ cniVersion: '1.0.0', name: 'r', type: 'rooted' }],
     };
     const add = await http(d.socket, '/cni', { body: cniBody(callEnv('ADD'), conf) });
@@ -188,7 +212,9 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
     // Not in the root: not found, as a thin call would say.
     const missing = await http(d.socket, '/cni', {
       body: cniBody(callEnv('ADD', 'c2'), {
-        ...conf, delegates: [{ cniVersion: '1.0.0', name: 'x', type: 'dash' }], binDir: '/usr/bin',
+        ...conf,
+        delegates: [{ cniVersion: '1.0.0', name: 'x', type: 'dash' }],
+        binDir: '/usr/bin',
       }),
     });
     expect(missing.status).toBe(400);

@@ -103,7 +103,8 @@ const CASES: Case[] = [
   { name: 'GC needs 1.1.0 (1)', command: 'GC' },
   { name: 'DEL', command: 'DEL' },
   {
-    name: 'a delegate error keeps its code (42)', command: 'ADD',
+    name: 'a delegate error keeps its code (42)',
+    command: 'ADD',
     setup: () => {
       const error = { cniVersion: '1.0.0', code: 42, msg: 'nope' };
       exec.returns['p1 ADD'] = { exitCode: 1, stdout: Buffer.from(JSON.stringify(error)) };
@@ -112,7 +113,9 @@ const CASES: Case[] = [
   { name: 'a gone netns on ADD (4)', command: 'ADD', env: { CNI_NETNS: '/nonexistent/netns' } },
   { name: 'the own netns (8)', command: 'ADD', env: { CNI_NETNS: '/proc/self/ns/net' } },
   {
-    name: 'not ready (11)', command: 'ADD', extra: { readinessindicatorfile: '/nonexistent/ready' },
+    name: 'not ready (11)',
+    command: 'ADD',
+    extra: { readinessindicatorfile: '/nonexistent/ready' },
     setup: () => (ready = false),
   },
   { name: 'bad CNI_ARGS (4)', command: 'ADD', env: { CNI_ARGS: 'novalue' } },
@@ -148,7 +151,7 @@ describe('/cni answers as handle() does', () => {
     expect([11, 42, 999].map(statusOf)).toEqual([500, 500, 500]);
   });
 
-  it('only the request\'s CNI_* variables reach the delegates, over the daemon\'s environment', async () => {
+  it("only the request's CNI_* variables reach the delegates, over the daemon's environment", async () => {
     const socket = await start();
     let seen: Record<string, string> = {};
     exec.returns.p0 = () => ({});
@@ -221,8 +224,11 @@ describe('/cni: what the server itself refuses', () => {
   it('a stale socket is replaced; a live one is refused', async () => {
     const socket = await start();
     const other = createCniServer({
-      host: fakeHost(), daemonEnv: {}, log: { error() {}, warn() {}, verbose() {}, debug() {}, enabled: () => false },
-      queue: createQueue(0), notReady: () => undefined,
+      host: fakeHost(),
+      daemonEnv: {},
+      log: { error() {}, warn() {}, verbose() {}, debug() {}, enabled: () => false },
+      queue: createQueue(0),
+      notReady: () => undefined,
     });
     await expect(listenUnix(other, join(dir, 'run'))).rejects.toThrow(/another daemon/);
     await closeServer(server!);

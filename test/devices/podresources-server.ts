@@ -26,7 +26,11 @@ export interface ContainerResourcesMessage {
   devices?: ContainerDevicesMessage[];
   cpu_ids?: number[];
   memory?: { memory_type?: string; size?: number; topology?: { nodes?: { ID?: number }[] } }[];
-  dynamic_resources?: { claim_name?: string; claim_namespace?: string; claim_resources?: { driver_name?: string; device_name?: string; cdi_devices?: { name?: string }[] }[] }[];
+  dynamic_resources?: {
+    claim_name?: string;
+    claim_namespace?: string;
+    claim_resources?: { driver_name?: string; device_name?: string; cdi_devices?: { name?: string }[] }[];
+  }[];
 }
 export interface PodResourcesMessage {
   name?: string;
@@ -61,7 +65,9 @@ let definition: protoLoader.PackageDefinition | undefined;
 
 function loadService(): ServiceDefinition {
   definition ??= protoLoader.loadSync(PROTO_FILE, { keepCase: true, defaults: false });
-  const pkg = grpc.loadPackageDefinition(definition) as unknown as { v1: { PodResourcesLister: { service: ServiceDefinition } } };
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+    v1: { PodResourcesLister: { service: ServiceDefinition } };
+  };
   return pkg.v1.PodResourcesLister.service;
 }
 
@@ -87,26 +93,34 @@ function listHandler(server: PodResourcesServer): grpc.handleUnaryCall<unknown, 
 }
 
 /** Starts the server on `socketPath` (a path in a per-test temp dir; unix socket paths are short). */
-export async function startPodResourcesServer(socketPath: string, behaviour: ListBehaviour): Promise<PodResourcesServer> {
+export async function startPodResourcesServer(
+  socketPath: string,
+  behaviour: ListBehaviour,
+): Promise<PodResourcesServer> {
   const grpcServer = new grpc.Server();
   const server: PodResourcesServer = {
     socketPath,
     behaviour,
     calls: [],
-    close: () => new Promise((resolve) => {
-      grpcServer.forceShutdown();
-      resolve();
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        grpcServer.forceShutdown();
+        resolve();
+      }),
   };
   grpcServer.addService(loadService(), { List: listHandler(server) });
   await new Promise<void>((resolve, reject) => {
-    grpcServer.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+    grpcServer.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
+      err ? reject(err) : resolve(),
+    );
   });
   return server;
 }
 
 /** A unix socket that accepts connections and never sends a byte (a kubelet that hangs before HTTP/2). */
-export async function startSilentSocket(socketPath: string): Promise<{ connections: () => number; close(): Promise<void> }> {
+export async function startSilentSocket(
+  socketPath: string,
+): Promise<{ connections: () => number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   let count = 0;
   const server = createServer((socket) => {
@@ -121,9 +135,10 @@ export async function startSilentSocket(socketPath: string): Promise<{ connectio
   });
   return {
     connections: () => count,
-    close: () => new Promise((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -56,7 +56,9 @@ describe.skipIf(!ready)('Kubernetes mode: conflicts, deleted pods, token rotatio
       try {
         await kw.waitEntered(sb);
         // multus has the pod (resourceVersion rvBefore) in hand; someone else changes it now
-        await cluster.admin.patch(podPath(sb.pod.namespace, sb.pod.name), { metadata: { labels: { touched: 'by-admin' } } });
+        await cluster.admin.patch(podPath(sb.pod.namespace, sb.pod.name), {
+          metadata: { labels: { touched: 'by-admin' } },
+        });
       } finally {
         await kw.release(sb);
       }
@@ -73,7 +75,11 @@ describe.skipIf(!ready)('Kubernetes mode: conflicts, deleted pods, token rotatio
       ]);
 
       // the conflict really happened, and was resolved by a re-read and one more write
-      const podCalls = await multusAudit(cluster, (e) => e.objectRef?.resource === 'pods' && e.objectRef?.name === sb.pod.name, 4);
+      const podCalls = await multusAudit(
+        cluster,
+        (e) => e.objectRef?.resource === 'pods' && e.objectRef?.name === sb.pod.name,
+        4,
+      );
       console.log(`pod requests of multus during the conflicting ADD:\n  ${podCalls.map(auditLine).join('\n  ')}`);
       const writes = podCalls.filter((e) => e.objectRef?.subresource === 'status').map((e) => e.responseStatus?.code);
       expect(writes, podCalls.map(auditLine).join('\n')).toEqual([409, 200]);
@@ -94,7 +100,11 @@ describe.skipIf(!ready)('Kubernetes mode: conflicts, deleted pods, token rotatio
       expect([...(await kw.podLinks(sb)).keys()].sort()).toEqual(['eth0', 'lo', 'net1', 'net2']);
 
       await cluster.admin.del(podPath(sb.pod.namespace, sb.pod.name));
-      for (let i = 0; (await cluster.admin.request('GET', podPath(sb.pod.namespace, sb.pod.name))).status !== 404; i++) {
+      for (
+        let i = 0;
+        (await cluster.admin.request('GET', podPath(sb.pod.namespace, sb.pod.name))).status !== 404;
+        i++
+      ) {
         if (i > 100) throw new Error('the pod is still there 10 s after its deletion');
         await sleep(100);
       }
@@ -145,10 +155,21 @@ describe.skipIf(!ready)('Kubernetes mode: conflicts, deleted pods, token rotatio
         console.log(`token A revoked (401) after ${revokedA} ms, token B after ${revokedB} ms`);
 
         expect((await networkStatus(cluster, b.pod))?.length).toBe(2);
-        const calls = await multusAudit(cluster, (e) => e.objectRef?.namespace === kw.ns && e.objectRef?.resource !== 'events', 7);
+        const calls = await multusAudit(
+          cluster,
+          (e) => e.objectRef?.namespace === kw.ns && e.objectRef?.resource !== 'events',
+          7,
+        );
         const byToken = calls.map((e) => {
           const cred = credentialOf(e);
-          const token = cred === `JTI=${ta.jti}` ? 'A' : cred === `JTI=${tb.jti}` ? 'B' : cred === `JTI=${tc.jti}` ? 'C' : `? ${cred}`;
+          const token =
+            cred === `JTI=${ta.jti}`
+              ? 'A'
+              : cred === `JTI=${tb.jti}`
+                ? 'B'
+                : cred === `JTI=${tc.jti}`
+                  ? 'C'
+                  : `? ${cred}`;
           return `${auditLine(e)} [token ${token}]`;
         });
         console.log(`multus requests with the rotating token file:\n  ${byToken.join('\n  ')}`);
@@ -169,7 +190,7 @@ describe.skipIf(!ready)('Kubernetes mode: conflicts, deleted pods, token rotatio
 
       await kw.del(conf, a);
       await kw.expectTornDown(a, { last: false });
-      expect(await reservedIps(kw.w.ipamDir), 'pod-b\'s addresses only').toHaveLength(2);
+      expect(await reservedIps(kw.w.ipamDir), "pod-b's addresses only").toHaveLength(2);
       await kw.del(conf, b);
       await kw.expectTornDown(b);
     });
@@ -206,7 +227,7 @@ describe.skipIf(!ready)('Kubernetes mode: conflicts, deleted pods, token rotatio
       await kw.del(conf, a);
       const msA = Math.round(performance.now() - t0);
       await kw.expectTornDown(a, { last: false });
-      expect(await reservedIps(kw.w.ipamDir), 'pod-b\'s addresses only').toHaveLength(3);
+      expect(await reservedIps(kw.w.ipamDir), "pod-b's addresses only").toHaveLength(3);
 
       t0 = performance.now();
       await kw.del(conf, b);
@@ -214,7 +235,9 @@ describe.skipIf(!ready)('Kubernetes mode: conflicts, deleted pods, token rotatio
       await kw.expectTornDown(b);
       console.log(`DEL with the API server down: ${msA} ms (scratch cache), ${msB} ms (result caches only)`);
       // pod-b's DEL did try the API (no scratch cache) and went on without it
-      expect(await readFile(kw.w.logFile, 'utf8')).toContain(`cannot read pod ${kw.ns}/pod-b, deleting from the caches`);
+      expect(await readFile(kw.w.logFile, 'utf8')).toContain(
+        `cannot read pod ${kw.ns}/pod-b, deleting from the caches`,
+      );
       expect(msA).toBeLessThan(5_000);
       expect(msB).toBeLessThan(5_000);
     });

@@ -37,7 +37,11 @@ export async function installRecorder(kw: K8sWorld): Promise<void> {
 }
 
 /** A recorder plugin entry for a conflist that logs to `<world dir>/<name>.log`. */
-export function recorderPlugin(kw: K8sWorld, name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function recorderPlugin(
+  kw: K8sWorld,
+  name: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return { type: 'recorder', recorder: { log: recorderLog(kw, name) }, ...extra };
 }
 
@@ -47,7 +51,13 @@ export async function installPassthru(kw: K8sWorld): Promise<void> {
 }
 
 /** K8sWorld.driver with the runtime's capability args (as containerd sends portMappings and bandwidth). */
-export function driverWithCaps(kw: K8sWorld, cmd: DriverCommand, conf: string, sb: Sandbox, capArgs: Record<string, unknown>): Promise<DriverResult> {
+export function driverWithCaps(
+  kw: K8sWorld,
+  cmd: DriverCommand,
+  conf: string,
+  sb: Sandbox,
+  capArgs: Record<string, unknown>,
+): Promise<DriverResult> {
   return runDriver(cmd, {
     conf,
     netns: netnsPath(sb.netns),
@@ -100,19 +110,35 @@ export function hostLocalRanges(kw: K8sWorld, subnets: string[]): Record<string,
 }
 
 /** The cluster network as a conflist over the given ranges (bridge, default routes via the bridge) plus `more`. */
-export function clusterNet(kw: K8sWorld, subnets: string[], more: Record<string, unknown>[] = []): Record<string, unknown> {
+export function clusterNet(
+  kw: K8sWorld,
+  subnets: string[],
+  more: Record<string, unknown>[] = [],
+): Record<string, unknown> {
   return {
     cniVersion: kw.cniVersion,
     name: CLUSTER_NET,
     plugins: [
-      { type: 'bridge', bridge: kw.w.bridge, isGateway: true, isDefaultGateway: true, ipMasq: false, ipam: hostLocalRanges(kw, subnets) },
+      {
+        type: 'bridge',
+        bridge: kw.w.bridge,
+        isGateway: true,
+        isDefaultGateway: true,
+        ipMasq: false,
+        ipam: hostLocalRanges(kw, subnets),
+      },
       ...more,
     ],
   };
 }
 
 /** The multus config of world.ts with `cluster` as delegates[0]. */
-export function multusWith(kw: K8sWorld, kubeconfig: string, cluster: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function multusWith(
+  kw: K8sWorld,
+  kubeconfig: string,
+  cluster: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return { ...kw.multusConfig(kubeconfig, extra), delegates: [cluster] };
 }
 
@@ -130,7 +156,12 @@ export async function routeGet(sb: Sandbox, dst: string): Promise<string> {
 }
 
 /** The `result` of multus' libcni result cache `<cniDir>/results/<network>-<containerID>-<ifname>`. */
-export async function cachedResult(kw: K8sWorld, sb: Sandbox, network: string, ifname: string): Promise<Record<string, any>> {
+export async function cachedResult(
+  kw: K8sWorld,
+  sb: Sandbox,
+  network: string,
+  ifname: string,
+): Promise<Record<string, any>> {
   const file = join(kw.w.cniDir, 'results', `${network}-${sb.containerId}-${ifname}`);
   return (JSON.parse(await readFile(file, 'utf8')) as { result: Record<string, any> }).result;
 }
@@ -140,7 +171,9 @@ export const cachedRoutes = (result: Record<string, any>): string[] =>
   ((result.routes ?? []) as { dst: string; gw?: string }[]).map((r) => `${r.dst} via ${r.gw ?? '-'}`);
 
 export const v6 = (link: IpLink | undefined): string[] =>
-  (link?.addr_info ?? []).filter((a) => a.family === 'inet6' && a.scope !== 'link').map((a) => `${a.local}/${a.prefixlen}`);
+  (link?.addr_info ?? [])
+    .filter((a) => a.family === 'inet6' && a.scope !== 'link')
+    .map((a) => `${a.local}/${a.prefixlen}`);
 
 /** The host-namespace end of the pod's veth `ifname`. */
 export async function hostPeer(kw: K8sWorld, sb: Sandbox, ifname: string): Promise<string> {
@@ -182,8 +215,17 @@ export async function expectRolledBack(kw: K8sWorld, sb: Sandbox): Promise<void>
   expect(await kw.cacheFiles(sb), 'cache files').toEqual([]);
   expect(await reservedIps(kw.w.ipamDir), 'reserved IPs').toEqual([]);
   const host = await readLinks(kw.w.hostNs);
-  const left = host.filter((l) => l.ifname !== kw.w.master && l.ifname !== kw.w.masterPeer && l.ifname !== 'lo' && l.linkinfo?.info_kind !== 'bridge');
-  expect(left.map((l) => `${l.ifname} (${l.linkinfo?.info_kind})`), 'host links besides bridges').toEqual([]);
+  const left = host.filter(
+    (l) =>
+      l.ifname !== kw.w.master &&
+      l.ifname !== kw.w.masterPeer &&
+      l.ifname !== 'lo' &&
+      l.linkinfo?.info_kind !== 'bridge',
+  );
+  expect(
+    left.map((l) => `${l.ifname} (${l.linkinfo?.info_kind})`),
+    'host links besides bridges',
+  ).toEqual([]);
   expect(await networkStatus(kw.cluster, sb.pod), 'network-status annotation').toBeUndefined();
   expect(await listDir(kw.w.cniDir).then((d) => d.filter((f) => f !== 'results')), 'scratch cache').toEqual([]);
 }

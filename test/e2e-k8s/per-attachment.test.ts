@@ -89,17 +89,25 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
         const links = await kw.podLinks(sb);
         expect(v4(links.get('eth0'))).toEqual([`${kw.addr(0, 2)}/24`]);
         expect(v4(links.get('net1'))).toEqual([`${kw.addr(1, 2)}/24`]);
-        expect(await defaultRoutes(sb, '4'), 'the pod\'s IPv4 default routes').toEqual([`${gw} net1`]);
+        expect(await defaultRoutes(sb, '4'), "the pod's IPv4 default routes").toEqual([`${gw} net1`]);
         expect(await routeGet(sb, '192.0.2.1'), 'an off-link destination').toBe(`${gw} net1`);
 
         const eth0 = await cachedResult(kw, sb, CLUSTER_NET, 'eth0');
-        expect(cachedRoutes(eth0), 'the cluster network\'s cached routes').not.toContainEqual(expect.stringMatching(/^0\.0\.0\.0\/0 /));
-        expect(eth0.ips, 'the rest of the cached result is kept').toEqual([expect.objectContaining({ address: `${kw.addr(0, 2)}/24`, gateway: kw.addr(0, 1) })]);
-        expect(cachedRoutes(await cachedResult(kw, sb, 'net-gw', 'net1')), 'net1\'s cached routes').toEqual([`0.0.0.0/0 via ${gw}`]);
+        expect(cachedRoutes(eth0), "the cluster network's cached routes").not.toContainEqual(
+          expect.stringMatching(/^0\.0\.0\.0\/0 /),
+        );
+        expect(eth0.ips, 'the rest of the cached result is kept').toEqual([
+          expect.objectContaining({ address: `${kw.addr(0, 2)}/24`, gateway: kw.addr(0, 1) }),
+        ]);
+        expect(cachedRoutes(await cachedResult(kw, sb, 'net-gw', 'net1')), "net1's cached routes").toEqual([
+          `0.0.0.0/0 via ${gw}`,
+        ]);
 
         // docs/behaviour.md#default-route: the result returned to the runtime and network-status keep the delegates'
         // original routes
-        expect(add.json?.routes, 'the printed result is eth0\'s, as the bridge returned it').toEqual([{ dst: '0.0.0.0/0', gw: kw.addr(0, 1) }]);
+        expect(add.json?.routes, "the printed result is eth0's, as the bridge returned it").toEqual([
+          { dst: '0.0.0.0/0', gw: kw.addr(0, 1) },
+        ]);
         const status = await networkStatus(cluster, sb.pod);
         expect(status?.map((e) => [e.name, e.interface, e.default === true, e.gateway])).toEqual([
           [CLUSTER_NET, 'eth0', true, [kw.addr(0, 1)]],
@@ -119,18 +127,24 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
         const gw6 = addr6(kw, 1, 1);
         await createNad(cluster, kw.ns, 'net-gw6', gwBridge(kw, 'net-gw6', 's', [kw.subnet(1), subnet6(kw, 1)]));
         const sb = await kw.pod('pod-dr6', selection({ name: 'net-gw6', 'default-route': [gw6] }));
-        const conf = await kw.writeConf(multusWith(kw, cluster.multusKubeconfig, clusterNet(kw, [kw.subnet(0), subnet6(kw, 0)])));
+        const conf = await kw.writeConf(
+          multusWith(kw, cluster.multusKubeconfig, clusterNet(kw, [kw.subnet(0), subnet6(kw, 0)])),
+        );
 
         await kw.add(conf, sb);
         const links = await kw.podLinks(sb);
         expect(v6(links.get('eth0'))).toEqual([`${addr6(kw, 0, 2)}/64`]);
         expect(v6(links.get('net1'))).toEqual([`${addr6(kw, 1, 2)}/64`]);
-        expect(await defaultRoutes(sb, '6'), 'the pod\'s IPv6 default routes').toEqual([`${gw6} net1`]);
-        expect(await defaultRoutes(sb, '4'), 'the IPv4 default route is not touched').toEqual([`${kw.addr(0, 1)} eth0`]);
+        expect(await defaultRoutes(sb, '6'), "the pod's IPv6 default routes").toEqual([`${gw6} net1`]);
+        expect(await defaultRoutes(sb, '4'), 'the IPv4 default route is not touched').toEqual([
+          `${kw.addr(0, 1)} eth0`,
+        ]);
         expect(await routeGet(sb, '2001:db8::1')).toBe(`${gw6} net1`);
 
         const eth0 = await cachedResult(kw, sb, CLUSTER_NET, 'eth0');
-        expect(cachedRoutes(eth0), 'eth0 keeps its IPv4 default route in the cache, loses the IPv6 one').toEqual([`0.0.0.0/0 via ${kw.addr(0, 1)}`]);
+        expect(cachedRoutes(eth0), 'eth0 keeps its IPv4 default route in the cache, loses the IPv6 one').toEqual([
+          `0.0.0.0/0 via ${kw.addr(0, 1)}`,
+        ]);
         expect(cachedRoutes(await cachedResult(kw, sb, 'net-gw6', 'net1'))).toEqual([`::/0 via ${gw6}`]);
 
         const check = await kw.driver('check', conf, sb);
@@ -141,23 +155,34 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       });
     });
 
-    it('IPv4 and IPv6 in one element on a dual-stack macvlan: both default routes move to net1, eth0\'s cache has none left; CHECK, DEL', async () => {
+    it("IPv4 and IPv6 in one element on a dual-stack macvlan: both default routes move to net1, eth0's cache has none left; CHECK, DEL", async () => {
       await withWorld(cluster, { index: next() }, async (kw) => {
         const gw4 = kw.addr(1, 1);
         const gw6 = addr6(kw, 1, 1);
-        await createNad(cluster, kw.ns, 'net-mv', { ...kw.macvlan('net-mv', 1), ipam: hostLocalRanges(kw, [kw.subnet(1), subnet6(kw, 1)]) });
+        await createNad(cluster, kw.ns, 'net-mv', {
+          ...kw.macvlan('net-mv', 1),
+          ipam: hostLocalRanges(kw, [kw.subnet(1), subnet6(kw, 1)]),
+        });
         const sb = await kw.pod('pod-dr46', selection({ name: 'net-mv', 'default-route': [gw4, gw6] }));
-        const conf = await kw.writeConf(multusWith(kw, cluster.multusKubeconfig, clusterNet(kw, [kw.subnet(0), subnet6(kw, 0)])));
+        const conf = await kw.writeConf(
+          multusWith(kw, cluster.multusKubeconfig, clusterNet(kw, [kw.subnet(0), subnet6(kw, 0)])),
+        );
 
         await kw.add(conf, sb);
         const links = await kw.podLinks(sb);
         expect(links.get('net1')?.linkinfo?.info_kind).toBe('macvlan');
-        expect([...v4(links.get('net1')), ...v6(links.get('net1'))]).toEqual([`${kw.addr(1, 2)}/24`, `${addr6(kw, 1, 2)}/64`]);
+        expect([...v4(links.get('net1')), ...v6(links.get('net1'))]).toEqual([
+          `${kw.addr(1, 2)}/24`,
+          `${addr6(kw, 1, 2)}/64`,
+        ]);
         expect(await defaultRoutes(sb, '4')).toEqual([`${gw4} net1`]);
         expect(await defaultRoutes(sb, '6')).toEqual([`${gw6} net1`]);
 
-        expect(cachedRoutes(await cachedResult(kw, sb, CLUSTER_NET, 'eth0')), 'eth0\'s cached routes').toEqual([]);
-        expect(cachedRoutes(await cachedResult(kw, sb, 'net-mv', 'net1'))).toEqual([`0.0.0.0/0 via ${gw4}`, `::/0 via ${gw6}`]);
+        expect(cachedRoutes(await cachedResult(kw, sb, CLUSTER_NET, 'eth0')), "eth0's cached routes").toEqual([]);
+        expect(cachedRoutes(await cachedResult(kw, sb, 'net-mv', 'net1'))).toEqual([
+          `0.0.0.0/0 via ${gw4}`,
+          `::/0 via ${gw6}`,
+        ]);
 
         const check = await kw.driver('check', conf, sb);
         expect(check.code, `CHECK: ${describeRun(check)}\n${await kw.logTail()}`).toBe(0);
@@ -167,7 +192,7 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       });
     });
 
-    it('a gateway outside net1\'s subnet: ADD fails with the kernel\'s reason and rolls every attachment back', async () => {
+    it("a gateway outside net1's subnet: ADD fails with the kernel's reason and rolls every attachment back", async () => {
       await withWorld(cluster, { index: next() }, async (kw) => {
         await createNad(cluster, kw.ns, 'net-gw', gwBridge(kw, 'net-gw', 'r', [kw.subnet(1)]));
         const sb = await kw.pod('pod-drbad', selection({ name: 'net-gw', 'default-route': ['192.0.2.1'] }));
@@ -176,7 +201,7 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
         expect(r.code, describeRun(r)).toBe(1);
         const msg = String(r.json?.error);
         expect(msg).toContain('192.0.2.1');
-        expect(msg, 'the kernel\'s reason').toContain('Nexthop has invalid gateway');
+        expect(msg, "the kernel's reason").toContain('Nexthop has invalid gateway');
         expect(msg).toContain('net1');
         expect(msg).toContain(`${kw.ns}/pod-drbad`);
         await expectRolledBack(kw, sb);
@@ -211,19 +236,27 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       expect(links.get('eth0')?.address).not.toBe(mac);
 
       const [rec] = await recorderLines(kw, 'net-s', 'ADD');
-      expect(rec?.stdin.runtimeConfig, 'runtimeConfig of the NAD\'s plugins').toEqual({ ips: [staticIp], mac });
-      expect(argPairs(rec!).filter(([k]) => k === 'IP' || k === 'MAC')).toEqual([['MAC', mac], ['IP', staticIp]]);
+      expect(rec?.stdin.runtimeConfig, "runtimeConfig of the NAD's plugins").toEqual({ ips: [staticIp], mac });
+      expect(argPairs(rec!).filter(([k]) => k === 'IP' || k === 'MAC')).toEqual([
+        ['MAC', mac],
+        ['IP', staticIp],
+      ]);
       const [recCluster] = await recorderLines(kw, 'cluster', 'ADD');
       expect(recCluster?.stdin.runtimeConfig ?? {}, 'the cluster network gets no selection request').toEqual({});
       expect(argPairs(recCluster!).filter(([k]) => k === 'IP' || k === 'MAC')).toEqual([]);
 
       const status = await networkStatus(cluster, sb.pod);
-      expect(status?.[1]).toEqual(expect.objectContaining({ name: `${kw.ns}/net-s`, interface: 'stat0', ips: [kw.addr(3, 77)], mac }));
+      expect(status?.[1]).toEqual(
+        expect.objectContaining({ name: `${kw.ns}/net-s`, interface: 'stat0', ips: [kw.addr(3, 77)], mac }),
+      );
 
       const check = await kw.driver('check', conf, sb);
       expect(check.code, `CHECK: ${describeRun(check)}\n${await kw.logTail()}`).toBe(0);
       const [recCheck] = await recorderLines(kw, 'net-s', 'CHECK');
-      expect(argPairs(recCheck!).filter(([k]) => k === 'IP' || k === 'MAC'), 'IP=/MAC= are sent on ADD only').toEqual([]);
+      expect(
+        argPairs(recCheck!).filter(([k]) => k === 'IP' || k === 'MAC'),
+        'IP=/MAC= are sent on ADD only',
+      ).toEqual([]);
 
       await kw.del(conf, sb);
       await kw.expectTornDown(sb);
@@ -244,7 +277,9 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       });
       const cniArgs = { mac, foo: 'bar', n: 3, nested: { list: [1, 'two'] } };
       const sb = await kw.pod('pod-cniargs', selection({ name: 'net-c', 'cni-args': cniArgs }));
-      const conf = await kw.writeConf(multusWith(kw, cluster.multusKubeconfig, clusterNet(kw, [kw.subnet(0)], [recorderPlugin(kw, 'cluster')])));
+      const conf = await kw.writeConf(
+        multusWith(kw, cluster.multusKubeconfig, clusterNet(kw, [kw.subnet(0)], [recorderPlugin(kw, 'cluster')])),
+      );
 
       await kw.add(conf, sb);
       const links = await kw.podLinks(sb);
@@ -252,7 +287,10 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       expect(links.get('net1')?.address, 'bridge applied args.cni.mac').toBe(mac);
 
       const [rec] = await recorderLines(kw, 'net-c', 'ADD');
-      expect(rec?.stdin.args, 'the annotation\'s keys win, the NAD\'s other keys stay').toEqual({ cni: { keep: 'yes', ...cniArgs }, other: 1 });
+      expect(rec?.stdin.args, "the annotation's keys win, the NAD's other keys stay").toEqual({
+        cni: { keep: 'yes', ...cniArgs },
+        other: 1,
+      });
       const [recCluster] = await recorderLines(kw, 'cluster', 'ADD');
       expect(recCluster?.stdin.args, 'nothing reaches the cluster network').toBeUndefined();
 
@@ -263,7 +301,7 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
     });
   });
 
-  it('bandwidth: the selection\'s request shapes net1, the runtime\'s shapes eth0 only (tbf on the host veths, one ifb each); CHECK; DEL removes them', async () => {
+  it("bandwidth: the selection's request shapes net1, the runtime's shapes eth0 only (tbf on the host veths, one ifb each); CHECK; DEL removes them", async () => {
     await withWorld(cluster, { index: next() }, async (kw) => {
       await installRecorder(kw);
       const caps = { bandwidth: true };
@@ -271,31 +309,49 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       await createNad(cluster, kw.ns, 'net-bw', {
         cniVersion: kw.cniVersion,
         name: 'net-bw',
-        plugins: [{ type: 'bridge', bridge: `${kw.w.bridge}w`, ipam: hostLocalRanges(kw, [kw.subnet(3)]) }, bwPlugin, recorderPlugin(kw, 'net-bw', { capabilities: caps })],
+        plugins: [
+          { type: 'bridge', bridge: `${kw.w.bridge}w`, ipam: hostLocalRanges(kw, [kw.subnet(3)]) },
+          bwPlugin,
+          recorderPlugin(kw, 'net-bw', { capabilities: caps }),
+        ],
       });
       const requested = { ingressRate: 8_000_000, ingressBurst: 80_000, egressRate: 16_000_000, egressBurst: 160_000 };
       // what containerd sends from the pod's kubernetes.io/*-bandwidth annotations
       const runtime = { ingressRate: 2_000_000, ingressBurst: 40_000, egressRate: 4_000_000, egressBurst: 40_000 };
       const sb = await kw.pod('pod-bw', selection({ name: 'net-bw', bandwidth: requested }));
-      const cluster0 = clusterNet(kw, [kw.subnet(0)], [bwPlugin, recorderPlugin(kw, 'cluster', { capabilities: caps })]);
+      const cluster0 = clusterNet(
+        kw,
+        [kw.subnet(0)],
+        [bwPlugin, recorderPlugin(kw, 'cluster', { capabilities: caps })],
+      );
       const conf = await kw.writeConf(multusWith(kw, cluster.multusKubeconfig, cluster0, { capabilities: caps }));
       const capArgs = { bandwidth: runtime };
 
       const add = await driverWithCaps(kw, 'add', conf, sb, capArgs);
       expect(add.code, `ADD: ${describeRun(add)}\n${await kw.logTail()}`).toBe(0);
       await kw.notePeers(sb);
-      const tbfRate = async (dev: string) => (await qdiscs(kw, dev)).find((q) => q.kind === 'tbf')?.options?.rate as number | undefined;
-      expect(await tbfRate(await hostPeer(kw, sb, 'net1')), 'net1\'s ingress shaping (bytes/s): the selection\'s').toBe(requested.ingressRate / 8);
-      expect(await tbfRate(await hostPeer(kw, sb, 'eth0')), 'eth0\'s ingress shaping (bytes/s): the runtime\'s').toBe(runtime.ingressRate / 8);
+      const tbfRate = async (dev: string) =>
+        (await qdiscs(kw, dev)).find((q) => q.kind === 'tbf')?.options?.rate as number | undefined;
+      expect(await tbfRate(await hostPeer(kw, sb, 'net1')), "net1's ingress shaping (bytes/s): the selection's").toBe(
+        requested.ingressRate / 8,
+      );
+      expect(await tbfRate(await hostPeer(kw, sb, 'eth0')), "eth0's ingress shaping (bytes/s): the runtime's").toBe(
+        runtime.ingressRate / 8,
+      );
       const ifbs = await hostLinksOfKind(kw, 'ifb');
       expect(ifbs, 'one ifb per shaped attachment').toHaveLength(2);
       const egress = await Promise.all(ifbs.map(tbfRate));
-      expect(egress.sort((a, b) => (a ?? 0) - (b ?? 0)), 'egress shaping on the ifbs (bytes/s)').toEqual([runtime.egressRate / 8, requested.egressRate / 8]);
+      expect(
+        egress.sort((a, b) => (a ?? 0) - (b ?? 0)),
+        'egress shaping on the ifbs (bytes/s)',
+      ).toEqual([runtime.egressRate / 8, requested.egressRate / 8]);
 
       const [rec] = await recorderLines(kw, 'net-bw', 'ADD');
-      expect(rec?.stdin.runtimeConfig, 'the NAD\'s plugins get the selection\'s request').toEqual({ bandwidth: requested });
+      expect(rec?.stdin.runtimeConfig, "the NAD's plugins get the selection's request").toEqual({
+        bandwidth: requested,
+      });
       const [recCluster] = await recorderLines(kw, 'cluster', 'ADD');
-      expect(recCluster?.stdin.runtimeConfig, 'the cluster network gets the runtime\'s').toEqual({ bandwidth: runtime });
+      expect(recCluster?.stdin.runtimeConfig, "the cluster network gets the runtime's").toEqual({ bandwidth: runtime });
 
       const check = await driverWithCaps(kw, 'check', conf, sb, capArgs);
       expect(check.code, `CHECK: ${describeRun(check)}\n${await kw.logTail()}`).toBe(0);
@@ -303,13 +359,15 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       const del = await driverWithCaps(kw, 'del', conf, sb, capArgs);
       expect(del.code, `DEL: ${describeRun(del)}\n${await kw.logTail()}`).toBe(0);
       const [recDel] = await recorderLines(kw, 'net-bw', 'DEL');
-      expect(recDel?.stdin.runtimeConfig, 'DEL gets the request from the scratch cache').toEqual({ bandwidth: requested });
+      expect(recDel?.stdin.runtimeConfig, 'DEL gets the request from the scratch cache').toEqual({
+        bandwidth: requested,
+      });
       expect(await hostLinksOfKind(kw, 'ifb')).toEqual([]);
       await kw.expectTornDown(sb);
     });
   });
 
-  it('portMappings: the selection\'s go to net1, the runtime\'s to eth0 only (portmap DNAT rules in iptables); DEL removes them', async () => {
+  it("portMappings: the selection's go to net1, the runtime's to eth0 only (portmap DNAT rules in iptables); DEL removes them", async () => {
     await withWorld(cluster, { index: next() }, async (kw) => {
       await installRecorder(kw);
       const caps = { portMappings: true };
@@ -319,7 +377,11 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
         name: 'net-pm',
         // portmap 1.1.1's CHECK fails on an IPv4-only attachment (a missing IPv6 chain): the lists opt out
         disableCheck: true,
-        plugins: [{ type: 'bridge', bridge: `${kw.w.bridge}p`, ipam: hostLocalRanges(kw, [kw.subnet(4)]) }, portmap, recorderPlugin(kw, 'net-pm', { capabilities: caps })],
+        plugins: [
+          { type: 'bridge', bridge: `${kw.w.bridge}p`, ipam: hostLocalRanges(kw, [kw.subnet(4)]) },
+          portmap,
+          recorderPlugin(kw, 'net-pm', { capabilities: caps }),
+        ],
       });
       const requested = [{ hostPort: 8080, containerPort: 80, protocol: 'tcp' }];
       const runtime = [{ hostPort: 9090, containerPort: 90, protocol: 'tcp' }];
@@ -332,8 +394,8 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       expect(add.code, `ADD: ${describeRun(add)}\n${await kw.logTail()}`).toBe(0);
       await kw.notePeers(sb);
       const nat = await natRules(kw);
-      expect(dnatTargets(nat, 8080), 'hostPort 8080 (the selection\'s)').toEqual([`${kw.addr(4, 2)}:80`]);
-      expect(dnatTargets(nat, 9090), 'hostPort 9090 (the runtime\'s)').toEqual([`${kw.addr(0, 2)}:90`]);
+      expect(dnatTargets(nat, 8080), "hostPort 8080 (the selection's)").toEqual([`${kw.addr(4, 2)}:80`]);
+      expect(dnatTargets(nat, 9090), "hostPort 9090 (the runtime's)").toEqual([`${kw.addr(0, 2)}:90`]);
       expect(nat).toMatch(/^:CNI-DN-/m);
       const [rec] = await recorderLines(kw, 'net-pm', 'ADD');
       expect(rec?.stdin.runtimeConfig).toEqual({ portMappings: requested });
@@ -344,7 +406,9 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       const del = await driverWithCaps(kw, 'del', conf, sb, capArgs);
       expect(del.code, `DEL: ${describeRun(del)}\n${await kw.logTail()}`).toBe(0);
       const [recDel] = await recorderLines(kw, 'net-pm', 'DEL');
-      expect(recDel?.stdin.runtimeConfig, 'DEL gets the request from the scratch cache').toEqual({ portMappings: requested });
+      expect(recDel?.stdin.runtimeConfig, 'DEL gets the request from the scratch cache').toEqual({
+        portMappings: requested,
+      });
       const after = await natRules(kw);
       expect(dnatTargets(after, 8080)).toEqual([]);
       expect(dnatTargets(after, 9090)).toEqual([]);
@@ -367,11 +431,13 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
     await writeJson(join(netd, 'aux', '30-ignored.json'), recorderPlugin(kw, 'ignored'));
     await createNad(cluster, kw.ns, 'net-a', kw.macvlan('net-a', 1));
     const sb = await kw.pod('pod-aux', { [NETWORKS_ANNOTATION]: 'net-a' });
-    const conf = await kw.writeConf(kw.multusConfig(cluster.multusKubeconfig, { clusterNetwork: clusterFile, auxiliaryCNIChainName: 'aux' }));
+    const conf = await kw.writeConf(
+      kw.multusConfig(cluster.multusKubeconfig, { clusterNetwork: clusterFile, auxiliaryCNIChainName: 'aux' }),
+    );
     return { conf, sb };
   }
 
-  it('auxiliary chain: passthru (this executable) then the chain\'s *.conf plugins run last as net2, after every interface exists; DEL runs it too', async () => {
+  it("auxiliary chain: passthru (this executable) then the chain's *.conf plugins run last as net2, after every interface exists; DEL runs it too", async () => {
     await withWorld(cluster, { index: next() }, async (kw) => {
       const { conf, sb } = await auxWorld(kw);
       await kw.add(conf, sb);
@@ -382,14 +448,20 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       expect(rec?.env.CNI_IFNAME).toBe('net2');
       expect(rec?.stdin.name).toBe('aux');
       expect(rec?.stdin.cniVersion).toBe(kw.cniVersion);
-      expect(rec?.stdin.prevResult?.interfaces ?? [], 'passthru\'s empty result, passed on by tuning').toEqual([]);
+      expect(rec?.stdin.prevResult?.interfaces ?? [], "passthru's empty result, passed on by tuning").toEqual([]);
       expect(rec?.stdin.prevResult?.ips ?? []).toEqual([]);
       expect(await recorderLines(kw, 'ignored'), 'only *.conf files join the chain').toEqual([]);
-      expect((await networkStatus(cluster, sb.pod))?.map((e) => e.interface), 'the chain has no network-status entry').toEqual(['eth0', 'net1']);
+      expect(
+        (await networkStatus(cluster, sb.pod))?.map((e) => e.interface),
+        'the chain has no network-status entry',
+      ).toEqual(['eth0', 'net1']);
       expect(await kw.cacheFiles(sb)).toContain(`cniDir/results/aux-${sb.containerId}-net2`);
 
       await kw.del(conf, sb);
-      expect((await recorderLines(kw, 'aux', 'DEL')).map((l) => l.env.CNI_IFNAME), 'DEL runs the chain too').toEqual(['net2']);
+      expect(
+        (await recorderLines(kw, 'aux', 'DEL')).map((l) => l.env.CNI_IFNAME),
+        'DEL runs the chain too',
+      ).toEqual(['net2']);
       await kw.expectTornDown(sb);
     });
   });
@@ -411,7 +483,10 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       const bandwidth = { ingressRate: 8_000_000, ingressBurst: 80_000, egressRate: 8_000_000, egressBurst: 80_000 };
       const sb = await kw.pod('pod-strict', selection({ name: 'net-a', bandwidth }));
 
-      const strict = await kw.writeConf(kw.multusConfig(cluster.multusKubeconfig, { strictCapabilities: true }), '00-strict.conf');
+      const strict = await kw.writeConf(
+        kw.multusConfig(cluster.multusKubeconfig, { strictCapabilities: true }),
+        '00-strict.conf',
+      );
       const r = await kw.driver('add', strict, sb);
       expect(r.code, describeRun(r)).toBe(1);
       expect(r.json?.code).toBe(7);
@@ -424,19 +499,46 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       await kw.add(lax, sb);
       expect(v4((await kw.podLinks(sb)).get('net1'))).toEqual([`${kw.addr(1, 2)}/24`]);
       expect(await hostLinksOfKind(kw, 'ifb'), 'nothing shaped').toEqual([]);
-      expect(await kw.logTail(200)).toMatch(/requests bandwidth but no plugin of network "net-a" declares that capability; the request is ignored/);
+      expect(await kw.logTail(200)).toMatch(
+        /requests bandwidth but no plugin of network "net-a" declares that capability; the request is ignored/,
+      );
       await kw.del(lax, sb);
       await kw.expectTornDown(sb);
     });
   });
 
   describe('a bad selection element attaches nothing', () => {
-    const cases: { what: string; element: (kw: K8sWorld) => Record<string, unknown>[]; mentions: (kw: K8sWorld) => string[]; podInMessage?: boolean }[] = [
-      { what: 'a malformed mac', element: () => [{ name: 'net-a', mac: '02:5a:8c:44:55' }], mentions: () => ['02:5a:8c:44:55'] },
-      { what: 'a malformed ips entry', element: () => [{ name: 'net-a', ips: ['10.1.2.300/24'] }], mentions: () => ['10.1.2.300/24'] },
-      { what: 'a malformed infiniband-guid', element: () => [{ name: 'net-a', 'infiniband-guid': 'zz:zz' }], mentions: () => ['zz:zz'] },
-      { what: 'a malformed default-route gateway', element: () => [{ name: 'net-a', 'default-route': ['10.1.2'] }], mentions: () => ['10.1.2'] },
-      { what: 'an empty default-route list', element: () => [{ name: 'net-a', 'default-route': [] }], mentions: () => ['default-route'] },
+    const cases: {
+      what: string;
+      element: (kw: K8sWorld) => Record<string, unknown>[];
+      mentions: (kw: K8sWorld) => string[];
+      podInMessage?: boolean;
+    }[] = [
+      {
+        what: 'a malformed mac',
+        element: () => [{ name: 'net-a', mac: '02:5a:8c:44:55' }],
+        mentions: () => ['02:5a:8c:44:55'],
+      },
+      {
+        what: 'a malformed ips entry',
+        element: () => [{ name: 'net-a', ips: ['10.1.2.300/24'] }],
+        mentions: () => ['10.1.2.300/24'],
+      },
+      {
+        what: 'a malformed infiniband-guid',
+        element: () => [{ name: 'net-a', 'infiniband-guid': 'zz:zz' }],
+        mentions: () => ['zz:zz'],
+      },
+      {
+        what: 'a malformed default-route gateway',
+        element: () => [{ name: 'net-a', 'default-route': ['10.1.2'] }],
+        mentions: () => ['10.1.2'],
+      },
+      {
+        what: 'an empty default-route list',
+        element: () => [{ name: 'net-a', 'default-route': [] }],
+        mentions: () => ['default-route'],
+      },
       {
         what: 'two elements with an IPv4 default-route each (ECMP)',
         element: (kw) => [
@@ -453,7 +555,11 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
         ],
         mentions: () => ['default-route'],
       },
-      { what: 'cni-args that is not an object', element: () => [{ name: 'net-a', 'cni-args': 'mac=02:00:00:00:00:01' }], mentions: () => ['cni-args'] },
+      {
+        what: 'cni-args that is not an object',
+        element: () => [{ name: 'net-a', 'cni-args': 'mac=02:00:00:00:00:01' }],
+        mentions: () => ['cni-args'],
+      },
       {
         what: 'cni-args for a NAD whose args.cni is not an object',
         element: () => [{ name: 'net-a' }, { name: 'net-x', 'cni-args': { foo: 'bar' } }],
@@ -464,7 +570,10 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
       await withWorld(cluster, { index: next() }, async (kw) => {
         await createNad(cluster, kw.ns, 'net-a', gwBridge(kw, 'net-a', 'a', [kw.subnet(1)]));
         await createNad(cluster, kw.ns, 'net-b', gwBridge(kw, 'net-b', 'b', [kw.subnet(2)]));
-        await createNad(cluster, kw.ns, 'net-x', { ...gwBridge(kw, 'net-x', 'x', [kw.subnet(3)]), args: { cni: 'not-an-object' } });
+        await createNad(cluster, kw.ns, 'net-x', {
+          ...gwBridge(kw, 'net-x', 'x', [kw.subnet(3)]),
+          args: { cni: 'not-an-object' },
+        });
         const sb = await kw.pod('pod-bad', selection(...element(kw)));
         const conf = await kw.writeConf(kw.multusConfig(cluster.multusKubeconfig));
         const r = await kw.driver('add', conf, sb);
@@ -474,7 +583,10 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
         expect(msg).toContain(`${kw.ns}/pod-bad`);
         for (const m of mentions(kw)) expect(msg).toContain(m);
         await kw.expectNothingAttached(sb);
-        expect(await readLinks(kw.w.hostNs).then((l) => l.filter((x) => x.linkinfo?.info_kind === 'bridge')), 'no bridge was created').toEqual([]);
+        expect(
+          await readLinks(kw.w.hostNs).then((l) => l.filter((x) => x.linkinfo?.info_kind === 'bridge')),
+          'no bridge was created',
+        ).toEqual([]);
       });
     });
   });

@@ -10,7 +10,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Cluster, MULTUS_NAMESPACE, k8sRequirements, startCluster } from '../k8s/cluster.ts';
 import { needs } from '../helpers/skip.ts';
-import { CLUSTER_NET, describeRun, e2eRequirements, listDir, readLinks, readRoutes, writeJson } from '../e2e/helpers.ts';
+import {
+  CLUSTER_NET,
+  describeRun,
+  e2eRequirements,
+  listDir,
+  readLinks,
+  readRoutes,
+  writeJson,
+} from '../e2e/helpers.ts';
 import {
   DEFAULT_NETWORK_ANNOTATION,
   NETWORKS_ANNOTATION,
@@ -49,7 +57,12 @@ describe.skipIf(!ready)('Kubernetes mode through libcni with a real kube-apiserv
   const macOf = async (kw: K8sWorld, sb: Sandbox, ifname: string) => (await kw.podLinks(sb)).get(ifname)?.address;
 
   /** Checks one network-status entry against the pod namespace's link. */
-  async function expectEntry(kw: K8sWorld, sb: Sandbox, entry: NetworkStatusEntry | undefined, want: { name: string; ifname: string; ips: string[]; isDefault: boolean }) {
+  async function expectEntry(
+    kw: K8sWorld,
+    sb: Sandbox,
+    entry: NetworkStatusEntry | undefined,
+    want: { name: string; ifname: string; ips: string[]; isDefault: boolean },
+  ) {
     expect(entry, `network-status entry for ${want.ifname}`).toBeDefined();
     expect(entry!.name).toBe(want.name);
     expect(entry!.interface).toBe(want.ifname);
@@ -68,7 +81,10 @@ describe.skipIf(!ready)('Kubernetes mode through libcni with a real kube-apiserv
 
       const add = await kw.add(conf, sb);
       const ips = (add.json?.ips ?? []) as { address: string }[];
-      expect(ips.map((i) => i.address), 'the result is the cluster network\'s').toEqual([`${kw.addr(0, 2)}/24`]);
+      expect(
+        ips.map((i) => i.address),
+        "the result is the cluster network's",
+      ).toEqual([`${kw.addr(0, 2)}/24`]);
 
       const links = await kw.podLinks(sb);
       expect([...links.keys()].sort()).toEqual(['data1', 'eth0', 'lo', 'net1']);
@@ -83,32 +99,61 @@ describe.skipIf(!ready)('Kubernetes mode through libcni with a real kube-apiserv
 
       const status = await networkStatus(cluster, sb.pod);
       expect(status, 'network-status annotation').toHaveLength(3);
-      expect((await readPod(cluster, sb.pod)).metadata.annotations[NETWORKS_ANNOTATION], 'the selection annotation is kept').toBe(
-        `net-a,${kw.otherNs}/net-b@data1`,
-      );
-      await expectEntry(kw, sb, status![0], { name: CLUSTER_NET, ifname: 'eth0', ips: [kw.addr(0, 2)], isDefault: true });
-      await expectEntry(kw, sb, status![1], { name: `${kw.ns}/net-a`, ifname: 'net1', ips: [kw.addr(1, 2)], isDefault: false });
-      await expectEntry(kw, sb, status![2], { name: `${kw.otherNs}/net-b`, ifname: 'data1', ips: [kw.addr(2, 2)], isDefault: false });
+      expect(
+        (await readPod(cluster, sb.pod)).metadata.annotations[NETWORKS_ANNOTATION],
+        'the selection annotation is kept',
+      ).toBe(`net-a,${kw.otherNs}/net-b@data1`);
+      await expectEntry(kw, sb, status![0], {
+        name: CLUSTER_NET,
+        ifname: 'eth0',
+        ips: [kw.addr(0, 2)],
+        isDefault: true,
+      });
+      await expectEntry(kw, sb, status![1], {
+        name: `${kw.ns}/net-a`,
+        ifname: 'net1',
+        ips: [kw.addr(1, 2)],
+        isDefault: false,
+      });
+      await expectEntry(kw, sb, status![2], {
+        name: `${kw.otherNs}/net-b`,
+        ifname: 'data1',
+        ips: [kw.addr(2, 2)],
+        isDefault: false,
+      });
       expect(status!.filter((e) => e.default === true)).toHaveLength(1);
-      expect(status![0]!.gateway, 'the default route\'s gateway').toEqual([kw.addr(0, 1)]);
+      expect(status![0]!.gateway, "the default route's gateway").toEqual([kw.addr(0, 1)]);
       expect(status![1]!.gateway).toBeUndefined();
       expect(status!.map((e) => e.dns)).toEqual([{}, {}, {}]);
 
       const events = await podEvents(cluster, sb.pod, 'AddedInterface');
-      const eventPosts = await multusAudit(cluster, (e) => e.objectRef?.resource === 'events' && e.objectRef?.namespace === kw.ns, 3);
-      // soft: a lost event must not hide what CHECK and DEL do
-      expect.soft(events.map((e) => e.message).sort(), `event requests of multus:\n${eventPosts.map((e) => `${e.verb} ${e.requestURI} -> ${e.responseStatus?.code} ${JSON.stringify((e.responseStatus as { message?: string } | undefined)?.message ?? '')}`).join('\n')}`).toEqual(
-        [
-          `Add eth0 [${kw.addr(0, 2)}/24] from ${CLUSTER_NET}`,
-          `Add net1 [${kw.addr(1, 2)}/24] from ${kw.ns}/net-a`,
-          `Add data1 [${kw.addr(2, 2)}/24] from ${kw.otherNs}/net-b`,
-        ].sort(),
+      const eventPosts = await multusAudit(
+        cluster,
+        (e) => e.objectRef?.resource === 'events' && e.objectRef?.namespace === kw.ns,
+        3,
       );
+      // soft: a lost event must not hide what CHECK and DEL do
+      expect
+        .soft(
+          events.map((e) => e.message).sort(),
+          `event requests of multus:\n${eventPosts.map((e) => `${e.verb} ${e.requestURI} -> ${e.responseStatus?.code} ${JSON.stringify((e.responseStatus as { message?: string } | undefined)?.message ?? '')}`).join('\n')}`,
+        )
+        .toEqual(
+          [
+            `Add eth0 [${kw.addr(0, 2)}/24] from ${CLUSTER_NET}`,
+            `Add net1 [${kw.addr(1, 2)}/24] from ${kw.ns}/net-a`,
+            `Add data1 [${kw.addr(2, 2)}/24] from ${kw.otherNs}/net-b`,
+          ].sort(),
+        );
       expect.soft(events.every((e) => e.type === 'Normal' && e.source?.component === 'multus')).toBe(true);
 
       // multus' result caches: one per attachment, named by the CNI network name (net-b got the NAD's name)
       expect(await listDir(join(kw.w.cniDir, 'results'))).toEqual(
-        [`${CLUSTER_NET}-${sb.containerId}-eth0`, `net-a-${sb.containerId}-net1`, `net-b-${sb.containerId}-data1`].sort(),
+        [
+          `${CLUSTER_NET}-${sb.containerId}-eth0`,
+          `net-a-${sb.containerId}-net1`,
+          `net-b-${sb.containerId}-data1`,
+        ].sort(),
       );
 
       const check = await kw.driver('check', conf, sb);
@@ -122,7 +167,10 @@ describe.skipIf(!ready)('Kubernetes mode through libcni with a real kube-apiserv
   it('JSON form with "interface" and "ips"/"mac" (static IPAM): eth0, data0, net2 at the requested address; CHECK, DEL', async () => {
     await withWorld(cluster, { index: next(), cniVersion: '0.4.0' }, async (kw) => {
       await createNad(cluster, kw.ns, 'net-a', kw.macvlan('net-a', 1));
-      await createNad(cluster, kw.otherNs, 'net-s', { ...kw.staticMacvlan('net-s'), capabilities: { ips: true, mac: true } });
+      await createNad(cluster, kw.otherNs, 'net-s', {
+        ...kw.staticMacvlan('net-s'),
+        capabilities: { ips: true, mac: true },
+      });
       const staticIp = `${kw.addr(3, 77)}/24`;
       const mac = '02:5a:8c:11:22:33';
       const selection = [
@@ -142,17 +190,37 @@ describe.skipIf(!ready)('Kubernetes mode through libcni with a real kube-apiserv
 
       const status = await networkStatus(cluster, sb.pod);
       expect(status).toHaveLength(3);
-      await expectEntry(kw, sb, status![0], { name: CLUSTER_NET, ifname: 'eth0', ips: [kw.addr(0, 2)], isDefault: true });
-      await expectEntry(kw, sb, status![1], { name: `${kw.ns}/net-a`, ifname: 'data0', ips: [kw.addr(1, 2)], isDefault: false });
-      await expectEntry(kw, sb, status![2], { name: `${kw.otherNs}/net-s`, ifname: 'net2', ips: [kw.addr(3, 77)], isDefault: false });
+      await expectEntry(kw, sb, status![0], {
+        name: CLUSTER_NET,
+        ifname: 'eth0',
+        ips: [kw.addr(0, 2)],
+        isDefault: true,
+      });
+      await expectEntry(kw, sb, status![1], {
+        name: `${kw.ns}/net-a`,
+        ifname: 'data0',
+        ips: [kw.addr(1, 2)],
+        isDefault: false,
+      });
+      await expectEntry(kw, sb, status![2], {
+        name: `${kw.otherNs}/net-s`,
+        ifname: 'net2',
+        ips: [kw.addr(3, 77)],
+        isDefault: false,
+      });
       expect(status![2]!.mac).toBe(mac);
-      expect.soft((await podEvents(cluster, sb.pod, 'AddedInterface')).map((e) => e.message).sort(), 'AddedInterface events').toEqual(
-        [
-          `Add eth0 [${kw.addr(0, 2)}/24] from ${CLUSTER_NET}`,
-          `Add data0 [${kw.addr(1, 2)}/24] from ${kw.ns}/net-a`,
-          `Add net2 [${staticIp}] from ${kw.otherNs}/net-s`,
-        ].sort(),
-      );
+      expect
+        .soft(
+          (await podEvents(cluster, sb.pod, 'AddedInterface')).map((e) => e.message).sort(),
+          'AddedInterface events',
+        )
+        .toEqual(
+          [
+            `Add eth0 [${kw.addr(0, 2)}/24] from ${CLUSTER_NET}`,
+            `Add data0 [${kw.addr(1, 2)}/24] from ${kw.ns}/net-a`,
+            `Add net2 [${staticIp}] from ${kw.otherNs}/net-s`,
+          ].sort(),
+        );
 
       const check = await kw.driver('check', conf, sb);
       expect(check.code, `CHECK: ${describeRun(check)}\n${await kw.logTail()}`).toBe(0);
@@ -195,11 +263,17 @@ describe.skipIf(!ready)('Kubernetes mode through libcni with a real kube-apiserv
         await createNad(cluster, kw.otherNs, 'net-x', kw.macvlan('net-x', 1));
         const sb = await kw.pod('pod-global', { [NETWORKS_ANNOTATION]: `${kw.otherNs}/net-x` });
         const conf = await kw.writeConf(
-          kw.multusConfig(cluster.multusKubeconfig, { namespaceIsolation: true, globalNamespaces: `default,${kw.otherNs}` }),
+          kw.multusConfig(cluster.multusKubeconfig, {
+            namespaceIsolation: true,
+            globalNamespaces: `default,${kw.otherNs}`,
+          }),
         );
         await kw.add(conf, sb);
         expect(v4((await kw.podLinks(sb)).get('net1'))).toEqual([`${kw.addr(1, 2)}/24`]);
-        expect((await networkStatus(cluster, sb.pod))?.map((e) => e.name)).toEqual([CLUSTER_NET, `${kw.otherNs}/net-x`]);
+        expect((await networkStatus(cluster, sb.pod))?.map((e) => e.name)).toEqual([
+          CLUSTER_NET,
+          `${kw.otherNs}/net-x`,
+        ]);
         await kw.del(conf, sb);
         await kw.expectTornDown(sb);
       });
@@ -213,7 +287,13 @@ describe.skipIf(!ready)('Kubernetes mode through libcni with a real kube-apiserv
       await writeJson(join(kw.confDir, '20-file-b.conflist'), {
         cniVersion: kw.cniVersion,
         name: 'file-b',
-        plugins: [{ type: 'bridge', bridge: `${kw.w.bridge}f`, ipam: { type: 'host-local', dataDir: kw.w.ipamDir, subnet: kw.subnet(2) } }],
+        plugins: [
+          {
+            type: 'bridge',
+            bridge: `${kw.w.bridge}f`,
+            ipam: { type: 'host-local', dataDir: kw.w.ipamDir, subnet: kw.subnet(2) },
+          },
+        ],
       });
       await createNad(cluster, kw.ns, 'file-a', undefined);
       await createNad(cluster, kw.ns, 'file-b', '');
@@ -249,7 +329,10 @@ describe.skipIf(!ready)('Kubernetes mode through libcni with a real kube-apiserv
         ipam: { type: 'host-local', dataDir: kw.w.ipamDir, subnet: kw.subnet(3) },
       });
       await createNad(cluster, kw.ns, 'net-a', kw.macvlan('net-a', 1));
-      const sb = await kw.pod('pod-override', { [DEFAULT_NETWORK_ANNOTATION]: nadName, [NETWORKS_ANNOTATION]: 'net-a' });
+      const sb = await kw.pod('pod-override', {
+        [DEFAULT_NETWORK_ANNOTATION]: nadName,
+        [NETWORKS_ANNOTATION]: 'net-a',
+      });
       const conf = await kw.writeConf(kw.multusConfig(cluster.multusKubeconfig, { namespaceIsolation: true }));
 
       const add = await kw.add(conf, sb);
@@ -266,8 +349,18 @@ describe.skipIf(!ready)('Kubernetes mode through libcni with a real kube-apiserv
       expect(hostLinks, 'delegates[0] never ran').not.toContain(kw.w.bridge);
 
       const status = await networkStatus(cluster, sb.pod);
-      await expectEntry(kw, sb, status?.[0], { name: `${MULTUS_NAMESPACE}/${nadName}`, ifname: 'eth0', ips: [kw.addr(3, 2)], isDefault: true });
-      await expectEntry(kw, sb, status?.[1], { name: `${kw.ns}/net-a`, ifname: 'net1', ips: [kw.addr(1, 2)], isDefault: false });
+      await expectEntry(kw, sb, status?.[0], {
+        name: `${MULTUS_NAMESPACE}/${nadName}`,
+        ifname: 'eth0',
+        ips: [kw.addr(3, 2)],
+        isDefault: true,
+      });
+      await expectEntry(kw, sb, status?.[1], {
+        name: `${kw.ns}/net-a`,
+        ifname: 'net1',
+        ips: [kw.addr(1, 2)],
+        isDefault: false,
+      });
       expect(status).toHaveLength(2);
 
       await kw.del(conf, sb);
@@ -275,7 +368,7 @@ describe.skipIf(!ready)('Kubernetes mode through libcni with a real kube-apiserv
     });
   });
 
-  it('K8S_POD_UID that is not the pod\'s: ADD fails naming both UIDs and attaches nothing', async () => {
+  it("K8S_POD_UID that is not the pod's: ADD fails naming both UIDs and attaches nothing", async () => {
     await withWorld(cluster, { index: next() }, async (kw) => {
       await createNad(cluster, kw.ns, 'net-a', kw.macvlan('net-a', 1));
       const sb = await kw.pod('pod-uid', { [NETWORKS_ANNOTATION]: 'net-a' });
@@ -317,13 +410,16 @@ describe.skipIf(!ready)('Kubernetes mode through libcni with a real kube-apiserv
       const n = 3;
       const sb = await kw.pod('pod-economy', { [NETWORKS_ANNOTATION]: `net-a,${kw.otherNs}/net-b,net-c` });
       const conf = await kw.writeConf(kw.multusConfig(cluster.multusKubeconfig));
-      const mine = (e: { objectRef?: { namespace?: string } }) => e.objectRef?.namespace === kw.ns || e.objectRef?.namespace === kw.otherNs;
+      const mine = (e: { objectRef?: { namespace?: string } }) =>
+        e.objectRef?.namespace === kw.ns || e.objectRef?.namespace === kw.otherNs;
       const notEvents = (e: { objectRef?: { resource?: string } }) => e.objectRef?.resource !== 'events';
 
       await kw.add(conf, sb);
       const all = await multusAudit(cluster, mine, n + 2 + (n + 1));
       const api = all.filter(notEvents);
-      console.log(`ADD with ${n} NADs: ${api.length} API requests besides events (limit ${n + 2}):\n  ${api.map(auditLine).join('\n  ')}\n  + ${all.length - api.length} event requests`);
+      console.log(
+        `ADD with ${n} NADs: ${api.length} API requests besides events (limit ${n + 2}):\n  ${api.map(auditLine).join('\n  ')}\n  + ${all.length - api.length} event requests`,
+      );
       expect(api.length).toBeLessThanOrEqual(n + 2);
       expect(api.map(auditLine).sort()).toEqual(
         [
@@ -355,7 +451,10 @@ describe.skipIf(!ready)('Kubernetes mode through libcni with a real kube-apiserv
       expect(msg).toContain(kw.ns);
       const warnings = await podEvents(cluster, sb.pod, 'NoNetworkFound');
       expect(warnings.map((e) => [e.type, e.message])).toEqual([
-        ['Warning', expect.stringContaining(`cannot find a network-attachment-definition (net-missing) in namespace (${kw.ns})`)],
+        [
+          'Warning',
+          expect.stringContaining(`cannot find a network-attachment-definition (net-missing) in namespace (${kw.ns})`),
+        ],
       ]);
       await kw.expectNothingAttached(sb);
     });

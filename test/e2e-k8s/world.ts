@@ -106,7 +106,10 @@ export class ApiTunnel {
     let stderr = '';
     relay.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`API relay in ${hostNs} not ready after 10 s: ${stderr}`)), 10_000);
+      const timer = setTimeout(
+        () => reject(new Error(`API relay in ${hostNs} not ready after 10 s: ${stderr}`)),
+        10_000,
+      );
       relay.stdout!.on('data', (b: Buffer) => {
         if (b.toString().includes('ready')) {
           clearTimeout(timer);
@@ -146,11 +149,21 @@ export interface PodRef {
 }
 
 export async function ensureNamespace(cluster: Cluster, name: string): Promise<void> {
-  const res = await cluster.admin.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
-  if (res.status !== 409 && (res.status < 200 || res.status > 299)) throw new ApiError('POST', '/api/v1/namespaces', res.status, res.body);
+  const res = await cluster.admin.request('POST', '/api/v1/namespaces', {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name },
+  });
+  if (res.status !== 409 && (res.status < 200 || res.status > 299))
+    throw new ApiError('POST', '/api/v1/namespaces', res.status, res.body);
 }
 
-export async function createPod(cluster: Cluster, namespace: string, name: string, annotations: Record<string, string> = {}): Promise<PodRef> {
+export async function createPod(
+  cluster: Cluster,
+  namespace: string,
+  name: string,
+  annotations: Record<string, string> = {},
+): Promise<PodRef> {
   const pod = await cluster.admin.post(podPath(namespace), {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -197,13 +210,22 @@ export async function networkStatus(cluster: Cluster, pod: PodRef): Promise<Netw
 }
 
 /** Events about the pod (by UID) with `reason`. */
-export async function podEvents(cluster: Cluster, pod: PodRef, reason?: string): Promise<{ reason: string; message: string; type: string; source?: { component?: string } }[]> {
+export async function podEvents(
+  cluster: Cluster,
+  pod: PodRef,
+  reason?: string,
+): Promise<{ reason: string; message: string; type: string; source?: { component?: string } }[]> {
   const list = await cluster.admin.get(`/api/v1/namespaces/${pod.namespace}/events`);
-  return (list.items as any[]).filter((e) => e.involvedObject?.uid === pod.uid && (reason === undefined || e.reason === reason));
+  return (list.items as any[]).filter(
+    (e) => e.involvedObject?.uid === pod.uid && (reason === undefined || e.reason === reason),
+  );
 }
 
 /** A TokenRequest for the multus service account bound to a new Secret: deleting the Secret revokes it. */
-export async function boundMultusToken(cluster: Cluster, secretName: string): Promise<{ token: string; jti: string; secret: string }> {
+export async function boundMultusToken(
+  cluster: Cluster,
+  secretName: string,
+): Promise<{ token: string; jti: string; secret: string }> {
   const secret = await cluster.admin.post(`/api/v1/namespaces/${MULTUS_NAMESPACE}/secrets`, {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -212,7 +234,10 @@ export async function boundMultusToken(cluster: Cluster, secretName: string): Pr
   const res = await cluster.admin.post(`/api/v1/namespaces/${MULTUS_NAMESPACE}/serviceaccounts/multus/token`, {
     apiVersion: 'authentication.k8s.io/v1',
     kind: 'TokenRequest',
-    spec: { expirationSeconds: 3600, boundObjectRef: { kind: 'Secret', apiVersion: 'v1', name: secretName, uid: secret.metadata.uid } },
+    spec: {
+      expirationSeconds: 3600,
+      boundObjectRef: { kind: 'Secret', apiVersion: 'v1', name: secretName, uid: secret.metadata.uid },
+    },
   });
   const token = res.status.token as string;
   const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { jti?: string };
@@ -233,13 +258,21 @@ export async function revokeToken(cluster: Cluster, t: { token: string; secret: 
     // audit line in the test's namespaces, whose requests the tests attribute to multus)
     const res = await client.request('GET', nadPath(MULTUS_NAMESPACE, 'token-probe'));
     if (res.status === 401) return Date.now() - t0;
-    if (Date.now() - t0 > 25_000) throw new Error(`token bound to ${t.secret} still accepted (HTTP ${res.status}) 25 s after the Secret was deleted`);
+    if (Date.now() - t0 > 25_000)
+      throw new Error(
+        `token bound to ${t.secret} still accepted (HTTP ${res.status}) 25 s after the Secret was deleted`,
+      );
     await sleep(250);
   }
 }
 
 /** The multus user's audit events matching `filter`, waiting (bounded) until at least `min` are there. */
-export async function multusAudit(cluster: Cluster, filter: (e: AuditEvent) => boolean, min = 0, settleMs = 300): Promise<AuditEvent[]> {
+export async function multusAudit(
+  cluster: Cluster,
+  filter: (e: AuditEvent) => boolean,
+  min = 0,
+  settleMs = 300,
+): Promise<AuditEvent[]> {
   const deadline = Date.now() + 5_000;
   for (;;) {
     const events = (await cluster.auditEvents(MULTUS_USER)).filter(filter);
@@ -353,7 +386,8 @@ export class K8sWorld {
       this.extraNetns.push(netns);
       await ip(netns, ['link', 'set', 'lo', 'up']);
     }
-    const containerId = this.sandboxes.length === 0 ? this.w.containerId : `${this.w.containerId}-${this.sandboxes.length}`;
+    const containerId =
+      this.sandboxes.length === 0 ? this.w.containerId : `${this.w.containerId}-${this.sandboxes.length}`;
     const sb = { netns, containerId, pod };
     this.sandboxes.push(sb);
     return sb;
@@ -367,8 +401,16 @@ export class K8sWorld {
   }
 
   /** The multus config of the brief: kubeconfig, cniDir, binDir, confDir, delegates = [cluster network]. */
-  multusConfig(kubeconfig: string, extra: Record<string, unknown> = {}, clusterType = 'bridge'): Record<string, unknown> {
-    return multusConf(this.w, this.cniVersion, [this.clusterNetwork(clusterType)], { kubeconfig, confDir: this.confDir, ...extra });
+  multusConfig(
+    kubeconfig: string,
+    extra: Record<string, unknown> = {},
+    clusterType = 'bridge',
+  ): Record<string, unknown> {
+    return multusConf(this.w, this.cniVersion, [this.clusterNetwork(clusterType)], {
+      kubeconfig,
+      confDir: this.confDir,
+      ...extra,
+    });
   }
 
   async writeConf(conf: Record<string, unknown>, file = '00-multus.conf'): Promise<string> {
@@ -429,7 +471,8 @@ export class K8sWorld {
     const file = join(this.gateDir, `${sb.containerId}.entered`);
     const deadline = Date.now() + timeoutMs;
     while (!existsSync(file)) {
-      if (Date.now() > deadline) throw new Error(`the gated plugin was not reached for ${sb.containerId} within ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`the gated plugin was not reached for ${sb.containerId} within ${timeoutMs} ms`);
       await sleep(20);
     }
   }
@@ -520,7 +563,12 @@ export class K8sWorld {
     expect(await this.cacheFiles(sb), 'cache files').toEqual([]);
     expect(await reservedIps(this.w.ipamDir), 'reserved IPs').toEqual([]);
     const host = await readLinks(this.w.hostNs);
-    expect(host.filter((l) => l.ifname !== this.w.master && l.ifname !== this.w.masterPeer && l.ifname !== 'lo').map((l) => l.ifname), 'host links').toEqual([]);
+    expect(
+      host
+        .filter((l) => l.ifname !== this.w.master && l.ifname !== this.w.masterPeer && l.ifname !== 'lo')
+        .map((l) => l.ifname),
+      'host links',
+    ).toEqual([]);
     expect(await networkStatus(this.cluster, sb.pod), 'network-status annotation').toBeUndefined();
   }
 
@@ -533,10 +581,18 @@ export class K8sWorld {
     expect(await linkNames(sb.netns), 'pod namespace links').toEqual(['lo']);
     const host = (await readLinks(this.w.hostNs)).map((l) => l.ifname);
     const peers = this.peers.get(sb.containerId) ?? [];
-    expect(host.filter((n) => peers.includes(n)), `host veth ends of ${sb.containerId}`).toEqual([]);
+    expect(
+      host.filter((n) => peers.includes(n)),
+      `host veth ends of ${sb.containerId}`,
+    ).toEqual([]);
     if (opts.last ?? true) {
-      const veths = (await readLinks(this.w.hostNs)).filter((l) => l.linkinfo?.info_kind === 'veth' && l.ifname !== this.w.master && l.ifname !== this.w.masterPeer);
-      expect(veths.map((l) => l.ifname), 'host veth ends').toEqual([]);
+      const veths = (await readLinks(this.w.hostNs)).filter(
+        (l) => l.linkinfo?.info_kind === 'veth' && l.ifname !== this.w.master && l.ifname !== this.w.masterPeer,
+      );
+      expect(
+        veths.map((l) => l.ifname),
+        'host veth ends',
+      ).toEqual([]);
       expect(await reservedIps(this.w.ipamDir), 'reserved IPs').toEqual([]);
     }
     expect(await this.cacheFiles(sb), 'cache files').toEqual([]);

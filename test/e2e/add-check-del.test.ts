@@ -87,7 +87,10 @@ describe.skipIf(!ready).each(cases)('multus cniVersion $version through libcni',
     expect(ips[0]?.version).toBe(version === '1.0.0' ? undefined : '4');
     const ifaces = (addResult?.interfaces ?? []) as { name: string; sandbox?: string }[];
     expect(ifaces.find((i) => i.name === 'eth0')?.sandbox).toBe(w.podNsPath);
-    expect(ifaces.some((i) => i.name === 'net1'), 'only delegates[0] result is returned').toBe(false);
+    expect(
+      ifaces.some((i) => i.name === 'net1'),
+      'only delegates[0] result is returned',
+    ).toBe(false);
 
     expect(await ipv4Of(w.podNs, 'eth0')).toEqual([eth0Addr]);
     expect(await ipv4Of(w.podNs, 'net1')).toEqual([net1Addr]);
@@ -109,9 +112,7 @@ describe.skipIf(!ready).each(cases)('multus cniVersion $version through libcni',
       { network: CLUSTER_NET, ifname: 'eth0', config: cluster, addr: eth0Addr },
       { network: MACVLAN_NET, ifname: 'net1', config: macvlan, addr: net1Addr },
     ];
-    expect(await listDir(resultsDir)).toEqual(
-      expected.map((e) => `${e.network}-${w.containerId}-${e.ifname}`).sort(),
-    );
+    expect(await listDir(resultsDir)).toEqual(expected.map((e) => `${e.network}-${w.containerId}-${e.ifname}`).sort());
     expect(await mode(resultsDir)).toBe(0o700);
     for (const e of expected) {
       const path = resultCachePath(w, e.network, e.ifname);

@@ -146,7 +146,7 @@ describe.skipIf(!ready)('multus cniVersion 1.1.0 over 1.0.0 delegates: STATUS an
   });
 });
 
-describe.skipIf(!ready)('GC with the runtime\'s valid attachments collects a stale pod multus still caches', () => {
+describe.skipIf(!ready)("GC with the runtime's valid attachments collects a stale pod multus still caches", () => {
   const w = new TestWorld();
   let stalePodNs = '';
   let conf = '';
@@ -172,7 +172,7 @@ describe.skipIf(!ready)('GC with the runtime\'s valid attachments collects a sta
     await w.cleanup();
   });
 
-  it('deletes the stale pod\'s delegate attachments and leaves the live pod alone', async () => {
+  it("deletes the stale pod's delegate attachments and leaves the live pod alone", async () => {
     const live = await w.driver('add', conf);
     expect(live.code, describeRun(live)).toBe(0);
     const stale = await w.driver('add', conf, { id: staleId, netns: netnsPath(stalePodNs) });

@@ -21,7 +21,9 @@ const ready = needs(isRoot());
 
 /** `dst gateway dev` of every route in the main table of one family, in the kernel's order. */
 async function routeLines(ns: string, family: '4' | '6'): Promise<string[]> {
-  return (await readRoutes(ns, family)).filter((r) => !r.dst.startsWith('fe80:')).map((r) => [r.dst, r.gateway ?? '-', r.dev ?? '-'].join(' '));
+  return (await readRoutes(ns, family))
+    .filter((r) => !r.dst.startsWith('fe80:'))
+    .map((r) => [r.dst, r.gateway ?? '-', r.dev ?? '-'].join(' '));
 }
 
 function planFor(defaultRoute: string[]): RoutePlan[] {
@@ -42,7 +44,10 @@ describe.skipIf(!ready)('default-route in a real network namespace', () => {
     ns = `mts-dr-${randomSuffix(4)}`;
     nsPath = netnsPath(ns);
     await runOk('ip', ['netns', 'add', ns]);
-    for (const [pod, peer, v4, v6] of [['eth0', 'dr0p', '10.10.0.2/24', 'fd00:10::2/64'], ['net1', 'dr1p', '10.20.0.2/24', 'fd00:20::2/64']] as const) {
+    for (const [pod, peer, v4, v6] of [
+      ['eth0', 'dr0p', '10.10.0.2/24', 'fd00:10::2/64'],
+      ['net1', 'dr1p', '10.20.0.2/24', 'fd00:20::2/64'],
+    ] as const) {
       await ip(ns, ['link', 'add', pod, 'type', 'veth', 'peer', 'name', peer]);
       await ip(ns, ['link', 'set', peer, 'up']);
       await ip(ns, ['link', 'set', pod, 'up']);
@@ -67,33 +72,59 @@ describe.skipIf(!ready)('default-route in a real network namespace', () => {
       '10.10.0.0/24 - eth0',
       '10.20.0.0/24 - net1',
     ]);
-    expect(await routeLines(ns, '6')).toEqual(['fd00:10::/64 - eth0', 'fd00:20::/64 - net1', 'default fd00:10::1 eth0']);
+    expect(await routeLines(ns, '6')).toEqual([
+      'fd00:10::/64 - eth0',
+      'fd00:20::/64 - net1',
+      'default fd00:10::1 eth0',
+    ]);
   });
 
   it('moves both default routes to net1 and rewrites both caches to match', async () => {
     const plan = planFor(['10.20.0.1', 'fd00:20::1']);
     await applyRoutePlan(nsPath, plan);
     expect(await routeLines(ns, '4')).toEqual(['default 10.20.0.1 net1', '10.10.0.0/24 - eth0', '10.20.0.0/24 - net1']);
-    expect(await routeLines(ns, '6')).toEqual(['fd00:10::/64 - eth0', 'fd00:20::/64 - net1', 'default fd00:20::1 net1']);
+    expect(await routeLines(ns, '6')).toEqual([
+      'fd00:10::/64 - eth0',
+      'fd00:20::/64 - net1',
+      'default fd00:20::1 net1',
+    ]);
 
     cniDir = await tempDir('mts-dr-cache-');
     const eth0 = cacheEntry('cluster', 'eth0', {
       cniVersion: '1.0.0',
-      ips: [{ address: '10.10.0.2/24', gateway: '10.10.0.1' }, { address: 'fd00:10::2/64', gateway: 'fd00:10::1' }],
+      ips: [
+        { address: '10.10.0.2/24', gateway: '10.10.0.1' },
+        { address: 'fd00:10::2/64', gateway: 'fd00:10::1' },
+      ],
       routes: [{ dst: '0.0.0.0/0', gw: '10.10.0.1' }, { dst: '::/0', gw: 'fd00:10::1' }, { dst: '10.96.0.0/12' }],
     });
     const net1 = cacheEntry('macvlan-conf', 'net1', {
       cniVersion: '0.3.1',
-      ips: [{ version: '4', address: '10.20.0.2/24' }, { version: '6', address: 'fd00:20::2/64' }],
+      ips: [
+        { version: '4', address: '10.20.0.2/24' },
+        { version: '6', address: 'fd00:20::2/64' },
+      ],
     });
     writeResultCache(cniDir, eth0);
     writeResultCache(cniDir, net1);
-    const attachments = [{ ifName: 'eth0', networkName: 'cluster' }, { ifName: 'net1', networkName: 'macvlan-conf' }];
-    expect(updateCachedDefaultRoutes(cniDir, eth0.containerId, attachments, plan).map((r) => r.outcome)).toEqual(['rewritten', 'rewritten']);
-    expect(cachedResult(cniDir, 'cluster-mts-dr-ctr-eth0')).toStrictEqual({ ...eth0.result, routes: [{ dst: '10.96.0.0/12' }] });
+    const attachments = [
+      { ifName: 'eth0', networkName: 'cluster' },
+      { ifName: 'net1', networkName: 'macvlan-conf' },
+    ];
+    expect(updateCachedDefaultRoutes(cniDir, eth0.containerId, attachments, plan).map((r) => r.outcome)).toEqual([
+      'rewritten',
+      'rewritten',
+    ]);
+    expect(cachedResult(cniDir, 'cluster-mts-dr-ctr-eth0')).toStrictEqual({
+      ...eth0.result,
+      routes: [{ dst: '10.96.0.0/12' }],
+    });
     expect(cachedResult(cniDir, 'macvlan-conf-mts-dr-ctr-net1')).toStrictEqual({
       ...net1.result,
-      routes: [{ dst: '0.0.0.0/0', gw: '10.20.0.1' }, { dst: '::/0', gw: 'fd00:20::1' }],
+      routes: [
+        { dst: '0.0.0.0/0', gw: '10.20.0.1' },
+        { dst: '::/0', gw: 'fd00:20::1' },
+      ],
     });
   });
 
@@ -102,10 +133,14 @@ describe.skipIf(!ready)('default-route in a real network namespace', () => {
     await applyRoutePlan(nsPath, plan);
     await applyRoutePlan(nsPath, plan);
     expect(await routeLines(ns, '4')).toEqual(['default 10.20.0.1 net1', '10.10.0.0/24 - eth0', '10.20.0.0/24 - net1']);
-    expect(await routeLines(ns, '6')).toEqual(['fd00:10::/64 - eth0', 'fd00:20::/64 - net1', 'default fd00:10::1 eth0']);
+    expect(await routeLines(ns, '6')).toEqual([
+      'fd00:10::/64 - eth0',
+      'fd00:20::/64 - net1',
+      'default fd00:10::1 eth0',
+    ]);
   });
 
-  it('fails with the kernel\'s message when the gateway is not on net1\'s subnets', async () => {
+  it("fails with the kernel's message when the gateway is not on net1's subnets", async () => {
     const err = await applyRoutePlan(nsPath, planFor(['10.99.0.1'])).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CniError);
     expect([(err as CniError).code, (err as CniError).msg.replace(/\/\S*\/(nsenter|ip) /g, '$1 ')]).toEqual([

@@ -28,7 +28,7 @@ import {
 
 const ready = needs(...e2eRequirements());
 
-describe.skipIf(!ready)('multus exec\'d directly with the CNI protocol', () => {
+describe.skipIf(!ready)("multus exec'd directly with the CNI protocol", () => {
   let w: TestWorld;
   let cleanupConf = '';
 

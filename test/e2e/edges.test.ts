@@ -133,10 +133,7 @@ describe.skipIf(!ready)('edge cases with real plugins', () => {
       ]),
       disableCheck: true,
     };
-    conf = await writeMultusConf(
-      w,
-      multusConf(w, '1.0.0', [cluster], { capabilities: { portMappings: true } }),
-    );
+    conf = await writeMultusConf(w, multusConf(w, '1.0.0', [cluster], { capabilities: { portMappings: true } }));
     const capArgs = { portMappings: [{ hostPort: 18080, containerPort: 80, protocol: 'tcp' }] };
     const add = await w.driver('add', conf, { capArgs });
     expect(add.code, describeRun(add)).toBe(0);

@@ -144,13 +144,20 @@ export interface DriverResult extends RunResult {
 export async function runDriver(cmd: DriverCommand, o: DriverOptions): Promise<DriverResult> {
   const args = [
     cmd,
-    '--conf', o.conf,
-    '--netns', o.netns,
-    '--id', o.id,
-    '--ifname', o.ifname ?? 'eth0',
-    '--args', o.args ?? '',
-    '--cache-dir', o.cacheDir,
-    '--path', o.path.join(':'),
+    '--conf',
+    o.conf,
+    '--netns',
+    o.netns,
+    '--id',
+    o.id,
+    '--ifname',
+    o.ifname ?? 'eth0',
+    '--args',
+    o.args ?? '',
+    '--cache-dir',
+    o.cacheDir,
+    '--path',
+    o.path.join(':'),
   ];
   if (o.capArgs) args.push('--cap-args', JSON.stringify(o.capArgs));
   if (o.validAttachments) args.push('--valid-attachments', JSON.stringify(o.validAttachments));
@@ -422,11 +429,7 @@ export class TestWorld {
   }
 
   async cleanup(): Promise<void> {
-    const steps = [
-      () => deleteNetns(this.podNs),
-      () => deleteNetns(this.hostNs),
-      () => removeDir(this.dir),
-    ];
+    const steps = [() => deleteNetns(this.podNs), () => deleteNetns(this.hostNs), () => removeDir(this.dir)];
     for (const step of steps) {
       try {
         await step();
@@ -473,7 +476,11 @@ export const MACVLAN_NET = 'mts-macvlan';
 export const MULTUS_NET = 'multus-cni-network';
 
 /** host-local IPAM over `subnet` (a /24 such as "10.251.3.0/24") with its data in `dataDir`. */
-export function hostLocal(dataDir: string, subnet: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function hostLocal(
+  dataDir: string,
+  subnet: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return { type: 'host-local', dataDir, subnet, ...extra };
 }
 
@@ -505,7 +512,12 @@ export function clusterConflist(
 }
 
 /** A single-plugin macvlan config on the world's veth end. */
-export function macvlanConf(w: TestWorld, cniVersion: string, subnet: string, master = w.master): Record<string, unknown> {
+export function macvlanConf(
+  w: TestWorld,
+  cniVersion: string,
+  subnet: string,
+  master = w.master,
+): Record<string, unknown> {
   return {
     cniVersion,
     name: MACVLAN_NET,

@@ -44,7 +44,13 @@ export class FakeExec implements Exec {
     this.received.push(call);
     const reply = this.returns[`${type} ${call.command}`] ?? this.returns[type];
     const partial = typeof reply === 'function' ? reply(call) : reply;
-    const out: ExecOutput = { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0, signal: null, timedOut: false };
+    const out: ExecOutput = {
+      stdout: Buffer.alloc(0),
+      stderr: Buffer.alloc(0),
+      exitCode: 0,
+      signal: null,
+      timedOut: false,
+    };
     if (call.command === 'ADD' && !partial) out.stdout = Buffer.from(JSON.stringify(defaultResult(call)));
     return { ...out, ...partial };
   }

@@ -24,7 +24,12 @@ export class FakeKube implements KubeClient {
   /** Called after a successful status update read, e.g. to simulate a concurrent writer. */
   beforeUpdate?: (pod: Pod) => void;
   private version = 1;
-  readonly info = { source: 'kubeconfig', server: 'https://fake', auth: 'token', fallback: false } as unknown as KubeClient['info'];
+  readonly info = {
+    source: 'kubeconfig',
+    server: 'https://fake',
+    auth: 'token',
+    fallback: false,
+  } as unknown as KubeClient['info'];
 
   get requestCount(): number {
     return this.received.filter((r) => !r.startsWith('createEvent')).length;
@@ -36,9 +41,17 @@ export class FakeKube implements KubeClient {
     return pod;
   }
 
-  addNad(namespace: string, name: string, config: Record<string, unknown> | string, annotations?: Record<string, string>): void {
+  addNad(
+    namespace: string,
+    name: string,
+    config: Record<string, unknown> | string,
+    annotations?: Record<string, string>,
+  ): void {
     const spec = { config: typeof config === 'string' ? config : JSON.stringify(config) };
-    this.nads.set(`${namespace}/${name}`, { metadata: { namespace, name, ...(annotations ? { annotations } : {}) }, spec });
+    this.nads.set(`${namespace}/${name}`, {
+      metadata: { namespace, name, ...(annotations ? { annotations } : {}) },
+      spec,
+    });
   }
 
   private fail(kind: string): void {
@@ -70,9 +83,15 @@ export class FakeKube implements KubeClient {
     if (!current) throw new FakeKubeError(404, `pods "${pod.metadata.name}" not found`);
     this.beforeUpdate?.(current);
     if (current.metadata.resourceVersion !== pod.metadata.resourceVersion) {
-      throw new FakeKubeError(409, 'the object has been modified; please apply your changes to the latest version and try again');
+      throw new FakeKubeError(
+        409,
+        'the object has been modified; please apply your changes to the latest version and try again',
+      );
     }
-    const stored = { ...structuredClone(pod), metadata: { ...structuredClone(pod.metadata), resourceVersion: String(this.version++) } };
+    const stored = {
+      ...structuredClone(pod),
+      metadata: { ...structuredClone(pod.metadata), resourceVersion: String(this.version++) },
+    };
     this.pods.set(key, stored);
     return structuredClone(stored);
   }

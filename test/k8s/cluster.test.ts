@@ -40,7 +40,9 @@ describe.skipIf(!ready)('real kube-apiserver harness', () => {
 
   beforeAll(async () => {
     cluster = await startCluster();
-    console.log(`startCluster took ${cluster.startupMs} ms ${JSON.stringify(cluster.startupPhases)} (${cluster.server})`);
+    console.log(
+      `startCluster took ${cluster.startupMs} ms ${JSON.stringify(cluster.startupPhases)} (${cluster.server})`,
+    );
     multus = cluster.client(tokenOf(cluster.multusKubeconfig));
     pids = readFileSync(`${cluster.dir}/pids`, 'utf8').trim().split(/\s+/).map(Number);
   });
@@ -122,7 +124,10 @@ describe.skipIf(!ready)('real kube-apiserver harness', () => {
     const events = await auditOf(cluster, MULTUS_USER, 11);
     expect(events).toHaveLength(11);
     expect(events.every((e) => e.stage === 'ResponseComplete')).toBe(true);
-    const summary = events.map((e) => `${e.verb} ${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''} ${e.responseStatus?.code}`);
+    const summary = events.map(
+      (e) =>
+        `${e.verb} ${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''} ${e.responseStatus?.code}`,
+    );
     expect(summary.filter((s) => s === 'get pods 200')).toHaveLength(3);
     expect(summary).toContain('update pods/status 200');
     expect(summary).toContain('update pods/status 409');

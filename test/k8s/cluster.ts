@@ -135,7 +135,9 @@ export class ApiError extends Error {
   readonly status: number;
   readonly body: any;
   constructor(method: string, path: string, status: number, body: any) {
-    super(`${method} ${path}: HTTP ${status}: ${typeof body === 'string' ? body : (body?.message ?? JSON.stringify(body))}`);
+    super(
+      `${method} ${path}: HTTP ${status}: ${typeof body === 'string' ? body : (body?.message ?? JSON.stringify(body))}`,
+    );
     this.name = 'ApiError';
     this.method = method;
     this.path = path;
@@ -173,14 +175,24 @@ export class KubeClient {
     this.creds = creds;
   }
 
-  request(method: string, path: string, body?: unknown, contentType?: string, timeoutMs = 30_000): Promise<ApiResponse> {
+  request(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType?: string,
+    timeoutMs = 30_000,
+  ): Promise<ApiResponse> {
     const url = new URL(path, this.server);
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (payload !== undefined) {
       headers['content-type'] =
         contentType ??
-        (method === 'PATCH' ? (Array.isArray(body) ? 'application/json-patch+json' : 'application/merge-patch+json') : 'application/json');
+        (method === 'PATCH'
+          ? Array.isArray(body)
+            ? 'application/json-patch+json'
+            : 'application/merge-patch+json'
+          : 'application/json');
       headers['content-length'] = String(Buffer.byteLength(payload));
     }
     if (this.creds.token) headers.authorization = `Bearer ${this.creds.token}`;
@@ -312,8 +324,13 @@ interface Registry {
   hooked: boolean;
 }
 const REGISTRY = Symbol.for('multus-ts.test.k8s.cluster');
-const registry: Registry = ((globalThis as Record<symbol, unknown>)[REGISTRY] as Registry | undefined) ??
-  ((globalThis as Record<symbol, unknown>)[REGISTRY] = { children: new Set(), dirs: new Set(), hooked: false } as Registry);
+const registry: Registry =
+  ((globalThis as Record<symbol, unknown>)[REGISTRY] as Registry | undefined) ??
+  ((globalThis as Record<symbol, unknown>)[REGISTRY] = {
+    children: new Set(),
+    dirs: new Set(),
+    hooked: false,
+  } as Registry);
 const live = registry.children;
 const liveDirs = registry.dirs;
 function installExitHook(): void {
@@ -374,15 +391,42 @@ async function openssl(cwd: string, args: string[]): Promise<void> {
 async function makePki(dir: string): Promise<void> {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   await openssl(dir, [
-    'req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '3650', '-subj', '/CN=multus-ts-test-ca',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '3650',
+    '-subj',
+    '/CN=multus-ts-test-ca',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
   ]);
   const sign = async (name: string, subj: string, ext: string) => {
     await openssl(dir, ['req', '-new', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj]);
     await writeFile(join(dir, `${name}.ext`), ext);
     await openssl(dir, [
-      'x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-set_serial', `0x${randomBytes(16).toString('hex')}`,
-      '-out', `${name}.crt`, '-days', '365', '-extfile', `${name}.ext`,
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-set_serial',
+      `0x${randomBytes(16).toString('hex')}`,
+      '-out',
+      `${name}.crt`,
+      '-days',
+      '365',
+      '-extfile',
+      `${name}.ext`,
     ]);
   };
   const serving = sign(
@@ -396,8 +440,8 @@ async function makePki(dir: string): Promise<void> {
     '/O=system:masters/CN=admin',
     'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n',
   );
-  const sa = openssl(dir, ['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', 'sa.key']).then(() =>
-    openssl(dir, ['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub']),
+  const sa = openssl(dir, ['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', 'sa.key']).then(
+    () => openssl(dir, ['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub']),
   );
   await Promise.all([serving, client, sa]);
 }
@@ -565,10 +609,17 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
       );
       await recordPid('etcd', etcd);
       const url = etcdUrl;
-      const ok = await waitFor('etcd /health', 30_000, etcd, [etcd.log], async () => {
-        const res = await fetch(`${url}/health`).catch(() => undefined);
-        return res?.ok === true && ((await res.json()) as { health?: string }).health === 'true';
-      }, attempt < 3);
+      const ok = await waitFor(
+        'etcd /health',
+        30_000,
+        etcd,
+        [etcd.log],
+        async () => {
+          const res = await fetch(`${url}/health`).catch(() => undefined);
+          return res?.ok === true && ((await res.json()) as { health?: string }).health === 'true';
+        },
+        attempt < 3,
+      );
       if (ok) break;
     }
 
@@ -618,7 +669,8 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
         opts.readyTimeoutMs ?? 60_000,
         apiserver,
         [apiserver.log, etcd!.log],
-        async () => (await client.request('GET', '/readyz', undefined, undefined, 5_000).catch(() => undefined))?.status === 200,
+        async () =>
+          (await client.request('GET', '/readyz', undefined, undefined, 5_000).catch(() => undefined))?.status === 200,
         attempt < 3,
       );
       if (ok) {
@@ -631,18 +683,28 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
 
     // The NetworkAttachmentDefinition CRD, until its API is served.
     await createOrKeep(admin, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', NAD_CRD);
-    await waitFor('the NetworkAttachmentDefinition CRD to be Established', 30_000, apiserver!, [apiserver!.log], async () => {
-      const crd = await admin.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${NAD_CRD.metadata.name}`);
-      const established = (crd?.status?.conditions ?? []).some(
-        (c: { type: string; status: string }) => c.type === 'Established' && c.status === 'True',
-      );
-      return established && (await admin.request('GET', nadPath('default'))).status === 200;
-    });
+    await waitFor(
+      'the NetworkAttachmentDefinition CRD to be Established',
+      30_000,
+      apiserver!,
+      [apiserver!.log],
+      async () => {
+        const crd = await admin.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${NAD_CRD.metadata.name}`);
+        const established = (crd?.status?.conditions ?? []).some(
+          (c: { type: string; status: string }) => c.type === 'Established' && c.status === 'True',
+        );
+        return established && (await admin.request('GET', nadPath('default'))).status === 200;
+      },
+    );
 
     phase('crd');
 
     // RBAC and service accounts.
-    await createOrKeep(admin, '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: MULTUS_NAMESPACE } });
+    await createOrKeep(admin, '/api/v1/namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: MULTUS_NAMESPACE },
+    });
     await createOrKeep(admin, '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRole',
@@ -683,11 +745,16 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
     const adminKubeconfig = file('admin.kubeconfig');
     await writeFile(
       adminKubeconfig,
-      kubeconfig(server, [caData], ADMIN_USER, [`client-certificate-data: ${b64(adminCert)}`, `client-key-data: ${b64(adminKey)}`]),
+      kubeconfig(server, [caData], ADMIN_USER, [
+        `client-certificate-data: ${b64(adminCert)}`,
+        `client-key-data: ${b64(adminKey)}`,
+      ]),
       { mode: 0o600 },
     );
     const multusKubeconfig = file('multus.kubeconfig');
-    await writeFile(multusKubeconfig, kubeconfig(server, [caData], 'multus', [`token: "${multusToken}"`]), { mode: 0o600 });
+    await writeFile(multusKubeconfig, kubeconfig(server, [caData], 'multus', [`token: "${multusToken}"`]), {
+      mode: 0o600,
+    });
     const multusTokenFileKubeconfig = file('multus-tokenfile.kubeconfig');
     await writeFile(
       multusTokenFileKubeconfig,
@@ -695,7 +762,9 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
       { mode: 0o600 },
     );
     const noRoleKubeconfig = file('no-role.kubeconfig');
-    await writeFile(noRoleKubeconfig, kubeconfig(server, [caData], NO_ROLE_SA, [`token: "${noRoleToken}"`]), { mode: 0o600 });
+    await writeFile(noRoleKubeconfig, kubeconfig(server, [caData], NO_ROLE_SA, [`token: "${noRoleToken}"`]), {
+      mode: 0o600,
+    });
 
     phase('rbac');
     const apiserverProc = apiserver;

@@ -10,12 +10,23 @@ const dir = mkdtempSync(join(tmpdir(), 'mts-aux-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 writeFileSync(join(dir, '10-cluster.conf'), JSON.stringify({ cniVersion: '1.0.0', name: 'cluster', type: 'bridge' }));
 mkdirSync(join(dir, 'aux'));
-writeFileSync(join(dir, 'aux', '20-b.conf'), JSON.stringify({ type: 'tuning', sysctl: { 'net.ipv4.conf.all.arp_filter': '1' } }));
+writeFileSync(
+  join(dir, 'aux', '20-b.conf'),
+  JSON.stringify({ type: 'tuning', sysctl: { 'net.ipv4.conf.all.arp_filter': '1' } }),
+);
 writeFileSync(join(dir, 'aux', '10-a.conf'), JSON.stringify({ type: 'sbr' }));
 writeFileSync(join(dir, 'aux', 'ignored.json'), '{}');
 
 function conf(extra: Record<string, unknown>) {
-  return parseMultusConf(JSON.stringify({ cniVersion: '1.0.0', name: 'multus', type: 'multus', clusterNetwork: join(dir, '10-cluster.conf'), ...extra }));
+  return parseMultusConf(
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'multus',
+      type: 'multus',
+      clusterNetwork: join(dir, '10-cluster.conf'),
+      ...extra,
+    }),
+  );
 }
 
 describe('auxiliaryChain', () => {
@@ -32,9 +43,23 @@ describe('auxiliaryChain', () => {
     expect(auxiliaryChain(conf({}), silentLogger)).toBeUndefined();
   });
 
-  it('needs clusterNetwork to be a path (Multus\' message)', () => {
-    const c = parseMultusConf(JSON.stringify({ cniVersion: '1.0.0', name: 'm', type: 'multus', clusterNetwork: 'cluster', confDir: dir, auxiliaryCNIChainName: 'aux' }));
-    expect(() => auxiliaryChain(c, silentLogger)).toThrowError(expect.objectContaining({ code: 7, msg: 'auxiliary chain used but clusterNetwork must be a path, and it is not a path: cluster' }));
+  it("needs clusterNetwork to be a path (Multus' message)", () => {
+    const c = parseMultusConf(
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'm',
+        type: 'multus',
+        clusterNetwork: 'cluster',
+        confDir: dir,
+        auxiliaryCNIChainName: 'aux',
+      }),
+    );
+    expect(() => auxiliaryChain(c, silentLogger)).toThrowError(
+      expect.objectContaining({
+        code: 7,
+        msg: 'auxiliary chain used but clusterNetwork must be a path, and it is not a path: cluster',
+      }),
+    );
   });
 
   it('skips a chain whose files do not parse, and logs it', () => {
@@ -50,7 +75,11 @@ describe('auxiliaryChain', () => {
 describe('passthru', () => {
   it.each([
     ['ADD', '{"cniVersion":"0.4.0"}', '{"cniVersion":"0.4.0","interfaces":[],"ips":[],"routes":[],"dns":{}}'],
-    ['ADD', '{"cniVersion":"1.0.0","prevResult":{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]}}', '{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]}'],
+    [
+      'ADD',
+      '{"cniVersion":"1.0.0","prevResult":{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]}}',
+      '{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]}',
+    ],
     ['DEL', '{"cniVersion":"1.0.0"}', ''],
     ['CHECK', '{"cniVersion":"1.0.0"}', ''],
   ])('%s %s', (command, stdin, out) => {

@@ -7,8 +7,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { assertSafeComponent, writeFileAtomic } from '../../src/base/files.ts';
-import { decodeResultCache, encodeResultCache, listResultCaches, readResultCache, removeResultCache, resultCachePath, writeResultCache } from '../../src/store/result-cache.ts';
-import { decodeScratchCache, encodeScratchCache, readScratchCache, removeScratchCache, scratchCachePath, writeScratchCache } from '../../src/store/scratch-cache.ts';
+import {
+  decodeResultCache,
+  encodeResultCache,
+  listResultCaches,
+  readResultCache,
+  removeResultCache,
+  resultCachePath,
+  writeResultCache,
+} from '../../src/store/result-cache.ts';
+import {
+  decodeScratchCache,
+  encodeScratchCache,
+  readScratchCache,
+  removeScratchCache,
+  scratchCachePath,
+  writeScratchCache,
+} from '../../src/store/scratch-cache.ts';
 import type { CachedDelegate } from '../../src/store/scratch-cache.ts';
 import type { AttachmentRequest } from '../../src/store/fields.ts';
 import type { ReadOutcome } from '../../src/base/files.ts';
@@ -110,7 +125,8 @@ describe('writeFileAtomic', () => {
 // libcni result cache
 
 const MACVLAN_LIST = '{"cniVersion":"1.0.0","name":"macvlan-conf","plugins":[{"type":"macvlan","master":"eth0"}]}';
-const MACVLAN_LIST_B64 = 'eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibWFjdmxhbi1jb25mIiwicGx1Z2lucyI6W3sidHlwZSI6Im1hY3ZsYW4iLCJtYXN0ZXIiOiJldGgwIn1dfQ==';
+const MACVLAN_LIST_B64 =
+  'eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoibWFjdmxhbi1jb25mIiwicGx1Z2lucyI6W3sidHlwZSI6Im1hY3ZsYW4iLCJtYXN0ZXIiOiJldGgwIn1dfQ==';
 
 function macvlanEntry(): ResultCacheEntry {
   return {
@@ -120,7 +136,11 @@ function macvlanEntry(): ResultCacheEntry {
     ifName: 'net1',
     networkName: 'macvlan-conf',
     netns: '/var/run/netns/cni-1234',
-    cniArgs: [['IgnoreUnknown', 'true'], ['K8S_POD_NAMESPACE', 'default'], ['K8S_POD_NAME', 'web-0']],
+    cniArgs: [
+      ['IgnoreUnknown', 'true'],
+      ['K8S_POD_NAMESPACE', 'default'],
+      ['K8S_POD_NAME', 'web-0'],
+    ],
     capabilityArgs: { mac: 'c2:b0:57:49:47:f1', ips: ['10.1.1.5/24'] },
     result: {
       ips: [{ interface: 0, address: '10.1.1.5/24' }],
@@ -140,7 +160,9 @@ const MACVLAN_CACHE_FILE =
 
 describe('resultCachePath', () => {
   it('is <cniDir>/results/<net>-<id>-<if>', () => {
-    expect(resultCachePath('/var/lib/cni/multus', 'macvlan-conf', '3f2a', 'net1')).toBe('/var/lib/cni/multus/results/macvlan-conf-3f2a-net1');
+    expect(resultCachePath('/var/lib/cni/multus', 'macvlan-conf', '3f2a', 'net1')).toBe(
+      '/var/lib/cni/multus/results/macvlan-conf-3f2a-net1',
+    );
   });
 
   it.each([
@@ -161,10 +183,19 @@ describe('encodeResultCache / decodeResultCache', () => {
 
   it('omits empty netns, cniArgs, capabilityArgs and result (omitempty), keeps an empty config as ""', () => {
     const entry: ResultCacheEntry = {
-      kind: 'cniCacheV1', containerId: 'c1', config: Buffer.alloc(0), ifName: 'eth0', networkName: 'n',
-      netns: '', cniArgs: [], capabilityArgs: {}, result: {},
+      kind: 'cniCacheV1',
+      containerId: 'c1',
+      config: Buffer.alloc(0),
+      ifName: 'eth0',
+      networkName: 'n',
+      netns: '',
+      cniArgs: [],
+      capabilityArgs: {},
+      result: {},
     };
-    expect(encodeResultCache(entry)).toBe('{"kind":"cniCacheV1","containerId":"c1","config":"","ifName":"eth0","networkName":"n"}');
+    expect(encodeResultCache(entry)).toBe(
+      '{"kind":"cniCacheV1","containerId":"c1","config":"","ifName":"eth0","networkName":"n"}',
+    );
   });
 
   it('escapes <, > and & as Go does', () => {
@@ -180,15 +211,26 @@ describe('encodeResultCache / decodeResultCache', () => {
   });
 
   it('reads a file Multus rewrote (sorted top-level keys, null-free) the same way', () => {
-    const rewritten = JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(MACVLAN_CACHE_FILE) as object).sort()));
+    const rewritten = JSON.stringify(
+      Object.fromEntries(Object.entries(JSON.parse(MACVLAN_CACHE_FILE) as object).sort()),
+    );
     expect(decodeResultCache(rewritten)).toEqual(macvlanEntry());
   });
 
   it('treats absent and null optional fields as empty', () => {
-    const decoded = decodeResultCache('{"kind":"cniCacheV1","containerId":"c","config":null,"ifName":"eth0","networkName":"n","netns":null}');
+    const decoded = decodeResultCache(
+      '{"kind":"cniCacheV1","containerId":"c","config":null,"ifName":"eth0","networkName":"n","netns":null}',
+    );
     expect(decoded).toEqual({
-      kind: 'cniCacheV1', containerId: 'c', config: Buffer.alloc(0), ifName: 'eth0', networkName: 'n',
-      netns: '', cniArgs: [], capabilityArgs: {}, result: {},
+      kind: 'cniCacheV1',
+      containerId: 'c',
+      config: Buffer.alloc(0),
+      ifName: 'eth0',
+      networkName: 'n',
+      netns: '',
+      cniArgs: [],
+      capabilityArgs: {},
+      result: {},
     });
   });
 
@@ -198,8 +240,15 @@ describe('encodeResultCache / decodeResultCache', () => {
     ['an unknown kind', '{"kind":"cniCacheV2","containerId":"c","ifName":"eth0"}'],
   ])('reads a legacy file (%s) as a result only', (_name, text) => {
     expect(decodeResultCache(text)).toEqual({
-      kind: 'cniCacheV1', containerId: '', config: Buffer.alloc(0), ifName: '', networkName: '', netns: '',
-      cniArgs: [], capabilityArgs: {}, result: JSON.parse(text) as Record<string, unknown>,
+      kind: 'cniCacheV1',
+      containerId: '',
+      config: Buffer.alloc(0),
+      ifName: '',
+      networkName: '',
+      netns: '',
+      cniArgs: [],
+      capabilityArgs: {},
+      result: JSON.parse(text) as Record<string, unknown>,
     });
   });
 
@@ -212,7 +261,11 @@ describe('encodeResultCache / decodeResultCache', () => {
     ['a number containerId', '{"kind":"cniCacheV1","containerId":5}', '"containerId" must be a string'],
     ['bad base64 config', '{"kind":"cniCacheV1","config":"not base64!"}', '"config" must be a base64 string'],
     ['unpadded base64 config', '{"kind":"cniCacheV1","config":"YWJj="}', '"config" must be a base64 string'],
-    ['a short cniArgs pair', '{"kind":"cniCacheV1","cniArgs":[["K8S_POD_NAME"]]}', '"cniArgs" must be an array of [key, value] string pairs'],
+    [
+      'a short cniArgs pair',
+      '{"kind":"cniCacheV1","cniArgs":[["K8S_POD_NAME"]]}',
+      '"cniArgs" must be an array of [key, value] string pairs',
+    ],
     ['an array result', '{"kind":"cniCacheV1","result":[]}', '"result" must be a JSON object'],
   ])('rejects %s with code 6', (_name, text, message) => {
     const err = thrown(() => decodeResultCache(text));
@@ -248,7 +301,11 @@ describe('result cache files', () => {
     writeFileSync(path, content);
     const err = corruptError(readResultCache(dir, 'n', 'c', 'eth0'));
     expect(err.code).toBe(6);
-    expect(err.msg).toMatch(new RegExp(`^corrupt libcni result cache ${path}: libcni result cache is not valid JSON: .* \\(remove the file if its container is gone\\)$`));
+    expect(err.msg).toMatch(
+      new RegExp(
+        `^corrupt libcni result cache ${path}: libcni result cache is not valid JSON: .* \\(remove the file if its container is gone\\)$`,
+      ),
+    );
   });
 
   it('reports an unreadable path (a directory) as corrupt with code 5', () => {
@@ -326,16 +383,31 @@ const CALICO_LIST_B64 =
 
 /** The scratch cache's fields as Go Multus names them, turned into a CachedDelegate (its request by field). */
 interface FlatDelegate {
-  bytes: Buffer; name: string; isList: boolean; isFilterV4Gateway: boolean; isFilterV6Gateway: boolean;
-  ifnameRequest: string; macRequest: string; ipRequest: string[]; infinibandGUIDRequest: string;
-  defaultRoute: string[] | undefined; deviceID: string; resourceName: string;
-  portMappingsRequest: unknown[]; bandwidthRequest: Record<string, unknown>; cniArgsRequest: Record<string, unknown>;
+  bytes: Buffer;
+  name: string;
+  isList: boolean;
+  isFilterV4Gateway: boolean;
+  isFilterV6Gateway: boolean;
+  ifnameRequest: string;
+  macRequest: string;
+  ipRequest: string[];
+  infinibandGUIDRequest: string;
+  defaultRoute: string[] | undefined;
+  deviceID: string;
+  resourceName: string;
+  portMappingsRequest: unknown[];
+  bandwidthRequest: Record<string, unknown>;
+  cniArgsRequest: Record<string, unknown>;
 }
 
 function delegate(overrides: Partial<FlatDelegate>): CachedDelegate {
   const f: Partial<FlatDelegate> = {
-    bytes: Buffer.from(CALICO_LIST), name: 'k8s-pod-network', isList: true, isFilterV4Gateway: false,
-    isFilterV6Gateway: false, ...overrides,
+    bytes: Buffer.from(CALICO_LIST),
+    name: 'k8s-pod-network',
+    isList: true,
+    isFilterV4Gateway: false,
+    isFilterV6Gateway: false,
+    ...overrides,
   };
   const request: AttachmentRequest = {};
   if (f.ifnameRequest) request.ifname = f.ifnameRequest;
@@ -349,15 +421,24 @@ function delegate(overrides: Partial<FlatDelegate>): CachedDelegate {
   if (f.bandwidthRequest) request.bandwidth = f.bandwidthRequest;
   if (f.cniArgsRequest) request.cniArgs = f.cniArgsRequest;
   return {
-    bytes: f.bytes!, name: f.name!, isList: f.isList!, request,
-    isFilterV4Gateway: f.isFilterV4Gateway!, isFilterV6Gateway: f.isFilterV6Gateway!,
+    bytes: f.bytes!,
+    name: f.name!,
+    isList: f.isList!,
+    request,
+    isFilterV4Gateway: f.isFilterV4Gateway!,
+    isFilterV6Gateway: f.isFilterV6Gateway!,
   };
 }
 
 const CLUSTER = delegate({});
 const MACVLAN = delegate({
-  bytes: Buffer.from(MACVLAN_CONF), name: 'default/macvlan-conf', isList: false, ifnameRequest: 'eth1',
-  macRequest: 'c2:b0:57:49:47:f1', ipRequest: ['10.1.1.5/24'], defaultRoute: ['10.1.1.1'],
+  bytes: Buffer.from(MACVLAN_CONF),
+  name: 'default/macvlan-conf',
+  isList: false,
+  ifnameRequest: 'eth1',
+  macRequest: 'c2:b0:57:49:47:f1',
+  ipRequest: ['10.1.1.5/24'],
+  defaultRoute: ['10.1.1.1'],
 });
 
 // json.Marshal([]*DelegateNetConf) from Go Multus HEAD (cni v1.3 PluginConf.MarshalJSON for Conf and plugins).
@@ -390,9 +471,16 @@ describe('encodeScratchCache', () => {
 
   it('keeps an empty default-route (non-nil pointer), deviceID and resourceName, and appends our extensions', () => {
     const d = delegate({
-      bytes: Buffer.from('{"cniVersion":"1.0.0","name":"sriov","type":"sriov","dns":{"nameservers":["10.0.0.10"],"domain":"x"}}'),
-      name: 'ns/sriov', isList: false, defaultRoute: [], isFilterV4Gateway: true, deviceID: '0000:03:00.1',
-      resourceName: 'intel.com/sriov', infinibandGUIDRequest: 'c2:b0:57:49:47:f1:00:01',
+      bytes: Buffer.from(
+        '{"cniVersion":"1.0.0","name":"sriov","type":"sriov","dns":{"nameservers":["10.0.0.10"],"domain":"x"}}',
+      ),
+      name: 'ns/sriov',
+      isList: false,
+      defaultRoute: [],
+      isFilterV4Gateway: true,
+      deviceID: '0000:03:00.1',
+      resourceName: 'intel.com/sriov',
+      infinibandGUIDRequest: 'c2:b0:57:49:47:f1:00:01',
       portMappingsRequest: [{ hostPort: 8080, containerPort: 80, protocol: 'tcp' }],
       bandwidthRequest: { ingressRate: 1000, ingressBurst: 10, egressRate: 1000, egressBurst: 10 },
       cniArgsRequest: { foo: 'bar' },
@@ -423,8 +511,10 @@ describe('decodeScratchCache', () => {
 
   it('reads a file written by Go Multus (cluster conflist with disableCheck, annotation network)', () => {
     // As found in /var/lib/cni/multus/<id> after an ADD by multus v4.2 thin.
-    const list = '{"cniVersion":"1.0.0","name":"cbr0","disableCheck":true,"plugins":[{"type":"flannel","delegate":{"hairpinMode":true,"isDefaultGateway":true}},{"type":"portmap","capabilities":{"portMappings":true}}]}';
-    const single = '{"cniVersion":"0.3.1","name":"ipvlan-def","type":"ipvlan","master":"eth1","ipam":{"type":"whereabouts","range":"192.168.2.0/24"}}';
+    const list =
+      '{"cniVersion":"1.0.0","name":"cbr0","disableCheck":true,"plugins":[{"type":"flannel","delegate":{"hairpinMode":true,"isDefaultGateway":true}},{"type":"portmap","capabilities":{"portMappings":true}}]}';
+    const single =
+      '{"cniVersion":"0.3.1","name":"ipvlan-def","type":"ipvlan","master":"eth1","ipam":{"type":"whereabouts","range":"192.168.2.0/24"}}';
     const file =
       `[{"Conf":{"cniVersion":"1.0.0","ipam":{},"name":"cbr0"},"ConfList":{"cniVersion":"1.0.0","name":"cbr0","disableCheck":true,` +
       `"plugins":[{"ipam":{},"type":"flannel"},{"capabilities":{"portMappings":true},"ipam":{},"type":"portmap"}]},` +
@@ -436,8 +526,14 @@ describe('decodeScratchCache', () => {
     expect(decodeScratchCache(Buffer.from(file))).toEqual([
       delegate({ bytes: Buffer.from(list), name: 'cbr0', isList: true, isFilterV4Gateway: true }),
       delegate({
-        bytes: Buffer.from(single), name: 'kube-system/ipvlan-def', isList: false, ifnameRequest: 'ipvl0',
-        ipRequest: ['192.168.2.10/24'], defaultRoute: ['192.168.2.1'], deviceID: '0000:00:05.0', resourceName: 'example.com/ipvlan',
+        bytes: Buffer.from(single),
+        name: 'kube-system/ipvlan-def',
+        isList: false,
+        ifnameRequest: 'ipvl0',
+        ipRequest: ['192.168.2.10/24'],
+        defaultRoute: ['192.168.2.1'],
+        deviceID: '0000:00:05.0',
+        resourceName: 'example.com/ipvlan',
       }),
     ]);
   });
@@ -457,7 +553,8 @@ describe('decodeScratchCache', () => {
     const listBytes = '{"cniVersion":"0.4.0","name":"sriov-net","plugins":[]}';
     const plugin0 = '{"type":"sriov","kubernetes":{"kubeconfig":"/etc/kube.conf"},"args":{"cni":{"keep":"me"}}}';
     const plugin1 = '{"type":"tuning","sysctl":{"net.ipv4.conf.all.rp_filter":"0"}}';
-    const lossy = '{"cniVersion":"0.4.0","name":"sriov-net","plugins":[{"type":"sriov","deviceID":"0000:03:00.2","args":{"cni":{"extra":"x"}}},{"type":"tuning"}]}';
+    const lossy =
+      '{"cniVersion":"0.4.0","name":"sriov-net","plugins":[{"type":"sriov","deviceID":"0000:03:00.2","args":{"cni":{"extra":"x"}}},{"type":"tuning"}]}';
     const b64 = (s: string): string => Buffer.from(s).toString('base64');
     const file =
       `[{"Conf":{"ipam":{}},"ConfList":{"cniVersion":"0.4.0","name":"sriov-net","plugins":[{"ipam":{},"type":"sriov"},{"ipam":{},"type":"tuning"}]},` +
@@ -493,7 +590,11 @@ describe('decodeScratchCache', () => {
     ['a non-string ipRequest item', '[{"ipRequest":[1]}]', '"ipRequest" must be an array of strings'],
     ['a string filter flag', '[{"IsFilterV4Gateway":"yes"}]', '"IsFilterV4Gateway" must be true or false'],
     ['an array Conf', '[{"Conf":[]}]', '"Conf" must be a JSON object'],
-    ['Bytes that decode to non-JSON with a legacy list', `[{"CNINetworkConfigList":{"Bytes":"${Buffer.from('{"a"').toString('base64')}"}}]`, 'CNINetworkConfigList Bytes is not valid JSON'],
+    [
+      'Bytes that decode to non-JSON with a legacy list',
+      `[{"CNINetworkConfigList":{"Bytes":"${Buffer.from('{"a"').toString('base64')}"}}]`,
+      'CNINetworkConfigList Bytes is not valid JSON',
+    ],
     [
       'a legacy list whose plugin count differs from Bytes',
       `[{"CNINetworkConfigList":{"Plugins":[{"Bytes":"${Buffer.from('{"type":"a"}').toString('base64')}"}],"Bytes":"${Buffer.from('{"name":"l"}').toString('base64')}"},"Bytes":"${Buffer.from('{"plugins":[]}').toString('base64')}"}]`,
@@ -526,7 +627,9 @@ describe('scratch cache files', () => {
     writeFileSync(join(dir, 'abc'), `[${CLUSTER_JSON},${MACVLAN_JSON}]`.slice(0, 200));
     const err = corruptError(readScratchCache(dir, 'abc'));
     expect(err.code).toBe(6);
-    expect(err.msg).toContain(`corrupt Multus scratch cache ${join(dir, 'abc')}: Multus scratch cache is not valid JSON`);
+    expect(err.msg).toContain(
+      `corrupt Multus scratch cache ${join(dir, 'abc')}: Multus scratch cache is not valid JSON`,
+    );
   });
 
   it('refuses unsafe container IDs with code 4 before touching the disk', () => {

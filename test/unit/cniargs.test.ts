@@ -17,9 +17,23 @@ function thrown(fn: () => unknown): CniError {
   throw new Error('expected a CniError, nothing was thrown');
 }
 
-const EMPTY: K8sArgs = { ignoreUnknown: false, podNamespace: '', podName: '', podInfraContainerId: '', podUid: '', ip: '' };
+const EMPTY: K8sArgs = {
+  ignoreUnknown: false,
+  podNamespace: '',
+  podName: '',
+  podInfraContainerId: '',
+  podUid: '',
+  ip: '',
+};
 const KUBELET = 'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;K8S_POD_INFRA_CONTAINER_ID=c;K8S_POD_UID=u';
-const POD: K8sArgs = { ignoreUnknown: true, podNamespace: 'ns', podName: 'p', podInfraContainerId: 'c', podUid: 'u', ip: '' };
+const POD: K8sArgs = {
+  ignoreUnknown: true,
+  podNamespace: 'ns',
+  podName: 'p',
+  podInfraContainerId: 'c',
+  podUid: 'u',
+  ip: '',
+};
 
 describe('parseCniArgs', () => {
   it.each([
@@ -27,7 +41,14 @@ describe('parseCniArgs', () => {
     ['A=b', [['A', 'b']]],
     ['A=', [['A', '']]],
     ['=v', [['', 'v']]],
-    ['A=1;b=2;A=3', [['A', '1'], ['b', '2'], ['A', '3']]],
+    [
+      'A=1;b=2;A=3',
+      [
+        ['A', '1'],
+        ['b', '2'],
+        ['A', '3'],
+      ],
+    ],
     ['k8s_pod_name=x', [['k8s_pod_name', 'x']]],
   ])('%j → %j', (s, pairs) => {
     expect(parseCniArgs(s)).toEqual(pairs);
@@ -105,8 +126,23 @@ describe('buildDelegateArgs', () => {
     ],
     ['an empty runtime value does not clear a filled key', POD, 'K8S_POD_NAME=', [], BASE],
     ['unknown runtime keys appended in order', POD, `${KUBELET};Z=1;A=2;Z=3`, [], `${BASE};Z=1;A=2`],
-    ['extra appended', POD, KUBELET, [['MAC', '02:00:00:00:00:01'], ['IP', '10.0.0.5/24']], `${BASE};MAC=02:00:00:00:00:01;IP=10.0.0.5/24`],
-    ['extra replaces a runtime key in place', POD, `${KUBELET};IP=10.0.0.9;X=1`, [['IP', '10.0.0.5/24']], `${BASE};IP=10.0.0.5/24;X=1`],
+    [
+      'extra appended',
+      POD,
+      KUBELET,
+      [
+        ['MAC', '02:00:00:00:00:01'],
+        ['IP', '10.0.0.5/24'],
+      ],
+      `${BASE};MAC=02:00:00:00:00:01;IP=10.0.0.5/24`,
+    ],
+    [
+      'extra replaces a runtime key in place',
+      POD,
+      `${KUBELET};IP=10.0.0.9;X=1`,
+      [['IP', '10.0.0.5/24']],
+      `${BASE};IP=10.0.0.5/24;X=1`,
+    ],
     ['extra replaces a base key', POD, '', [['K8S_POD_NAME', 'q']], BASE.replace('K8S_POD_NAME=p', 'K8S_POD_NAME=q')],
   ])('%s', (_name, k8s, runtime, extra, expected) => {
     expect(formatCniArgs(buildDelegateArgs(k8s, parseCniArgs(runtime), extra))).toBe(expected);
@@ -114,7 +150,10 @@ describe('buildDelegateArgs', () => {
 
   it('never mutates its inputs', () => {
     const k8s = { ...POD, podUid: '' };
-    const runtime: ArgPairs = [['K8S_POD_UID', 'u'], ['IP', '10.0.0.9']];
+    const runtime: ArgPairs = [
+      ['K8S_POD_UID', 'u'],
+      ['IP', '10.0.0.9'],
+    ];
     const extra: ArgPairs = [['IP', '10.0.0.5']];
     const snapshot = structuredClone([k8s, runtime, extra]);
     const out = buildDelegateArgs(k8s, runtime, extra);
@@ -127,7 +166,13 @@ describe('formatCniArgs and podRef', () => {
   it.each<[ArgPairs, string]>([
     [[], ''],
     [[['A', 'b']], 'A=b'],
-    [[['A', ''], ['B', 'c']], 'A=;B=c'],
+    [
+      [
+        ['A', ''],
+        ['B', 'c'],
+      ],
+      'A=;B=c',
+    ],
   ])('%j → %j', (pairs, s) => {
     expect(formatCniArgs(pairs)).toBe(s);
   });

@@ -39,7 +39,11 @@ function multusConf(extra: Record<string, unknown> = {}, cniVersion = '1.0.0'): 
     binDir: '/opt/test/bin',
     delegates: [
       { cniVersion: '1.0.0', name: 'cluster', type: 'p0', capabilities: { portMappings: true } },
-      { cniVersion: '1.0.0', name: 'chain', plugins: [{ type: 'p1' }, { type: 'p2', capabilities: { bandwidth: true } }] },
+      {
+        cniVersion: '1.0.0',
+        name: 'chain',
+        plugins: [{ type: 'p1' }, { type: 'p2', capabilities: { bandwidth: true } }],
+      },
       { cniVersion: '1.0.0', name: 'third', type: 'p3' },
     ],
     runtimeConfig: { portMappings: [{ hostPort: 80, containerPort: 8080 }], bandwidth: { ingressRate: 1 } },
@@ -47,11 +51,23 @@ function multusConf(extra: Record<string, unknown> = {}, cniVersion = '1.0.0'): 
   };
 }
 
-function request(command: Exclude<Command, 'VERSION'>, conf: Record<string, unknown>, env: Record<string, string> = {}) {
+function request(
+  command: Exclude<Command, 'VERSION'>,
+  conf: Record<string, unknown>,
+  env: Record<string, string> = {},
+) {
   const stdin = Buffer.from(JSON.stringify(conf));
   const req = parseRequest(
     command,
-    { CNI_COMMAND: command, CNI_CONTAINERID: 'cid1', CNI_NETNS: '/var/run/netns/test', CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni', CNI_ARGS: ARGS, ...env },
+    {
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: 'cid1',
+      CNI_NETNS: '/var/run/netns/test',
+      CNI_IFNAME: 'eth0',
+      CNI_PATH: '/usr/lib/cni',
+      CNI_ARGS: ARGS,
+      ...env,
+    },
     stdin,
   );
   return { req, conf: parseMultusConf(stdin) };
@@ -69,7 +85,7 @@ function deps(exec: FakeExec, exists = true): CommandDeps {
 }
 
 describe('ADD', () => {
-  it('runs every delegate in order with its ifname, its own runtimeConfig and the chain\'s prevResult', async () => {
+  it("runs every delegate in order with its ifname, its own runtimeConfig and the chain's prevResult", async () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     const { req, conf } = request('ADD', multusConf({}, '0.4.0'));
     const result = await cmdAdd(...withContext(req, conf, deps(exec)));
@@ -85,11 +101,15 @@ describe('ADD', () => {
     // the cluster network's result in the multus config's version
     expect(result.cniVersion).toBe('0.4.0');
     expect(result.ips).toEqual([{ version: '4', address: '10.1.0.2/24', gateway: '10.1.0.1', interface: 0 }]);
-    expect(readdirSync(join(cniDir, 'results')).sort()).toEqual(['chain-cid1-net1', 'cluster-cid1-eth0', 'third-cid1-net2']);
+    expect(readdirSync(join(cniDir, 'results')).sort()).toEqual([
+      'chain-cid1-net1',
+      'cluster-cid1-eth0',
+      'third-cid1-net2',
+    ]);
     expect(existsSync(join(cniDir, 'cid1'))).toBe(true);
   });
 
-  it('rolls back the failed and every earlier attachment in reverse, keeps the delegate\'s code, leaves no cache', async () => {
+  it("rolls back the failed and every earlier attachment in reverse, keeps the delegate's code, leaves no cache", async () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     exec.returns['p2 ADD'] = cniErrorReply(11, 'busy, try again');
     const { req, conf } = request('ADD', multusConf());
@@ -98,12 +118,19 @@ describe('ADD', () => {
     expect((error as { msg: string }).msg).toBe(
       '[ns1/pod1/u1:chain]: error adding container to network "chain": plugin type="p2" failed (add): busy, try again',
     );
-    expect(exec.calls()).toEqual(['ADD p0 eth0', 'ADD p1 net1', 'ADD p2 net1', 'DEL p2 net1', 'DEL p1 net1', 'DEL p0 eth0']);
+    expect(exec.calls()).toEqual([
+      'ADD p0 eth0',
+      'ADD p1 net1',
+      'ADD p2 net1',
+      'DEL p2 net1',
+      'DEL p1 net1',
+      'DEL p0 eth0',
+    ]);
     expect(readdirSync(join(cniDir, 'results'))).toEqual([]);
     expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
   });
 
-  it('keeps the scratch cache when a rollback DEL fails, so the runtime\'s DEL can finish', async () => {
+  it("keeps the scratch cache when a rollback DEL fails, so the runtime's DEL can finish", async () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     exec.returns['p3 ADD'] = cniErrorReply(7, 'bad');
     exec.returns['p0 DEL'] = cniErrorReply(999, 'cannot');
@@ -217,7 +244,9 @@ describe('CHECK', () => {
     exec.received.length = 0;
     exec.returns['p0 CHECK'] = cniErrorReply(999, 'eth0 is gone');
     const { req, conf: parsed } = request('CHECK', conf);
-    await expect(cmdCheck(...withContext(req, parsed, deps(exec)))).rejects.toMatchObject({ msg: expect.stringContaining('eth0 is gone') });
+    await expect(cmdCheck(...withContext(req, parsed, deps(exec)))).rejects.toMatchObject({
+      msg: expect.stringContaining('eth0 is gone'),
+    });
     expect(exec.calls()).toEqual(['CHECK p0 eth0', 'CHECK p1 net1', 'CHECK p2 net1']);
   });
 });
@@ -245,12 +274,16 @@ describe('STATUS and GC', () => {
     await cmdGc(...withContext(req, parsed, deps(exec)));
     expect(exec.calls().sort()).toEqual(['DEL p0 eth0', 'DEL p1 net1', 'DEL p2 net1', 'DEL p3 net2']);
     expect(exec.received.every((c) => c.stdin.prevResult !== undefined)).toBe(true);
-    expect(readdirSync(join(cniDir, 'results')).sort()).toEqual(['chain-cid2-net1', 'cluster-cid2-eth0', 'third-cid2-net2']);
+    expect(readdirSync(join(cniDir, 'results')).sort()).toEqual([
+      'chain-cid2-net1',
+      'cluster-cid2-eth0',
+      'third-cid2-net2',
+    ]);
     expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
     expect(existsSync(join(cniDir, 'cid2'))).toBe(true);
   });
 
-  it('GC without the runtime\'s list deletes nothing', async () => {
+  it("GC without the runtime's list deletes nothing", async () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     const add = request('ADD', multusConf({}, '1.1.0'));
     await cmdAdd(...withContext(add.req, add.conf, deps(exec)));

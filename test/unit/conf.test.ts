@@ -100,7 +100,12 @@ describe('parseMultusConf: values', () => {
     ['logLevel error', { logLevel: 'error' }, 'logLevel', 'error'],
     ['logLevel empty', { logLevel: '' }, 'logLevel', 'panic'],
     ['logToStderr false', { logToStderr: false }, 'logToStderr', false],
-    ['logOptions, unknown inner keys ignored', { logOptions: { maxAge: 1, maxSize: 0, compress: false, x: 1 } }, 'logOptions', { maxAge: 1, maxSize: 0, compress: false }],
+    [
+      'logOptions, unknown inner keys ignored',
+      { logOptions: { maxAge: 1, maxSize: 0, compress: false, x: 1 } },
+      'logOptions',
+      { maxAge: 1, maxSize: 0, compress: false },
+    ],
     ['logOptions empty', { logOptions: {} }, 'logOptions', {}],
     ['readinessindicatorfile', { readinessindicatorfile: '/run/ready' }, 'readinessIndicatorFile', '/run/ready'],
     ['globalNamespaces split and trimmed', { globalNamespaces: ' a , b,,c ' }, 'globalNamespaces', ['a', 'b', 'c']],
@@ -111,12 +116,27 @@ describe('parseMultusConf: values', () => {
     ['namespaceIsolation', { namespaceIsolation: true }, 'namespaceIsolation', true],
     ['retryDeleteOnError', { retryDeleteOnError: true }, 'retryDeleteOnError', true],
     ['auxiliaryCNIChainName', { auxiliaryCNIChainName: 'aux' }, 'auxiliaryCNIChainName', 'aux'],
-    ['readinessBackoff partial', { readinessBackoff: { steps: 0 } }, 'readinessBackoff', { initialMs: 250, factor: 4, jitter: 0.1, steps: 0 }],
-    ['readinessBackoff full', { readinessBackoff: { initialMs: 100, factor: 2, jitter: 1, steps: 20 } }, 'readinessBackoff', { initialMs: 100, factor: 2, jitter: 1, steps: 20 }],
+    [
+      'readinessBackoff partial',
+      { readinessBackoff: { steps: 0 } },
+      'readinessBackoff',
+      { initialMs: 250, factor: 4, jitter: 0.1, steps: 0 },
+    ],
+    [
+      'readinessBackoff full',
+      { readinessBackoff: { initialMs: 100, factor: 2, jitter: 1, steps: 20 } },
+      'readinessBackoff',
+      { initialMs: 100, factor: 2, jitter: 1, steps: 20 },
+    ],
     ['delegateTimeoutSeconds', { delegateTimeoutSeconds: 2.5 }, 'delegateTimeoutMs', 2500],
     ['delegateTimeoutSeconds tiny', { delegateTimeoutSeconds: 0.0001 }, 'delegateTimeoutMs', 1],
     ['strictCapabilities', { strictCapabilities: true }, 'strictCapabilities', true],
-    ['runtimeConfig kept whole', { runtimeConfig: { portMappings, 'io.kubernetes.cri.pod-annotations': { a: 'b' } } }, 'runtimeConfig', { portMappings, 'io.kubernetes.cri.pod-annotations': { a: 'b' } }],
+    [
+      'runtimeConfig kept whole',
+      { runtimeConfig: { portMappings, 'io.kubernetes.cri.pod-annotations': { a: 'b' } } },
+      'runtimeConfig',
+      { portMappings, 'io.kubernetes.cri.pod-annotations': { a: 'b' } },
+    ],
     ['prevResult accepted', { prevResult: { cniVersion: '1.0.0' } }, 'kubeconfig', ''],
     ['unknown keys ignored', { defaultnetworkwaitseconds: 5, capabilities: { portMappings: true } }, 'warnings', []],
   ])('%s', (_title, extra, field, expected) => {
@@ -129,8 +149,16 @@ describe('parseMultusConf: values', () => {
   });
 
   it.each([
-    [{ readinessIndicatorFile: '/r' }, '/r', ['config key "readinessIndicatorFile" read as "readinessindicatorfile"; spell it "readinessindicatorfile"']],
-    [{ readinessindicatorfile: '/a', READINESSINDICATORFILE: '/b' }, '/b', ['config key "READINESSINDICATORFILE" read as "readinessindicatorfile"; spell it "readinessindicatorfile"']],
+    [
+      { readinessIndicatorFile: '/r' },
+      '/r',
+      ['config key "readinessIndicatorFile" read as "readinessindicatorfile"; spell it "readinessindicatorfile"'],
+    ],
+    [
+      { readinessindicatorfile: '/a', READINESSINDICATORFILE: '/b' },
+      '/b',
+      ['config key "READINESSINDICATORFILE" read as "readinessindicatorfile"; spell it "readinessindicatorfile"'],
+    ],
   ])('reads keys case-insensitively like Go, the last one winning: %j', (extra, expected, warnings) => {
     const parsed = conf(extra);
     expect([parsed.readinessIndicatorFile, parsed.warnings]).toEqual([expected, warnings]);
@@ -175,7 +203,11 @@ describe('parseMultusConf: key types', () => {
     ['readinessBackoff', { jitter: 1.5 }, '`readinessBackoff.jitter` must be a number from 0 to 1'],
     ['readinessBackoff', { steps: 21 }, '`readinessBackoff.steps` must be a whole number from 0 to 20'],
     ['readinessBackoff', { steps: 1.5 }, '`readinessBackoff.steps` must be a whole number from 0 to 20'],
-    ['readinessBackoff', { stepz: 1 }, 'unknown key `readinessBackoff.stepz`: the keys are initialMs, factor, jitter, steps'],
+    [
+      'readinessBackoff',
+      { stepz: 1 },
+      'unknown key `readinessBackoff.stepz`: the keys are initialMs, factor, jitter, steps',
+    ],
     ['delegateTimeoutSeconds', 0, '`delegateTimeoutSeconds` must be a number greater than 0'],
     ['delegateTimeoutSeconds', '60', '`delegateTimeoutSeconds` must be a number greater than 0'],
     ['strictCapabilities', 'true', '`strictCapabilities` must be a boolean'],
@@ -185,23 +217,40 @@ describe('parseMultusConf: key types', () => {
 });
 
 describe('parseMultusConf: docs/behaviour.md#conf-rules rules', () => {
-  const noDelegates = 'at least one delegate or clusterNetwork must be specified: add a `delegates` array or set `clusterNetwork`';
-  const noTypeOrPlugins = "delegate must have the 'type' or 'plugins' field: set 'type' for one plugin or 'plugins' for a chain";
+  const noDelegates =
+    'at least one delegate or clusterNetwork must be specified: add a `delegates` array or set `clusterNetwork`';
+  const noTypeOrPlugins =
+    "delegate must have the 'type' or 'plugins' field: set 'type' for one plugin or 'plugins' for a chain";
   it.each<[string, string, number, string]>([
     ['not JSON', '{"name": ', 6, `multus config is not valid JSON: ${jsonError('{"name": ')}`],
     ['not an object', '[]', 6, 'multus config must be a JSON object, got an array'],
     ['null', 'null', 6, 'multus config must be a JSON object, got null'],
     ['neither delegates nor clusterNetwork', JSON.stringify({ name: 'm', kubeconfig: '/k' }), 7, noDelegates],
     ['empty delegates', JSON.stringify({ name: 'm', delegates: [] }), 7, noDelegates],
-    ['delegate without type or plugins', JSON.stringify({ delegates: [{ name: 'x' }] }), 7, `failed to load delegate 0 config: ${noTypeOrPlugins}`],
+    [
+      'delegate without type or plugins',
+      JSON.stringify({ delegates: [{ name: 'x' }] }),
+      7,
+      `failed to load delegate 0 config: ${noTypeOrPlugins}`,
+    ],
     [
       'conflist delegate whose plugin has no type',
       JSON.stringify({ delegates: [{ name: 'x', plugins: [{ type: 'bridge' }, { mtu: 1 }] }] }),
       7,
       "failed to load delegate 0 config: a plugin delegate must have the 'type' field: `plugins[1]` has none",
     ],
-    ['second delegate bad', JSON.stringify({ delegates: [DELEGATE, { name: 'bad name', type: 'x' }] }), 7, `failed to load delegate 1 config: invalid characters found in network name "bad name": ${NAME_HINT}`],
-    ['delegate version', JSON.stringify({ delegates: [{ name: 'x', type: 'x', cniVersion: '0.5.0' }] }), 1, `failed to load delegate 0 config: network "x" has unsupported cniVersion "0.5.0": use one of ${VERSIONS_LIST}`],
+    [
+      'second delegate bad',
+      JSON.stringify({ delegates: [DELEGATE, { name: 'bad name', type: 'x' }] }),
+      7,
+      `failed to load delegate 1 config: invalid characters found in network name "bad name": ${NAME_HINT}`,
+    ],
+    [
+      'delegate version',
+      JSON.stringify({ delegates: [{ name: 'x', type: 'x', cniVersion: '0.5.0' }] }),
+      1,
+      `failed to load delegate 0 config: network "x" has unsupported cniVersion "0.5.0": use one of ${VERSIONS_LIST}`,
+    ],
   ])('%s', (_title, stdin, code, msg) => {
     expect(caught(() => parseMultusConf(stdin))).toEqual({ code, msg });
   });
@@ -209,10 +258,12 @@ describe('parseMultusConf: docs/behaviour.md#conf-rules rules', () => {
   it('parses each delegate into a Network, in order (docs/behaviour.md#conf-rules rule 6)', () => {
     const list = { name: 'chain', cniVersion: '0.4.0', plugins: [{ type: 'bridge' }, { type: 'portmap' }] };
     const parsed = parseMultusConf(JSON.stringify({ delegates: [DELEGATE, list] }));
-    expect(parsed.delegates.map((d) => [d.name, d.isList, d.cniVersion, d.plugins.length, d.bytes.toString()])).toEqual([
-      ['cbr0', false, '1.0.0', 1, JSON.stringify(DELEGATE)],
-      ['chain', true, '0.4.0', 2, JSON.stringify(list)],
-    ]);
+    expect(parsed.delegates.map((d) => [d.name, d.isList, d.cniVersion, d.plugins.length, d.bytes.toString()])).toEqual(
+      [
+        ['cbr0', false, '1.0.0', 1, JSON.stringify(DELEGATE)],
+        ['chain', true, '0.4.0', 2, JSON.stringify(list)],
+      ],
+    );
   });
 
   it.each([
@@ -268,7 +319,12 @@ describe('parseNetwork: single config vs conflist', () => {
   });
 
   it('an object with plugins is a list', () => {
-    const obj = { name: 'l', cniVersion: '1.1.0', disableCheck: true, plugins: [{ type: 'bridge' }, { type: 'tuning' }] };
+    const obj = {
+      name: 'l',
+      cniVersion: '1.1.0',
+      disableCheck: true,
+      plugins: [{ type: 'bridge' }, { type: 'tuning' }],
+    };
     expect(parseNetwork(obj)).toEqual<Network>({
       name: 'l',
       cniVersion: '1.1.0',
@@ -317,7 +373,8 @@ describe('parseNetwork: single config vs conflist', () => {
 });
 
 describe('parseNetwork: errors', () => {
-  const noTypeOrPlugins = "delegate must have the 'type' or 'plugins' field: set 'type' for one plugin or 'plugins' for a chain";
+  const noTypeOrPlugins =
+    "delegate must have the 'type' or 'plugins' field: set 'type' for one plugin or 'plugins' for a chain";
   it.each<[string, Record<string, unknown>, number, string]>([
     ['neither type nor plugins', { name: 'x' }, 7, noTypeOrPlugins],
     ['empty type, no plugins', { name: 'x', type: '' }, 7, noTypeOrPlugins],
@@ -325,23 +382,83 @@ describe('parseNetwork: errors', () => {
     ['plugins not an array', { name: 'x', plugins: {} }, 7, '`plugins` must be an array of plugin objects'],
     ['plugins empty', { name: 'x', plugins: [] }, 7, '`plugins` must not be empty: list at least one plugin'],
     ['plugin not an object', { name: 'x', plugins: [1] }, 7, '`plugins[0]` must be a JSON object'],
-    ['plugin without type', { name: 'x', plugins: [{ type: 'a' }, { type: '' }] }, 7, "a plugin delegate must have the 'type' field: `plugins[1]` has none"],
+    [
+      'plugin without type',
+      { name: 'x', plugins: [{ type: 'a' }, { type: '' }] },
+      7,
+      "a plugin delegate must have the 'type' field: `plugins[1]` has none",
+    ],
     ['plugin type not a string', { name: 'x', plugins: [{ type: 5 }] }, 7, '`plugins[0].type` must be a string'],
-    ['capabilities not booleans', { name: 'x', type: 'a', capabilities: { portMappings: 'yes' } }, 7, '`capabilities` must be an object of booleans'],
-    ['plugin capabilities not booleans', { name: 'x', plugins: [{ type: 'a', capabilities: [] }] }, 7, '`plugins[0].capabilities` must be an object of booleans'],
-    ['disableCheck not a flag', { name: 'x', disableCheck: 'yes', plugins: [{ type: 'a' }] }, 7, '`disableCheck` must be a boolean or "true"/"false"'],
-    ['disableGC not a flag', { name: 'x', disableGC: 1, plugins: [{ type: 'a' }] }, 7, '`disableGC` must be a boolean or "true"/"false"'],
+    [
+      'capabilities not booleans',
+      { name: 'x', type: 'a', capabilities: { portMappings: 'yes' } },
+      7,
+      '`capabilities` must be an object of booleans',
+    ],
+    [
+      'plugin capabilities not booleans',
+      { name: 'x', plugins: [{ type: 'a', capabilities: [] }] },
+      7,
+      '`plugins[0].capabilities` must be an object of booleans',
+    ],
+    [
+      'disableCheck not a flag',
+      { name: 'x', disableCheck: 'yes', plugins: [{ type: 'a' }] },
+      7,
+      '`disableCheck` must be a boolean or "true"/"false"',
+    ],
+    [
+      'disableGC not a flag',
+      { name: 'x', disableGC: 1, plugins: [{ type: 'a' }] },
+      7,
+      '`disableGC` must be a boolean or "true"/"false"',
+    ],
     ['missing name', { type: 'a' }, 7, 'missing network name: set "name"'],
     ['empty list name', { name: '', plugins: [{ type: 'a' }] }, 7, 'missing network name: set "name"'],
     ['name not a string', { name: 5, type: 'a' }, 7, '`name` must be a string'],
-    ['name with a space', { name: 'my net', type: 'a' }, 7, `invalid characters found in network name "my net": ${NAME_HINT}`],
-    ['name starting with a dash', { name: '-net', type: 'a' }, 7, `invalid characters found in network name "-net": ${NAME_HINT}`],
-    ['name with a slash', { name: 'ns/net', plugins: [{ type: 'a' }] }, 7, `invalid characters found in network name "ns/net": ${NAME_HINT}`],
+    [
+      'name with a space',
+      { name: 'my net', type: 'a' },
+      7,
+      `invalid characters found in network name "my net": ${NAME_HINT}`,
+    ],
+    [
+      'name starting with a dash',
+      { name: '-net', type: 'a' },
+      7,
+      `invalid characters found in network name "-net": ${NAME_HINT}`,
+    ],
+    [
+      'name with a slash',
+      { name: 'ns/net', plugins: [{ type: 'a' }] },
+      7,
+      `invalid characters found in network name "ns/net": ${NAME_HINT}`,
+    ],
     ['cniVersion not a string', { name: 'x', type: 'a', cniVersion: 1 }, 7, '`cniVersion` must be a string'],
-    ['unsupported version', { name: 'x', type: 'a', cniVersion: '0.5.0' }, 1, `network "x" has unsupported cniVersion "0.5.0": use one of ${VERSIONS_LIST}`],
-    ['unsupported list version', { name: 'x', cniVersion: '2.0.0', plugins: [{ type: 'a' }] }, 1, `network "x" has unsupported cniVersion "2.0.0": use one of ${VERSIONS_LIST}`],
-    ['cniVersions not strings', { name: 'x', cniVersions: [1], plugins: [{ type: 'a' }] }, 7, '`cniVersions` must be an array of strings'],
-    ['cniVersions malformed', { name: 'x', cniVersions: ['1.0'], plugins: [{ type: 'a' }] }, 1, 'invalid CNI version "1.0": expected MAJOR.MINOR.PATCH'],
+    [
+      'unsupported version',
+      { name: 'x', type: 'a', cniVersion: '0.5.0' },
+      1,
+      `network "x" has unsupported cniVersion "0.5.0": use one of ${VERSIONS_LIST}`,
+    ],
+    [
+      'unsupported list version',
+      { name: 'x', cniVersion: '2.0.0', plugins: [{ type: 'a' }] },
+      1,
+      `network "x" has unsupported cniVersion "2.0.0": use one of ${VERSIONS_LIST}`,
+    ],
+    [
+      'cniVersions not strings',
+      { name: 'x', cniVersions: [1], plugins: [{ type: 'a' }] },
+      7,
+      '`cniVersions` must be an array of strings',
+    ],
+    [
+      'cniVersions malformed',
+      { name: 'x', cniVersions: ['1.0'], plugins: [{ type: 'a' }] },
+      1,
+      'invalid CNI version "1.0": expected MAJOR.MINOR.PATCH',
+    ],
   ])('%s', (_title, obj, code, msg) => {
     expect(caught(() => parseNetwork(obj))).toEqual({ code, msg });
   });
@@ -368,8 +485,16 @@ describe('parseNetwork: cniVersion', () => {
     ['single with empty cniVersion', { name: 'x', type: 'a', cniVersion: '' }, '0.1.0'],
     ['list without cniVersion', { name: 'x', plugins: [{ type: 'a' }] }, '0.1.0'],
     ['list cniVersion', { name: 'x', cniVersion: '0.3.1', plugins: [{ type: 'a' }] }, '0.3.1'],
-    ['cniVersions: the highest we speak', { name: 'x', cniVersion: '0.4.0', cniVersions: ['1.0.0', '2.0.0', '0.3.1'], plugins: [{ type: 'a' }] }, '1.0.0'],
-    ['cniVersions: cniVersion may be the highest', { name: 'x', cniVersion: '1.1.0', cniVersions: ['1.0.0'], plugins: [{ type: 'a' }] }, '1.1.0'],
+    [
+      'cniVersions: the highest we speak',
+      { name: 'x', cniVersion: '0.4.0', cniVersions: ['1.0.0', '2.0.0', '0.3.1'], plugins: [{ type: 'a' }] },
+      '1.0.0',
+    ],
+    [
+      'cniVersions: cniVersion may be the highest',
+      { name: 'x', cniVersion: '1.1.0', cniVersions: ['1.0.0'], plugins: [{ type: 'a' }] },
+      '1.1.0',
+    ],
     ['cniVersions alone', { name: 'x', cniVersions: ['0.3.1'], plugins: [{ type: 'a' }] }, '0.3.1'],
     ['cniVersions empty', { name: 'x', cniVersions: [], plugins: [{ type: 'a' }] }, '0.1.0'],
   ])('%s', (_title, obj, expected) => {
@@ -428,12 +553,22 @@ beforeAll(() => {
   write('files/bad.json', '{ "name": ');
   write('files/array.conf', '[]');
   write('files/plain.conflist', '{"name": "plain",\n "cniVersion": "1.0.0",\n "plugins": [{"type": "bridge"}]}\n');
-  write('files/chain.conflist', { name: 'chain', cniVersion: '1.0.0', extra: 'kept', plugins: [{ type: 'bridge', bridge: 'br0' }] });
+  write('files/chain.conflist', {
+    name: 'chain',
+    cniVersion: '1.0.0',
+    extra: 'kept',
+    plugins: [{ type: 'bridge', bridge: 'br0' }],
+  });
   write('files/chain/20-portmap.conf', { type: 'portmap', capabilities: { portMappings: true } });
   write('files/chain/10-tuning.conf', { type: 'tuning', sysctl: { 'net.core.somaxconn': '500' } });
   write('files/chain/30-ignored.json', { type: 'ignored' });
   write('files/chain/40-dir.conf/x.conf', { type: 'ignored' });
-  write('files/inlined.conflist', { name: 'inlined', cniVersion: '1.0.0', loadOnlyInlinedPlugins: 'true', plugins: [{ type: 'bridge' }] });
+  write('files/inlined.conflist', {
+    name: 'inlined',
+    cniVersion: '1.0.0',
+    loadOnlyInlinedPlugins: 'true',
+    plugins: [{ type: 'bridge' }],
+  });
   write('files/inlined/10-tuning.conf', { type: 'tuning' });
   write('files/onlysub.conflist', { name: 'onlysub', cniVersion: '1.1.0' });
   write('files/onlysub/10-bridge.conf', { type: 'bridge' });
@@ -509,7 +644,9 @@ describe('loadNetworkFile (libcni ConfFromFile / ConfListFromFile)', () => {
       { type: 'portmap', capabilities: { portMappings: true } },
     ];
     expect(network.plugins).toEqual(plugins);
-    expect(network.bytes.toString()).toBe(JSON.stringify({ name: 'chain', cniVersion: '1.0.0', extra: 'kept', plugins }));
+    expect(network.bytes.toString()).toBe(
+      JSON.stringify({ name: 'chain', cniVersion: '1.0.0', extra: 'kept', plugins }),
+    );
   });
 
   it('a list made only of subdirectory plugins gets a plugins key in its bytes', () => {
@@ -521,17 +658,60 @@ describe('loadNetworkFile (libcni ConfFromFile / ConfListFromFile)', () => {
   });
 
   it.each<[string, number, () => string]>([
-    ['files/notype.conf', 7, () => `error loading CNI config file ${at('files/notype.conf')}: no 'type'; perhaps this is a .conflist?`],
-    ['files/bad.json', 6, () => `error loading CNI config file ${at('files/bad.json')}: network config is not valid JSON: ${jsonError('{ "name": ')}`],
-    ['files/array.conf', 6, () => `error loading CNI config file ${at('files/array.conf')}: network config must be a JSON object, got an array`],
+    [
+      'files/notype.conf',
+      7,
+      () => `error loading CNI config file ${at('files/notype.conf')}: no 'type'; perhaps this is a .conflist?`,
+    ],
+    [
+      'files/bad.json',
+      6,
+      () =>
+        `error loading CNI config file ${at('files/bad.json')}: network config is not valid JSON: ${jsonError('{ "name": ')}`,
+    ],
+    [
+      'files/array.conf',
+      6,
+      () =>
+        `error loading CNI config file ${at('files/array.conf')}: network config must be a JSON object, got an array`,
+    ],
     ['files/missing.conf', 7, () => `CNI config file ${at('files/missing.conf')} does not exist`],
     ['files/missing.conflist', 7, () => `CNI config file ${at('files/missing.conflist')} does not exist`],
-    ['files/empty.conflist', 7, () => `error loading CNI conflist file ${at('files/empty.conflist')}: no plugins: add a 'plugins' array or *.conf plugin files in ${at('files/empty')}/`],
-    ['files/inlined-none.conflist', 7, () => `error loading CNI conflist file ${at('files/inlined-none.conflist')}: \`loadOnlyInlinedPlugins\` is true but there is no 'plugins' array: add one`],
-    ['files/badsub.conflist', 7, () => `error loading CNI conflist file ${at('files/badsub.conflist')}: error loading plugin config file ${at('files/badsub/10-x.conf')}: missing 'type': a plugin file holds one plugin object`],
-    ['files/badname.conflist', 7, () => `error loading CNI conflist file ${at('files/badname.conflist')}: invalid characters found in network name "../files": ${NAME_HINT}`],
-    ['files/noname.conflist', 7, () => `error loading CNI conflist file ${at('files/noname.conflist')}: missing network name: set "name"`],
-    ['files/oldver.conflist', 1, () => `error loading CNI conflist file ${at('files/oldver.conflist')}: network "oldver" has unsupported cniVersion "0.5.0": use one of ${VERSIONS_LIST}`],
+    [
+      'files/empty.conflist',
+      7,
+      () =>
+        `error loading CNI conflist file ${at('files/empty.conflist')}: no plugins: add a 'plugins' array or *.conf plugin files in ${at('files/empty')}/`,
+    ],
+    [
+      'files/inlined-none.conflist',
+      7,
+      () =>
+        `error loading CNI conflist file ${at('files/inlined-none.conflist')}: \`loadOnlyInlinedPlugins\` is true but there is no 'plugins' array: add one`,
+    ],
+    [
+      'files/badsub.conflist',
+      7,
+      () =>
+        `error loading CNI conflist file ${at('files/badsub.conflist')}: error loading plugin config file ${at('files/badsub/10-x.conf')}: missing 'type': a plugin file holds one plugin object`,
+    ],
+    [
+      'files/badname.conflist',
+      7,
+      () =>
+        `error loading CNI conflist file ${at('files/badname.conflist')}: invalid characters found in network name "../files": ${NAME_HINT}`,
+    ],
+    [
+      'files/noname.conflist',
+      7,
+      () => `error loading CNI conflist file ${at('files/noname.conflist')}: missing network name: set "name"`,
+    ],
+    [
+      'files/oldver.conflist',
+      1,
+      () =>
+        `error loading CNI conflist file ${at('files/oldver.conflist')}: network "oldver" has unsupported cniVersion "0.5.0": use one of ${VERSIONS_LIST}`,
+    ],
   ])('%s fails with code %i', (rel, code, msg) => {
     expect(caught(() => loadNetworkFile(at(rel)))).toEqual({ code, msg: msg() });
   });
@@ -544,7 +724,10 @@ describe('loadNetworkFile (libcni ConfFromFile / ConfListFromFile)', () => {
     } catch (err) {
       nodeMessage = (err as Error).message;
     }
-    expect(caught(() => loadNetworkFile(path))).toEqual({ code: 5, msg: `cannot read CNI config file ${path}: ${nodeMessage}` });
+    expect(caught(() => loadNetworkFile(path))).toEqual({
+      code: 5,
+      msg: `cannot read CNI config file ${path}: ${nodeMessage}`,
+    });
   });
 });
 
@@ -567,7 +750,10 @@ describe('loadNetworkPath (docs/behaviour.md#cluster-network path form)', () => 
   });
 
   it('a path that does not exist', () => {
-    expect(caught(() => loadNetworkPath(at('nope/x.conf')))).toEqual({ code: 7, msg: `network path ${at('nope/x.conf')} does not exist` });
+    expect(caught(() => loadNetworkPath(at('nope/x.conf')))).toEqual({
+      code: 7,
+      msg: `network path ${at('nope/x.conf')} does not exist`,
+    });
   });
 });
 
@@ -586,7 +772,10 @@ describe('findNetworkInDir (docs/behaviour.md#nad)', () => {
   });
 
   it('a .conflist match with subdirectory plugins has them in its bytes', () => {
-    expect(JSON.parse(findNetworkInDir(at('find'), 'sub').bytes.toString()).plugins).toEqual([{ type: 'bridge' }, { type: 'tuning' }]);
+    expect(JSON.parse(findNetworkInDir(at('find'), 'sub').bytes.toString()).plugins).toEqual([
+      { type: 'bridge' },
+      { type: 'tuning' },
+    ]);
   });
 
   it('skips non-matching files that only fail validation (version, name)', () => {
@@ -594,15 +783,73 @@ describe('findNetworkInDir (docs/behaviour.md#nad)', () => {
   });
 
   it.each<[string, string, string, number, () => string]>([
-    ['a matching file without type', 'find', 'delta', 7, () => `error loading CNI config file ${at('find/35-d.conf')}: no 'type'; perhaps this is a .conflist?`],
-    ['a matching file with a bad version', 'find', 'eps', 1, () => `error loading CNI config file ${at('find/45-e.conf')}: network "eps" has unsupported cniVersion "9.9.9": use one of ${VERSIONS_LIST}`],
-    ['an unparsable file before the match aborts', 'find', 'zeta', 6, () => `error loading CNI config file ${at('find/50-broken.conf')}: network config is not valid JSON: ${jsonError('not json')}`],
-    ['an unparsable file aborts a search without match', 'find', 'nope', 6, () => `error loading CNI config file ${at('find/50-broken.conf')}: network config is not valid JSON: ${jsonError('not json')}`],
-    ['a broken conflist before the match aborts', 'find3', 'ok', 7, () => `error loading CNI conflist file ${at('find3/10-bad.conflist')}: \`plugins\` must not be empty: list at least one plugin`],
-    ['no match', 'find2', 'nope', 7, () => `no network named "nope" in ${at('find2')}: add a .conf, .json or .conflist file with "name": "nope"`],
-    ['only other extensions', 'find4', 'x', 7, () => `no networks found in ${at('find4')}: add a .conf, .json or .conflist file with "name": "x"`],
-    ['an empty directory', 'dirs/empty', 'x', 7, () => `no networks found in ${at('dirs/empty')}: add a .conf, .json or .conflist file with "name": "x"`],
-    ['a missing directory', 'missing', 'x', 7, () => `no networks found in ${at('missing')}: add a .conf, .json or .conflist file with "name": "x"`],
+    [
+      'a matching file without type',
+      'find',
+      'delta',
+      7,
+      () => `error loading CNI config file ${at('find/35-d.conf')}: no 'type'; perhaps this is a .conflist?`,
+    ],
+    [
+      'a matching file with a bad version',
+      'find',
+      'eps',
+      1,
+      () =>
+        `error loading CNI config file ${at('find/45-e.conf')}: network "eps" has unsupported cniVersion "9.9.9": use one of ${VERSIONS_LIST}`,
+    ],
+    [
+      'an unparsable file before the match aborts',
+      'find',
+      'zeta',
+      6,
+      () =>
+        `error loading CNI config file ${at('find/50-broken.conf')}: network config is not valid JSON: ${jsonError('not json')}`,
+    ],
+    [
+      'an unparsable file aborts a search without match',
+      'find',
+      'nope',
+      6,
+      () =>
+        `error loading CNI config file ${at('find/50-broken.conf')}: network config is not valid JSON: ${jsonError('not json')}`,
+    ],
+    [
+      'a broken conflist before the match aborts',
+      'find3',
+      'ok',
+      7,
+      () =>
+        `error loading CNI conflist file ${at('find3/10-bad.conflist')}: \`plugins\` must not be empty: list at least one plugin`,
+    ],
+    [
+      'no match',
+      'find2',
+      'nope',
+      7,
+      () => `no network named "nope" in ${at('find2')}: add a .conf, .json or .conflist file with "name": "nope"`,
+    ],
+    [
+      'only other extensions',
+      'find4',
+      'x',
+      7,
+      () => `no networks found in ${at('find4')}: add a .conf, .json or .conflist file with "name": "x"`,
+    ],
+    [
+      'an empty directory',
+      'dirs/empty',
+      'x',
+      7,
+      () => `no networks found in ${at('dirs/empty')}: add a .conf, .json or .conflist file with "name": "x"`,
+    ],
+    [
+      'a missing directory',
+      'missing',
+      'x',
+      7,
+      () => `no networks found in ${at('missing')}: add a .conf, .json or .conflist file with "name": "x"`,
+    ],
   ])('%s', (_title, dir, name, code, msg) => {
     expect(caught(() => findNetworkInDir(at(dir), name))).toEqual({ code, msg: msg() });
   });
@@ -617,7 +864,10 @@ describe('resolveStaticNetworks (docs/behaviour.md#cluster-network)', () => {
   const names = (networks: StaticNetwork[]): [string, string][] => networks.map((n) => [n.network.name, n.displayName]);
 
   it('without clusterNetwork: the delegates, in order, named by their config', () => {
-    const parsed = conf({ delegates: [DELEGATE, { name: 'second', plugins: [{ type: 'bridge' }] }], defaultNetworks: ['alpha'] });
+    const parsed = conf({
+      delegates: [DELEGATE, { name: 'second', plugins: [{ type: 'bridge' }] }],
+      defaultNetworks: ['alpha'],
+    });
     expect(names(resolveStaticNetworks(parsed, { podNamespace: 'default' }))).toEqual([
       ['cbr0', 'cbr0'],
       ['second', 'second'],
@@ -638,20 +888,54 @@ describe('resolveStaticNetworks (docs/behaviour.md#cluster-network)', () => {
     ['no pod namespace given', {}, {}, ['alpha', 'gamma', 'chain']],
     ['a pod in kube-system', {}, { podNamespace: 'kube-system' }, ['alpha']],
     ['a pod in a custom system namespace', { systemNamespaces: ['infra'] }, { podNamespace: 'infra' }, ['alpha']],
-    ['kube-system when it is not a system namespace', { systemNamespaces: ['infra'] }, { podNamespace: 'kube-system' }, ['alpha', 'gamma', 'chain']],
+    [
+      'kube-system when it is not a system namespace',
+      { systemNamespaces: ['infra'] },
+      { podNamespace: 'kube-system' },
+      ['alpha', 'gamma', 'chain'],
+    ],
     ['clusterOnly (STATUS, GC)', {}, { podNamespace: 'default', clusterOnly: true }, ['alpha']],
   ])('defaultNetworks after clusterNetwork: %s', (_title, extra, opts, expected) => {
-    const parsed = clusterConf({ clusterNetwork: 'alpha', defaultNetworks: ['gamma', at('files/chain.conflist')], ...extra });
+    const parsed = clusterConf({
+      clusterNetwork: 'alpha',
+      defaultNetworks: ['gamma', at('files/chain.conflist')],
+      ...extra,
+    });
     expect(resolveStaticNetworks(parsed, opts).map((n) => n.network.name)).toEqual(expected);
   });
 
   it.each<[string, Record<string, unknown>, number, () => string]>([
-    ['clusterNetwork name not found', { clusterNetwork: 'nope', confDir: at('find2') }, 7, () => `failed to get clusterNetwork "nope": no network named "nope" in ${at('find2')}: add a .conf, .json or .conflist file with "name": "nope"`],
-    ['clusterNetwork path missing', { clusterNetwork: at('none.conf') }, 7, () => `failed to get clusterNetwork "${at('none.conf')}": network path ${at('none.conf')} does not exist`],
-    ['clusterNetwork bad version keeps code 1', { clusterNetwork: 'eps' }, 1, () => `failed to get clusterNetwork "eps": error loading CNI config file ${at('find/45-e.conf')}: network "eps" has unsupported cniVersion "9.9.9": use one of ${VERSIONS_LIST}`],
-    ['defaultNetwork not found', { clusterNetwork: 'alpha', defaultNetworks: ['gamma', 'ns/missing'] }, 7, () => 'failed to get defaultNetwork "ns/missing": network path ns/missing does not exist'],
+    [
+      'clusterNetwork name not found',
+      { clusterNetwork: 'nope', confDir: at('find2') },
+      7,
+      () =>
+        `failed to get clusterNetwork "nope": no network named "nope" in ${at('find2')}: add a .conf, .json or .conflist file with "name": "nope"`,
+    ],
+    [
+      'clusterNetwork path missing',
+      { clusterNetwork: at('none.conf') },
+      7,
+      () => `failed to get clusterNetwork "${at('none.conf')}": network path ${at('none.conf')} does not exist`,
+    ],
+    [
+      'clusterNetwork bad version keeps code 1',
+      { clusterNetwork: 'eps' },
+      1,
+      () =>
+        `failed to get clusterNetwork "eps": error loading CNI config file ${at('find/45-e.conf')}: network "eps" has unsupported cniVersion "9.9.9": use one of ${VERSIONS_LIST}`,
+    ],
+    [
+      'defaultNetwork not found',
+      { clusterNetwork: 'alpha', defaultNetworks: ['gamma', 'ns/missing'] },
+      7,
+      () => 'failed to get defaultNetwork "ns/missing": network path ns/missing does not exist',
+    ],
   ])('%s', (_title, extra, code, msg) => {
-    expect(caught(() => resolveStaticNetworks(clusterConf(extra), { podNamespace: 'default' }))).toEqual({ code, msg: msg() });
+    expect(caught(() => resolveStaticNetworks(clusterConf(extra), { podNamespace: 'default' }))).toEqual({
+      code,
+      msg: msg(),
+    });
   });
 
   describe('the lookup seam (NADs, added later)', () => {

@@ -50,10 +50,33 @@ const asObject = (map: Map<string, ResourceMap>): Record<string, Record<string, 
 const CHECKPOINT = JSON.stringify({
   Data: {
     PodDeviceEntries: [
-      { PodUID: 'uid-a', ContainerName: 'app', ResourceName: 'intel.com/sriov', DeviceIDs: { '1': ['0000:03:02.3'], '0': ['0000:03:02.2', '0000:03:02.0'] }, AllocResp: 'CiAKFlBDSURFVklDRV9JTlRFTF9DT00=' },
-      { PodUID: 'uid-b', ContainerName: 'app', ResourceName: 'intel.com/sriov', DeviceIDs: { '0': ['0000:03:02.5'] }, AllocResp: null },
-      { PodUID: 'uid-a', ContainerName: 'sidecar', ResourceName: 'intel.com/sriov', DeviceIDs: { '0': ['0000:03:02.1'] }, AllocResp: '' },
-      { PodUID: 'uid-a', ContainerName: 'app', ResourceName: 'nvidia.com/gpu', DeviceIDs: { '-1': ['GPU-2'], '0': null } },
+      {
+        PodUID: 'uid-a',
+        ContainerName: 'app',
+        ResourceName: 'intel.com/sriov',
+        DeviceIDs: { '1': ['0000:03:02.3'], '0': ['0000:03:02.2', '0000:03:02.0'] },
+        AllocResp: 'CiAKFlBDSURFVklDRV9JTlRFTF9DT00=',
+      },
+      {
+        PodUID: 'uid-b',
+        ContainerName: 'app',
+        ResourceName: 'intel.com/sriov',
+        DeviceIDs: { '0': ['0000:03:02.5'] },
+        AllocResp: null,
+      },
+      {
+        PodUID: 'uid-a',
+        ContainerName: 'sidecar',
+        ResourceName: 'intel.com/sriov',
+        DeviceIDs: { '0': ['0000:03:02.1'] },
+        AllocResp: '',
+      },
+      {
+        PodUID: 'uid-a',
+        ContainerName: 'app',
+        ResourceName: 'nvidia.com/gpu',
+        DeviceIDs: { '-1': ['GPU-2'], '0': null },
+      },
     ],
     RegisteredDevices: { 'intel.com/sriov': ['0000:03:02.0', '0000:03:02.1'] },
   },
@@ -72,17 +95,44 @@ describe('parseCheckpoint', () => {
   });
 
   it.each([
-    ['the array form of older kubelets', [{ PodUID: 'u', ContainerName: 'c', ResourceName: 'r', DeviceIDs: ['b', 'a'] }], { u: { r: ['b', 'a'] } }],
-    ['null DeviceIDs (a resource with no IDs stays present)', [{ PodUID: 'u', ContainerName: 'c', ResourceName: 'r', DeviceIDs: null }], { u: { r: [] } }],
+    [
+      'the array form of older kubelets',
+      [{ PodUID: 'u', ContainerName: 'c', ResourceName: 'r', DeviceIDs: ['b', 'a'] }],
+      { u: { r: ['b', 'a'] } },
+    ],
+    [
+      'null DeviceIDs (a resource with no IDs stays present)',
+      [{ PodUID: 'u', ContainerName: 'c', ResourceName: 'r', DeviceIDs: null }],
+      { u: { r: [] } },
+    ],
     ['absent DeviceIDs and ContainerName', [{ PodUID: 'u', ResourceName: 'r' }], { u: { r: [] } }],
-    ['both forms for one pod', [{ PodUID: 'u', ResourceName: 'r', DeviceIDs: ['x'] }, { PodUID: 'u', ResourceName: 'r', DeviceIDs: { '0': ['y'] } }], { u: { r: ['x', 'y'] } }],
-    ['NUMA node 10 after node 2', [{ PodUID: 'u', ResourceName: 'r', DeviceIDs: { '10': ['ten'], '2': ['two'] } }], { u: { r: ['two', 'ten'] } }],
+    [
+      'both forms for one pod',
+      [
+        { PodUID: 'u', ResourceName: 'r', DeviceIDs: ['x'] },
+        { PodUID: 'u', ResourceName: 'r', DeviceIDs: { '0': ['y'] } },
+      ],
+      { u: { r: ['x', 'y'] } },
+    ],
+    [
+      'NUMA node 10 after node 2',
+      [{ PodUID: 'u', ResourceName: 'r', DeviceIDs: { '10': ['ten'], '2': ['two'] } }],
+      { u: { r: ['two', 'ten'] } },
+    ],
     // kubelet files devices without NUMA affinity under node -1; a JS object lists that key after the others
-    ['node -1 (no NUMA affinity) before node 0', [{ PodUID: 'u', ResourceName: 'r', DeviceIDs: { '0': ['zero'], '-1': ['none'] } }], { u: { r: ['none', 'zero'] } }],
+    [
+      'node -1 (no NUMA affinity) before node 0',
+      [{ PodUID: 'u', ResourceName: 'r', DeviceIDs: { '0': ['zero'], '-1': ['none'] } }],
+      { u: { r: ['none', 'zero'] } },
+    ],
     ['no entries (null)', null, {}],
     ['no entries (empty)', [], {}],
   ])('reads %s', (_what, entries, expected) => {
-    expect(asObject(parseCheckpoint(JSON.stringify({ Data: { PodDeviceEntries: entries, RegisteredDevices: null }, Checksum: 1 })))).toEqual(expected);
+    expect(
+      asObject(
+        parseCheckpoint(JSON.stringify({ Data: { PodDeviceEntries: entries, RegisteredDevices: null }, Checksum: 1 })),
+      ),
+    ).toEqual(expected);
   });
 
   it('reads a checkpoint without PodDeviceEntries as empty, from a Buffer', () => {
@@ -90,7 +140,11 @@ describe('parseCheckpoint', () => {
   });
 
   const entry = (over: Record<string, unknown>): string =>
-    JSON.stringify({ Data: { PodDeviceEntries: [{ PodUID: 'u', ContainerName: 'c', ResourceName: 'r', DeviceIDs: { '0': ['a'] }, ...over }] } });
+    JSON.stringify({
+      Data: {
+        PodDeviceEntries: [{ PodUID: 'u', ContainerName: 'c', ResourceName: 'r', DeviceIDs: { '0': ['a'] }, ...over }],
+      },
+    });
 
   it.each([
     ['not JSON', 'garbage', 'not JSON ('],
@@ -101,14 +155,38 @@ describe('parseCheckpoint', () => {
     ['without Data', '{"Checksum":1}', '"Data" must be a JSON object'],
     ['with Data an array', '{"Data":[]}', '"Data" must be a JSON object'],
     ['with PodDeviceEntries an object', '{"Data":{"PodDeviceEntries":{}}}', '"Data.PodDeviceEntries" must be an array'],
-    ['with an entry that is a string', '{"Data":{"PodDeviceEntries":["x"]}}', 'Data.PodDeviceEntries[0] must be a JSON object'],
+    [
+      'with an entry that is a string',
+      '{"Data":{"PodDeviceEntries":["x"]}}',
+      'Data.PodDeviceEntries[0] must be a JSON object',
+    ],
     ['with a numeric PodUID', entry({ PodUID: 7 }), 'Data.PodDeviceEntries[0].PodUID must be a string'],
-    ['without ResourceName', entry({ ResourceName: undefined }), 'Data.PodDeviceEntries[0].ResourceName must be a string'],
-    ['with a numeric ContainerName', entry({ ContainerName: 1 }), 'Data.PodDeviceEntries[0].ContainerName must be a string'],
-    ['with DeviceIDs a string', entry({ DeviceIDs: 'a' }), 'DeviceIDs must be an object of NUMA node -> IDs, or an array'],
+    [
+      'without ResourceName',
+      entry({ ResourceName: undefined }),
+      'Data.PodDeviceEntries[0].ResourceName must be a string',
+    ],
+    [
+      'with a numeric ContainerName',
+      entry({ ContainerName: 1 }),
+      'Data.PodDeviceEntries[0].ContainerName must be a string',
+    ],
+    [
+      'with DeviceIDs a string',
+      entry({ DeviceIDs: 'a' }),
+      'DeviceIDs must be an object of NUMA node -> IDs, or an array',
+    ],
     ['with a number among array DeviceIDs', entry({ DeviceIDs: ['a', 1] }), 'DeviceIDs must hold strings'],
-    ['with a non-numeric NUMA key', entry({ DeviceIDs: { numa0: ['a'] } }), 'DeviceIDs key "numa0" is not a NUMA node number'],
-    ['with a NUMA value that is a string', entry({ DeviceIDs: { '0': 'a' } }), 'DeviceIDs["0"] must be an array of strings'],
+    [
+      'with a non-numeric NUMA key',
+      entry({ DeviceIDs: { numa0: ['a'] } }),
+      'DeviceIDs key "numa0" is not a NUMA node number',
+    ],
+    [
+      'with a NUMA value that is a string',
+      entry({ DeviceIDs: { '0': 'a' } }),
+      'DeviceIDs["0"] must be an array of strings',
+    ],
   ])('rejects a checkpoint %s, naming the file and the problem', (_what, text, problem) => {
     const err = thrown(() => parseCheckpoint(text, '/tmp/cp'));
     expect(err.code).toBe(CniCode.DecodingFailure);
@@ -140,8 +218,25 @@ describe('resource maps', () => {
 
   const list: ListPodResourcesResponse = {
     podResources: [
-      { name: 'p', namespace: 'ns', containers: [{ name: 'a', devices: [{ resourceName: 'r', deviceIds: ['2', '1'] }] }, { name: 'b', devices: [{ resourceName: 'r', deviceIds: ['0'] }, { resourceName: 's', deviceIds: [] }] }] },
-      { name: 'p', namespace: 'other', containers: [{ name: 'a', devices: [{ resourceName: 'r', deviceIds: ['9'] }] }] },
+      {
+        name: 'p',
+        namespace: 'ns',
+        containers: [
+          { name: 'a', devices: [{ resourceName: 'r', deviceIds: ['2', '1'] }] },
+          {
+            name: 'b',
+            devices: [
+              { resourceName: 'r', deviceIds: ['0'] },
+              { resourceName: 's', deviceIds: [] },
+            ],
+          },
+        ],
+      },
+      {
+        name: 'p',
+        namespace: 'other',
+        containers: [{ name: 'a', devices: [{ resourceName: 'r', deviceIds: ['9'] }] }],
+      },
       { name: 'q', namespace: 'ns', containers: [{ name: 'a', devices: [{ resourceName: 'r', deviceIds: ['8'] }] }] },
     ],
   };
@@ -155,32 +250,56 @@ describe('resource maps', () => {
     expect(Object.fromEntries(resourceMapFromPodResources(list, namespace, name))).toEqual(expected);
   });
 
-  it.each([['', 'p'], ['ns', '']])('resourceMapFromPodResources refuses namespace %j name %j', (namespace, name) => {
+  it.each([
+    ['', 'p'],
+    ['ns', ''],
+  ])('resourceMapFromPodResources refuses namespace %j name %j', (namespace, name) => {
     expect(thrown(() => resourceMapFromPodResources(list, namespace, name)).code).toBe(CniCode.InvalidConfig);
   });
 
   it.each([
-    ['lexicographic, not numeric', ['0000:03:02.2', '0000:03:02.10', '0000:03:02.1'], ['0000:03:02.1', '0000:03:02.10', '0000:03:02.2']],
+    [
+      'lexicographic, not numeric',
+      ['0000:03:02.2', '0000:03:02.10', '0000:03:02.1'],
+      ['0000:03:02.1', '0000:03:02.10', '0000:03:02.2'],
+    ],
     ['upper case before lower case (bytes)', ['b', 'a', 'B'], ['B', 'a', 'b']],
     ['duplicates kept', ['x', 'x', 'a'], ['a', 'x', 'x']],
     // UTF-16 order would put the astral U+1F600 (surrogates D83D...) before U+FF61; Go's byte order does not
     ['by UTF-8 bytes as Go sort.Strings', ['\u{1F600}', '\uFF61', 'z'], ['z', '\uFF61', '\u{1F600}']],
   ])('sorts device IDs %s', (_what, ids, expected) => {
-    const response: ListPodResourcesResponse = { podResources: [{ name: 'p', namespace: 'n', containers: [{ name: 'c', devices: [{ resourceName: 'r', deviceIds: ids }] }] }] };
+    const response: ListPodResourcesResponse = {
+      podResources: [
+        { name: 'p', namespace: 'n', containers: [{ name: 'c', devices: [{ resourceName: 'r', deviceIds: ids }] }] },
+      ],
+    };
     expect(resourceMapFromPodResources(response, 'n', 'p').get('r')).toEqual(expected);
     expect(resourceMapFromCheckpoint(new Map([['u', new Map([['r', ids]])]]), 'u').get('r')).toEqual(expected);
   });
 });
 
 describe('DeviceAllocator', () => {
-  const map = (): ResourceMap => new Map([['intel.com/sriov', ['a', 'b']], ['nvidia.com/gpu', ['g']], ['empty', []]]);
+  const map = (): ResourceMap =>
+    new Map([
+      ['intel.com/sriov', ['a', 'b']],
+      ['nvidia.com/gpu', ['g']],
+      ['empty', []],
+    ]);
 
   it.each([
     ['one cursor per resource', ['intel.com/sriov', 'nvidia.com/gpu', 'intel.com/sriov'], ['a', 'g', 'b']],
-    ['exhausted gives undefined, and stays so', ['nvidia.com/gpu', 'nvidia.com/gpu', 'nvidia.com/gpu'], ['g', undefined, undefined]],
+    [
+      'exhausted gives undefined, and stays so',
+      ['nvidia.com/gpu', 'nvidia.com/gpu', 'nvidia.com/gpu'],
+      ['g', undefined, undefined],
+    ],
     ['an absent resource gives undefined', ['mellanox.com/rdma', 'intel.com/sriov'], [undefined, 'a']],
     ['a resource with no IDs gives undefined', ['empty'], [undefined]],
-    ['a miss does not consume another resource', ['empty', 'intel.com/sriov', 'empty', 'intel.com/sriov', 'intel.com/sriov'], [undefined, 'a', undefined, 'b', undefined]],
+    [
+      'a miss does not consume another resource',
+      ['empty', 'intel.com/sriov', 'empty', 'intel.com/sriov', 'intel.com/sriov'],
+      [undefined, 'a', undefined, 'b', undefined],
+    ],
   ])('%s', (_what, requests, expected) => {
     const allocator = new DeviceAllocator(map());
     expect(requests.map((r) => allocator.next(r))).toEqual(expected);
@@ -197,7 +316,10 @@ describe('DeviceAllocator', () => {
 
 describe('readResourceMap from the checkpoint (no pod-resources socket)', () => {
   const pod = { namespace: 'ns1', name: 'pod-a', uid: 'uid-a' };
-  const deps = () => ({ podResourcesSocket: join(dir, 'no-kubelet.sock'), checkpointFile: join(dir, 'kubelet_internal_checkpoint') });
+  const deps = () => ({
+    podResourcesSocket: join(dir, 'no-kubelet.sock'),
+    checkpointFile: join(dir, 'kubelet_internal_checkpoint'),
+  });
 
   it('matches the pod by UID and sorts, logging the source at debug', async () => {
     writeFileSync(deps().checkpointFile, CHECKPOINT);
@@ -212,9 +334,27 @@ describe('readResourceMap from the checkpoint (no pod-resources socket)', () => 
   });
 
   it.each([
-    ['a missing checkpoint', null, pod, CniCode.IoFailure, /^failed to get resourceMap from the device-plugin checkpoint: cannot read .*kubelet_internal_checkpoint: .*ENOENT/],
-    ['a corrupt checkpoint', '{"Data":', pod, CniCode.DecodingFailure, /^failed to get resourceMap from the device-plugin checkpoint: .*kubelet_internal_checkpoint is not a valid kubelet device-plugin checkpoint: not JSON/],
-    ['a pod without UID', CHECKPOINT, { ...pod, uid: '' }, CniCode.InvalidConfig, /^failed to get resourceMap from the device-plugin checkpoint: cannot match the device-plugin checkpoint: the pod UID is empty$/],
+    [
+      'a missing checkpoint',
+      null,
+      pod,
+      CniCode.IoFailure,
+      /^failed to get resourceMap from the device-plugin checkpoint: cannot read .*kubelet_internal_checkpoint: .*ENOENT/,
+    ],
+    [
+      'a corrupt checkpoint',
+      '{"Data":',
+      pod,
+      CniCode.DecodingFailure,
+      /^failed to get resourceMap from the device-plugin checkpoint: .*kubelet_internal_checkpoint is not a valid kubelet device-plugin checkpoint: not JSON/,
+    ],
+    [
+      'a pod without UID',
+      CHECKPOINT,
+      { ...pod, uid: '' },
+      CniCode.InvalidConfig,
+      /^failed to get resourceMap from the device-plugin checkpoint: cannot match the device-plugin checkpoint: the pod UID is empty$/,
+    ],
   ])('%s is a CniError', async (_what, content, who, code, message) => {
     if (content !== null) writeFileSync(deps().checkpointFile, content);
     const err = await rejection(readResourceMap(who, deps()));
@@ -223,7 +363,12 @@ describe('readResourceMap from the checkpoint (no pod-resources socket)', () => 
   });
 
   it('uses the kubelet defaults when nothing is injected', () => {
-    expect([POD_RESOURCES_SOCKET, DEVICE_CHECKPOINT_FILE, POD_RESOURCES_TIMEOUT_MS, POD_RESOURCES_MAX_MESSAGE_BYTES]).toEqual([
+    expect([
+      POD_RESOURCES_SOCKET,
+      DEVICE_CHECKPOINT_FILE,
+      POD_RESOURCES_TIMEOUT_MS,
+      POD_RESOURCES_MAX_MESSAGE_BYTES,
+    ]).toEqual([
       '/var/lib/kubelet/pod-resources/kubelet.sock',
       '/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint',
       10_000,
@@ -245,7 +390,14 @@ describe('injectDeviceId', () => {
     [
       'a single config: at the top level',
       { cniVersion: '1.0.0', name: 'sriov-net', type: 'sriov', ipam: { type: 'host-local' } },
-      { cniVersion: '1.0.0', name: 'sriov-net', type: 'sriov', ipam: { type: 'host-local' }, deviceID: '0000:03:02.1', pciBusID: '0000:03:02.1' },
+      {
+        cniVersion: '1.0.0',
+        name: 'sriov-net',
+        type: 'sriov',
+        ipam: { type: 'host-local' },
+        deviceID: '0000:03:02.1',
+        pciBusID: '0000:03:02.1',
+      },
     ],
     [
       'a single config that had a deviceID: replaced',
@@ -255,7 +407,14 @@ describe('injectDeviceId', () => {
     [
       'a conflist: in every plugin, not at the list level',
       { cniVersion: '1.0.0', name: 'l', plugins: [{ type: 'sriov' }, { type: 'tuning', sysctl: {} }] },
-      { cniVersion: '1.0.0', name: 'l', plugins: [{ type: 'sriov', deviceID: '0000:03:02.1', pciBusID: '0000:03:02.1' }, { type: 'tuning', sysctl: {}, deviceID: '0000:03:02.1', pciBusID: '0000:03:02.1' }] },
+      {
+        cniVersion: '1.0.0',
+        name: 'l',
+        plugins: [
+          { type: 'sriov', deviceID: '0000:03:02.1', pciBusID: '0000:03:02.1' },
+          { type: 'tuning', sysctl: {}, deviceID: '0000:03:02.1', pciBusID: '0000:03:02.1' },
+        ],
+      },
     ],
     [
       "an object with both 'type' and 'plugins': single, as parseNetwork reads it",
@@ -277,9 +436,21 @@ describe('injectDeviceId', () => {
   });
 
   it.each([
-    ['neither type nor plugins', { name: 'x' }, "cannot set the device ID: the config has neither a 'type' nor a 'plugins' array"],
-    ['plugins not an array', { name: 'x', plugins: {} }, "cannot set the device ID: the config has neither a 'type' nor a 'plugins' array"],
-    ['a plugin that is not an object', { name: 'x', plugins: [{ type: 'a' }, 'b'] }, 'cannot set the device ID: plugins[1] is not a JSON object'],
+    [
+      'neither type nor plugins',
+      { name: 'x' },
+      "cannot set the device ID: the config has neither a 'type' nor a 'plugins' array",
+    ],
+    [
+      'plugins not an array',
+      { name: 'x', plugins: {} },
+      "cannot set the device ID: the config has neither a 'type' nor a 'plugins' array",
+    ],
+    [
+      'a plugin that is not an object',
+      { name: 'x', plugins: [{ type: 'a' }, 'b'] },
+      'cannot set the device ID: plugins[1] is not a JSON object',
+    ],
   ])('refuses %s', (_what, config, message) => {
     const err = thrown(() => injectDeviceId(config, 'd'));
     expect(err.code).toBe(CniCode.InvalidConfig);
@@ -322,7 +493,10 @@ describe('device-info paths', () => {
   });
 
   it('the default directories are the ones Multus and device plugins share', () => {
-    expect([CNI_DEVINFO_DIR, DP_DEVINFO_DIR]).toEqual(['/var/run/k8s.cni.cncf.io/devinfo/cni', '/var/run/k8s.cni.cncf.io/devinfo/dp']);
+    expect([CNI_DEVINFO_DIR, DP_DEVINFO_DIR]).toEqual([
+      '/var/run/k8s.cni.cncf.io/devinfo/cni',
+      '/var/run/k8s.cni.cncf.io/devinfo/dp',
+    ]);
   });
 });
 
@@ -335,7 +509,8 @@ describe('copyDevicePluginInfo', () => {
     mkdirSync(dpDir);
     target = deviceInfoPath('ns/net', 'cid', 'net1', join(dir, 'cni'));
   });
-  const writeSource = (content: string): void => writeFileSync(devicePluginInfoPath('intel.com/sriov', '0000:03:02.1', dpDir), content);
+  const writeSource = (content: string): void =>
+    writeFileSync(devicePluginInfoPath('intel.com/sriov', '0000:03:02.1', dpDir), content);
   const copy = (): string | undefined => copyDevicePluginInfo('intel.com/sriov', '0000:03:02.1', target, dpDir);
 
   it('copies the bytes to a new 0444 file whatever the umask, creating the directory, leaving no temp file', () => {
@@ -361,7 +536,9 @@ describe('copyDevicePluginInfo', () => {
     writeSource(DEVINFO);
     mkdirSync(join(dir, 'cni'));
     writeFileSync(target, 'theirs');
-    expect(copy()).toMatch(/^cannot copy device-plugin info .*intel.com-sriov-0000:03:02.1-device.json to .*ns-net-cid_net1: it already exists$/);
+    expect(copy()).toMatch(
+      /^cannot copy device-plugin info .*intel.com-sriov-0000:03:02.1-device.json to .*ns-net-cid_net1: it already exists$/,
+    );
     expect(readFileSync(target, 'utf8')).toBe('theirs');
     expect(readdirSync(join(dir, 'cni'))).toEqual(['ns-net-cid_net1']);
   });
@@ -389,9 +566,17 @@ describe('copyDevicePluginInfo', () => {
 
 describe('readDeviceInfo and removeDeviceInfo', () => {
   it.each([
-    ['a JSON object', '{"type":"pci","pci":{"pci-address":"0000:03:02.1"}}', { kind: 'ok', value: { type: 'pci', pci: { 'pci-address': '0000:03:02.1' } } }],
+    [
+      'a JSON object',
+      '{"type":"pci","pci":{"pci-address":"0000:03:02.1"}}',
+      { kind: 'ok', value: { type: 'pci', pci: { 'pci-address': '0000:03:02.1' } } },
+    ],
     ['not JSON', 'nope', { kind: 'corrupt', code: CniCode.DecodingFailure, msg: /device info .*\/f is not JSON: / }],
-    ['a JSON array', '[1]', { kind: 'corrupt', code: CniCode.DecodingFailure, msg: /device info .*\/f is not a JSON object$/ }],
+    [
+      'a JSON array',
+      '[1]',
+      { kind: 'corrupt', code: CniCode.DecodingFailure, msg: /device info .*\/f is not a JSON object$/ },
+    ],
   ])('readDeviceInfo of %s', (_what, content, expected) => {
     writeFileSync(join(dir, 'f'), content);
     const outcome = readDeviceInfo(join(dir, 'f'));

@@ -3,7 +3,17 @@
  * stdin/stdout/stderr, exit status, the timeout that kills the whole process group, and libcni's retry of
  * "text file busy".
  */
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -47,7 +57,9 @@ describe('findInPath', () => {
     ['../a/plug', 'invalid plugin type "../a/plug"'],
     ['a/plug', 'invalid plugin type "a/plug"'],
   ])('rejects %s with code 7', (type, text) => {
-    expect(() => findInPath(type, [join(dir, 'a'), join(dir, 'b')])).toThrowError(expect.objectContaining({ code: 7, msg: expect.stringContaining(text) }));
+    expect(() => findInPath(type, [join(dir, 'a'), join(dir, 'b')])).toThrowError(
+      expect.objectContaining({ code: 7, msg: expect.stringContaining(text) }),
+    );
   });
 });
 
@@ -68,7 +80,7 @@ describe('execPlugin', () => {
     expect(out.timedOut).toBe(true);
     expect(Date.now() - started).toBeLessThan(5000);
     await new Promise((r) => setTimeout(r, 100));
-    expect(running(Number(readFileSync(pidFile, 'utf8'))), 'the plugin\'s background child was killed too').toBe(false);
+    expect(running(Number(readFileSync(pidFile, 'utf8'))), "the plugin's background child was killed too").toBe(false);
   });
 
   it('does not wait for pipes a background child keeps open once the plugin itself exited', async () => {

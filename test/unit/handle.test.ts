@@ -67,7 +67,11 @@ const baseEnv = () => ({
   CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=pod1;K8S_POD_UID=u1',
 });
 
-function call(command: string, config: unknown = conf(), env: Record<string, string | undefined> = {}): Promise<CniAnswer> {
+function call(
+  command: string,
+  config: unknown = conf(),
+  env: Record<string, string | undefined> = {},
+): Promise<CniAnswer> {
   const stdin = Buffer.from(typeof config === 'string' ? config : JSON.stringify(config));
   return handle(host(), { env: { ...baseEnv(), CNI_COMMAND: command, ...env }, stdin });
 }
@@ -94,14 +98,22 @@ describe('handle(): dispatch', () => {
     // STATUS goes to delegates of 1.1.0 or later only; these are 1.0.0.
     expect(await call('STATUS', conf({ cniVersion: '1.1.0' }))).toMatchObject({ exitCode: 0, stdout: '' });
     expect(exec.calls()).toEqual([
-      'ADD p0 eth0', 'ADD p1 net1', 'CHECK p0 eth0', 'CHECK p1 net1', 'DEL p1 net1', 'DEL p0 eth0',
+      'ADD p0 eth0',
+      'ADD p1 net1',
+      'CHECK p0 eth0',
+      'CHECK p1 net1',
+      'DEL p1 net1',
+      'DEL p0 eth0',
     ]);
   });
 
   it('VERSION answers without reading the config; an empty CNI_COMMAND prints the about text to stderr', async () => {
     const version = await call('VERSION', 'not json');
     expect(version.exitCode).toBe(0);
-    expect(wire(version)).toMatchObject({ cniVersion: '1.1.0', supportedVersions: expect.arrayContaining(['0.1.0', '1.1.0']) });
+    expect(wire(version)).toMatchObject({
+      cniVersion: '1.1.0',
+      supportedVersions: expect.arrayContaining(['0.1.0', '1.1.0']),
+    });
     const about = await call('', 'not json');
     expect(about).toMatchObject({ exitCode: 0, stdout: '' });
     expect(about.stderr).toMatch(/^multus-ts .*meta-plugin/);
@@ -113,26 +125,39 @@ describe('handle(): errors on the wire', () => {
   it('an unknown command is code 4 in the current version', async () => {
     const answer = await call('PATCH');
     expect(answer.exitCode).toBe(1);
-    expect(wire(answer)).toMatchObject({ cniVersion: '1.1.0', code: 4, msg: expect.stringContaining('unknown CNI_COMMAND') });
+    expect(wire(answer)).toMatchObject({
+      cniVersion: '1.1.0',
+      code: 4,
+      msg: expect.stringContaining('unknown CNI_COMMAND'),
+    });
   });
 
   it('undecodable stdin is code 6; a missing variable is code 4; a bad config is code 7 in its own version', async () => {
     expect(wire(await call('ADD', '{'))).toMatchObject({ code: 6 });
-    expect(wire(await call('ADD', conf(), { CNI_IFNAME: undefined }))).toMatchObject({ code: 4, msg: expect.stringContaining('CNI_IFNAME') });
+    expect(wire(await call('ADD', conf(), { CNI_IFNAME: undefined }))).toMatchObject({
+      code: 4,
+      msg: expect.stringContaining('CNI_IFNAME'),
+    });
     const bad = wire(await call('ADD', conf({ cniVersion: '0.3.1', delegates: 'x' })));
     expect(bad).toMatchObject({ cniVersion: '0.3.1', code: 7 });
     expect(exec.received).toEqual([]);
   });
 
   it('the version gate: CHECK needs 0.4.0, GC and STATUS need 1.1.0 (code 1)', async () => {
-    expect(wire(await call('CHECK', conf({ cniVersion: '0.3.1' })))).toMatchObject({ code: 1, msg: 'config version does not allow CHECK' });
+    expect(wire(await call('CHECK', conf({ cniVersion: '0.3.1' })))).toMatchObject({
+      code: 1,
+      msg: 'config version does not allow CHECK',
+    });
     expect(wire(await call('GC', conf({ cniVersion: '1.0.0' })))).toMatchObject({ code: 1 });
     expect(wire(await call('STATUS', conf({ cniVersion: '1.0.0' })))).toMatchObject({ code: 1 });
     expect(exec.received).toEqual([]);
   });
 
-  it('a delegate\'s own error code reaches the wire, after the rollback', async () => {
-    exec.returns['p1 ADD'] = { exitCode: 1, stdout: Buffer.from(JSON.stringify({ cniVersion: '1.0.0', code: 42, msg: 'nope' })) };
+  it("a delegate's own error code reaches the wire, after the rollback", async () => {
+    exec.returns['p1 ADD'] = {
+      exitCode: 1,
+      stdout: Buffer.from(JSON.stringify({ cniVersion: '1.0.0', code: 42, msg: 'nope' })),
+    };
     const answer = await call('ADD');
     expect(answer.exitCode).toBe(1);
     expect(wire(answer)).toMatchObject({ code: 42, msg: expect.stringContaining('nope') });
@@ -153,16 +178,21 @@ describe('handle(): errors on the wire', () => {
 describe('handle(): the netns rule', () => {
   it('ADD and CHECK need an existing CNI_NETNS (code 4); DEL of a gone namespace goes on', async () => {
     const gone = join(dir, 'no-such-netns');
-    expect(wire(await call('ADD', conf(), { CNI_NETNS: gone }))).toMatchObject({ code: 4, msg: expect.stringContaining(gone) });
+    expect(wire(await call('ADD', conf(), { CNI_NETNS: gone }))).toMatchObject({
+      code: 4,
+      msg: expect.stringContaining(gone),
+    });
     expect(wire(await call('CHECK', conf(), { CNI_NETNS: gone }))).toMatchObject({ code: 4 });
     expect(await call('DEL', conf(), { CNI_NETNS: gone })).toMatchObject({ exitCode: 0 });
   });
 
-  it('the plugin\'s own namespace is refused with code 8 unless CNI_NETNS_OVERRIDE is set', async () => {
+  it("the plugin's own namespace is refused with code 8 unless CNI_NETNS_OVERRIDE is set", async () => {
     const own = await call('ADD', conf(), { CNI_NETNS: '/proc/self/ns/net' });
     expect(wire(own)).toMatchObject({ code: 8 });
     expect(exec.received).toEqual([]);
-    expect(await call('ADD', conf(), { CNI_NETNS: '/proc/self/ns/net', CNI_NETNS_OVERRIDE: '1' })).toMatchObject({ exitCode: 0 });
+    expect(await call('ADD', conf(), { CNI_NETNS: '/proc/self/ns/net', CNI_NETNS_OVERRIDE: '1' })).toMatchObject({
+      exitCode: 0,
+    });
   });
 });
 
@@ -186,7 +216,7 @@ describe('handle(): the readiness rule', () => {
     expect(sleeps).toBe(0);
   });
 
-  it('a bad CNI_ARGS is reported before the wait (Multus\' order)', async () => {
+  it("a bad CNI_ARGS is reported before the wait (Multus' order)", async () => {
     ready = false;
     expect(wire(await call('ADD', withFile(), { CNI_ARGS: 'novalue' }))).toMatchObject({ code: 4 });
     expect(sleeps).toBe(0);

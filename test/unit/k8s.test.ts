@@ -41,14 +41,59 @@ function openssl(args: string[]): void {
 
 function makeCert(name: string, subject: string, ext: string, ca = 'ca'): void {
   writeFileSync(join(pki, `${name}.ext`), `${ext}\n`);
-  openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject]);
-  openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`]);
+  openssl([
+    'req',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.csr`,
+    '-subj',
+    subject,
+  ]);
+  openssl([
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${ca}.crt`,
+    '-CAkey',
+    `${ca}.key`,
+    '-CAcreateserial',
+    '-out',
+    `${name}.crt`,
+    '-days',
+    '2',
+    '-extfile',
+    `${name}.ext`,
+  ]);
 }
 
 beforeAll(() => {
   pki = mkdtempSync(join(tmpdir(), 'multus-ts-k8s-pki-'));
   for (const ca of ['ca', 'other-ca']) {
-    openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${ca}.key`, '-out', `${ca}.crt`, '-subj', `/CN=${ca}`, '-days', '2']);
+    openssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      `${ca}.key`,
+      '-out',
+      `${ca}.crt`,
+      '-subj',
+      `/CN=${ca}`,
+      '-days',
+      '2',
+    ]);
   }
   makeCert('server', '/CN=kube-apiserver', 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc');
   makeCert('client', '/O=system:nodes/CN=system:node:worker-1', 'extendedKeyUsage=clientAuth');
@@ -77,14 +122,25 @@ interface Stub {
   handle: Handler;
 }
 
-const POD: Pod = { metadata: { name: 'web-0', namespace: 'default', uid: 'uid-1', resourceVersion: '42', annotations: {} }, spec: {}, status: {} };
+const POD: Pod = {
+  metadata: { name: 'web-0', namespace: 'default', uid: 'uid-1', resourceVersion: '42', annotations: {} },
+  spec: {},
+  status: {},
+};
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'Content-Type': 'application/json' });
   res.end(JSON.stringify(body));
 }
 
-const status = (code: number, reason: string, message: string) => ({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message });
+const status = (code: number, reason: string, message: string) => ({
+  kind: 'Status',
+  apiVersion: 'v1',
+  status: 'Failure',
+  code,
+  reason,
+  message,
+});
 
 function startStub(kind: 'https' | 'http' = 'https'): Promise<Stub> {
   const stub = { seen: [] as Seen[], connections: 0, handle: ((_q, res) => json(res, 200, POD)) as Handler } as Stub;
@@ -95,17 +151,31 @@ function startStub(kind: 'https' | 'http' = 'https'): Promise<Stub> {
       const sock = req.socket as TLSSocket;
       const peer = kind === 'https' ? sock.getPeerCertificate() : undefined;
       const seen: Seen = {
-        method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization, headers: req.headers,
-        body: Buffer.concat(chunks).toString(), clientCn: peer && 'subject' in peer && peer.subject ? String(peer.subject.CN) : undefined,
+        method: req.method ?? '',
+        url: req.url ?? '',
+        authorization: req.headers.authorization,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString(),
+        clientCn: peer && 'subject' in peer && peer.subject ? String(peer.subject.CN) : undefined,
         servername: kind === 'https' && typeof sock.servername === 'string' ? sock.servername : undefined,
       };
       stub.seen.push(seen);
       stub.handle(seen, res);
     });
   };
-  stub.server = kind === 'https'
-    ? createHttpsServer({ key: pem('server.key'), cert: pem('server.crt'), ca: pem('ca.crt'), requestCert: true, rejectUnauthorized: false }, listener)
-    : createHttpServer(listener);
+  stub.server =
+    kind === 'https'
+      ? createHttpsServer(
+          {
+            key: pem('server.key'),
+            cert: pem('server.crt'),
+            ca: pem('ca.crt'),
+            requestCert: true,
+            rejectUnauthorized: false,
+          },
+          listener,
+        )
+      : createHttpServer(listener);
   stub.server.on('connection', () => stub.connections++);
   return new Promise((resolve) => {
     stub.server.listen(0, '127.0.0.1', () => {
@@ -133,13 +203,35 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function writeKubeconfig(user: string, cluster = `    certificate-authority-data: ${b64('ca.crt')}`, server = stub.url): string {
+function writeKubeconfig(
+  user: string,
+  cluster = `    certificate-authority-data: ${b64('ca.crt')}`,
+  server = stub.url,
+): string {
   const file = join(dir, 'multus.kubeconfig');
-  writeFileSync(file, [
-    'apiVersion: v1', 'kind: Config', 'clusters:', '- name: local', '  cluster:', `    server: ${server}`, cluster,
-    'users:', '- name: multus', '  user:', user, 'contexts:', '- name: ctx', '  context:', '    cluster: local',
-    '    user: multus', 'current-context: ctx', '',
-  ].join('\n'));
+  writeFileSync(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- name: local',
+      '  cluster:',
+      `    server: ${server}`,
+      cluster,
+      'users:',
+      '- name: multus',
+      '  user:',
+      user,
+      'contexts:',
+      '- name: ctx',
+      '  context:',
+      '    cluster: local',
+      '    user: multus',
+      'current-context: ctx',
+      '',
+    ].join('\n'),
+  );
   return file;
 }
 
@@ -171,7 +263,9 @@ describe('requests', () => {
   it('GETs a pod with a bearer token over verified TLS, without loading client-node', async () => {
     const c = await client(writeKubeconfig('    token: tok-static'));
     expect(await c.getPod('default', 'web-0')).toEqual(POD);
-    expect(stub.seen).toMatchObject([{ method: 'GET', url: '/api/v1/namespaces/default/pods/web-0', authorization: 'Bearer tok-static' }]);
+    expect(stub.seen).toMatchObject([
+      { method: 'GET', url: '/api/v1/namespaces/default/pods/web-0', authorization: 'Bearer tok-static' },
+    ]);
     expect(stub.seen[0]?.headers.accept).toBe('application/json');
     expect(c.requestCount).toBe(1);
     expect(c.info).toMatchObject({ source: 'kubeconfig', server: stub.url, auth: 'token', fallback: false });
@@ -186,7 +280,8 @@ describe('requests', () => {
   });
 
   it('PUTs the pod to the status subresource and returns the answer', async () => {
-    stub.handle = (q, res) => json(res, 200, { ...JSON.parse(q.body), metadata: { ...POD.metadata, resourceVersion: '43' } });
+    stub.handle = (q, res) =>
+      json(res, 200, { ...JSON.parse(q.body), metadata: { ...POD.metadata, resourceVersion: '43' } });
     const c = await client(writeKubeconfig('    token: t'));
     const updated = await c.updatePodStatus(POD);
     expect(stub.seen[0]).toMatchObject({ method: 'PUT', url: '/api/v1/namespaces/default/pods/web-0/status' });
@@ -198,11 +293,20 @@ describe('requests', () => {
   it('POSTs an Event about the pod from component multus', async () => {
     stub.handle = (q, res) => json(res, 201, JSON.parse(q.body));
     const c = await client(writeKubeconfig('    token: t'));
-    await c.createEvent({ pod: POD, type: 'Normal', reason: 'AddedInterface', message: 'Add net1 [10.1.1.2/24] from ns1/macvlan' });
+    await c.createEvent({
+      pod: POD,
+      type: 'Normal',
+      reason: 'AddedInterface',
+      message: 'Add net1 [10.1.1.2/24] from ns1/macvlan',
+    });
     const ev = JSON.parse(stub.seen[0]?.body ?? '');
     expect(stub.seen[0]).toMatchObject({ method: 'POST', url: '/api/v1/namespaces/default/events' });
     expect(ev).toMatchObject({
-      kind: 'Event', type: 'Normal', reason: 'AddedInterface', count: 1, source: { component: 'multus' },
+      kind: 'Event',
+      type: 'Normal',
+      reason: 'AddedInterface',
+      count: 1,
+      source: { component: 'multus' },
       involvedObject: { kind: 'Pod', namespace: 'default', name: 'web-0', uid: 'uid-1', resourceVersion: '42' },
       metadata: { namespace: 'default' },
     });
@@ -211,7 +315,14 @@ describe('requests', () => {
 
   it('names events like client-go (<pod>.<unix nanos in hex>), unique within one millisecond', () => {
     const at = new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678));
-    const names = [1, 2, 3].map(() => (eventBody({ pod: POD, type: 'Warning', reason: 'NoNetworkFound', message: 'm' }, at).metadata as { name: string }).name);
+    const names = [1, 2, 3].map(
+      () =>
+        (
+          eventBody({ pod: POD, type: 'Warning', reason: 'NoNetworkFound', message: 'm' }, at).metadata as {
+            name: string;
+          }
+        ).name,
+    );
     expect(new Set(names).size).toBe(3);
     for (const name of names) {
       const nanos = BigInt(`0x${name.slice('web-0.'.length)}`);
@@ -231,7 +342,10 @@ describe('requests', () => {
   });
 
   it('keeps the server URL path as a prefix', async () => {
-    const c = await client(writeKubeconfig('    token: t', undefined, `${stub.url}/k8s/clusters/c-1/`).replace(/$/, ''), {});
+    const c = await client(
+      writeKubeconfig('    token: t', undefined, `${stub.url}/k8s/clusters/c-1/`).replace(/$/, ''),
+      {},
+    );
     await c.getPod('default', 'web-0');
     expect(stub.seen[0]?.url).toBe('/k8s/clusters/c-1/api/v1/namespaces/default/pods/web-0');
   });
@@ -263,20 +377,29 @@ describe('credentials', () => {
   it('authenticates with a client certificate from relative files and a CA file', async () => {
     mkdirSync(join(dir, 'pki'));
     for (const f of ['ca.crt', 'client.crt', 'client.key']) writeFileSync(join(dir, 'pki', f), pem(f));
-    const c = await client(writeKubeconfig('    client-certificate: pki/client.crt\n    client-key: pki/client.key', '    certificate-authority: pki/ca.crt'));
+    const c = await client(
+      writeKubeconfig(
+        '    client-certificate: pki/client.crt\n    client-key: pki/client.key',
+        '    certificate-authority: pki/ca.crt',
+      ),
+    );
     await c.getPod('default', 'web-0');
     expect(stub.seen[0]).toMatchObject({ clientCn: 'system:node:worker-1', authorization: undefined });
     expect(c.info.auth).toBe('client-certificate');
   });
 
   it('authenticates with client certificate data', async () => {
-    const c = await client(writeKubeconfig(`    client-certificate-data: ${b64('client.crt')}\n    client-key-data: ${b64('client.key')}`));
+    const c = await client(
+      writeKubeconfig(`    client-certificate-data: ${b64('client.crt')}\n    client-key-data: ${b64('client.key')}`),
+    );
     await c.getPod('default', 'web-0');
     expect(stub.seen[0]?.clientCn).toBe('system:node:worker-1');
   });
 
   it('sends basic auth and impersonation headers', async () => {
-    const c = await client(writeKubeconfig('    username: admin\n    password: "p:w"\n    as: bob\n    as-groups:\n    - g1\n    - g2'));
+    const c = await client(
+      writeKubeconfig('    username: admin\n    password: "p:w"\n    as: bob\n    as-groups:\n    - g1\n    - g2'),
+    );
     await c.getPod('default', 'web-0');
     expect(stub.seen[0]?.authorization).toBe(`Basic ${Buffer.from('admin:p:w').toString('base64')}`);
     expect(stub.seen[0]?.headers['impersonate-user']).toBe('bob');
@@ -284,7 +407,12 @@ describe('credentials', () => {
   });
 
   it('sends the tls-server-name as SNI', async () => {
-    const c = await client(writeKubeconfig('    token: t', `    certificate-authority-data: ${b64('ca.crt')}\n    tls-server-name: kubernetes.default.svc`));
+    const c = await client(
+      writeKubeconfig(
+        '    token: t',
+        `    certificate-authority-data: ${b64('ca.crt')}\n    tls-server-name: kubernetes.default.svc`,
+      ),
+    );
     await c.getPod('default', 'web-0');
     expect(stub.seen[0]?.servername).toBe('kubernetes.default.svc');
   });
@@ -311,7 +439,8 @@ describe('credentials', () => {
 
 describe('errors', () => {
   it('maps 404 to a not-found KubeApiError with the API message', async () => {
-    stub.handle = (_q, res) => json(res, 404, status(404, 'NotFound', 'network-attachment-definitions.k8s.cni.cncf.io "net1" not found'));
+    stub.handle = (_q, res) =>
+      json(res, 404, status(404, 'NotFound', 'network-attachment-definitions.k8s.cni.cncf.io "net1" not found'));
     const c = await client(writeKubeconfig('    token: t'));
     const err = await rejection(c.getNad('test', 'net1'));
     expect(err).toMatchObject({ status: 404, reason: 'NotFound', code: 999 });
@@ -321,7 +450,12 @@ describe('errors', () => {
   });
 
   it('maps a 409 on the status write to status 409', async () => {
-    stub.handle = (_q, res) => json(res, 409, status(409, 'Conflict', 'Operation cannot be fulfilled on pods "web-0": the object has been modified'));
+    stub.handle = (_q, res) =>
+      json(
+        res,
+        409,
+        status(409, 'Conflict', 'Operation cannot be fulfilled on pods "web-0": the object has been modified'),
+      );
     const c = await client(writeKubeconfig('    token: t'));
     const err = await rejection(c.updatePodStatus(POD));
     expect(err).toMatchObject({ status: 409, reason: 'Conflict', code: 999 });
@@ -329,7 +463,8 @@ describe('errors', () => {
   });
 
   it('maps 403 to 999 naming the user, the verb, the resource and the RBAC rule', async () => {
-    const apiMsg = 'pods "web-0" is forbidden: User "system:serviceaccount:kube-system:multus" cannot get resource "pods" in API group "" in the namespace "default"';
+    const apiMsg =
+      'pods "web-0" is forbidden: User "system:serviceaccount:kube-system:multus" cannot get resource "pods" in API group "" in the namespace "default"';
     stub.handle = (_q, res) => json(res, 403, status(403, 'Forbidden', apiMsg));
     const c = await client(writeKubeconfig('    token: t'));
     const err = await rejection(c.getPod('default', 'web-0'));
@@ -344,8 +479,9 @@ describe('errors', () => {
     stub.handle = (_q, res) => json(res, 403, status(403, 'Forbidden', 'forbidden'));
     const c = await client(writeKubeconfig('    token: t'));
     expect((await rejection(c.updatePodStatus(POD))).msg).toContain('resources: ["pods/status"], verbs: ["update"]');
-    expect((await rejection(c.createEvent({ pod: POD, type: 'Normal', reason: 'r', message: 'm' }))).msg)
-      .toContain('apiGroups: ["", "events.k8s.io"], resources: ["events"], verbs: ["create"]');
+    expect((await rejection(c.createEvent({ pod: POD, type: 'Normal', reason: 'r', message: 'm' }))).msg).toContain(
+      'apiGroups: ["", "events.k8s.io"], resources: ["events"], verbs: ["create"]',
+    );
   });
 
   it('maps 401 to 999 pointing at token rotation', async () => {
@@ -425,11 +561,19 @@ describe('errors', () => {
 
   it('answers NotFound for names that cannot exist, without a request', async () => {
     const c = await client(writeKubeconfig('    token: t'));
-    for (const [ns, name] of [['default', '../secrets'], ['Default', 'x'], ['default', ''], ['a/b', 'x'], ['default', 'UPPER']]) {
+    for (const [ns, name] of [
+      ['default', '../secrets'],
+      ['Default', 'x'],
+      ['default', ''],
+      ['a/b', 'x'],
+      ['default', 'UPPER'],
+    ]) {
       const err = await rejection(c.getPod(ns as string, name as string));
       expect(err).toMatchObject({ status: 404, reason: 'NotFound' });
     }
-    expect((await rejection(c.getNad('ns', 'Bad_Name'))).msg).toBe('network-attachment-definitions.k8s.cni.cncf.io "Bad_Name" not found');
+    expect((await rejection(c.getNad('ns', 'Bad_Name'))).msg).toBe(
+      'network-attachment-definitions.k8s.cni.cncf.io "Bad_Name" not found',
+    );
     expect(c.requestCount).toBe(0);
     expect(stub.seen).toHaveLength(0);
   });
@@ -440,7 +584,11 @@ describe('errors', () => {
       res.end('not json');
     };
     const c = await client(writeKubeconfig('    token: t'));
-    expect(await rejection(c.getPod('default', 'web-0'))).toMatchObject({ status: 200, reason: 'InvalidResponse', code: 999 });
+    expect(await rejection(c.getPod('default', 'web-0'))).toMatchObject({
+      status: 200,
+      reason: 'InvalidResponse',
+      code: 999,
+    });
   });
 
   it('isTransient is false for anything that is not a KubeApiError', () => {
@@ -452,7 +600,9 @@ describe('errors', () => {
 describe('loadKubeClient', () => {
   it('is undefined without a kubeconfig and without in-cluster env', async () => {
     expect(await loadKubeClient({ kubeconfig: '', env: {}, log: silentLogger })).toBeUndefined();
-    expect(await loadKubeClient({ kubeconfig: '', env: { KUBERNETES_SERVICE_HOST: '10.0.0.1' }, log: silentLogger })).toBeUndefined();
+    expect(
+      await loadKubeClient({ kubeconfig: '', env: { KUBERNETES_SERVICE_HOST: '10.0.0.1' }, log: silentLogger }),
+    ).toBeUndefined();
   });
 
   it('reports an unreadable kubeconfig as Multus does (999)', async () => {
@@ -460,13 +610,17 @@ describe('loadKubeClient', () => {
     const err = await loadKubeClient({ kubeconfig: p, env: {}, log: silentLogger }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CniError);
     expect(err).toMatchObject({ code: 999 });
-    expect((err as CniError).msg).toMatch(new RegExp(`^GetK8sClient: failed to get context for the kubeconfig ${p}: .*ENOENT`));
+    expect((err as CniError).msg).toMatch(
+      new RegExp(`^GetK8sClient: failed to get context for the kubeconfig ${p}: .*ENOENT`),
+    );
   });
 
   it('reports an invalid kubeconfig with client-go wording', async () => {
     const p = writeKubeconfig('    token: t').replace(/$/, '');
     writeFileSync(p, readFileSync(p, 'utf8').replace('current-context: ctx', 'current-context: nope'));
-    await expect(loadKubeClient({ kubeconfig: p, env: {}, log: silentLogger })).rejects.toThrow(/context was not found for specified context: nope/);
+    await expect(loadKubeClient({ kubeconfig: p, env: {}, log: silentLogger })).rejects.toThrow(
+      /context was not found for specified context: nope/,
+    );
   });
 
   it('uses the in-cluster service account: host/port from env, token re-read, CA file, namespace', async () => {
@@ -478,7 +632,12 @@ describe('loadKubeClient', () => {
     const port = stub.url.split(':').pop();
     const env = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port };
     const c = await client('', { env, serviceAccountDir: sa });
-    expect(c.info).toMatchObject({ source: 'in-cluster', server: `https://127.0.0.1:${port}`, namespace: 'kube-system', auth: 'tokenFile' });
+    expect(c.info).toMatchObject({
+      source: 'in-cluster',
+      server: `https://127.0.0.1:${port}`,
+      namespace: 'kube-system',
+      auth: 'tokenFile',
+    });
     await c.getPod('default', 'web-0');
     writeFileSync(join(sa, 'token'), 'sa-token-2');
     await c.getPod('default', 'web-0');
@@ -491,7 +650,9 @@ describe('loadKubeClient', () => {
   });
 
   it('prefers the kubeconfig over the in-cluster env', async () => {
-    const c = await client(writeKubeconfig('    token: t'), { env: { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' } });
+    const c = await client(writeKubeconfig('    token: t'), {
+      env: { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' },
+    });
     expect(c.info.source).toBe('kubeconfig');
   });
 });
@@ -500,7 +661,10 @@ describe('logging', () => {
   it('never writes a token, password or key to the log, even at debug', async () => {
     const lines: string[] = [];
     const log: Logger = {
-      error: (m) => lines.push(m), warn: (m) => lines.push(m), verbose: (m) => lines.push(m), debug: (m) => lines.push(m),
+      error: (m) => lines.push(m),
+      warn: (m) => lines.push(m),
+      verbose: (m) => lines.push(m),
+      debug: (m) => lines.push(m),
       enabled: () => true,
     };
     writeFileSync(join(dir, 'token'), 'file-token-secret');
@@ -519,7 +683,10 @@ describe('logging', () => {
 describe('the @kubernetes/client-node fallback', () => {
   it('serves an exec user: runs the plugin and sends its token over the lean transport', async () => {
     const plugin = join(dir, 'get-token.sh');
-    writeFileSync(plugin, '#!/bin/sh\necho \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token","expirationTimestamp":"2999-01-01T00:00:00Z"}}\'\n');
+    writeFileSync(
+      plugin,
+      '#!/bin/sh\necho \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token","expirationTimestamp":"2999-01-01T00:00:00Z"}}\'\n',
+    );
     chmodSync(plugin, 0o755);
     const user = `    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ${plugin}\n      interactiveMode: Never`;
     let loads = 0;
@@ -538,7 +705,10 @@ describe('the @kubernetes/client-node fallback', () => {
   it('runs an exec plugin once per call even when its credential has no expiry', async () => {
     const plugin = join(dir, 'count-token.sh');
     const count = join(dir, 'count');
-    writeFileSync(plugin, `#!/bin/sh\necho run >> ${count}\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token"}}'\n`);
+    writeFileSync(
+      plugin,
+      `#!/bin/sh\necho run >> ${count}\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token"}}'\n`,
+    );
     chmodSync(plugin, 0o755);
     const user = `    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ${plugin}\n      interactiveMode: Never`;
     const c = await client(writeKubeconfig(user), { loadFallback: loadFallbackModule, timeoutMs: 30_000 });
@@ -569,14 +739,23 @@ describe('the @kubernetes/client-node fallback', () => {
 describe('the built fallback bundle (scripts/build-k8s-fallback.mjs)', () => {
   it('bundles client-node without the generated API and still runs exec plugins', async () => {
     const out = join(dir, 'build');
-    execFileSync(process.execPath, [join(import.meta.dirname, '../../scripts/build-k8s-fallback.mjs'), '--outdir', out, '--quiet'], { stdio: 'pipe' });
+    execFileSync(
+      process.execPath,
+      [join(import.meta.dirname, '../../scripts/build-k8s-fallback.mjs'), '--outdir', out, '--quiet'],
+      { stdio: 'pipe' },
+    );
     const source = readFileSync(join(out, 'k8s-fallback.cjs'), 'utf8');
     expect(source.length).toBeLessThan(400 * 1024);
     expect(source).not.toContain('punycode');
     const plugin = join(dir, 'plugin.sh');
-    writeFileSync(plugin, '#!/bin/sh\necho \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"bundled-exec"}}\'\n');
+    writeFileSync(
+      plugin,
+      '#!/bin/sh\necho \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"bundled-exec"}}\'\n',
+    );
     chmodSync(plugin, 0o755);
-    const kc = writeKubeconfig(`    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ${plugin}`);
+    const kc = writeKubeconfig(
+      `    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ${plugin}`,
+    );
     const mod = createRequire(import.meta.url)(join(out, 'k8s-fallback.cjs')) as FallbackModule;
     expect((await mod.openKubeconfig(kc).credentials()).headers.Authorization).toBe('Bearer bundled-exec');
     expect(mod.parseYaml('a: &x 1\nb: *x\n')).toEqual({ a: 1, b: 1 });

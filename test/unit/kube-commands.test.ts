@@ -91,7 +91,13 @@ describe('ADD with Kubernetes', () => {
       'updatePodStatus ns1/pod1',
     ]);
     const status = JSON.parse(t.kube.pods.get('ns1/pod1')!.metadata.annotations![STATUS]!);
-    expect(status.map((s: { name: string; interface: string; default?: boolean }) => [s.name, s.interface, s.default ?? false])).toEqual([
+    expect(
+      status.map((s: { name: string; interface: string; default?: boolean }) => [
+        s.name,
+        s.interface,
+        s.default ?? false,
+      ]),
+    ).toEqual([
       ['cluster', 'eth0', true],
       ['ns1/net-a', 'net1', false],
       ['ns1/net-b', 'data1', false],
@@ -142,7 +148,10 @@ describe('ADD with Kubernetes', () => {
 
   it('fails before any delegate runs when a NAD is missing, with a NoNetworkFound event', async () => {
     const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a,missing' });
-    await expect(t.add()).rejects.toMatchObject({ code: 7, msg: expect.stringContaining('cannot find a network-attachment-definition (missing) in namespace (ns1)') });
+    await expect(t.add()).rejects.toMatchObject({
+      code: 7,
+      msg: expect.stringContaining('cannot find a network-attachment-definition (missing) in namespace (ns1)'),
+    });
     expect(t.exec.received).toEqual([]);
     expect(t.kube.events).toEqual([expect.objectContaining({ type: 'Warning', reason: 'NoNetworkFound' })]);
     expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
@@ -150,7 +159,12 @@ describe('ADD with Kubernetes', () => {
 
   it.each([
     ['a malformed annotation', { 'k8s.v1.cni.cncf.io/networks': 'net-a,BAD_NAME' }, {}, 'BAD_NAME'],
-    ['namespace isolation', { 'k8s.v1.cni.cncf.io/networks': 'other/net-c' }, { namespaceIsolation: true }, 'pod is in namespace ns1 but refers to target namespace other'],
+    [
+      'namespace isolation',
+      { 'k8s.v1.cni.cncf.io/networks': 'other/net-c' },
+      { namespaceIsolation: true },
+      'pod is in namespace ns1 but refers to target namespace other',
+    ],
   ])('rejects %s naming the pod, before anything runs', async (_t, annotations, extra, text) => {
     const t = setup(annotations, extra);
     await expect(t.add()).rejects.toMatchObject({ msg: expect.stringContaining(text) });
@@ -159,13 +173,19 @@ describe('ADD with Kubernetes', () => {
   });
 
   it('lets globalNamespaces allow a namespace under isolation', async () => {
-    const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'other/net-c' }, { namespaceIsolation: true, globalNamespaces: 'default,other' });
+    const t = setup(
+      { 'k8s.v1.cni.cncf.io/networks': 'other/net-c' },
+      { namespaceIsolation: true, globalNamespaces: 'default,other' },
+    );
     await t.add();
     expect(t.exec.calls()).toEqual(['ADD p0 eth0', 'ADD pc net1']);
   });
 
   it('replaces the cluster network with the default-network annotation, keeping CNI_IFNAME', async () => {
-    const t = setup({ 'v1.multus-cni.io/default-network': 'cluster-nad@weird0', 'k8s.v1.cni.cncf.io/networks': 'net-a' });
+    const t = setup({
+      'v1.multus-cni.io/default-network': 'cluster-nad@weird0',
+      'k8s.v1.cni.cncf.io/networks': 'net-a',
+    });
     await t.add();
     expect(t.exec.calls()).toEqual(['ADD pk eth0', 'ADD pa net1']);
   });
@@ -191,8 +211,15 @@ describe('ADD with Kubernetes', () => {
     [false, ['ADD p0 eth0', 'ADD pa net1']],
     [true, []],
   ])('a MAC request no plugin declares: strictCapabilities=%s', async (strict, calls) => {
-    const t = setup({ 'k8s.v1.cni.cncf.io/networks': '[{"name":"net-a","mac":"02:00:00:00:00:09"}]' }, { strictCapabilities: strict });
-    if (strict) await expect(t.add()).rejects.toMatchObject({ code: 7, msg: expect.stringContaining('requests mac but no plugin of network "net-a" declares that capability') });
+    const t = setup(
+      { 'k8s.v1.cni.cncf.io/networks': '[{"name":"net-a","mac":"02:00:00:00:00:09"}]' },
+      { strictCapabilities: strict },
+    );
+    if (strict)
+      await expect(t.add()).rejects.toMatchObject({
+        code: 7,
+        msg: expect.stringContaining('requests mac but no plugin of network "net-a" declares that capability'),
+      });
     else await t.add();
     expect(t.exec.calls()).toEqual(calls);
   });
@@ -214,7 +241,12 @@ describe('ADD with Kubernetes', () => {
       run: async (_file, args) => {
         commands.push(args.slice(2).join(' '));
         const del = args.includes('del');
-        return { exitCode: del && commands.filter((c) => c === commands.at(-1)).length > 1 ? 2 : 0, signal: null, stdout: '', stderr: del ? 'RTNETLINK answers: No such process' : '' };
+        return {
+          exitCode: del && commands.filter((c) => c === commands.at(-1)).length > 1 ? 2 : 0,
+          signal: null,
+          stdout: '',
+          stderr: del ? 'RTNETLINK answers: No such process' : '',
+        };
       },
     };
     await t.add();
@@ -235,7 +267,14 @@ describe('ADD with Kubernetes', () => {
     const t = setup({ 'k8s.v1.cni.cncf.io/networks': '[{"name":"net-a","default-route":["10.1.0.1"]}]' });
     t.deps.routes = {
       tools: { nsenter: '/nsenter', ip: '/ip' },
-      run: async (_f, args) => ({ exitCode: 2, signal: null, stdout: '', stderr: args.includes('replace') ? 'RTNETLINK answers: Network is unreachable' : 'RTNETLINK answers: No such process' }),
+      run: async (_f, args) => ({
+        exitCode: 2,
+        signal: null,
+        stdout: '',
+        stderr: args.includes('replace')
+          ? 'RTNETLINK answers: Network is unreachable'
+          : 'RTNETLINK answers: No such process',
+      }),
     };
     await expect(t.add()).rejects.toMatchObject({ msg: expect.stringContaining('error setting the default route') });
     expect(t.exec.calls()).toEqual(['ADD p0 eth0', 'ADD pa net1', 'DEL pa net1', 'DEL p0 eth0']);
@@ -277,25 +316,53 @@ describe('ADD with Kubernetes', () => {
 });
 
 describe('device IDs (resourceName)', () => {
-  it('assigns the pod\'s devices in sorted order, injects them, writes and publishes device-info, removes it on DEL', async () => {
+  it("assigns the pod's devices in sorted order, injects them, writes and publishes device-info, removes it on DEL", async () => {
     const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'sriov-a,sriov-a' });
     const resource = 'intel.com/sriov';
-    t.kube.addNad('ns1', 'sriov-a', { cniVersion: '1.0.0', type: 'pa', capabilities: { CNIDeviceInfoFile: true, deviceID: true } }, { 'k8s.v1.cni.cncf.io/resourceName': resource });
+    t.kube.addNad(
+      'ns1',
+      'sriov-a',
+      { cniVersion: '1.0.0', type: 'pa', capabilities: { CNIDeviceInfoFile: true, deviceID: true } },
+      { 'k8s.v1.cni.cncf.io/resourceName': resource },
+    );
     const checkpoint = join(dir, 'checkpoint');
-    writeFileSync(checkpoint, JSON.stringify({
-      Data: { PodDeviceEntries: [
-        { PodUID: 'uid-1', ContainerName: 'c', ResourceName: resource, DeviceIDs: { '0': ['0000:af:00.3', '0000:af:00.1'] } },
-        { PodUID: 'other', ContainerName: 'c', ResourceName: resource, DeviceIDs: { '0': ['0000:af:00.0'] } },
-      ], RegisteredDevices: {} },
-      Checksum: 1,
-    }));
+    writeFileSync(
+      checkpoint,
+      JSON.stringify({
+        Data: {
+          PodDeviceEntries: [
+            {
+              PodUID: 'uid-1',
+              ContainerName: 'c',
+              ResourceName: resource,
+              DeviceIDs: { '0': ['0000:af:00.3', '0000:af:00.1'] },
+            },
+            { PodUID: 'other', ContainerName: 'c', ResourceName: resource, DeviceIDs: { '0': ['0000:af:00.0'] } },
+          ],
+          RegisteredDevices: {},
+        },
+        Checksum: 1,
+      }),
+    );
     const dp = join(dir, 'dp');
     mkdirSync(dp);
-    writeFileSync(join(dp, 'intel.com-sriov-0000:af:00.1-device.json'), JSON.stringify({ type: 'pci', version: '1.1.0', pci: { 'pci-address': '0000:af:00.1' } }));
-    t.deps.devices = { podResourcesSocket: join(dir, 'no.sock'), checkpointFile: checkpoint, cniDevinfoDir: join(dir, 'cni-devinfo'), dpDevinfoDir: dp };
+    writeFileSync(
+      join(dp, 'intel.com-sriov-0000:af:00.1-device.json'),
+      JSON.stringify({ type: 'pci', version: '1.1.0', pci: { 'pci-address': '0000:af:00.1' } }),
+    );
+    t.deps.devices = {
+      podResourcesSocket: join(dir, 'no.sock'),
+      checkpointFile: checkpoint,
+      cniDevinfoDir: join(dir, 'cni-devinfo'),
+      dpDevinfoDir: dp,
+    };
     await t.add();
     const [, first, second] = t.exec.received;
-    expect([first!.stdin.deviceID, first!.stdin.pciBusID, second!.stdin.deviceID]).toEqual(['0000:af:00.1', '0000:af:00.1', '0000:af:00.3']);
+    expect([first!.stdin.deviceID, first!.stdin.pciBusID, second!.stdin.deviceID]).toEqual([
+      '0000:af:00.1',
+      '0000:af:00.1',
+      '0000:af:00.3',
+    ]);
     const infoFile = join(dir, 'cni-devinfo', 'ns1-sriov-a-cid1_net1');
     expect(first!.stdin.runtimeConfig).toEqual({ deviceID: '0000:af:00.1', CNIDeviceInfoFile: infoFile });
     const status = JSON.parse(t.kube.pods.get('ns1/pod1')!.metadata.annotations![STATUS]!);
@@ -306,19 +373,42 @@ describe('device IDs (resourceName)', () => {
     expect(existsSync(infoFile)).toBe(false);
   });
 
-  it('asks the kubelet\'s pod-resources gRPC API when its socket exists, and injects what it allocated', async () => {
+  it("asks the kubelet's pod-resources gRPC API when its socket exists, and injects what it allocated", async () => {
     const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'sriov-a,sriov-a' });
-    t.kube.addNad('ns1', 'sriov-a', { cniVersion: '1.0.0', name: 'sriov', plugins: [{ type: 'pa' }, { type: 'pb' }] }, { 'k8s.v1.cni.cncf.io/resourceName': 'nvidia.com/rdma' });
+    t.kube.addNad(
+      'ns1',
+      'sriov-a',
+      { cniVersion: '1.0.0', name: 'sriov', plugins: [{ type: 'pa' }, { type: 'pb' }] },
+      { 'k8s.v1.cni.cncf.io/resourceName': 'nvidia.com/rdma' },
+    );
     const socket = join(dir, 'kubelet.sock');
     const server = await startPodResourcesServer(socket, {
       kind: 'answer',
-      response: { pod_resources: [
-        { name: 'pod1', namespace: 'ns1', containers: [{ name: 'a', devices: [{ resource_name: 'nvidia.com/rdma', device_ids: ['0000:3b:00.7'] }] }, { name: 'b', devices: [{ resource_name: 'nvidia.com/rdma', device_ids: ['0000:3b:00.2'] }] }] },
-        { name: 'pod2', namespace: 'ns1', containers: [{ name: 'a', devices: [{ resource_name: 'nvidia.com/rdma', device_ids: ['0000:3b:00.0'] }] }] },
-      ] },
+      response: {
+        pod_resources: [
+          {
+            name: 'pod1',
+            namespace: 'ns1',
+            containers: [
+              { name: 'a', devices: [{ resource_name: 'nvidia.com/rdma', device_ids: ['0000:3b:00.7'] }] },
+              { name: 'b', devices: [{ resource_name: 'nvidia.com/rdma', device_ids: ['0000:3b:00.2'] }] },
+            ],
+          },
+          {
+            name: 'pod2',
+            namespace: 'ns1',
+            containers: [{ name: 'a', devices: [{ resource_name: 'nvidia.com/rdma', device_ids: ['0000:3b:00.0'] }] }],
+          },
+        ],
+      },
     });
     try {
-      t.deps.devices = { podResourcesSocket: socket, checkpointFile: join(dir, 'unused'), cniDevinfoDir: join(dir, 'cni-devinfo'), dpDevinfoDir: join(dir, 'dp') };
+      t.deps.devices = {
+        podResourcesSocket: socket,
+        checkpointFile: join(dir, 'unused'),
+        cniDevinfoDir: join(dir, 'cni-devinfo'),
+        dpDevinfoDir: join(dir, 'dp'),
+      };
       await t.add();
     } finally {
       await server.close();
@@ -342,7 +432,12 @@ describe('device IDs (resourceName)', () => {
 
   it('fails the ADD before anything runs when the checkpoint is garbage', async () => {
     const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'sriov-a' });
-    t.kube.addNad('ns1', 'sriov-a', { cniVersion: '1.0.0', type: 'pa' }, { 'k8s.v1.cni.cncf.io/resourceName': 'intel.com/sriov' });
+    t.kube.addNad(
+      'ns1',
+      'sriov-a',
+      { cniVersion: '1.0.0', type: 'pa' },
+      { 'k8s.v1.cni.cncf.io/resourceName': 'intel.com/sriov' },
+    );
     writeFileSync(join(dir, 'garbage'), '{"Data":');
     t.deps.devices = { podResourcesSocket: join(dir, 'no.sock'), checkpointFile: join(dir, 'garbage') };
     await expect(t.add()).rejects.toMatchObject({ msg: expect.stringContaining('failed to get resourceMap') });
@@ -373,7 +468,7 @@ describe('DEL with Kubernetes', () => {
     expect(readdirSync(join(cniDir, 'results'))).toEqual([]);
   });
 
-  it('returns the delegates\' errors', async () => {
+  it("returns the delegates' errors", async () => {
     const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a' });
     await t.add();
     t.exec.returns['pa DEL'] = cniErrorReply(11, 'busy');

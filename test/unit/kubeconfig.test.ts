@@ -10,7 +10,15 @@ import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isDns1123Label, isDns1123Subdomain } from '../../src/base/names.ts';
-import { checkFiles, inClusterConfig, KubeconfigError, loadKubeconfigFile, parseServer, resolveKubeconfig, YamlSubsetError } from '../../src/k8s/kubeconfig.ts';
+import {
+  checkFiles,
+  inClusterConfig,
+  KubeconfigError,
+  loadKubeconfigFile,
+  parseServer,
+  resolveKubeconfig,
+  YamlSubsetError,
+} from '../../src/k8s/kubeconfig.ts';
 import { parseKubeconfigText, parseYamlSubset } from '../../src/k8s/yaml.ts';
 
 let dir: string;
@@ -77,7 +85,7 @@ users:
 `;
 
 const ODD_BUT_SUPPORTED = [
-  'a: 1\nb: -2\nc: 3.5\nd: 1e3\ne: true\nf: False\ng: ~\nh:\ni: null\nj: "x\\ty\\u00e9"\nk: \'it\'\'s\'\n',
+  "a: 1\nb: -2\nc: 3.5\nd: 1e3\ne: true\nf: False\ng: ~\nh:\ni: null\nj: \"x\\ty\\u00e9\"\nk: 'it''s'\n",
   'list:\n  - a\n  -   b   # comment\n  - "c # not a comment"\n  -\n    nested: 1\n  - - x\n'.replace('  - - x\n', ''),
   'k: v#not-a-comment\nurl: https://[fd00::1]:6443/prefix\nt: abc:def\n',
   '---\n# leading comment\nm:\n    deep:\n        deeper: [] # empty\n    other: {}\n',
@@ -164,14 +172,19 @@ function kubeconfig(o: KcOpts = {}): Record<string, unknown> {
   };
 }
 
-const resolve = (o: KcOpts, path = '/etc/cni/net.d/multus.d/multus.kubeconfig') => resolveKubeconfig(kubeconfig(o), path);
+const resolve = (o: KcOpts, path = '/etc/cni/net.d/multus.d/multus.kubeconfig') =>
+  resolveKubeconfig(kubeconfig(o), path);
 
 describe('resolveKubeconfig', () => {
   it('follows current-context to its cluster and user (Multus entrypoint file)', () => {
     const cfg = resolveKubeconfig(yaml.load(MULTUS_ENTRYPOINT), '/etc/cni/net.d/multus.d/multus.kubeconfig');
     expect(cfg).toMatchObject({
-      source: 'kubeconfig', contextName: 'multus-context', clusterName: 'local', userName: 'multus',
-      server: 'https://[10.96.0.1]:443', auth: { token: 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJtdWx0dXMifQ.c2ln' },
+      source: 'kubeconfig',
+      contextName: 'multus-context',
+      clusterName: 'local',
+      userName: 'multus',
+      server: 'https://[10.96.0.1]:443',
+      auth: { token: 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJtdWx0dXMifQ.c2ln' },
     });
     expect(cfg.tls.caData?.toString()).toContain('BEGIN CERTIFICATE');
     expect(cfg.fallback).toBeUndefined();
@@ -182,26 +195,38 @@ describe('resolveKubeconfig', () => {
     ['tokenFile, relative', { tokenFile: 'sa/token' }, { auth: { tokenFile: '/etc/kube/sa/token' } }],
     ['tokenFile, absolute', { tokenFile: '/run/token' }, { auth: { tokenFile: '/run/token' } }],
     ['basic', { username: 'admin', password: 'pw' }, { auth: { username: 'admin', password: 'pw' } }],
-    ['cert files, relative', { 'client-certificate': 'c.crt', 'client-key': '../k.key' }, { tls: { certFile: '/etc/kube/c.crt', keyFile: '/etc/k.key' } }],
+    [
+      'cert files, relative',
+      { 'client-certificate': 'c.crt', 'client-key': '../k.key' },
+      { tls: { certFile: '/etc/kube/c.crt', keyFile: '/etc/k.key' } },
+    ],
     ['anonymous', {}, { auth: {} }],
   ])('user: %s', (_name, user, expected) => {
     expect(resolve({ user }, '/etc/kube/config')).toMatchObject(expected);
   });
 
   it('decodes certificate data fields', () => {
-    const cfg = resolve({ user: { 'client-certificate-data': CA_B64, 'client-key-data': Buffer.from('KEY').toString('base64') } });
+    const cfg = resolve({
+      user: { 'client-certificate-data': CA_B64, 'client-key-data': Buffer.from('KEY').toString('base64') },
+    });
     expect(cfg.tls.certData?.toString()).toContain('BEGIN CERTIFICATE');
     expect(cfg.tls.keyData?.toString()).toBe('KEY');
   });
 
   it('resolves the CA file against the kubeconfig directory and keeps tls-server-name', () => {
-    const cfg = resolve({ cluster: { 'certificate-authority': 'pki/ca.crt', 'tls-server-name': 'kubernetes' } }, '/etc/kube/config');
+    const cfg = resolve(
+      { cluster: { 'certificate-authority': 'pki/ca.crt', 'tls-server-name': 'kubernetes' } },
+      '/etc/kube/config',
+    );
     expect(cfg.tls).toEqual({ caFile: '/etc/kube/pki/ca.crt', serverName: 'kubernetes', insecureSkipTlsVerify: false });
   });
 
   it('picks the current context among several and keeps its namespace', () => {
     const doc = kubeconfig({ current: 'second' });
-    (doc.contexts as unknown[]).push({ name: 'second', context: { cluster: 'k', user: 'u', namespace: 'kube-system' } });
+    (doc.contexts as unknown[]).push({
+      name: 'second',
+      context: { cluster: 'k', user: 'u', namespace: 'kube-system' },
+    });
     expect(resolveKubeconfig(doc, '/x')).toMatchObject({ contextName: 'second', namespace: 'kube-system' });
   });
 
@@ -221,12 +246,16 @@ describe('resolveKubeconfig', () => {
 
   it('adds the scheme to a server without one as client-go does', () => {
     expect(resolve({ cluster: { server: '10.0.0.1:6443' } }).server).toBe('http://10.0.0.1:6443');
-    expect(resolve({ cluster: { server: '10.0.0.1:6443', 'certificate-authority-data': CA_B64 } }).server).toBe('https://10.0.0.1:6443');
+    expect(resolve({ cluster: { server: '10.0.0.1:6443', 'certificate-authority-data': CA_B64 } }).server).toBe(
+      'https://10.0.0.1:6443',
+    );
     expect(resolve({ cluster: { server: 'https://h/prefix/' } }).server).toBe('https://h/prefix');
   });
 
   it('keeps impersonation settings', () => {
-    const cfg = resolve({ user: { token: 't', as: 'bob', 'as-groups': ['g1', 'g2'], 'as-user-extra': { scope: ['a'] } } });
+    const cfg = resolve({
+      user: { token: 't', as: 'bob', 'as-groups': ['g1', 'g2'], 'as-user-extra': { scope: ['a'] } },
+    });
     expect(cfg.impersonate).toEqual({ user: 'bob', groups: ['g1', 'g2'], extra: { scope: ['a'] } });
   });
 
@@ -237,12 +266,36 @@ describe('resolveKubeconfig', () => {
     ['no cluster in context', { context: { cluster: undefined } }, /cluster was not specified for context "c"/],
     ['unknown user', { context: { user: 'ghost' } }, /user "ghost" was not found for context "c"/],
     ['no server', { cluster: { server: '' } }, /no server found for cluster "k"/],
-    ['CA data and file', { cluster: { 'certificate-authority': '/ca', 'certificate-authority-data': CA_B64 } }, /both specified/],
-    ['insecure with CA', { cluster: { 'insecure-skip-tls-verify': true, 'certificate-authority': '/ca' } }, /insecure flag is not allowed/],
-    ['cert without key', { user: { 'client-certificate': '/c' } }, /client-key-data or client-key must be specified for u/],
-    ['token and basic', { user: { token: 't', username: 'a', password: 'b' } }, /more than one authentication method found for u/],
-    ['exec and auth-provider', { user: { exec: { command: 'x' }, 'auth-provider': { name: 'oidc' } } }, /authProvider cannot be provided in combination/],
-    ['bad base64', { cluster: { 'certificate-authority-data': 'not base64!' } }, /certificate-authority-data is not valid base64/],
+    [
+      'CA data and file',
+      { cluster: { 'certificate-authority': '/ca', 'certificate-authority-data': CA_B64 } },
+      /both specified/,
+    ],
+    [
+      'insecure with CA',
+      { cluster: { 'insecure-skip-tls-verify': true, 'certificate-authority': '/ca' } },
+      /insecure flag is not allowed/,
+    ],
+    [
+      'cert without key',
+      { user: { 'client-certificate': '/c' } },
+      /client-key-data or client-key must be specified for u/,
+    ],
+    [
+      'token and basic',
+      { user: { token: 't', username: 'a', password: 'b' } },
+      /more than one authentication method found for u/,
+    ],
+    [
+      'exec and auth-provider',
+      { user: { exec: { command: 'x' }, 'auth-provider': { name: 'oidc' } } },
+      /authProvider cannot be provided in combination/,
+    ],
+    [
+      'bad base64',
+      { cluster: { 'certificate-authority-data': 'not base64!' } },
+      /certificate-authority-data is not valid base64/,
+    ],
     ['bad namespace', { context: { namespace: 'Not_A_Label' } }, /does not conform to the kubernetes DNS_LABEL rules/],
     ['not http(s)', { cluster: { server: 'ftp://x' } }, /not an http\(s\) URL/],
     ['token not a string', { user: { token: 42 } }, /user "u": token must be a string/],
@@ -255,7 +308,9 @@ describe('resolveKubeconfig', () => {
   it('refuses documents that are not kubeconfigs', () => {
     expect(() => resolveKubeconfig(null, '/x')).toThrow(/no configuration has been provided/);
     expect(() => resolveKubeconfig({ 'current-context': 'c', contexts: {} }, '/x')).toThrow(/contexts must be a list/);
-    expect(() => resolveKubeconfig({ 'current-context': 'c', contexts: [{ name: 'c' }, { name: 'c' }] }, '/x')).toThrow(/duplicate name "c"/);
+    expect(() => resolveKubeconfig({ 'current-context': 'c', contexts: [{ name: 'c' }, { name: 'c' }] }, '/x')).toThrow(
+      /duplicate name "c"/,
+    );
   });
 
   it('never puts a credential into an error message', () => {
@@ -294,8 +349,16 @@ describe('loadKubeconfigFile and checkFiles', () => {
   });
 
   it.each([
-    ['certificate-authority', { cluster: { 'certificate-authority': 'missing-ca.crt' } }, /unable to read certificate-authority .*missing-ca.crt for k due to/],
-    ['client-cert', { user: { 'client-certificate': 'nope.crt', 'client-key': 'nope.key' } }, /unable to read client-cert .*nope.crt for u/],
+    [
+      'certificate-authority',
+      { cluster: { 'certificate-authority': 'missing-ca.crt' } },
+      /unable to read certificate-authority .*missing-ca.crt for k due to/,
+    ],
+    [
+      'client-cert',
+      { user: { 'client-certificate': 'nope.crt', 'client-key': 'nope.key' } },
+      /unable to read client-cert .*nope.crt for u/,
+    ],
     ['tokenFile', { user: { tokenFile: 'no-token' } }, /unable to read tokenFile .*no-token for u/],
   ])('names an unreadable %s', (_n, o, message) => {
     const cfg = resolveKubeconfig(kubeconfig(o as KcOpts), join(dir, 'config'));
@@ -327,8 +390,11 @@ describe('inClusterConfig', () => {
     const got = inClusterConfig({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }, sa);
     expect(got?.warnings).toEqual([]);
     expect(got?.config).toMatchObject({
-      source: 'in-cluster', server: 'https://10.96.0.1:443', namespace: 'kube-system',
-      auth: { tokenFile: join(sa, 'token') }, tls: { caFile: join(sa, 'ca.crt'), insecureSkipTlsVerify: false },
+      source: 'in-cluster',
+      server: 'https://10.96.0.1:443',
+      namespace: 'kube-system',
+      auth: { tokenFile: join(sa, 'token') },
+      tls: { caFile: join(sa, 'ca.crt'), insecureSkipTlsVerify: false },
     });
   });
 
@@ -338,8 +404,12 @@ describe('inClusterConfig', () => {
     expect(got?.config.server).toBe('https://[fd00::1]:443');
     expect(got?.config.tls.caFile).toBeUndefined();
     expect(got?.warnings[0]).toMatch(/Expected to load root CA config from .*ca.crt/);
-    expect(() => inClusterConfig({ KUBERNETES_SERVICE_HOST: 'h', KUBERNETES_SERVICE_PORT: '1' }, join(dir, 'none'))).toThrow(/ENOENT/);
-    expect(() => inClusterConfig({ KUBERNETES_SERVICE_HOST: 'a/b', KUBERNETES_SERVICE_PORT: '443' }, sa)).toThrow(/do not form a URL/);
+    expect(() =>
+      inClusterConfig({ KUBERNETES_SERVICE_HOST: 'h', KUBERNETES_SERVICE_PORT: '1' }, join(dir, 'none')),
+    ).toThrow(/ENOENT/);
+    expect(() => inClusterConfig({ KUBERNETES_SERVICE_HOST: 'a/b', KUBERNETES_SERVICE_PORT: '443' }, sa)).toThrow(
+      /do not form a URL/,
+    );
   });
 });
 
@@ -348,14 +418,20 @@ describe('parseServer', () => {
     ['https://[10.96.0.1]:443', { protocol: 'https:', hostname: '10.96.0.1', port: 443, pathPrefix: '' }],
     ['https://[fd00::1]:6443/', { protocol: 'https:', hostname: 'fd00::1', port: 6443, pathPrefix: '' }],
     ['http://127.0.0.1', { protocol: 'http:', hostname: '127.0.0.1', port: 80, pathPrefix: '' }],
-    ['HTTPS://api.example.com/k8s/clusters/c-1', { protocol: 'https:', hostname: 'api.example.com', port: 443, pathPrefix: '/k8s/clusters/c-1' }],
+    [
+      'HTTPS://api.example.com/k8s/clusters/c-1',
+      { protocol: 'https:', hostname: 'api.example.com', port: 443, pathPrefix: '/k8s/clusters/c-1' },
+    ],
   ])('reads %s as Go url.Parse does', (server, expected) => {
     expect(parseServer(server)).toEqual(expected);
   });
 
-  it.each(['https://', 'https://h:99999', 'https://user@h', 'https://h?x=1', 'ftp://h', 'h:443'])('refuses %s', (server) => {
-    expect(parseServer(server)).toBeUndefined();
-  });
+  it.each(['https://', 'https://h:99999', 'https://user@h', 'https://h?x=1', 'ftp://h', 'h:443'])(
+    'refuses %s',
+    (server) => {
+      expect(parseServer(server)).toBeUndefined();
+    },
+  );
 });
 
 describe('DNS-1123 names', () => {

@@ -42,7 +42,10 @@ function localStamp(d: Date): string {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}${sign}${p(Math.floor(abs / 60))}:${p(abs % 60)}`;
 }
 
-function capture(level: LogLevel, extra: { logFile?: string; logToStderr?: boolean; logOptions?: LogOptions; now?: () => Date } = {}) {
+function capture(
+  level: LogLevel,
+  extra: { logFile?: string; logToStderr?: boolean; logOptions?: LogOptions; now?: () => Date } = {},
+) {
   const out: string[] = [];
   const log = createLogger(
     { level, logToStderr: extra.logToStderr ?? true, logFile: extra.logFile, logOptions: extra.logOptions },
@@ -81,9 +84,16 @@ describe('level filtering', () => {
     log.warn('w');
     log.verbose('v');
     log.debug('d');
-    const expected = (['[error] e', '[error] warning: w', '[verbose] v', '[debug] d'] as const).filter((_, i) => printed[i]);
+    const expected = (['[error] e', '[error] warning: w', '[verbose] v', '[debug] d'] as const).filter(
+      (_, i) => printed[i],
+    );
     expect(out.map((l) => l.slice(l.indexOf(' ') + 1, -1))).toEqual(expected);
-    expect([log.enabled('panic'), log.enabled('error'), log.enabled('verbose'), log.enabled('debug')]).toEqual([true, printed[0], printed[2], printed[3]]);
+    expect([log.enabled('panic'), log.enabled('error'), log.enabled('verbose'), log.enabled('debug')]).toEqual([
+      true,
+      printed[0],
+      printed[2],
+      printed[3],
+    ]);
   });
 
   it('silentLogger prints nothing and enables nothing', () => {
@@ -136,10 +146,16 @@ describe('redactSecrets', () => {
     ['{"Authorization": "Bearer abc"}', '{"Authorization": "Bearer <redacted>"}'],
     ['sending bearer abc123== to the API', 'sending bearer <redacted> to the API'],
     ['{"token": "s3cr\\"et", "name": "x"}', '{"token": "<redacted>", "name": "x"}'],
-    ['{"user":{"token":"abc","client-key-data":"LS0t"}}', '{"user":{"token":"<redacted>","client-key-data":"<redacted>"}}'],
+    [
+      '{"user":{"token":"abc","client-key-data":"LS0t"}}',
+      '{"user":{"token":"<redacted>","client-key-data":"<redacted>"}}',
+    ],
     ['{"bearerToken": "abc", "password":"p"}', '{"bearerToken": "<redacted>", "password":"<redacted>"}'],
     ['delegate: {\\"token\\":\\"abc\\"}', 'delegate: {\\"token\\":\\"<redacted>\\"}'],
-    ['{"tokenFile": "/var/run/secrets/token", "type": "macvlan"}', '{"tokenFile": "/var/run/secrets/token", "type": "macvlan"}'],
+    [
+      '{"tokenFile": "/var/run/secrets/token", "type": "macvlan"}',
+      '{"tokenFile": "/var/run/secrets/token", "type": "macvlan"}',
+    ],
     ['no secrets here: authorization failed', 'no secrets here: authorization failed'],
   ])('%s', (input, expected) => {
     expect(redactSecrets(input)).toBe(expected);
@@ -187,7 +203,14 @@ describe('log file', () => {
   });
 
   it('survives a stderr writer that throws', () => {
-    const log = createLogger({ level: 'error', logToStderr: true }, { writeStderr: () => { throw new Error('EPIPE'); } });
+    const log = createLogger(
+      { level: 'error', logToStderr: true },
+      {
+        writeStderr: () => {
+          throw new Error('EPIPE');
+        },
+      },
+    );
     expect(() => log.error('x')).not.toThrow();
   });
 });
@@ -197,8 +220,14 @@ describe('rotation settings and names', () => {
     [undefined, { maxBytes: 100 * 1024 * 1024, maxBackups: 5, maxAgeDays: 5, compress: true }],
     [{}, { maxBytes: 104857600, maxBackups: 5, maxAgeDays: 5, compress: true }],
     [{ maxSize: 0.0001 }, { maxBytes: 104, maxBackups: 5, maxAgeDays: 5, compress: true }],
-    [{ maxSize: 2, maxBackups: 0, maxAge: 0, compress: false }, { maxBytes: 2097152, maxBackups: 0, maxAgeDays: 0, compress: false }],
-    [{ maxSize: 0, maxBackups: -1, maxAge: -3 }, { maxBytes: 104857600, maxBackups: 0, maxAgeDays: 0, compress: true }],
+    [
+      { maxSize: 2, maxBackups: 0, maxAge: 0, compress: false },
+      { maxBytes: 2097152, maxBackups: 0, maxAgeDays: 0, compress: false },
+    ],
+    [
+      { maxSize: 0, maxBackups: -1, maxAge: -3 },
+      { maxBytes: 104857600, maxBackups: 0, maxAgeDays: 0, compress: true },
+    ],
   ])('rotationOf(%j)', (opts, expected) => {
     expect(rotationOf(opts)).toEqual(expected);
   });
@@ -239,7 +268,10 @@ describe('rotation', () => {
   const logFile = (): string => join(dir, 'multus.log');
 
   function logger(opts: LogOptions, clock: { t: Date }) {
-    return createLogger({ level: 'error', logToStderr: false, logFile: logFile(), logOptions: opts }, { now: () => clock.t });
+    return createLogger(
+      { level: 'error', logToStderr: false, logFile: logFile(), logOptions: opts },
+      { now: () => clock.t },
+    );
   }
 
   it('rotates before a write that would exceed maxSize, naming and gzipping the backup', () => {
@@ -252,7 +284,9 @@ describe('rotation', () => {
     log.error(msg(3));
     expect(readdirSync(dir).sort()).toEqual(['multus-2026-11-30T04-31-02.123.log.gz', 'multus.log']);
     const backup = join(dir, 'multus-2026-11-30T04-31-02.123.log.gz');
-    expect(gunzipSync(readFileSync(backup)).toString()).toBe(`${localStamp(T0)} [error] ${msg(1)}\n${localStamp(T0)} [error] ${msg(2)}\n`);
+    expect(gunzipSync(readFileSync(backup)).toString()).toBe(
+      `${localStamp(T0)} [error] ${msg(1)}\n${localStamp(T0)} [error] ${msg(2)}\n`,
+    );
     expect(modeOf(backup)).toBe(0o600);
     expect(readFileSync(logFile(), 'utf8')).toBe(`${localStamp(T0)} [error] ${msg(3)}\n`);
     expect(modeOf(logFile())).toBe(0o600);
@@ -264,7 +298,9 @@ describe('rotation', () => {
     log.error(msg(1));
     log.error(msg(2));
     expect(readdirSync(dir).sort()).toEqual(['multus-2026-11-30T04-31-02.123.log', 'multus.log']);
-    expect(readFileSync(join(dir, 'multus-2026-11-30T04-31-02.123.log'), 'utf8')).toBe(`${localStamp(T0)} [error] ${msg(1)}\n`);
+    expect(readFileSync(join(dir, 'multus-2026-11-30T04-31-02.123.log'), 'utf8')).toBe(
+      `${localStamp(T0)} [error] ${msg(1)}\n`,
+    );
   });
 
   it('writes an over-long line into an empty file instead of dropping it', () => {
@@ -322,7 +358,9 @@ describe('rotation', () => {
     const log = logger({ maxSize: LINE / (1024 * 1024) }, { t: T0 });
     log.error(msg(1));
     log.error(msg(2));
-    const backups = readdirSync(dir).filter((n) => n !== 'multus.log').sort();
+    const backups = readdirSync(dir)
+      .filter((n) => n !== 'multus.log')
+      .sort();
     expect(backups).toEqual([
       'multus-2026-11-30T02-00-00.000.log.gz',
       'multus-2026-11-30T03-00-00.000.log.gz',

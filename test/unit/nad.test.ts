@@ -8,7 +8,10 @@ import { delegateFromNad, mergeCniArgs, networkFromNad } from '../../src/multus/
 
 const confDir = mkdtempSync(join(tmpdir(), 'mts-nad-'));
 afterAll(() => rmSync(confDir, { recursive: true, force: true }));
-writeFileSync(join(confDir, '10-file.conf'), JSON.stringify({ cniVersion: '0.4.0', name: 'from-file', type: 'macvlan' }));
+writeFileSync(
+  join(confDir, '10-file.conf'),
+  JSON.stringify({ cniVersion: '0.4.0', name: 'from-file', type: 'macvlan' }),
+);
 
 function nad(name: string, config: unknown, annotations?: Record<string, string>): Nad {
   return {
@@ -24,8 +27,10 @@ describe('networkFromNad', () => {
     expect(JSON.parse(network.bytes.toString()).name).toBe('net-a');
   });
 
-  it('keeps the config\'s own name', () => {
-    expect(networkFromNad(nad('net-a', { cniVersion: '1.0.0', name: 'own', type: 'bridge' }), confDir).name).toBe('own');
+  it("keeps the config's own name", () => {
+    expect(networkFromNad(nad('net-a', { cniVersion: '1.0.0', name: 'own', type: 'bridge' }), confDir).name).toBe(
+      'own',
+    );
   });
 
   it('uses the confDir file of the same name when spec.config is empty', () => {
@@ -38,20 +43,31 @@ describe('networkFromNad', () => {
     ['an array', '[]', 'spec.config must be a JSON object'],
     ['no file for an empty config', undefined, 'has an empty spec.config and no config file named "nothere"'],
   ])('rejects %s with code 7', (_t, config, text) => {
-    expect(() => networkFromNad(nad('nothere', config), confDir)).toThrowError(expect.objectContaining({ code: 7, msg: expect.stringContaining(text) }));
+    expect(() => networkFromNad(nad('nothere', config), confDir)).toThrowError(
+      expect.objectContaining({ code: 7, msg: expect.stringContaining(text) }),
+    );
   });
 });
 
 describe('mergeCniArgs', () => {
   it('merges into args.cni of a single config, the selection winning, other keys kept', () => {
-    const network = parseNetwork({ cniVersion: '1.0.0', name: 'n', type: 'bridge', args: { cni: { a: 1, b: 1 }, other: true } });
+    const network = parseNetwork({
+      cniVersion: '1.0.0',
+      name: 'n',
+      type: 'bridge',
+      args: { cni: { a: 1, b: 1 }, other: true },
+    });
     const merged = mergeCniArgs(network, { b: 2, c: 3 });
     expect(JSON.parse(merged.bytes.toString()).args).toEqual({ cni: { a: 1, b: 2, c: 3 }, other: true });
     expect(JSON.parse(network.bytes.toString()).args.cni).toEqual({ a: 1, b: 1 });
   });
 
   it('merges into every plugin of a conflist, creating args where missing', () => {
-    const network = parseNetwork({ cniVersion: '1.0.0', name: 'n', plugins: [{ type: 'bridge' }, { type: 'tuning', args: {} }] });
+    const network = parseNetwork({
+      cniVersion: '1.0.0',
+      name: 'n',
+      plugins: [{ type: 'bridge' }, { type: 'tuning', args: {} }],
+    });
     const merged = mergeCniArgs(network, { x: 'y' });
     expect(merged.plugins.map((p) => p.args)).toEqual([{ cni: { x: 'y' } }, { cni: { x: 'y' } }]);
   });
@@ -61,7 +77,9 @@ describe('mergeCniArgs', () => {
     [{ args: { cni: [1] } }, '"args.cni" of network "n" is not an object'],
   ])('rejects a non-object args (Multus panics): %j', (extra, text) => {
     const network = parseNetwork({ cniVersion: '1.0.0', name: 'n', type: 'bridge', ...extra });
-    expect(() => mergeCniArgs(network, { a: 1 })).toThrowError(expect.objectContaining({ code: 7, msg: expect.stringContaining(text) }));
+    expect(() => mergeCniArgs(network, { a: 1 })).toThrowError(
+      expect.objectContaining({ code: 7, msg: expect.stringContaining(text) }),
+    );
   });
 
   it('is applied by delegateFromNad, with the display name and resource name', () => {

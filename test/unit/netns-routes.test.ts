@@ -38,7 +38,12 @@ class FakeRunner {
   };
 }
 
-const p = (ifName: string, deleteV4: boolean, deleteV6: boolean, addGateways: string[] = []): RoutePlan => ({ ifName, deleteV4, deleteV6, addGateways });
+const p = (ifName: string, deleteV4: boolean, deleteV6: boolean, addGateways: string[] = []): RoutePlan => ({
+  ifName,
+  deleteV4,
+  deleteV6,
+  addGateways,
+});
 
 async function rejected(promise: Promise<unknown>): Promise<CniError> {
   try {
@@ -53,7 +58,10 @@ async function rejected(promise: Promise<unknown>): Promise<CniError> {
 describe('applyRoutePlan', () => {
   it('runs ip through nsenter with the netns path, every delete (until ESRCH) before any add', async () => {
     const fake = new FakeRunner();
-    await applyRoutePlan(NETNS, [p('eth0', true, true), p('net1', true, true, ['10.20.0.1', 'fd00:20::1'])], { run: fake.run, tools: TOOLS });
+    await applyRoutePlan(NETNS, [p('eth0', true, true), p('net1', true, true, ['10.20.0.1', 'fd00:20::1'])], {
+      run: fake.run,
+      tools: TOOLS,
+    });
     expect(fake.received).toEqual([
       '-4 route del default dev eth0',
       '-4 route del default dev eth0',
@@ -71,7 +79,10 @@ describe('applyRoutePlan', () => {
 
   it('runs the adds after the deletes of later entries too', async () => {
     const fake = new FakeRunner();
-    await applyRoutePlan(NETNS, [p('eth0', true, false, ['10.10.0.254']), p('net1', true, false)], { run: fake.run, tools: TOOLS });
+    await applyRoutePlan(NETNS, [p('eth0', true, false, ['10.10.0.254']), p('net1', true, false)], {
+      run: fake.run,
+      tools: TOOLS,
+    });
     expect(fake.received).toEqual([
       '-4 route del default dev eth0',
       '-4 route del default dev eth0',
@@ -83,7 +94,11 @@ describe('applyRoutePlan', () => {
 
   it('touches only the flagged families, and nothing for an empty entry', async () => {
     const fake = new FakeRunner();
-    await applyRoutePlan(NETNS, [p('eth0', true, false), p('net1', false, false), p('net2', true, false, ['::ffff:10.1.1.1'])], { run: fake.run, tools: TOOLS });
+    await applyRoutePlan(
+      NETNS,
+      [p('eth0', true, false), p('net1', false, false), p('net2', true, false, ['::ffff:10.1.1.1'])],
+      { run: fake.run, tools: TOOLS },
+    );
     expect(fake.received).toEqual([
       '-4 route del default dev eth0',
       '-4 route del default dev eth0',
@@ -151,7 +166,12 @@ describe('applyRoutePlan', () => {
       'a namespace nsenter cannot enter is code 8',
       [p('eth0', true, false)],
       '-4 route del default dev eth0',
-      { exitCode: 1, signal: null, stdout: '', stderr: 'nsenter: cannot open /var/run/netns/cni-1234: No such file or directory\n' },
+      {
+        exitCode: 1,
+        signal: null,
+        stdout: '',
+        stderr: 'nsenter: cannot open /var/run/netns/cni-1234: No such file or directory\n',
+      },
       8,
       "cannot enter the pod's network namespace: /usr/bin/nsenter --net=/var/run/netns/cni-1234 -- /sbin/ip -4 route del default dev eth0 exited 1: nsenter: cannot open /var/run/netns/cni-1234: No such file or directory",
       'check that CNI_NETNS /var/run/netns/cni-1234 is a network namespace that still exists and that multus runs as root',
@@ -177,9 +197,27 @@ describe('applyRoutePlan', () => {
 
   it.each<[string, string, RoutePlan[], number, string]>([
     ['an empty netns', '', [p('eth0', true, false)], 8, "cannot move the pod's default route: CNI_NETNS is empty"],
-    ['an empty interface name', NETNS, [p('', true, false)], 7, 'cannot move the pod\'s default route: invalid interface name ""'],
-    ['an option-like interface name', NETNS, [p('-x', true, false)], 7, 'cannot move the pod\'s default route: invalid interface name "-x"'],
-    ['a bad gateway in a later entry', NETNS, [p('eth0', true, false), p('net1', true, false, ['10.0.0.1/24'])], 7, 'invalid default-route gateway "10.0.0.1/24": it must be an IPv4 or IPv6 address such as "10.1.1.1" or "fd00::1"'],
+    [
+      'an empty interface name',
+      NETNS,
+      [p('', true, false)],
+      7,
+      'cannot move the pod\'s default route: invalid interface name ""',
+    ],
+    [
+      'an option-like interface name',
+      NETNS,
+      [p('-x', true, false)],
+      7,
+      'cannot move the pod\'s default route: invalid interface name "-x"',
+    ],
+    [
+      'a bad gateway in a later entry',
+      NETNS,
+      [p('eth0', true, false), p('net1', true, false, ['10.0.0.1/24'])],
+      7,
+      'invalid default-route gateway "10.0.0.1/24": it must be an IPv4 or IPv6 address such as "10.1.1.1" or "fd00::1"',
+    ],
   ])('rejects %s before running anything', async (_name, netns, plan, code, msg) => {
     const fake = new FakeRunner();
     const err = await rejected(applyRoutePlan(netns, plan, { run: fake.run, tools: TOOLS }));
@@ -227,9 +265,18 @@ describe('updateCachedDefaultRoutes', () => {
   ];
   const resultPath = (name: string) => join(cniDir, 'results', name);
 
-  it('rewrites each changed attachment\'s cache file in place, mode 0600, other fields untouched', () => {
-    const eth0 = entry('cluster', 'eth0', { cniVersion: '1.0.0', routes: [{ dst: '0.0.0.0/0', gw: '10.10.0.1' }, { dst: '::/0', gw: 'fd00:10::1' }] });
-    const net1 = entry('macvlan-conf', 'net1', { cniVersion: '0.4.0', ips: [{ version: '4', address: '10.20.0.2/24' }] });
+  it("rewrites each changed attachment's cache file in place, mode 0600, other fields untouched", () => {
+    const eth0 = entry('cluster', 'eth0', {
+      cniVersion: '1.0.0',
+      routes: [
+        { dst: '0.0.0.0/0', gw: '10.10.0.1' },
+        { dst: '::/0', gw: 'fd00:10::1' },
+      ],
+    });
+    const net1 = entry('macvlan-conf', 'net1', {
+      cniVersion: '0.4.0',
+      ips: [{ version: '4', address: '10.20.0.2/24' }],
+    });
     writeResultCache(cniDir, eth0);
     writeResultCache(cniDir, net1);
     const plan = [p('eth0', true, false), p('net1', true, false, ['10.20.0.1'])];
@@ -241,7 +288,14 @@ describe('updateCachedDefaultRoutes', () => {
       encodeResultCache({ ...eth0, result: { cniVersion: '1.0.0', routes: [{ dst: '::/0', gw: 'fd00:10::1' }] } }),
     );
     expect(readFileSync(resultPath('macvlan-conf-c0ffee-net1'), 'utf8')).toBe(
-      encodeResultCache({ ...net1, result: { cniVersion: '0.4.0', ips: [{ version: '4', address: '10.20.0.2/24' }], routes: [{ dst: '0.0.0.0/0', gw: '10.20.0.1' }] } }),
+      encodeResultCache({
+        ...net1,
+        result: {
+          cniVersion: '0.4.0',
+          ips: [{ version: '4', address: '10.20.0.2/24' }],
+          routes: [{ dst: '0.0.0.0/0', gw: '10.20.0.1' }],
+        },
+      }),
     );
     expect(statSync(resultPath('cluster-c0ffee-eth0')).mode & 0o777).toBe(0o600);
   });
@@ -263,7 +317,9 @@ describe('updateCachedDefaultRoutes', () => {
     mkdirSync(join(cniDir, 'results'), { recursive: true });
     const raw = { cniVersion: '0.2.0', ip4: { ip: '10.10.0.2/24', routes: [{ dst: '0.0.0.0/0', gw: '10.10.0.1' }] } };
     writeFileSync(resultPath('cluster-c0ffee-eth0'), JSON.stringify(raw));
-    expect(updateCachedDefaultRoutes(cniDir, ID, attachments, [p('eth0', true, false, ['10.10.0.254'])])[0]?.outcome).toBe('rewritten');
+    expect(
+      updateCachedDefaultRoutes(cniDir, ID, attachments, [p('eth0', true, false, ['10.10.0.254'])])[0]?.outcome,
+    ).toBe('rewritten');
     expect(JSON.parse(readFileSync(resultPath('cluster-c0ffee-eth0'), 'utf8'))).toStrictEqual({
       cniVersion: '0.2.0',
       ip4: { ip: '10.10.0.2/24', routes: [{ dst: '0.0.0.0/0', gw: '10.10.0.254' }] },

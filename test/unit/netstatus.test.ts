@@ -17,11 +17,24 @@ const text = (v: unknown): string => JSON.stringify(v);
 describe('buildNetworkStatuses: one delegate result', () => {
   const legacy = (cniVersion: string): CniResult => ({
     cniVersion,
-    ip4: { ip: '10.1.1.5/24', gateway: '10.1.1.1', routes: [{ dst: '0.0.0.0/0', gw: '10.1.1.1' }, { dst: '10.2.0.0/16', gw: '10.1.1.2' }] },
+    ip4: {
+      ip: '10.1.1.5/24',
+      gateway: '10.1.1.1',
+      routes: [
+        { dst: '0.0.0.0/0', gw: '10.1.1.1' },
+        { dst: '10.2.0.0/16', gw: '10.1.1.2' },
+      ],
+    },
     ip6: { ip: '2001:db8::5/64', gateway: '2001:db8::1', routes: [{ dst: '::/0', gw: '2001:db8::1' }] },
     dns: { nameservers: ['10.96.0.10'] },
   });
-  const legacyEntry = { name: 'net', ips: ['10.1.1.5', '2001:db8::5'], default: true, dns: { nameservers: ['10.96.0.10'] }, gateway: ['10.1.1.1', '2001:db8::1'] };
+  const legacyEntry = {
+    name: 'net',
+    ips: ['10.1.1.5', '2001:db8::5'],
+    default: true,
+    dns: { nameservers: ['10.96.0.10'] },
+    gateway: ['10.1.1.1', '2001:db8::1'],
+  };
 
   it.each<[string, CniResult, boolean, NetworkStatus[]]>([
     ['0.1.0 ip4/ip6, no interfaces: one entry (fix)', legacy('0.1.0'), true, [legacyEntry]],
@@ -30,13 +43,24 @@ describe('buildNetworkStatuses: one delegate result', () => {
       '0.2.0 for a non-cluster network: no default',
       legacy('0.2.0'),
       false,
-      [{ name: 'net', ips: ['10.1.1.5', '2001:db8::5'], dns: { nameservers: ['10.96.0.10'] }, gateway: ['10.1.1.1', '2001:db8::1'] }],
+      [
+        {
+          name: 'net',
+          ips: ['10.1.1.5', '2001:db8::5'],
+          dns: { nameservers: ['10.96.0.10'] },
+          gateway: ['10.1.1.1', '2001:db8::1'],
+        },
+      ],
     ],
     [
       '0.3.1 bridge: host-side interfaces skipped, a default route without gw adds no gateway',
       {
         cniVersion: '0.3.1',
-        interfaces: [{ name: 'cni0', mac: 'aa:aa:aa:aa:aa:aa' }, { name: 'veth1', mac: 'bb:bb:bb:bb:bb:bb' }, { name: 'eth0', mac: '0a:58:0a:f4:01:05', sandbox: NS }],
+        interfaces: [
+          { name: 'cni0', mac: 'aa:aa:aa:aa:aa:aa' },
+          { name: 'veth1', mac: 'bb:bb:bb:bb:bb:bb' },
+          { name: 'eth0', mac: '0a:58:0a:f4:01:05', sandbox: NS },
+        ],
         ips: [{ version: '4', address: '10.244.1.5/24', gateway: '10.244.1.1', interface: 2 }],
         routes: [{ dst: '0.0.0.0/0' }],
       },
@@ -72,25 +96,55 @@ describe('buildNetworkStatuses: one delegate result', () => {
         routes: [{ dst: '0.0.0.0/0', gw: '10.244.1.1' }],
       },
       true,
-      [{ name: 'net', interface: 'eth0', ips: ['10.244.1.5'], mac: '0a:58:0a:f4:01:05', mtu: 1400, default: true, dns: {}, gateway: ['10.244.1.1'] }],
+      [
+        {
+          name: 'net',
+          interface: 'eth0',
+          ips: ['10.244.1.5'],
+          mac: '0a:58:0a:f4:01:05',
+          mtu: 1400,
+          default: true,
+          dns: {},
+          gateway: ['10.244.1.1'],
+        },
+      ],
     ],
     [
       '1.1.0 dual stack with an IPv6 default route',
       {
         cniVersion: '1.1.0',
         interfaces: [{ name: 'net1', mac: 'c2:b0:57:49:47:f1', mtu: 1500, sandbox: NS }],
-        ips: [{ address: '10.10.0.5/16', gateway: '10.10.0.1', interface: 0 }, { address: 'fd00::5/64', interface: 0 }],
-        routes: [{ dst: '0.0.0.0/0', gw: '10.10.0.1' }, { dst: '::/0', gw: 'fd00::1' }],
+        ips: [
+          { address: '10.10.0.5/16', gateway: '10.10.0.1', interface: 0 },
+          { address: 'fd00::5/64', interface: 0 },
+        ],
+        routes: [
+          { dst: '0.0.0.0/0', gw: '10.10.0.1' },
+          { dst: '::/0', gw: 'fd00::1' },
+        ],
       },
       false,
-      [{ name: 'net', interface: 'net1', ips: ['10.10.0.5', 'fd00::5'], mac: 'c2:b0:57:49:47:f1', mtu: 1500, dns: {}, gateway: ['10.10.0.1', 'fd00::1'] }],
+      [
+        {
+          name: 'net',
+          interface: 'net1',
+          ips: ['10.10.0.5', 'fd00::5'],
+          mac: 'c2:b0:57:49:47:f1',
+          mtu: 1500,
+          dns: {},
+          gateway: ['10.10.0.1', 'fd00::1'],
+        },
+      ],
     ],
     [
       '1.1.0 addresses and gateways spelled as Go prints them; default routes by destination address',
       {
         cniVersion: '1.1.0',
         interfaces: [{ name: 'net1', sandbox: NS }],
-        ips: [{ address: '2001:DB8:0:0::5/64', interface: 0 }, { address: '::ffff:10.1.1.5/120', interface: 0 }],
+        ips: [
+          { address: '2001:DB8:0:0::5/64', interface: 0 },
+          { address: '::ffff:10.1.1.5/120', interface: 0 },
+        ],
         routes: [
           { dst: '::0/0', gw: '2001:DB8::1' },
           { dst: '0.0.0.0/8', gw: '10.0.0.1' },
@@ -100,30 +154,55 @@ describe('buildNetworkStatuses: one delegate result', () => {
         ],
       },
       false,
-      [{ name: 'net', interface: 'net1', ips: ['2001:db8::5', '10.1.1.5'], dns: {}, gateway: ['2001:db8::1', '10.0.0.1'] }],
+      [
+        {
+          name: 'net',
+          interface: 'net1',
+          ips: ['2001:db8::5', '10.1.1.5'],
+          dns: {},
+          gateway: ['2001:db8::1', '10.0.0.1'],
+        },
+      ],
     ],
     [
       '1.0.0 single host-side interface: one entry without interface or mac',
-      { cniVersion: '1.0.0', interfaces: [{ name: 'host0', mac: 'aa:aa:aa:aa:aa:aa' }], ips: [{ address: '10.3.0.5/24', interface: 0 }] },
+      {
+        cniVersion: '1.0.0',
+        interfaces: [{ name: 'host0', mac: 'aa:aa:aa:aa:aa:aa' }],
+        ips: [{ address: '10.3.0.5/24', interface: 0 }],
+      },
       true,
       [{ name: 'net', ips: ['10.3.0.5'], default: true, dns: {} }],
     ],
     [
       '1.0.0 single interface: IPs without an index count too',
-      { cniVersion: '1.0.0', interfaces: [{ name: 'net1', sandbox: NS }], ips: [{ address: '10.3.0.5/24' }, { address: '10.4.0.5/24', interface: 0 }] },
+      {
+        cniVersion: '1.0.0',
+        interfaces: [{ name: 'net1', sandbox: NS }],
+        ips: [{ address: '10.3.0.5/24' }, { address: '10.4.0.5/24', interface: 0 }],
+      },
       false,
       [{ name: 'net', interface: 'net1', ips: ['10.3.0.5', '10.4.0.5'], dns: {} }],
     ],
     [
       '1.0.0 IPs but no interfaces (IPAM-only): one entry (fix)',
-      { cniVersion: '1.0.0', ips: [{ address: '10.5.0.5/24', gateway: '10.5.0.1' }], routes: [{ dst: '0.0.0.0/0', gw: '10.5.0.1' }], dns: { nameservers: ['10.5.0.2'] } },
+      {
+        cniVersion: '1.0.0',
+        ips: [{ address: '10.5.0.5/24', gateway: '10.5.0.1' }],
+        routes: [{ dst: '0.0.0.0/0', gw: '10.5.0.1' }],
+        dns: { nameservers: ['10.5.0.2'] },
+      },
       true,
       [{ name: 'net', ips: ['10.5.0.5'], default: true, dns: { nameservers: ['10.5.0.2'] }, gateway: ['10.5.0.1'] }],
     ],
     ['1.0.0 nothing at all: no entry', { cniVersion: '1.0.0' }, true, []],
     [
       '1.1.0 only host-side interfaces: no entry',
-      { cniVersion: '1.1.0', interfaces: [{ name: 'h1' }, { name: 'h2' }], ips: [{ address: '10.6.0.5/24', interface: 0 }] },
+      {
+        cniVersion: '1.1.0',
+        interfaces: [{ name: 'h1' }, { name: 'h2' }],
+        ips: [{ address: '10.6.0.5/24', interface: 0 }],
+      },
       true,
       [],
     ],
@@ -132,7 +211,11 @@ describe('buildNetworkStatuses: one delegate result', () => {
   });
 
   it('does not change the result it is given', () => {
-    const result: CniResult = { cniVersion: '1.1.0', interfaces: [{ name: 'net1', sandbox: NS }], ips: [{ address: '10.0.0.5/24', interface: 0 }] };
+    const result: CniResult = {
+      cniVersion: '1.1.0',
+      interfaces: [{ name: 'net1', sandbox: NS }],
+      ips: [{ address: '10.0.0.5/24', interface: 0 }],
+    };
     const before = structuredClone(result);
     buildNetworkStatuses('net', result, true);
     expect(result).toEqual(before);
@@ -142,11 +225,16 @@ describe('buildNetworkStatuses: one delegate result', () => {
 describe('buildNetworkStatuses: several interfaces', () => {
   const multi = (ips: unknown[], routes: unknown[] = []): CniResult => ({
     cniVersion: '1.1.0',
-    interfaces: [{ name: 'br0', mac: 'aa:aa:aa:aa:aa:aa' }, { name: 'net1', mac: 'c2:00:00:00:00:01', sandbox: NS }, { name: 'net2', mac: 'c2:00:00:00:00:02', mtu: 9000, sandbox: NS }],
+    interfaces: [
+      { name: 'br0', mac: 'aa:aa:aa:aa:aa:aa' },
+      { name: 'net1', mac: 'c2:00:00:00:00:01', sandbox: NS },
+      { name: 'net2', mac: 'c2:00:00:00:00:02', mtu: 9000, sandbox: NS },
+    ],
     ips,
     routes,
   });
-  const net1 = (more: Partial<NetworkStatus>): NetworkStatus => ({ name: 'ns/sriov', interface: 'net1', ...more, mac: 'c2:00:00:00:00:01', dns: {} } as NetworkStatus);
+  const net1 = (more: Partial<NetworkStatus>): NetworkStatus =>
+    ({ name: 'ns/sriov', interface: 'net1', ...more, mac: 'c2:00:00:00:00:01', dns: {} }) as NetworkStatus;
   const net2 = { name: 'ns/sriov', interface: 'net2' };
   const mixedIps = [
     { address: '10.0.0.1/24', interface: 0 },
@@ -155,7 +243,10 @@ describe('buildNetworkStatuses: several interfaces', () => {
     { address: 'fd00::5/64' },
     { address: '10.9.0.5/24', interface: 7 },
   ];
-  const routes = [{ dst: '0.0.0.0/0', gw: '10.2.0.1' }, { dst: '::/0', gw: 'fe80::1' }];
+  const routes = [
+    { dst: '0.0.0.0/0', gw: '10.2.0.1' },
+    { dst: '::/0', gw: 'fe80::1' },
+  ];
 
   it.each<[string, CniResult, boolean, unknown[]]>([
     [
@@ -164,14 +255,25 @@ describe('buildNetworkStatuses: several interfaces', () => {
       true,
       [
         { ...net1({ ips: ['10.1.0.5'] }), gateway: ['10.2.0.1', 'fe80::1'] },
-        { ...net2, ips: ['10.2.0.5', 'fd00::5'], mac: 'c2:00:00:00:00:02', mtu: 9000, default: true, dns: {}, gateway: ['10.2.0.1', 'fe80::1'] },
+        {
+          ...net2,
+          ips: ['10.2.0.5', 'fd00::5'],
+          mac: 'c2:00:00:00:00:02',
+          mtu: 9000,
+          default: true,
+          dns: {},
+          gateway: ['10.2.0.1', 'fe80::1'],
+        },
       ],
     ],
     [
       'a non-cluster network: no default',
       multi(mixedIps),
       false,
-      [net1({ ips: ['10.1.0.5'] }), { ...net2, ips: ['10.2.0.5', 'fd00::5'], mac: 'c2:00:00:00:00:02', mtu: 9000, dns: {} }],
+      [
+        net1({ ips: ['10.1.0.5'] }),
+        { ...net2, ips: ['10.2.0.5', 'fd00::5'], mac: 'c2:00:00:00:00:02', mtu: 9000, dns: {} },
+      ],
     ],
     [
       'no gateway: default on the first sandbox interface; an interface without IPs has no ips',
@@ -181,13 +283,22 @@ describe('buildNetworkStatuses: several interfaces', () => {
     ],
     [
       'a gateway IP without an index does not pick the default',
-      multi([{ address: '10.1.0.5/24', gateway: '10.1.0.1' }, { address: '10.2.0.5/24', gateway: '10.2.0.1', interface: 2 }]),
+      multi([
+        { address: '10.1.0.5/24', gateway: '10.1.0.1' },
+        { address: '10.2.0.5/24', gateway: '10.2.0.1', interface: 2 },
+      ]),
       true,
-      [net1({}), { ...net2, ips: ['10.1.0.5', '10.2.0.5'], mac: 'c2:00:00:00:00:02', mtu: 9000, default: true, dns: {} }],
+      [
+        net1({}),
+        { ...net2, ips: ['10.1.0.5', '10.2.0.5'], mac: 'c2:00:00:00:00:02', mtu: 9000, default: true, dns: {} },
+      ],
     ],
     [
       'a gateway on a host-side interface: default on the first sandbox interface (fix)',
-      multi([{ address: '10.0.0.1/24', gateway: '10.0.0.254', interface: 0 }, { address: '10.1.0.5/24', interface: 1 }]),
+      multi([
+        { address: '10.0.0.1/24', gateway: '10.0.0.254', interface: 0 },
+        { address: '10.1.0.5/24', interface: 1 },
+      ]),
       true,
       [net1({ ips: ['10.1.0.5'], default: true }), { ...net2, mac: 'c2:00:00:00:00:02', mtu: 9000, dns: {} }],
     ],
@@ -197,7 +308,14 @@ describe('buildNetworkStatuses: several interfaces', () => {
   });
 
   it.each<[string, CniResult]>([
-    ['one interface', { cniVersion: '1.0.0', interfaces: [{ name: 'net1', sandbox: NS }], routes: [{ dst: '0.0.0.0/0', gw: '10.0.0.1' }] }],
+    [
+      'one interface',
+      {
+        cniVersion: '1.0.0',
+        interfaces: [{ name: 'net1', sandbox: NS }],
+        routes: [{ dst: '0.0.0.0/0', gw: '10.0.0.1' }],
+      },
+    ],
     ['several interfaces', multi([], [{ dst: '0.0.0.0/0', gw: '10.0.0.1' }])],
   ])('puts device-info after dns in every entry: %s', (_title, result) => {
     const statuses = buildNetworkStatuses('ns/sriov', result, false, PCI);
@@ -229,7 +347,10 @@ describe('formatNetworkStatus', () => {
       ips: [{ version: '4', address: '10.10.0.5/16', interface: 0 }],
       dns: {},
     };
-    const statuses = [...buildNetworkStatuses('ovn-kubernetes', cluster, true), ...buildNetworkStatuses('ns1/macvlan-conf', macvlan, false)];
+    const statuses = [
+      ...buildNetworkStatuses('ovn-kubernetes', cluster, true),
+      ...buildNetworkStatuses('ns1/macvlan-conf', macvlan, false),
+    ];
     expect(formatNetworkStatus(statuses)).toBe(`[{
     "name": "ovn-kubernetes",
     "interface": "eth0",
@@ -297,7 +418,11 @@ describe('formatNetworkStatus', () => {
     ],
     [
       'three entries joined by "," only',
-      [{ name: 'a', dns: {} }, { name: 'b', default: true, dns: {} }, { name: 'c', mtu: 9000, dns: {} }],
+      [
+        { name: 'a', dns: {} },
+        { name: 'b', default: true, dns: {} },
+        { name: 'c', mtu: 9000, dns: {} },
+      ],
       '[{\n    "name": "a",\n    "dns": {}\n},{\n    "name": "b",\n    "default": true,\n    "dns": {}\n},{\n    "name": "c",\n    "mtu": 9000,\n    "dns": {}\n}]',
     ],
   ])('%s', (_title, statuses, expected) => {
@@ -305,7 +430,16 @@ describe('formatNetworkStatus', () => {
   });
 
   it('round-trips as JSON to the entries', () => {
-    const statuses = buildNetworkStatuses('ns/x', { cniVersion: '1.1.0', interfaces: [{ name: 'net1', sandbox: NS }], ips: [{ address: '10.0.0.5/24', interface: 0 }] }, true, PCI);
+    const statuses = buildNetworkStatuses(
+      'ns/x',
+      {
+        cniVersion: '1.1.0',
+        interfaces: [{ name: 'net1', sandbox: NS }],
+        ips: [{ address: '10.0.0.5/24', interface: 0 }],
+      },
+      true,
+      PCI,
+    );
     expect(JSON.parse(formatNetworkStatus(statuses))).toEqual(statuses);
   });
 });

@@ -3,7 +3,14 @@ import type { K8sArgs } from '../../src/cni/cniargs.ts';
 import { parseNetwork } from '../../src/cni/network.ts';
 import { CniError } from '../../src/base/errors.ts';
 import type { Delegate } from '../../src/multus/plan.ts';
-import { capabilityArgsFor, delegateArgsFor, fromCachedDelegate, planAttachments, toCachedDelegate, undeclaredCapabilities } from '../../src/multus/plan.ts';
+import {
+  capabilityArgsFor,
+  delegateArgsFor,
+  fromCachedDelegate,
+  planAttachments,
+  toCachedDelegate,
+  undeclaredCapabilities,
+} from '../../src/multus/plan.ts';
 
 function delegate(name: string, request: Delegate['request'] = {}, displayName = name): Delegate {
   const network = parseNetwork({ cniVersion: '1.0.0', name, type: 'bridge' });
@@ -35,12 +42,19 @@ describe('planAttachments', () => {
   });
 
   it.each([
-    ['an explicit name equal to a later automatic one', [delegate('a'), delegate('b', { ifname: 'net2' }), delegate('c')], 'net2'],
+    [
+      'an explicit name equal to a later automatic one',
+      [delegate('a'), delegate('b', { ifname: 'net2' }), delegate('c')],
+      'net2',
+    ],
     ['two explicit names', [delegate('a'), delegate('b', { ifname: 'x' }), delegate('c', { ifname: 'x' })], 'x'],
     ['a request for the cluster interface', [delegate('a'), delegate('b', { ifname: 'eth0' })], 'eth0'],
   ])('rejects duplicate interface names before anything runs: %s', (_title, delegates, name) => {
     expect(() => planAttachments(delegates, 'eth0')).toThrowError(
-      expect.objectContaining({ code: 7, msg: expect.stringContaining(`interface name "${name}" is requested by both`) }),
+      expect.objectContaining({
+        code: 7,
+        msg: expect.stringContaining(`interface name "${name}" is requested by both`),
+      }),
     );
   });
 
@@ -76,7 +90,7 @@ describe('capabilityArgsFor', () => {
     });
   });
 
-  it('replaces copied values with a non-cluster attachment\'s requests, and ignores requests on the cluster network', () => {
+  it("replaces copied values with a non-cluster attachment's requests, and ignores requests on the cluster network", () => {
     const request = { mac: '02:00:00:00:00:01', ips: ['10.0.0.5/24'], bandwidth: { egressRate: 5 } };
     const [cluster, other] = planAttachments([delegate('a', request), delegate('b', request)], 'eth0');
     expect(capabilityArgsFor(cluster!, runtimeConfig).mac).toBeUndefined();
@@ -96,8 +110,14 @@ describe('delegateArgsFor', () => {
   ];
 
   it.each([
-    ['ADD', 'IgnoreUnknown=true;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=pod1;K8S_POD_INFRA_CONTAINER_ID=c1;K8S_POD_UID=u1;FOO=bar;MAC=02:00:00:00:00:01;IP=10.0.0.5/24,fd00::5/64'],
-    ['DEL', 'IgnoreUnknown=true;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=pod1;K8S_POD_INFRA_CONTAINER_ID=c1;K8S_POD_UID=u1;FOO=bar'],
+    [
+      'ADD',
+      'IgnoreUnknown=true;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=pod1;K8S_POD_INFRA_CONTAINER_ID=c1;K8S_POD_UID=u1;FOO=bar;MAC=02:00:00:00:00:01;IP=10.0.0.5/24,fd00::5/64',
+    ],
+    [
+      'DEL',
+      'IgnoreUnknown=true;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=pod1;K8S_POD_INFRA_CONTAINER_ID=c1;K8S_POD_UID=u1;FOO=bar',
+    ],
   ])('%s: K8S keys first, runtime keys once, MAC/IP only on ADD', (command, expected) => {
     const [, other] = planAttachments(
       [delegate('a'), delegate('b', { mac: '02:00:00:00:00:01', ips: ['10.0.0.5/24', 'fd00::5/64'] })],
@@ -110,7 +130,12 @@ describe('delegateArgsFor', () => {
 
 describe('scratch cache records', () => {
   it('round-trip an attachment through toCachedDelegate/fromCachedDelegate', () => {
-    const request = { ifname: 'data0', mac: '02:00:00:00:00:01', ips: ['10.0.0.5/24'], portMappings: [{ hostPort: 1, containerPort: 2 }] };
+    const request = {
+      ifname: 'data0',
+      mac: '02:00:00:00:00:01',
+      ips: ['10.0.0.5/24'],
+      portMappings: [{ hostPort: 1, containerPort: 2 }],
+    };
     const [attachment] = planAttachments([delegate('nad-a', request, 'ns1/nad-a')], 'eth0');
     const back = fromCachedDelegate(toCachedDelegate(attachment!));
     expect(back.displayName).toBe('ns1/nad-a');
@@ -126,9 +151,19 @@ describe('undeclaredCapabilities', () => {
     ['ips and mac without capabilities', { ips: ['10.0.0.1/24'], mac: '02:00:00:00:00:01' }, undefined, ['ips', 'mac']],
     ['ips declared, mac not', { ips: ['10.0.0.1/24'], mac: '02:00:00:00:00:01' }, { ips: true }, ['mac']],
     ['a capability declared false', { bandwidth: { ingressRate: 1 } }, { bandwidth: false }, ['bandwidth']],
-    ['everything declared', { portMappings: [{ hostPort: 1 }], infinibandGUID: 'x' }, { portMappings: true, infinibandGUID: true }, []],
+    [
+      'everything declared',
+      { portMappings: [{ hostPort: 1 }], infinibandGUID: 'x' },
+      { portMappings: true, infinibandGUID: true },
+      [],
+    ],
   ])('%s', (_t, request, capabilities, expected) => {
-    const network = parseNetwork({ cniVersion: '1.0.0', name: 'b', type: 'bridge', ...(capabilities ? { capabilities } : {}) });
+    const network = parseNetwork({
+      cniVersion: '1.0.0',
+      name: 'b',
+      type: 'bridge',
+      ...(capabilities ? { capabilities } : {}),
+    });
     const [, other] = planAttachments([delegate('a'), { network, displayName: 'ns/b', request }], 'eth0');
     expect(undeclaredCapabilities(other!)).toEqual(expected);
   });

@@ -36,7 +36,10 @@ async function serve(behaviour: PodResourcesServer['behaviour']): Promise<PodRes
   return server;
 }
 
-const answer = (response: ListPodResourcesResponseMessage): PodResourcesServer['behaviour'] => ({ kind: 'answer', response });
+const answer = (response: ListPodResourcesResponseMessage): PodResourcesServer['behaviour'] => ({
+  kind: 'answer',
+  response,
+});
 
 /** The checkpoint is never the source in these tests: it is absent, so using it would fail loudly. */
 const deps = (extra: ResourceMapDeps = {}): ResourceMapDeps => ({
@@ -51,34 +54,54 @@ const pod = { namespace: 'ns1', name: 'pod-a', uid: 'uid-a' };
 const NODE: ListPodResourcesResponseMessage = {
   pod_resources: [
     {
-      name: 'pod-a', namespace: 'other',
+      name: 'pod-a',
+      namespace: 'other',
       containers: [{ name: 'c', devices: [{ resource_name: 'intel.com/sriov', device_ids: ['0000:99:00.0'] }] }],
     },
     {
-      name: 'pod-a', namespace: 'ns1',
+      name: 'pod-a',
+      namespace: 'ns1',
       containers: [
         {
           name: 'app',
           cpu_ids: [2, 3],
           memory: [{ memory_type: 'memory', size: 1 << 30, topology: { nodes: [{ ID: 0 }] } }],
           devices: [
-            { resource_name: 'intel.com/sriov', device_ids: ['0000:03:02.3', '0000:03:02.1'], topology: { nodes: [{ ID: 1 }] } },
+            {
+              resource_name: 'intel.com/sriov',
+              device_ids: ['0000:03:02.3', '0000:03:02.1'],
+              topology: { nodes: [{ ID: 1 }] },
+            },
             { resource_name: 'nvidia.com/gpu', device_ids: ['GPU-b'] },
           ],
-          dynamic_resources: [{ claim_name: 'c1', claim_namespace: 'ns1', claim_resources: [{ driver_name: 'd', device_name: 'x', cdi_devices: [{ name: 'v/c=x' }] }] }],
+          dynamic_resources: [
+            {
+              claim_name: 'c1',
+              claim_namespace: 'ns1',
+              claim_resources: [{ driver_name: 'd', device_name: 'x', cdi_devices: [{ name: 'v/c=x' }] }],
+            },
+          ],
         },
         { name: 'sidecar', devices: [{ resource_name: 'intel.com/sriov', device_ids: ['0000:03:02.2'] }] },
         { name: 'empty' },
       ],
     },
-    { name: 'pod-b', namespace: 'ns1', containers: [{ name: 'c', devices: [{ resource_name: 'nvidia.com/gpu', device_ids: ['GPU-a'] }] }] },
+    {
+      name: 'pod-b',
+      namespace: 'ns1',
+      containers: [{ name: 'c', devices: [{ resource_name: 'nvidia.com/gpu', device_ids: ['GPU-a'] }] }],
+    },
   ],
 };
 
 describe('decodeListPodResourcesResponse', () => {
   it('decodes what protobufjs encodes, skipping the fields it does not read', () => {
     const decoded = decodeListPodResourcesResponse(encodeListResponse(NODE));
-    expect(decoded.podResources.map((p) => `${p.namespace}/${p.name}`)).toEqual(['other/pod-a', 'ns1/pod-a', 'ns1/pod-b']);
+    expect(decoded.podResources.map((p) => `${p.namespace}/${p.name}`)).toEqual([
+      'other/pod-a',
+      'ns1/pod-a',
+      'ns1/pod-b',
+    ]);
     expect(decoded.podResources[1]?.containers).toEqual([
       {
         name: 'app',
@@ -94,10 +117,25 @@ describe('decodeListPodResourcesResponse', () => {
 
   it.each([
     ['an empty message', Buffer.alloc(0), { podResources: [] }],
-    ['proto3 defaults (empty strings omitted)', encodeListResponse({ pod_resources: [{}] }), { podResources: [{ name: '', namespace: '', containers: [] }] }],
-    ['unicode names', encodeListResponse({ pod_resources: [{ name: 'pöd-€', namespace: 'n' }] }), { podResources: [{ name: 'pöd-€', namespace: 'n', containers: [] }] }],
+    [
+      'proto3 defaults (empty strings omitted)',
+      encodeListResponse({ pod_resources: [{}] }),
+      { podResources: [{ name: '', namespace: '', containers: [] }] },
+    ],
+    [
+      'unicode names',
+      encodeListResponse({ pod_resources: [{ name: 'pöd-€', namespace: 'n' }] }),
+      { podResources: [{ name: 'pöd-€', namespace: 'n', containers: [] }] },
+    ],
     // field 7 varint, field 8 fixed64, field 9 fixed32 before the pod: unknown fields of every wire type are skipped
-    ['unknown fields of each wire type', Buffer.concat([Buffer.from([0x38, 0x96, 0x01, 0x41, 1, 2, 3, 4, 5, 6, 7, 8, 0x4d, 1, 2, 3, 4]), encodeListResponse({ pod_resources: [{ name: 'p' }] })]), { podResources: [{ name: 'p', namespace: '', containers: [] }] }],
+    [
+      'unknown fields of each wire type',
+      Buffer.concat([
+        Buffer.from([0x38, 0x96, 0x01, 0x41, 1, 2, 3, 4, 5, 6, 7, 8, 0x4d, 1, 2, 3, 4]),
+        encodeListResponse({ pod_resources: [{ name: 'p' }] }),
+      ]),
+      { podResources: [{ name: 'p', namespace: '', containers: [] }] },
+    ],
   ])('decodes %s', (_what, bytes, expected) => {
     expect(decodeListPodResourcesResponse(bytes)).toEqual(expected);
   });
@@ -110,7 +148,11 @@ describe('decodeListPodResourcesResponse', () => {
     ['field number 0', Buffer.from([0x02, 0x00]), /field number 0/],
     ['invalid UTF-8 in a name', Buffer.from([0x0a, 0x03, 0x0a, 0x01, 0xff]), /PodResources.name.*not valid UTF-8/],
     ['a nested message cut short', Buffer.from([0x0a, 0x02, 0x1a, 0x05]), /PodResources.*field 3 runs past the end/],
-    ['an 11-byte varint', Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]), /longer than 10 bytes/],
+    [
+      'an 11-byte varint',
+      Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),
+      /longer than 10 bytes/,
+    ],
   ])('rejects %s', (_what, bytes, message) => {
     let error: unknown;
     try {
@@ -138,7 +180,11 @@ describe('readResourceMap through a pod-resources gRPC server', () => {
 
   it.each([
     ['a pod the kubelet does not list', { namespace: 'ns1', name: 'pod-z', uid: 'u' }, []],
-    ['the same name in another namespace', { namespace: 'other', name: 'pod-a', uid: 'u' }, [['intel.com/sriov', ['0000:99:00.0']]]],
+    [
+      'the same name in another namespace',
+      { namespace: 'other', name: 'pod-a', uid: 'u' },
+      [['intel.com/sriov', ['0000:99:00.0']]],
+    ],
     ['another pod of the namespace', { namespace: 'ns1', name: 'pod-b', uid: 'u' }, [['nvidia.com/gpu', ['GPU-a']]]],
   ])('%s', async (_what, who, expected) => {
     await serve(answer(NODE));
@@ -157,13 +203,25 @@ describe('readResourceMap through a pod-resources gRPC server', () => {
   it('an empty pod name or namespace is an error before any call', async () => {
     const server = await serve(answer(NODE));
     const err = await rejection(readResourceMap({ namespace: '', name: 'pod-a', uid: 'u' }, deps()));
-    expect(err.msg).toMatch(/^failed to get resourceMap from the kubelet pod-resources API at .*: cannot match pod resources: the pod name or namespace is empty$/);
+    expect(err.msg).toMatch(
+      /^failed to get resourceMap from the kubelet pod-resources API at .*: cannot match pod resources: the pod name or namespace is empty$/,
+    );
     expect(server.calls).toHaveLength(0);
   });
 
   it.each([
-    [status.UNAVAILABLE, 'kubelet is shutting down', CniCode.TryAgainLater, 'List failed with UNAVAILABLE: kubelet is shutting down'],
-    [status.RESOURCE_EXHAUSTED, 'rate limit exceeded', CniCode.TryAgainLater, 'List failed with RESOURCE_EXHAUSTED: rate limit exceeded'],
+    [
+      status.UNAVAILABLE,
+      'kubelet is shutting down',
+      CniCode.TryAgainLater,
+      'List failed with UNAVAILABLE: kubelet is shutting down',
+    ],
+    [
+      status.RESOURCE_EXHAUSTED,
+      'rate limit exceeded',
+      CniCode.TryAgainLater,
+      'List failed with RESOURCE_EXHAUSTED: rate limit exceeded',
+    ],
     [status.PERMISSION_DENIED, 'no: 100% sure', CniCode.IoFailure, 'List failed with PERMISSION_DENIED: no: 100% sure'],
     [status.INTERNAL, '', CniCode.IoFailure, 'List failed with INTERNAL'],
   ])('a gRPC status %i from the server is a CniError', async (code, details, cniCode, message) => {
@@ -179,7 +237,9 @@ describe('readResourceMap through a pod-resources gRPC server', () => {
     const err = await rejection(readResourceMap(pod, deps({ callTimeoutMs: 300 })));
     const took = performance.now() - started;
     expect(err.code).toBe(CniCode.TryAgainLater);
-    expect(err.msg).toBe(`failed to get resourceMap from the kubelet pod-resources API at ${socketPath}: List timed out after 300 ms`);
+    expect(err.msg).toBe(
+      `failed to get resourceMap from the kubelet pod-resources API at ${socketPath}: List timed out after 300 ms`,
+    );
     expect(server.calls).toHaveLength(1);
     expect(took).toBeGreaterThanOrEqual(250);
     expect(took).toBeLessThan(3000);
@@ -192,7 +252,9 @@ describe('readResourceMap through a pod-resources gRPC server', () => {
     const err = await rejection(readResourceMap(pod, deps({ dialTimeoutMs: 300, callTimeoutMs: 60_000 })));
     expect(performance.now() - started).toBeLessThan(3000);
     expect(err.code).toBe(CniCode.TryAgainLater);
-    expect(err.msg).toBe(`failed to get resourceMap from the kubelet pod-resources API at ${socketPath}: connecting to ${socketPath} timed out after 300 ms`);
+    expect(err.msg).toBe(
+      `failed to get resourceMap from the kubelet pod-resources API at ${socketPath}: connecting to ${socketPath} timed out after 300 ms`,
+    );
     expect(silent.connections()).toBe(1);
   });
 
@@ -200,12 +262,22 @@ describe('readResourceMap through a pod-resources gRPC server', () => {
     writeFileSync(socketPath, ''); // a stale path: exists, but is no socket
     const err = await rejection(readResourceMap(pod, deps()));
     expect(err.code).toBe(CniCode.TryAgainLater);
-    expect(err.msg).toMatch(/^failed to get resourceMap from the kubelet pod-resources API at .*: cannot connect: .*(ECONNREFUSED|ENOTSOCK)/);
+    expect(err.msg).toMatch(
+      /^failed to get resourceMap from the kubelet pod-resources API at .*: cannot connect: .*(ECONNREFUSED|ENOTSOCK)/,
+    );
   });
 
-  it('accepts a response over grpc-js\'s 4 MiB default, within the 16 MiB limit', async () => {
+  it("accepts a response over grpc-js's 4 MiB default, within the 16 MiB limit", async () => {
     const ids = Array.from({ length: 260_000 }, (_, i) => `0000:${String(i).padStart(8, '0')}.0`); // 17 bytes each encoded: ~4.2 MiB
-    const big = { pod_resources: [{ name: 'pod-a', namespace: 'ns1', containers: [{ name: 'c', devices: [{ resource_name: 'r', device_ids: ids }] }] }] };
+    const big = {
+      pod_resources: [
+        {
+          name: 'pod-a',
+          namespace: 'ns1',
+          containers: [{ name: 'c', devices: [{ resource_name: 'r', device_ids: ids }] }],
+        },
+      ],
+    };
     expect(encodeListResponse(big).length).toBeGreaterThan(4 * 1024 * 1024);
     await serve(answer(big));
     const map = await readResourceMap(pod, deps());
@@ -217,7 +289,15 @@ describe('readResourceMap through a pod-resources gRPC server', () => {
     ['one byte over the limit', 99, CniCode.IoFailure],
     ['exactly the limit', 100, undefined],
   ])('a response %s', async (_what, limit, code) => {
-    const response = { pod_resources: [{ name: 'pod-a', namespace: 'ns1', containers: [{ name: 'c', devices: [{ resource_name: 'r', device_ids: ['x'.repeat(74)] }] }] }] };
+    const response = {
+      pod_resources: [
+        {
+          name: 'pod-a',
+          namespace: 'ns1',
+          containers: [{ name: 'c', devices: [{ resource_name: 'r', device_ids: ['x'.repeat(74)] }] }],
+        },
+      ],
+    };
     expect(encodeListResponse(response).length).toBe(100);
     await serve(answer(response));
     const result = readResourceMap(pod, deps({ maxMessageBytes: limit }));
@@ -240,12 +320,19 @@ describe('readResourceMap through a pod-resources gRPC server', () => {
 describe('listPodResources', () => {
   it('returns the decoded response as the server sent it', async () => {
     await serve(answer(NODE));
-    const response = await listPodResources({ socketPath, dialTimeoutMs: 2000, callTimeoutMs: 2000, maxMessageBytes: 1 << 20 });
+    const response = await listPodResources({
+      socketPath,
+      dialTimeoutMs: 2000,
+      callTimeoutMs: 2000,
+      maxMessageBytes: 1 << 20,
+    });
     expect(response).toEqual(decodeListPodResourcesResponse(encodeListResponse(NODE)));
   });
 
   it('a missing socket is a connect error', async () => {
-    const err = await rejection(listPodResources({ socketPath, dialTimeoutMs: 2000, callTimeoutMs: 2000, maxMessageBytes: 1 << 20 }));
+    const err = await rejection(
+      listPodResources({ socketPath, dialTimeoutMs: 2000, callTimeoutMs: 2000, maxMessageBytes: 1 << 20 }),
+    );
     expect(err.code).toBe(CniCode.TryAgainLater);
     expect(err.msg).toMatch(/^cannot connect: .*ENOENT/);
   });

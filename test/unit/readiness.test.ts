@@ -36,7 +36,12 @@ describe('backoffSchedule', () => {
     ['default, no jitter', DEFAULT_BACKOFF, NO_JITTER, [250, 1000, 4000, 16000]],
     ['default, full jitter', DEFAULT_BACKOFF, () => 1, [275, 1100, 4400, 17600]],
     ['default, half jitter (rounded)', DEFAULT_BACKOFF, () => 0.5, [263, 1050, 4200, 16800]],
-    ['factor 1 is a fixed interval', { initialMs: 1000, factor: 1, jitter: 0, steps: 3 }, Math.random, [1000, 1000, 1000]],
+    [
+      'factor 1 is a fixed interval',
+      { initialMs: 1000, factor: 1, jitter: 0, steps: 3 },
+      Math.random,
+      [1000, 1000, 1000],
+    ],
     ['zero steps', { ...DEFAULT_BACKOFF, steps: 0 }, NO_JITTER, []],
   ])('%s', (_name, opts, random, expected) => {
     expect(backoffSchedule(opts, random)).toEqual(expected);

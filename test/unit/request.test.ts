@@ -43,7 +43,9 @@ describe('parseCommand', () => {
   it.each(['add', 'FOO', ' ADD'])('rejects %j with code 4', (cmd) => {
     const err = thrown(() => parseCommand({ CNI_COMMAND: cmd }));
     expect(err.code).toBe(4);
-    expect(err.msg).toBe(`unknown CNI_COMMAND ${JSON.stringify(cmd)}: expected one of ADD, DEL, CHECK, STATUS, GC, VERSION`);
+    expect(err.msg).toBe(
+      `unknown CNI_COMMAND ${JSON.stringify(cmd)}: expected one of ADD, DEL, CHECK, STATUS, GC, VERSION`,
+    );
   });
 });
 
@@ -54,7 +56,11 @@ describe('parseRequest: env table', () => {
     ['DEL', {}, 'required env variables [CNI_CONTAINERID,CNI_IFNAME,CNI_PATH] missing'],
     ['STATUS', {}, 'required env variables [CNI_PATH] missing'],
     ['GC', {}, 'required env variables [CNI_PATH] missing'],
-    ['ADD', { ...FULL_ENV, CNI_NETNS: '', CNI_IFNAME: undefined }, 'required env variables [CNI_NETNS,CNI_IFNAME] missing'],
+    [
+      'ADD',
+      { ...FULL_ENV, CNI_NETNS: '', CNI_IFNAME: undefined },
+      'required env variables [CNI_NETNS,CNI_IFNAME] missing',
+    ],
     ['ADD', { ...FULL_ENV, CNI_PATH: '' }, 'required env variables [CNI_PATH] missing'],
   ] as const)('%s with %j → code 4 %s', (cmd, env, msg) => {
     const err = thrown(() => parseRequest(cmd, env, conf()));

@@ -93,7 +93,11 @@ describe('convertResult matches libcni v1.3.0', () => {
   it('the recorded matrix covers every (from, to) pair with a full fixture of each layout', () => {
     const full = libcni.conversions.filter((c) => c.fixture.startsWith('full-'));
     const pairs = full.map((c) => `${c.from}>${c.to}`).sort();
-    expect(pairs).toEqual(versionPairs().map(([from, to]) => `${from}>${to}`).sort());
+    expect(pairs).toEqual(
+      versionPairs()
+        .map(([from, to]) => `${from}>${to}`)
+        .sort(),
+    );
   });
 
   it.each(different.filter((c) => c.output !== undefined))(
@@ -103,13 +107,16 @@ describe('convertResult matches libcni v1.3.0', () => {
     },
   );
 
-  it.each(different.filter((c) => c.error !== undefined))('$fixture $from → $to fails: $error', ({ fixture, from, to, error }) => {
-    const err = thrown(() => convertResult(input(fixture, from), to));
-    expect(err.code).toBe(1);
-    expect(err.msg).toBe(
-      `${error} (a 0.1.0/0.2.0 result must carry an IP address; set the network's cniVersion to 0.3.0 or later)`,
-    );
-  });
+  it.each(different.filter((c) => c.error !== undefined))(
+    '$fixture $from → $to fails: $error',
+    ({ fixture, from, to, error }) => {
+      const err = thrown(() => convertResult(input(fixture, from), to));
+      expect(err.code).toBe(1);
+      expect(err.msg).toBe(
+        `${error} (a 0.1.0/0.2.0 result must carry an IP address; set the network's cniVersion to 0.3.0 or later)`,
+      );
+    },
+  );
 
   it.each(same)('$fixture $from → $from is a deep copy of the input, unknown keys kept', ({ fixture, from }) => {
     const original = input(fixture, from);
@@ -173,7 +180,10 @@ describe('convertResult properties', () => {
     expect(out.ip4).toEqual({
       ip: '10.1.2.3/24',
       gateway: '10.1.2.1',
-      routes: [{ dst: '0.0.0.0/0', gw: '10.1.2.1' }, { dst: '192.168.0.0/16', gw: '10.1.2.254' }],
+      routes: [
+        { dst: '0.0.0.0/0', gw: '10.1.2.1' },
+        { dst: '192.168.0.0/16', gw: '10.1.2.254' },
+      ],
     });
     expect(out.ip6).toEqual({ ip: 'fd00:1::3/64', gateway: 'fd00:1::1', routes: [{ dst: '::/0', gw: 'fd00:1::1' }] });
     expect(out.interfaces).toBeUndefined();
@@ -187,7 +197,13 @@ describe('convertResult properties', () => {
     ['an unsupported target', { cniVersion: '1.0.0' }, '2.0.0', 1, 'unsupported CNI result version "2.0.0"'],
     ['an unsupported source', { cniVersion: '0.9.0' }, '1.0.0', 1, 'unsupported CNI result version "0.9.0"'],
     ['a malformed source', { cniVersion: '1.0.0', ips: [{}] }, '0.4.0', 6, 'invalid CNI 1.0.0 result: ips[0].address'],
-    ['a malformed same-version source', { cniVersion: '0.4.0', routes: 'x' }, '0.4.0', 6, 'invalid CNI 0.4.0 result: routes'],
+    [
+      'a malformed same-version source',
+      { cniVersion: '0.4.0', routes: 'x' },
+      '0.4.0',
+      6,
+      'invalid CNI 0.4.0 result: routes',
+    ],
   ])('rejects %s', (_what, result, to, code, msgStart) => {
     const err = thrown(() => convertResult(result as CniResult, to));
     expect(err.code).toBe(code);
@@ -262,7 +278,11 @@ describe('parseResult', () => {
     ['1.0.0', { ips: [{ address: '10.0.0.2/33' }] }, `ips[0].address must be ${CIDR}, got "10.0.0.2/33"`],
     ['1.0.0', { ips: [{ address: 'fe80::1%eth0/64' }] }, `ips[0].address must be ${CIDR}, got "fe80::1%eth0/64"`],
     ['1.0.0', { ips: [{ address: '1::2::3/64' }] }, `ips[0].address must be ${CIDR}, got "1::2::3/64"`],
-    ['1.0.0', { ips: [{ address: '1:2:3:4:5:6:7:8::/64' }] }, `ips[0].address must be ${CIDR}, got "1:2:3:4:5:6:7:8::/64"`],
+    [
+      '1.0.0',
+      { ips: [{ address: '1:2:3:4:5:6:7:8::/64' }] },
+      `ips[0].address must be ${CIDR}, got "1:2:3:4:5:6:7:8::/64"`,
+    ],
     ['1.0.0', { ips: [{ address: '1.2.3.4::/64' }] }, `ips[0].address must be ${CIDR}, got "1.2.3.4::/64"`],
     ['1.0.0', { ips: [{ address: '10.0.0.2/24', gateway: 'gw' }] }, `ips[0].gateway must be ${IP}, got "gw"`],
     ['1.0.0', { ips: [{ address: '10.0.0.2/24', interface: 0.5 }] }, `ips[0].interface must be an integer, got 0.5`],
@@ -278,7 +298,11 @@ describe('parseResult', () => {
     ['0.3.1', { interfaces: [{ name: 'eth0', sandbox: {} }] }, `interfaces[0].sandbox must be a string, got {}`],
     ['0.2.0', { ip4: '10.0.0.2/24' }, `ip4 must be an object, got "10.0.0.2/24"`],
     ['0.2.0', { ip4: { gateway: '10.0.0.1' } }, `ip4.ip must be ${CIDR}, got nothing`],
-    ['0.1.0', { ip6: { ip: 'fd00::2/64', routes: [{ dst: 'fd00::/8', gw: 'x' }] } }, `ip6.routes[0].gw must be ${IP}, got "x"`],
+    [
+      '0.1.0',
+      { ip6: { ip: 'fd00::2/64', routes: [{ dst: 'fd00::/8', gw: 'x' }] } },
+      `ip6.routes[0].gw must be ${IP}, got "x"`,
+    ],
   ])('a %s result with a bad field is code 6: %s', (version, fields, detail) => {
     const err = thrown(() => parseResult(JSON.stringify({ cniVersion: version, ...fields }), version));
     expect(err.code).toBe(6);
@@ -300,9 +324,7 @@ describe('parseResult', () => {
 describe('resultInterfaces and resultIps (1.x form for any version)', () => {
   it.each(['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'])('interfaces of a %s result', (version) => {
     const name = version.startsWith('1.') ? 'full-1x' : 'full-04x';
-    const extra = version.startsWith('1.')
-      ? { mtu: 1450, pciID: '0000:3b:00.1', socketPath: '/run/vhost/sock0' }
-      : {};
+    const extra = version.startsWith('1.') ? { mtu: 1450, pciID: '0000:3b:00.1', socketPath: '/run/vhost/sock0' } : {};
     expect(resultInterfaces(input(name, version))).toEqual([
       { mac: 'aa:bb:cc:00:00:01', name: 'veth1234', ...(version.startsWith('1.') ? { mtu: 1500 } : {}) },
       { mac: 'aa:bb:cc:00:00:02', name: 'eth0', sandbox: '/var/run/netns/cni-1', ...extra },
@@ -356,83 +378,114 @@ describe('parsePluginError', () => {
     [
       'a CNI error on stdout keeps code, msg and details',
       { stdout: text('{"cniVersion":"1.0.0","code":7,"msg":"bad config","details":"field x"}') },
-      7, 'bad config', 'field x',
+      7,
+      'bad config',
+      'field x',
     ],
     [
       'a CNI error plus stderr appends the stderr tail to details',
       { stdout: text('{"code":11,"msg":"busy","details":"lock"}'), stderr: text('waiting for lock\n') },
-      11, 'busy', 'lock; stderr: waiting for lock',
+      11,
+      'busy',
+      'lock; stderr: waiting for lock',
     ],
     [
       'a plugin-specific code is kept',
       { stdout: text('{"code":117,"msg":"vlan in use"}') },
-      117, 'vlan in use', undefined,
+      117,
+      'vlan in use',
+      undefined,
     ],
     [
       'a CNI error without msg gets one',
       { stdout: text('{"code":11}') },
-      11, 'plugin bridge failed with error code 11 and no message', undefined,
+      11,
+      'plugin bridge failed with error code 11 and no message',
+      undefined,
     ],
     [
       'empty stdout uses stderr',
       { stderr: text('  failed to open /run/x: permission denied\n') },
-      999, 'plugin bridge failed: failed to open /run/x: permission denied',
+      999,
+      'plugin bridge failed: failed to open /run/x: permission denied',
       'stderr: failed to open /run/x: permission denied',
     ],
     [
       'both empty names the exit status',
       { exitCode: 2 },
-      999, 'plugin bridge failed with no error message (exit status 2)', undefined,
+      999,
+      'plugin bridge failed with no error message (exit status 2)',
+      undefined,
     ],
     [
       'whitespace-only output counts as empty',
       { stdout: text('\n'), stderr: text(' \n'), exitCode: 3 },
-      999, 'plugin bridge failed with no error message (exit status 3)', undefined,
+      999,
+      'plugin bridge failed with no error message (exit status 3)',
+      undefined,
     ],
     [
       'no exit code and no signal',
       { exitCode: null },
-      999, 'plugin bridge failed with no error message (exit status unknown)', undefined,
+      999,
+      'plugin bridge failed with no error message (exit status unknown)',
+      undefined,
     ],
     [
       'stdout that is not JSON is quoted',
       { stdout: text('panic: oops\n'), stderr: text('goroutine 1') },
-      999, 'plugin bridge failed and its output is not a CNI error: "panic: oops"', 'stderr: goroutine 1',
+      999,
+      'plugin bridge failed and its output is not a CNI error: "panic: oops"',
+      'stderr: goroutine 1',
     ],
     [
       'a JSON result is not a CNI error',
       { stdout: text('{"cniVersion":"1.0.0","ips":[]}') },
-      999, 'plugin bridge failed and its output is not a CNI error: "{\\"cniVersion\\":\\"1.0.0\\",\\"ips\\":[]}"', undefined,
+      999,
+      'plugin bridge failed and its output is not a CNI error: "{\\"cniVersion\\":\\"1.0.0\\",\\"ips\\":[]}"',
+      undefined,
     ],
     [
       'a string code is not a CNI error',
       { stdout: text('{"code":"7","msg":"x"}') },
-      999, 'plugin bridge failed and its output is not a CNI error: "{\\"code\\":\\"7\\",\\"msg\\":\\"x\\"}"', undefined,
+      999,
+      'plugin bridge failed and its output is not a CNI error: "{\\"code\\":\\"7\\",\\"msg\\":\\"x\\"}"',
+      undefined,
     ],
     [
       'a non-string msg is not a CNI error',
       { stdout: text('{"code":7,"msg":{"a":1}}') },
-      999, 'plugin bridge failed and its output is not a CNI error: "{\\"code\\":7,\\"msg\\":{\\"a\\":1}}"', undefined,
+      999,
+      'plugin bridge failed and its output is not a CNI error: "{\\"code\\":7,\\"msg\\":{\\"a\\":1}}"',
+      undefined,
     ],
     [
       'a signal is named, whatever stdout says',
       { exitCode: null, signal: 'SIGSEGV', stdout: text('{"code":7,"msg":"x"}'), stderr: text('segfault') },
-      999, 'plugin bridge was killed by signal SIGSEGV', 'stderr: segfault',
+      999,
+      'plugin bridge was killed by signal SIGSEGV',
+      'stderr: segfault',
     ],
     [
       'a timeout gives the limit in seconds',
       { exitCode: null, signal: 'SIGKILL', timedOut: true, timeoutMs: 1500 },
-      999, 'plugin bridge did not finish within 1.5s and was killed', undefined,
+      999,
+      'plugin bridge did not finish within 1.5s and was killed',
+      undefined,
     ],
     [
       'a timeout of whole seconds',
       { exitCode: null, signal: 'SIGKILL', timedOut: true, timeoutMs: 30000, stderr: text('still waiting') },
-      999, 'plugin bridge did not finish within 30s and was killed', 'stderr: still waiting',
+      999,
+      'plugin bridge did not finish within 30s and was killed',
+      'stderr: still waiting',
     ],
     [
       'a timeout without a known limit',
       { exitCode: null, signal: 'SIGKILL', timedOut: true },
-      999, 'plugin bridge did not finish in time and was killed', undefined,
+      999,
+      'plugin bridge did not finish in time and was killed',
+      undefined,
     ],
   ])('%s', (_what, over, code, msg, details) => {
     const err = fail(over as Partial<PluginOutput>);

@@ -4,7 +4,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RouteChange, RoutePlan, RouteRequester } from '../../src/routes/routes.ts';
-import { changesRoutes, defaultRouteFamily, gatewayFamily, planDefaultRoutes, rewriteCachedRoutes } from '../../src/routes/routes.ts';
+import {
+  changesRoutes,
+  defaultRouteFamily,
+  gatewayFamily,
+  planDefaultRoutes,
+  rewriteCachedRoutes,
+} from '../../src/routes/routes.ts';
 import { thrown } from '../helpers/errors.ts';
 
 const att = (ifName: string, defaultRoute?: string[]): RouteRequester => ({
@@ -180,10 +186,16 @@ function result1x(version: '1.0.0' | '1.1.0', routes?: unknown[]): Record<string
   };
 }
 
-function result020(ip4routes?: unknown[] | null, ip6routes?: unknown[] | null, families: (4 | 6)[] = [4, 6]): Record<string, unknown> {
+function result020(
+  ip4routes?: unknown[] | null,
+  ip6routes?: unknown[] | null,
+  families: (4 | 6)[] = [4, 6],
+): Record<string, unknown> {
   const out: Record<string, unknown> = { cniVersion: '0.2.0', dns: {} };
-  if (families.includes(4)) out.ip4 = { ip: '10.10.0.2/24', gateway: '10.10.0.1', ...(ip4routes === undefined ? {} : { routes: ip4routes }) };
-  if (families.includes(6)) out.ip6 = { ip: 'fd00:10::2/64', gateway: 'fd00:10::1', ...(ip6routes === undefined ? {} : { routes: ip6routes }) };
+  if (families.includes(4))
+    out.ip4 = { ip: '10.10.0.2/24', gateway: '10.10.0.1', ...(ip4routes === undefined ? {} : { routes: ip4routes }) };
+  if (families.includes(6))
+    out.ip6 = { ip: 'fd00:10::2/64', gateway: 'fd00:10::1', ...(ip6routes === undefined ? {} : { routes: ip6routes }) };
   return out;
 }
 
@@ -202,34 +214,99 @@ type Case = [string, Record<string, unknown>, RouteChange, Record<string, unknow
 /** The same cases for every 0.3.0+ version: only the top-level `routes` differs between input and output. */
 function topLevelCases(make: (routes?: unknown[]) => Record<string, unknown>): Case[] {
   return [
-    ['delete v4 keeps v6 default and non-default routes', make([V4_DEFAULT, V4_NET, V6_DEFAULT, V6_NET]), deleteV4, make([V4_NET, V6_DEFAULT, V6_NET])],
-    ['delete v6 keeps v4 routes', make([V4_DEFAULT, V4_NET, V6_DEFAULT, V6_NET]), deleteV6, make([V4_DEFAULT, V4_NET, V6_NET])],
+    [
+      'delete v4 keeps v6 default and non-default routes',
+      make([V4_DEFAULT, V4_NET, V6_DEFAULT, V6_NET]),
+      deleteV4,
+      make([V4_NET, V6_DEFAULT, V6_NET]),
+    ],
+    [
+      'delete v6 keeps v4 routes',
+      make([V4_DEFAULT, V4_NET, V6_DEFAULT, V6_NET]),
+      deleteV6,
+      make([V4_DEFAULT, V4_NET, V6_NET]),
+    ],
     ['delete both', make([V4_DEFAULT, V4_NET, V6_DEFAULT, V6_NET]), deleteBoth, make([V4_NET, V6_NET])],
-    ['delete every spelling of the v6 default', make([{ dst: '::0/0', gw: 'fd00:10::1' }, { dst: '0:0::0/0', gw: 'fd00:10::1' }, V6_DEFAULT, V6_NET]), deleteV6, make([V6_NET])],
+    [
+      'delete every spelling of the v6 default',
+      make([{ dst: '::0/0', gw: 'fd00:10::1' }, { dst: '0:0::0/0', gw: 'fd00:10::1' }, V6_DEFAULT, V6_NET]),
+      deleteV6,
+      make([V6_NET]),
+    ],
     ['delete leaves routes without dst', make([NO_DST, V4_DEFAULT]), deleteBoth, make([NO_DST])],
     ['delete of the only routes drops the key', make([V4_DEFAULT, V6_DEFAULT]), deleteBoth, make()],
     ['delete without routes key changes nothing', make(), deleteBoth, make()],
     ['delete with nothing to delete leaves an empty list as it was', make([]), deleteV4, make([])],
-    ['move v4 appends the new default after the kept routes', make([V4_DEFAULT, V4_NET, V6_DEFAULT]), moveV4, make([V4_NET, V6_DEFAULT, NEW_V4])],
+    [
+      'move v4 appends the new default after the kept routes',
+      make([V4_DEFAULT, V4_NET, V6_DEFAULT]),
+      moveV4,
+      make([V4_NET, V6_DEFAULT, NEW_V4]),
+    ],
     ['move both', make([V4_DEFAULT, V4_NET, V6_DEFAULT, V6_NET]), moveBoth, make([V4_NET, V6_NET, NEW_V4, NEW_V6])],
     ['move creates routes when absent', make(), moveBoth, make([NEW_V4, NEW_V6])],
-    ['add only, without deleting', make([V4_NET]), { deleteV4: false, deleteV6: false, addGateways: ['fd00:20::1'] }, make([V4_NET, NEW_V6])],
+    [
+      'add only, without deleting',
+      make([V4_NET]),
+      { deleteV4: false, deleteV6: false, addGateways: ['fd00:20::1'] },
+      make([V4_NET, NEW_V6]),
+    ],
     ['no change', make([V4_DEFAULT]), nothing, make([V4_DEFAULT])],
   ];
 }
 
 const legacyCases: Case[] = [
-  ['delete v4 from ip4.routes, ip6 untouched', result020([V4_DEFAULT, V4_NET], [V6_DEFAULT, V6_NET]), deleteV4, result020([V4_NET], [V6_DEFAULT, V6_NET])],
-  ['delete v6 from ip6.routes', result020([V4_DEFAULT], [{ dst: '::0/0', gw: 'fd00:10::1' }, V6_NET]), deleteV6, result020([V4_DEFAULT], [V6_NET])],
-  ['delete both, emptied lists dropped', result020([V4_DEFAULT], [V6_DEFAULT]), deleteBoth, result020(undefined, undefined)],
+  [
+    'delete v4 from ip4.routes, ip6 untouched',
+    result020([V4_DEFAULT, V4_NET], [V6_DEFAULT, V6_NET]),
+    deleteV4,
+    result020([V4_NET], [V6_DEFAULT, V6_NET]),
+  ],
+  [
+    'delete v6 from ip6.routes',
+    result020([V4_DEFAULT], [{ dst: '::0/0', gw: 'fd00:10::1' }, V6_NET]),
+    deleteV6,
+    result020([V4_DEFAULT], [V6_NET]),
+  ],
+  [
+    'delete both, emptied lists dropped',
+    result020([V4_DEFAULT], [V6_DEFAULT]),
+    deleteBoth,
+    result020(undefined, undefined),
+  ],
   ['delete keeps routes without dst', result020([NO_DST, V4_DEFAULT], null), deleteV4, result020([NO_DST], null)],
-  ['ip4 without routes, delete: unchanged', result020(undefined, undefined), deleteBoth, result020(undefined, undefined)],
+  [
+    'ip4 without routes, delete: unchanged',
+    result020(undefined, undefined),
+    deleteBoth,
+    result020(undefined, undefined),
+  ],
   ['ip4 with routes null, delete: unchanged', result020(null, null), deleteBoth, result020(null, null)],
-  ['move both adds to ip4 and ip6', result020([V4_DEFAULT, V4_NET], [V6_DEFAULT]), moveBoth, result020([V4_NET, NEW_V4], [NEW_V6])],
+  [
+    'move both adds to ip4 and ip6',
+    result020([V4_DEFAULT, V4_NET], [V6_DEFAULT]),
+    moveBoth,
+    result020([V4_NET, NEW_V4], [NEW_V6]),
+  ],
   ['ip4 without routes gets a routes list', result020(undefined, undefined), moveV4, result020([NEW_V4], undefined)],
-  ['ip4 only: the v6 gateway has nowhere to go', result020([V4_DEFAULT], undefined, [4]), moveBoth, result020([NEW_V4], undefined, [4])],
-  ['ip6 only: the v4 gateway is skipped', result020(undefined, [V6_DEFAULT], [6]), moveBoth, result020(undefined, [NEW_V6], [6])],
-  ['a stray v6 default in ip4.routes is deleted by the v6 pass', result020([V4_NET, V6_DEFAULT], undefined, [4]), deleteV6, result020([V4_NET], undefined, [4])],
+  [
+    'ip4 only: the v6 gateway has nowhere to go',
+    result020([V4_DEFAULT], undefined, [4]),
+    moveBoth,
+    result020([NEW_V4], undefined, [4]),
+  ],
+  [
+    'ip6 only: the v4 gateway is skipped',
+    result020(undefined, [V6_DEFAULT], [6]),
+    moveBoth,
+    result020(undefined, [NEW_V6], [6]),
+  ],
+  [
+    'a stray v6 default in ip4.routes is deleted by the v6 pass',
+    result020([V4_NET, V6_DEFAULT], undefined, [4]),
+    deleteV6,
+    result020([V4_NET], undefined, [4]),
+  ],
   [
     '0.1.0 is legacy too',
     { cniVersion: '0.1.0', ip4: { ip: '10.10.0.2/24', routes: [V4_DEFAULT] } },
@@ -270,14 +347,54 @@ describe('rewriteCachedRoutes', () => {
   });
 
   it.each<[string, Record<string, unknown>, number, string]>([
-    ['an unknown version', { cniVersion: '0.9.0', routes: [] }, 1, 'unsupported CNI result version "0.9.0": supported versions are 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0'],
-    ['a numeric version', { cniVersion: 1, routes: [] }, 6, 'cannot rewrite the default route of the cached result: "cniVersion" is 1, not a version string; the cache file is not a CNI result (remove it if its container is gone)'],
-    ['routes not a list', { cniVersion: '1.0.0', routes: {} }, 6, 'cannot rewrite the default route of the cached result: "routes" is not a list of routes; the cache file is not a CNI result (remove it if its container is gone)'],
-    ['a route that is not an object', { cniVersion: '1.0.0', routes: [V4_NET, 'x'] }, 6, 'cannot rewrite the default route of the cached result: "routes[1]" is not a route object; the cache file is not a CNI result (remove it if its container is gone)'],
-    ['a dst that is not a string', { cniVersion: '0.4.0', routes: [{ dst: 0 }] }, 6, 'cannot rewrite the default route of the cached result: "routes[0].dst" is not a string; the cache file is not a CNI result (remove it if its container is gone)'],
-    ['ip4 not an object', { cniVersion: '0.2.0', ip4: [] }, 6, 'cannot rewrite the default route of the cached result: "ip4" is not an IP configuration object; the cache file is not a CNI result (remove it if its container is gone)'],
-    ['legacy routes not a list', { cniVersion: '0.2.0', ip6: { routes: 'x' } }, 6, 'cannot rewrite the default route of the cached result: "ip6.routes" is not a list of routes; the cache file is not a CNI result (remove it if its container is gone)'],
-    ['an invalid gateway', { cniVersion: '1.0.0' }, 7, 'invalid default-route gateway "gw": it must be an IPv4 or IPv6 address such as "10.1.1.1" or "fd00::1"'],
+    [
+      'an unknown version',
+      { cniVersion: '0.9.0', routes: [] },
+      1,
+      'unsupported CNI result version "0.9.0": supported versions are 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0',
+    ],
+    [
+      'a numeric version',
+      { cniVersion: 1, routes: [] },
+      6,
+      'cannot rewrite the default route of the cached result: "cniVersion" is 1, not a version string; the cache file is not a CNI result (remove it if its container is gone)',
+    ],
+    [
+      'routes not a list',
+      { cniVersion: '1.0.0', routes: {} },
+      6,
+      'cannot rewrite the default route of the cached result: "routes" is not a list of routes; the cache file is not a CNI result (remove it if its container is gone)',
+    ],
+    [
+      'a route that is not an object',
+      { cniVersion: '1.0.0', routes: [V4_NET, 'x'] },
+      6,
+      'cannot rewrite the default route of the cached result: "routes[1]" is not a route object; the cache file is not a CNI result (remove it if its container is gone)',
+    ],
+    [
+      'a dst that is not a string',
+      { cniVersion: '0.4.0', routes: [{ dst: 0 }] },
+      6,
+      'cannot rewrite the default route of the cached result: "routes[0].dst" is not a string; the cache file is not a CNI result (remove it if its container is gone)',
+    ],
+    [
+      'ip4 not an object',
+      { cniVersion: '0.2.0', ip4: [] },
+      6,
+      'cannot rewrite the default route of the cached result: "ip4" is not an IP configuration object; the cache file is not a CNI result (remove it if its container is gone)',
+    ],
+    [
+      'legacy routes not a list',
+      { cniVersion: '0.2.0', ip6: { routes: 'x' } },
+      6,
+      'cannot rewrite the default route of the cached result: "ip6.routes" is not a list of routes; the cache file is not a CNI result (remove it if its container is gone)',
+    ],
+    [
+      'an invalid gateway',
+      { cniVersion: '1.0.0' },
+      7,
+      'invalid default-route gateway "gw": it must be an IPv4 or IPv6 address such as "10.1.1.1" or "fd00::1"',
+    ],
   ])('rejects %s', (name, input, code, msg) => {
     const change = name === 'an invalid gateway' ? { ...moveV4, addGateways: ['gw'] } : deleteBoth;
     const err = thrown(() => rewriteCachedRoutes(input, change));

@@ -36,7 +36,11 @@ function expectFailure(fn: () => unknown, msg: string): void {
   expect({ code: err.code, msg: err.msg }).toEqual({ code: 7, msg });
 }
 
-const sel = (name: string, namespace = 'pod-ns', request: AttachmentRequest = {}): NetworkSelection => ({ name, namespace, request });
+const sel = (name: string, namespace = 'pod-ns', request: AttachmentRequest = {}): NetworkSelection => ({
+  name,
+  namespace,
+  request,
+});
 
 describe('parseNetworkSelections: text form', () => {
   it.each<[string | undefined, NetworkSelection[]]>([
@@ -44,7 +48,10 @@ describe('parseNetworkSelections: text form', () => {
     ['', []],
     ['net1', [sel('net1')]],
     ['ns1/net1@eth1', [sel('net1', 'ns1', { ifname: 'eth1' })]],
-    [' ns1/net1@eth1 , net2 ,net3@net9', [sel('net1', 'ns1', { ifname: 'eth1' }), sel('net2'), sel('net3', 'pod-ns', { ifname: 'net9' })]],
+    [
+      ' ns1/net1@eth1 , net2 ,net3@net9',
+      [sel('net1', 'ns1', { ifname: 'eth1' }), sel('net2'), sel('net3', 'pod-ns', { ifname: 'net9' })],
+    ],
     ['ns1 / net1 @ eth1', [sel('net1', 'ns1', { ifname: 'eth1' })]],
     ['macvlan-conf,macvlan-conf', [sel('macvlan-conf'), sel('macvlan-conf')]],
     ['/net1', [sel('net1')]],
@@ -60,8 +67,14 @@ describe('parseNetworkSelections: text form', () => {
 
   const at = (i: number, item: string): string => `element ${i} (${JSON.stringify(item)}) of ${NETS}`;
   it.each<[string, string]>([
-    ['a/b/c', `${P}parsePodNetworkObjectName: Invalid network object (failed at '/') (${at(0, 'a/b/c')}); write ${FORM} with at most one "/"`],
-    ['net0, ns/a@b@c', `${P}parsePodNetworkObjectName: Invalid network object (failed at '@') (${at(1, 'ns/a@b@c')}); write ${FORM} with at most one "@"`],
+    [
+      'a/b/c',
+      `${P}parsePodNetworkObjectName: Invalid network object (failed at '/') (${at(0, 'a/b/c')}); write ${FORM} with at most one "/"`,
+    ],
+    [
+      'net0, ns/a@b@c',
+      `${P}parsePodNetworkObjectName: Invalid network object (failed at '@') (${at(1, 'ns/a@b@c')}); write ${FORM} with at most one "@"`,
+    ],
     ['ns@x/net1', `${P}${DNS('ns@x')} (${at(0, 'ns@x/net1')}); ${DNS_FIX}`],
     ['Net1', `${P}${DNS('Net1')} (${at(0, 'Net1')}); ${DNS_FIX}`],
     ['ns.a/net1', `${P}${DNS('ns.a')} (${at(0, 'ns.a/net1')}); ${DNS_FIX}`],
@@ -76,9 +89,18 @@ describe('parseNetworkSelections: text form', () => {
       'net1@sixteen-bytes-xy',
       `${P}${IFN('sixteen-bytes-xy')} (${at(0, 'net1@sixteen-bytes-xy')}); interface name "sixteen-bytes-xy" is too long: 16 bytes, at most 15 allowed; choose another interface name`,
     ],
-    ['net1@a:b', `${P}${IFN('a:b')} (${at(0, 'net1@a:b')}); interface name "a:b" contains ":": "/", ":" and whitespace are not allowed; choose another interface name`],
-    ['net1@a b', `${P}${IFN('a b')} (${at(0, 'net1@a b')}); interface name "a b" contains " ": "/", ":" and whitespace are not allowed; choose another interface name`],
-    ['net1@..', `${P}${IFN('..')} (${at(0, 'net1@..')}); interface name ".." is not allowed: "." and ".." are reserved; choose another interface name`],
+    [
+      'net1@a:b',
+      `${P}${IFN('a:b')} (${at(0, 'net1@a:b')}); interface name "a:b" contains ":": "/", ":" and whitespace are not allowed; choose another interface name`,
+    ],
+    [
+      'net1@a b',
+      `${P}${IFN('a b')} (${at(0, 'net1@a b')}); interface name "a b" contains " ": "/", ":" and whitespace are not allowed; choose another interface name`,
+    ],
+    [
+      'net1@..',
+      `${P}${IFN('..')} (${at(0, 'net1@..')}); interface name ".." is not allowed: "." and ".." are reserved; choose another interface name`,
+    ],
   ])('%j fails', (annotation, msg) => {
     expectFailure(() => parseNetworkSelections(annotation, 'pod-ns'), msg);
   });
@@ -123,58 +145,175 @@ describe('parseNetworkSelections: JSON form', () => {
         }),
       ],
     ],
-    ['the deprecated interfaceRequest', '[{"name":"a","interfaceRequest":"old0"}]', [sel('a', 'pod-ns', { ifname: 'old0' })]],
-    ['interface over interfaceRequest', '[{"name":"a","interface":"new0","interfaceRequest":"old0"}]', [sel('a', 'pod-ns', { ifname: 'new0' })]],
-    ['interfaceRequest when interface is empty', '[{"name":"a","interface":"","interfaceRequest":"old0"}]', [sel('a', 'pod-ns', { ifname: 'old0' })]],
-    ['keys matched case-insensitively (Go)', '[{"Name":"a","NAMESPACE":"ns3","Interface":"x0","ips":["10.0.0.1"]}]', [sel('a', 'ns3', { ifname: 'x0', ips: ['10.0.0.1'] })]],
-    ['null values as absent', '[{"name":"a","namespace":null,"ips":null,"mac":null,"cni-args":null,"default-route":null}]', [sel('a')]],
-    ['empty values as absent', '[{"name":"a","namespace":"","interface":"","ips":[],"mac":"","portMappings":[],"deviceID":""}]', [sel('a')]],
-    ['an empty default-route kept (validateDefaultRoutes rejects it)', '[{"name":"a","default-route":[]}]', [sel('a', 'pod-ns', { defaultRoute: [] })]],
-    ['an empty object kept as given', '[{"name":"a","bandwidth":{},"cni-args":{}}]', [sel('a', 'pod-ns', { bandwidth: {}, cniArgs: {} })]],
+    [
+      'the deprecated interfaceRequest',
+      '[{"name":"a","interfaceRequest":"old0"}]',
+      [sel('a', 'pod-ns', { ifname: 'old0' })],
+    ],
+    [
+      'interface over interfaceRequest',
+      '[{"name":"a","interface":"new0","interfaceRequest":"old0"}]',
+      [sel('a', 'pod-ns', { ifname: 'new0' })],
+    ],
+    [
+      'interfaceRequest when interface is empty',
+      '[{"name":"a","interface":"","interfaceRequest":"old0"}]',
+      [sel('a', 'pod-ns', { ifname: 'old0' })],
+    ],
+    [
+      'keys matched case-insensitively (Go)',
+      '[{"Name":"a","NAMESPACE":"ns3","Interface":"x0","ips":["10.0.0.1"]}]',
+      [sel('a', 'ns3', { ifname: 'x0', ips: ['10.0.0.1'] })],
+    ],
+    [
+      'null values as absent',
+      '[{"name":"a","namespace":null,"ips":null,"mac":null,"cni-args":null,"default-route":null}]',
+      [sel('a')],
+    ],
+    [
+      'empty values as absent',
+      '[{"name":"a","namespace":"","interface":"","ips":[],"mac":"","portMappings":[],"deviceID":""}]',
+      [sel('a')],
+    ],
+    [
+      'an empty default-route kept (validateDefaultRoutes rejects it)',
+      '[{"name":"a","default-route":[]}]',
+      [sel('a', 'pod-ns', { defaultRoute: [] })],
+    ],
+    [
+      'an empty object kept as given',
+      '[{"name":"a","bandwidth":{},"cni-args":{}}]',
+      [sel('a', 'pod-ns', { bandwidth: {}, cniArgs: {} })],
+    ],
     ['several elements in order', '[{"name":"b"},{"name":"a","namespace":"x"}]', [sel('b'), sel('a', 'x')]],
   ])('%s', (_title, annotation, expected) => {
     expect(parseNetworkSelections(annotation, 'pod-ns')).toEqual(expected);
   });
 
   it.each([
-    '10.1.1.11', '10.1.1.11/24', '10.1.1.11/0', '10.1.1.11/32', '2001:db8::11', '2001:db8::11/128', '::ffff:10.1.1.11', '::ffff:10.1.1.11/120', '::',
+    '10.1.1.11',
+    '10.1.1.11/24',
+    '10.1.1.11/0',
+    '10.1.1.11/32',
+    '2001:db8::11',
+    '2001:db8::11/128',
+    '::ffff:10.1.1.11',
+    '::ffff:10.1.1.11/120',
+    '::',
   ])('accepts the IP request %j', (ip) => {
     expect(parseNetworkSelections(JSON.stringify([{ name: 'a', ips: [ip] }]), 'ns')[0]!.request.ips).toEqual([ip]);
   });
 
   it.each([
-    'c2:b0:57:49:47:f1', 'C2-B0-57-49-47-F1', 'c2b0.5749.47f1', '00:00:5e:00:53:01:00:01', '0000.5e00.5301.0001',
+    'c2:b0:57:49:47:f1',
+    'C2-B0-57-49-47-F1',
+    'c2b0.5749.47f1',
+    '00:00:5e:00:53:01:00:01',
+    '0000.5e00.5301.0001',
     '00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5e:10:00:00:00:01',
   ])('accepts the MAC %j (Go net.ParseMAC)', (mac) => {
-    expect(parseNetworkSelections(JSON.stringify([{ name: 'a', mac, 'infiniband-guid': mac }]), 'ns')[0]!.request).toEqual({ mac, infinibandGUID: mac });
+    expect(
+      parseNetworkSelections(JSON.stringify([{ name: 'a', mac, 'infiniband-guid': mac }]), 'ns')[0]!.request,
+    ).toEqual({ mac, infinibandGUID: mac });
   });
 
-  const el = (i: number, name?: string): string => `element ${i}${name === undefined ? '' : ` (${JSON.stringify(name)})`} of ${NETS}`;
+  const el = (i: number, name?: string): string =>
+    `element ${i}${name === undefined ? '' : ` (${JSON.stringify(name)})`} of ${NETS}`;
   const one = (fields: Record<string, unknown>): string => JSON.stringify([{ name: 'a', ...fields }]);
   const typeError = (key: string, kind: string, got: string, example: string): string =>
     `${P}${JSONERR}"${key}" must be ${kind}, got ${got} (${el(0, 'a')}); write it like "${key}": ${example}`;
 
   it.each<[string, string, string]>([
-    ['a bare object', '{"name":"a"}', `${P}${JSONERR}expected an array of selection objects, got an object (${NETS}); wrap the element in [ ]`],
-    ['a string', '"net1"', `${P}${JSONERR}expected an array of selection objects, got "net1" (${NETS}); wrap the element in [ ]`],
-    ['a number element', '[{"name":"a"},1]', `${P}${JSONERR}element 1 must be an object, got 1 (${NETS}); write each element like {"name": "macvlan-conf"}`],
-    ['a null element', '[null]', `${P}${JSONERR}element 0 must be an object, got null (${NETS}); write each element like {"name": "macvlan-conf"}`],
-    ['no name', '[{"name":"a"},{"namespace":"x"}]', `${P}element 1 has no "name" (${NETS}); set "name" to the NetworkAttachmentDefinition's name`],
-    ['an empty name', '[{"name":""}]', `${P}element 0 has no "name" (${NETS}); set "name" to the NetworkAttachmentDefinition's name`],
-    ['a numeric name', '[{"name":5}]', `${P}${JSONERR}"name" must be a string, got 5 (${el(0)}); write it like "name": "macvlan-conf"`],
-    ['ips as a string', one({ ips: '10.0.0.1' }), typeError('ips', 'an array of strings', '"10.0.0.1"', '["10.1.1.11/24"]')],
+    [
+      'a bare object',
+      '{"name":"a"}',
+      `${P}${JSONERR}expected an array of selection objects, got an object (${NETS}); wrap the element in [ ]`,
+    ],
+    [
+      'a string',
+      '"net1"',
+      `${P}${JSONERR}expected an array of selection objects, got "net1" (${NETS}); wrap the element in [ ]`,
+    ],
+    [
+      'a number element',
+      '[{"name":"a"},1]',
+      `${P}${JSONERR}element 1 must be an object, got 1 (${NETS}); write each element like {"name": "macvlan-conf"}`,
+    ],
+    [
+      'a null element',
+      '[null]',
+      `${P}${JSONERR}element 0 must be an object, got null (${NETS}); write each element like {"name": "macvlan-conf"}`,
+    ],
+    [
+      'no name',
+      '[{"name":"a"},{"namespace":"x"}]',
+      `${P}element 1 has no "name" (${NETS}); set "name" to the NetworkAttachmentDefinition's name`,
+    ],
+    [
+      'an empty name',
+      '[{"name":""}]',
+      `${P}element 0 has no "name" (${NETS}); set "name" to the NetworkAttachmentDefinition's name`,
+    ],
+    [
+      'a numeric name',
+      '[{"name":5}]',
+      `${P}${JSONERR}"name" must be a string, got 5 (${el(0)}); write it like "name": "macvlan-conf"`,
+    ],
+    [
+      'ips as a string',
+      one({ ips: '10.0.0.1' }),
+      typeError('ips', 'an array of strings', '"10.0.0.1"', '["10.1.1.11/24"]'),
+    ],
     ['ips with a number', one({ ips: [1] }), typeError('ips', 'an array of strings', '[1]', '["10.1.1.11/24"]')],
     ['a numeric mac', one({ mac: 5 }), typeError('mac', 'a string', '5', '"c2:b0:57:49:47:f1"')],
     ['a numeric namespace', one({ namespace: 1 }), typeError('namespace', 'a string', '1', '"default"')],
     ['a numeric interface', one({ interface: 0 }), typeError('interface', 'a string', '0', '"net1"')],
-    ['portMappings as an object', one({ portMappings: { hostPort: 1 } }), typeError('portMappings', 'an array of objects', '{"hostPort":1}', '[{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]')],
-    ['portMappings of numbers', one({ portMappings: [1] }), typeError('portMappings', 'an array of objects', '[1]', '[{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]')],
-    ['bandwidth as a list', one({ bandwidth: [] }), typeError('bandwidth', 'an object', '[]', '{"ingressRate": 1000000, "ingressBurst": 1000000}')],
-    ['cni-args as a string', one({ 'cni-args': 'x=y' }), typeError('cni-args', 'an object', '"x=y"', '{"key": "value"}')],
-    ['default-route as a string', one({ 'default-route': '10.0.0.1' }), typeError('default-route', 'an array of strings', '"10.0.0.1"', '["10.1.1.1"]')],
+    [
+      'portMappings as an object',
+      one({ portMappings: { hostPort: 1 } }),
+      typeError(
+        'portMappings',
+        'an array of objects',
+        '{"hostPort":1}',
+        '[{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]',
+      ),
+    ],
+    [
+      'portMappings of numbers',
+      one({ portMappings: [1] }),
+      typeError(
+        'portMappings',
+        'an array of objects',
+        '[1]',
+        '[{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]',
+      ),
+    ],
+    [
+      'bandwidth as a list',
+      one({ bandwidth: [] }),
+      typeError('bandwidth', 'an object', '[]', '{"ingressRate": 1000000, "ingressBurst": 1000000}'),
+    ],
+    [
+      'cni-args as a string',
+      one({ 'cni-args': 'x=y' }),
+      typeError('cni-args', 'an object', '"x=y"', '{"key": "value"}'),
+    ],
+    [
+      'default-route as a string',
+      one({ 'default-route': '10.0.0.1' }),
+      typeError('default-route', 'an array of strings', '"10.0.0.1"', '["10.1.1.1"]'),
+    ],
     ['a numeric deviceID', one({ deviceID: 3 }), typeError('deviceID', 'a string', '3', '"0000:03:00.1"')],
-    ['a mis-cased key named as written', one({ IPS: 'x' }), `${P}${JSONERR}"IPS" must be an array of strings, got "x" (${el(0, 'a')}); write it like "ips": ["10.1.1.11/24"]`],
-    ['a long value cut', one({ mac: { a: 'x'.repeat(70) } }), typeError('mac', 'a string', `{"a":"${'x'.repeat(54)}…`, '"c2:b0:57:49:47:f1"')],
+    [
+      'a mis-cased key named as written',
+      one({ IPS: 'x' }),
+      `${P}${JSONERR}"IPS" must be an array of strings, got "x" (${el(0, 'a')}); write it like "ips": ["10.1.1.11/24"]`,
+    ],
+    [
+      'a long value cut',
+      one({ mac: { a: 'x'.repeat(70) } }),
+      typeError('mac', 'a string', `{"a":"${'x'.repeat(54)}…`, '"c2:b0:57:49:47:f1"'),
+    ],
   ])('rejects %s', (_title, annotation, msg) => {
     expectFailure(() => parseNetworkSelections(annotation, 'pod-ns'), msg);
   });
@@ -212,12 +351,24 @@ describe('parseNetworkSelections: JSON form', () => {
   });
 
   it.each([
-    'c2:b0:57:49:47', 'c2:b0:57:49:47:f1:00', 'c2:b0:57:49:47:g1', 'c2:b0-57:49:47:f1', 'c2:b0:57:49:47:f1:', 'c2b0.5749.47f1.00',
-    'c2b0:5749:47f1', 'c2.b0.57.49.47.f1', 'c2b05749.47f1', 'c2:b0:57:49:47:f１', 'c2b0.5749.47f',
+    'c2:b0:57:49:47',
+    'c2:b0:57:49:47:f1:00',
+    'c2:b0:57:49:47:g1',
+    'c2:b0-57:49:47:f1',
+    'c2:b0:57:49:47:f1:',
+    'c2b0.5749.47f1.00',
+    'c2b0:5749:47f1',
+    'c2.b0.57.49.47.f1',
+    'c2b05749.47f1',
+    'c2:b0:57:49:47:f１',
+    'c2b0.5749.47f',
   ])('rejects %j as a MAC and as a GUID (Go net.ParseMAC)', (mac) => {
     const core = (what: string): string => `${P}${what}: address ${mac}: invalid MAC address (${el(0, 'a')})`;
     expectFailure(() => parseNetworkSelections(one({ mac }), 'ns'), `${core('failed to mac')}; ${MAC_FIX}`);
-    expectFailure(() => parseNetworkSelections(one({ 'infiniband-guid': mac }), 'ns'), `${core('failed to validate infiniband GUID')}; ${GUID_FIX}`);
+    expectFailure(
+      () => parseNetworkSelections(one({ 'infiniband-guid': mac }), 'ns'),
+      `${core('failed to validate infiniband GUID')}; ${GUID_FIX}`,
+    );
   });
 
   it.each(['gw', '10.0.0.1/24', '', '10.0.0.256'])('rejects the default-route gateway %j', (gw) => {
@@ -229,12 +380,23 @@ describe('parseNetworkSelections: JSON form', () => {
 
   it.each<[string, Record<string, unknown>, string]>([
     ['interface', { interface: 'a:b' }, 'interface name "a:b" contains ":": "/", ":" and whitespace are not allowed'],
-    ['interface', { interface: 'sixteen-bytes-xy' }, 'interface name "sixteen-bytes-xy" is too long: 16 bytes, at most 15 allowed'],
+    [
+      'interface',
+      { interface: 'sixteen-bytes-xy' },
+      'interface name "sixteen-bytes-xy" is too long: 16 bytes, at most 15 allowed',
+    ],
     ['interface', { interface: '.' }, 'interface name "." is not allowed: "." and ".." are reserved'],
-    ['interfaceRequest', { interfaceRequest: 'a/b' }, 'interface name "a/b" contains "/": "/", ":" and whitespace are not allowed'],
+    [
+      'interfaceRequest',
+      { interfaceRequest: 'a/b' },
+      'interface name "a/b" contains "/": "/", ":" and whitespace are not allowed',
+    ],
   ])('checks the %s name like libcni: %j', (_key, fields, why) => {
     const ifname = (fields.interface ?? fields.interfaceRequest) as string;
-    expectFailure(() => parseNetworkSelections(one(fields), 'ns'), `${P}${IFN(ifname)} (${el(0, 'a')}); ${why}; choose another interface name`);
+    expectFailure(
+      () => parseNetworkSelections(one(fields), 'ns'),
+      `${P}${IFN(ifname)} (${el(0, 'a')}); ${why}; choose another interface name`,
+    );
   });
 });
 
@@ -252,7 +414,10 @@ describe('parseDefaultNetworkAnnotation', () => {
   it.each<[string, string]>([
     ['', `tryLoadK8sPodDefaultNetwork: the ${DEFNET} annotation is empty; ${fix}`],
     ['a,b', `tryLoadK8sPodDefaultNetwork: more than one default network is specified: a,b; ${fix}`],
-    ['[{"name":"a"},{"name":"b"}]', `tryLoadK8sPodDefaultNetwork: more than one default network is specified: [{"name":"a"},{"name":"b"}]; ${fix}`],
+    [
+      '[{"name":"a"},{"name":"b"}]',
+      `tryLoadK8sPodDefaultNetwork: more than one default network is specified: [{"name":"a"},{"name":"b"}]; ${fix}`,
+    ],
     ['[]', `tryLoadK8sPodDefaultNetwork: the ${DEFNET} annotation names no network; ${fix}`],
     [
       'a/b/c',
@@ -299,10 +464,26 @@ describe('validateDefaultRoutes', () => {
   const ecmp = (list: string): string =>
     `multus does not support ECMP for default-route: ${NETS} asks for ${list}; give at most one IPv4 and one IPv6 gateway`;
   it.each<[string, NetworkSelection[], string]>([
-    ['two IPv4 gateways on one element', [gw('a', ['10.0.0.1', '10.0.0.2'])], ecmp('10.0.0.1 in element 0 ("ns/a"), 10.0.0.2 in element 0 ("ns/a")')],
-    ['two IPv6 gateways', [sel('x'), gw('a', ['2001:db8::1', 'fe80::1'])], ecmp('2001:db8::1 in element 1 ("ns/a"), fe80::1 in element 1 ("ns/a")')],
-    ['an IPv4-mapped IPv6 gateway counted as IPv4 (Go To4)', [gw('a', ['::ffff:10.0.0.1', '10.0.0.2'])], ecmp('::ffff:10.0.0.1 in element 0 ("ns/a"), 10.0.0.2 in element 0 ("ns/a")')],
-    ['IPv4 gateways on two elements', [gw('a', ['10.0.0.1']), gw('b', ['10.1.0.1'])], ecmp('10.0.0.1 in element 0 ("ns/a"), 10.1.0.1 in element 1 ("ns/b")')],
+    [
+      'two IPv4 gateways on one element',
+      [gw('a', ['10.0.0.1', '10.0.0.2'])],
+      ecmp('10.0.0.1 in element 0 ("ns/a"), 10.0.0.2 in element 0 ("ns/a")'),
+    ],
+    [
+      'two IPv6 gateways',
+      [sel('x'), gw('a', ['2001:db8::1', 'fe80::1'])],
+      ecmp('2001:db8::1 in element 1 ("ns/a"), fe80::1 in element 1 ("ns/a")'),
+    ],
+    [
+      'an IPv4-mapped IPv6 gateway counted as IPv4 (Go To4)',
+      [gw('a', ['::ffff:10.0.0.1', '10.0.0.2'])],
+      ecmp('::ffff:10.0.0.1 in element 0 ("ns/a"), 10.0.0.2 in element 0 ("ns/a")'),
+    ],
+    [
+      'IPv4 gateways on two elements',
+      [gw('a', ['10.0.0.1']), gw('b', ['10.1.0.1'])],
+      ecmp('10.0.0.1 in element 0 ("ns/a"), 10.1.0.1 in element 1 ("ns/b")'),
+    ],
     [
       'gateways of both families on two elements (docs/behaviour.md#npwg)',
       [gw('a', ['10.0.0.1']), sel('m'), gw('b', ['2001:db8::1'])],

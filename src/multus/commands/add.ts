@@ -31,7 +31,8 @@ export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniRe
   const { req, conf } = ctx;
   const kube = await deps.kube(conf);
   const pod = await lookupPod(kube, ctx.k8s, 'ADD', deps);
-  if (pod.kind === 'unknown' && kube) deps.log.verbose(`${podTag(ctx)}: ${pod.reason}: attaching the configured networks only`);
+  if (pod.kind === 'unknown' && kube)
+    deps.log.verbose(`${podTag(ctx)}: ${pod.reason}: attaching the configured networks only`);
   const delegates = await resolvePodDelegates(conf, ctx.k8s, pod, resolveDeps(kube, deps));
   const aux = auxiliaryChain(conf, deps.log);
   if (aux) delegates.push(aux);
@@ -51,7 +52,8 @@ function checkCapabilities(ctx: CallContext, attachments: Attachment[]): void {
     const missing = undeclaredCapabilities(attachment);
     if (missing.length === 0) continue;
     const msg = `${attachment.displayName} requests ${missing.join(', ')} but no plugin of network "${attachment.network.name}" declares ${missing.length > 1 ? 'those capabilities' : 'that capability'}`;
-    if (ctx.conf.strictCapabilities) throw new CniError(CniCode.InvalidConfig, `${podTag(ctx)}: ${msg} (strictCapabilities)`);
+    if (ctx.conf.strictCapabilities)
+      throw new CniError(CniCode.InvalidConfig, `${podTag(ctx)}: ${msg} (strictCapabilities)`);
     ctx.net.log.warn(`${podTag(ctx)}: ${msg}; the request is ignored`);
   }
 }
@@ -108,11 +110,19 @@ function deviceInfoOf(ctx: CallContext, attachment: Attachment): Record<string, 
 }
 
 /** network-status and AddedInterface events; a failed status write rolls the whole ADD back. */
-async function reportAttachments(ctx: CallContext, kube: KubeClient, pod: Pod, attachments: Attachment[], results: CniResult[]): Promise<void> {
+async function reportAttachments(
+  ctx: CallContext,
+  kube: KubeClient,
+  pod: Pod,
+  attachments: Attachment[],
+  results: CniResult[],
+): Promise<void> {
   // Pods in systemNamespaces get no network-status (docs/behaviour.md#network-status; Multus compares the pod's *name*
   // there, #1205).
   if (!ctx.conf.systemNamespaces.includes(pod.metadata.namespace)) {
-    const statuses = attachments.flatMap((a, i) => buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork, deviceInfoOf(ctx, a)));
+    const statuses = attachments.flatMap((a, i) =>
+      buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork, deviceInfoOf(ctx, a)),
+    );
     try {
       await publishNetworkStatus(kube, pod, statuses, ctx.net.log);
     } catch (e) {
@@ -122,7 +132,15 @@ async function reportAttachments(ctx: CallContext, kube: KubeClient, pod: Pod, a
   }
   const events = attachments.flatMap((a, i) => {
     const ips = resultIps(results[i]!);
-    return ips.length > 0 || resultInterfaces(results[i]!).length > 0 ? [addedInterfaceEvent(a.ifName, ips.map((ip) => ip.address), a.displayName)] : [];
+    return ips.length > 0 || resultInterfaces(results[i]!).length > 0
+      ? [
+          addedInterfaceEvent(
+            a.ifName,
+            ips.map((ip) => ip.address),
+            a.displayName,
+          ),
+        ]
+      : [];
   });
   await emitEvents(kube, pod, events, ctx.net.log);
 }
@@ -138,7 +156,9 @@ async function rollback(ctx: CallContext, attachments: Attachment[]): Promise<vo
       await delNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'DEL'), ctx.net);
     } catch (e) {
       clean = false;
-      ctx.net.log.error(`${podTag(ctx)}: rollback of ${attachment.network.name}/${attachment.ifName} failed: ${messageOf(e)}`);
+      ctx.net.log.error(
+        `${podTag(ctx)}: rollback of ${attachment.network.name}/${attachment.ifName} failed: ${messageOf(e)}`,
+      );
     }
   }
   if (clean) removeScratchCache(ctx.conf.cniDir, ctx.req.containerId);

@@ -25,7 +25,10 @@ export async function cmdCheck(ctx: CallContext, _deps: CommandDeps): Promise<vo
     if (isAuxiliaryChain(ctx, attachment)) continue;
     try {
       const checked = await checkNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'CHECK'), ctx.net);
-      if (!checked) ctx.net.log.verbose(`${podTag(ctx)}: skipped CHECK of ${name} (cniVersion ${attachment.network.cniVersion} or disableCheck)`);
+      if (!checked)
+        ctx.net.log.verbose(
+          `${podTag(ctx)}: skipped CHECK of ${name} (cniVersion ${attachment.network.cniVersion} or disableCheck)`,
+        );
     } catch (e) {
       failures.push(wrapError(e, `${podTag(ctx, name)}: error checking ${attachment.ifName} of network "${name}"`));
     }
@@ -35,14 +38,18 @@ export async function cmdCheck(ctx: CallContext, _deps: CommandDeps): Promise<vo
 
 /** The auxiliary chain makes no interface of its own (docs/behaviour.md#aux-chain): there is nothing at net<i> to check. */
 function isAuxiliaryChain(ctx: CallContext, attachment: Attachment): boolean {
-  return attachment.displayName === ctx.conf.auxiliaryCNIChainName && attachment.network.plugins[0]?.type === 'passthru';
+  return (
+    attachment.displayName === ctx.conf.auxiliaryCNIChainName && attachment.network.plugins[0]?.type === 'passthru'
+  );
 }
 
 function recordedDelegates(ctx: CallContext): Delegate[] {
   const scratch = readScratchCache(ctx.conf.cniDir, ctx.req.containerId);
   if (scratch.kind === 'ok') return scratch.value.map(fromCachedDelegate);
   if (scratch.kind === 'corrupt') {
-    ctx.net.log.error(`${podTag(ctx)}: scratch cache unreadable, checking the config's delegates: ${scratch.error.msg}`);
+    ctx.net.log.error(
+      `${podTag(ctx)}: scratch cache unreadable, checking the config's delegates: ${scratch.error.msg}`,
+    );
   }
   return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace }).map((d) => ({ ...d, request: {} }));
 }

@@ -93,7 +93,10 @@ function ownDeviceInfoFile(ctx: CallContext, attachment: Attachment): string | u
 /** The CNIDeviceInfoFile an attachment's plugins are given: its own, else the runtime's (if any). */
 export function deviceInfoFileOf(ctx: CallContext, attachment: Attachment): string | undefined {
   const runtimeValue = ctx.conf.runtimeConfig.CNIDeviceInfoFile;
-  return ownDeviceInfoFile(ctx, attachment) ?? (typeof runtimeValue === 'string' && runtimeValue !== '' ? runtimeValue : undefined);
+  return (
+    ownDeviceInfoFile(ctx, attachment) ??
+    (typeof runtimeValue === 'string' && runtimeValue !== '' ? runtimeValue : undefined)
+  );
 }
 
 /** The prefix of a call's messages, as Multus writes it: `[namespace/name/uid]` or `[namespace/name/uid:network]`. */

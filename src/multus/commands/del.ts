@@ -46,16 +46,22 @@ export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void>
       await delNetwork(network, rt, ctx.net);
       removeDeviceInfoOf(ctx, rt);
     } catch (e) {
-      failures.push(wrapError(e, `${podTag(ctx, network.name)}: error deleting ${rt.ifName} of network "${network.name}"`));
+      failures.push(
+        wrapError(e, `${podTag(ctx, network.name)}: error deleting ${rt.ifName} of network "${network.name}"`),
+      );
     }
   }
   finishCaches(ctx, plan, failures.length === 0);
-  for (const path of sweepCacheTemps(ctx.conf.cniDir)) ctx.net.log.verbose(`removed ${path}, left by an interrupted write`);
+  for (const path of sweepCacheTemps(ctx.conf.cniDir))
+    ctx.net.log.verbose(`removed ${path}, left by an interrupted write`);
   const unexplained = plan.corruptResults.filter((c) => !c.covered);
   for (const c of unexplained) {
-    failures.push(new CniError(CniCode.DecodingFailure, `cannot tear down the attachment recorded in ${c.path}: ${c.error}`, {
-      details: 'the file is corrupt and no other cache names its network; check the pod\'s interfaces, then remove the file',
-    }));
+    failures.push(
+      new CniError(CniCode.DecodingFailure, `cannot tear down the attachment recorded in ${c.path}: ${c.error}`, {
+        details:
+          "the file is corrupt and no other cache names its network; check the pod's interfaces, then remove the file",
+      }),
+    );
   }
   if (failures.length > 0) throw joinErrors(failures);
 }
@@ -75,10 +81,16 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
   if (scratch.kind === 'ok') {
     delegates = scratch.value.map(fromCachedDelegate);
   } else {
-    if (scratch.kind === 'corrupt') ctx.net.log.error(`${podTag(ctx)}: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`);
+    if (scratch.kind === 'corrupt')
+      ctx.net.log.error(
+        `${podTag(ctx)}: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`,
+      );
     delegates = await currentDelegates(ctx, deps);
   }
-  const teardowns = planAttachments(delegates, req.ifName).map((a) => ({ network: a.network, rt: runtimeConfFor(ctx, a, 'DEL') }));
+  const teardowns = planAttachments(delegates, req.ifName).map((a) => ({
+    network: a.network,
+    rt: runtimeConfFor(ctx, a, 'DEL'),
+  }));
   const known = new Set(teardowns.map((t) => `${t.network.name}\0${t.rt.ifName}`));
   const corruptResults: DelPlan['corruptResults'] = [];
   for (const { path, outcome } of listResultCaches(conf.cniDir, { containerId: req.containerId })) {
@@ -92,7 +104,10 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
     if (known.has(`${entry.networkName}\0${entry.ifName}`)) continue;
     try {
       const network = parseNetwork(entry.config);
-      teardowns.push({ network, rt: { ...runtimeConfFromCache(entry), containerId: req.containerId, netns: req.netns } });
+      teardowns.push({
+        network,
+        rt: { ...runtimeConfFromCache(entry), containerId: req.containerId, netns: req.netns },
+      });
       known.add(`${entry.networkName}\0${entry.ifName}`);
     } catch (e) {
       corruptResults.push({ path, covered: false, error: messageOf(e) });
@@ -112,12 +127,16 @@ async function currentDelegates(ctx: CallContext, deps: CommandDeps): Promise<De
     const pod = await lookupPod(kube, ctx.k8s, 'DEL', deps);
     return await resolvePodDelegates(ctx.conf, ctx.k8s, pod, resolveDeps(kube, deps));
   } catch (e) {
-    ctx.net.log.error(`${podTag(ctx)}: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`);
+    ctx.net.log.error(
+      `${podTag(ctx)}: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`,
+    );
   }
   try {
     return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace }).map((d) => ({ ...d, request: {} }));
   } catch (e) {
-    ctx.net.log.error(`${podTag(ctx)}: cannot resolve the configured delegates, using the result caches only: ${messageOf(e)}`);
+    ctx.net.log.error(
+      `${podTag(ctx)}: cannot resolve the configured delegates, using the result caches only: ${messageOf(e)}`,
+    );
     return [];
   }
 }

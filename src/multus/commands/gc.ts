@@ -48,7 +48,9 @@ function gcTargets(ctx: CallContext, valid: GcAttachment[] | undefined, failures
     if (!targets.has(network.name)) targets.set(network.name, { network, attachments: [] });
   }
   const validIds = valid && new Set(valid.map((a) => a.containerID));
-  const entries = listResultCaches(ctx.conf.cniDir).flatMap(({ outcome }) => (outcome.kind === 'ok' ? [outcome.value] : []));
+  const entries = listResultCaches(ctx.conf.cniDir).flatMap(({ outcome }) =>
+    outcome.kind === 'ok' ? [outcome.value] : [],
+  );
   for (const e of entries) {
     if (!e.networkName || !e.containerId || !e.ifName || (validIds && !validIds.has(e.containerId))) continue;
     let target = targets.get(e.networkName);
@@ -70,7 +72,10 @@ function parseValidAttachments(config: Record<string, unknown>): GcAttachment[] 
   const list = config['cni.dev/valid-attachments'] ?? config['cni.dev/attachments'];
   if (list === undefined) return undefined;
   if (!Array.isArray(list) || !list.every((a) => a && typeof a === 'object' && typeof a.containerID === 'string')) {
-    throw new CniError(CniCode.InvalidConfig, '"cni.dev/valid-attachments" must be a list of {"containerID", "ifname"} objects');
+    throw new CniError(
+      CniCode.InvalidConfig,
+      '"cni.dev/valid-attachments" must be a list of {"containerID", "ifname"} objects',
+    );
   }
   return list as GcAttachment[];
 }
