@@ -1,7 +1,9 @@
 /**
  * cni/ip.ts: IP addresses and CIDRs as Go parses them (netip.ParseAddr, net.ParseCIDR) and prints them
- * (net.IP.String, net.IPNet.String): IPv6 compressed, IPv4-mapped shown as IPv4, no leading zeros (pure).
+ * (net.IP.String, net.IPNet.String): IPv6 compressed, IPv4-mapped shown as IPv4, no leading zeros; and the checks
+ * Multus makes with net.ParseIP, net.ParseCIDR and net.ParseMAC on selection requests (pure).
  */
+import { BlockList, isIP } from 'node:net';
 
 export interface Cidr {
   text: string; // Go's IPNet.String() of types.ParseCIDR(s): host bits kept, "a.b.c.d/n" or "v6/n"
@@ -76,4 +78,40 @@ export function parseCidr(s: string): Cidr | null {
   // IPNet.String() of an IPv4-mapped address with a 128-bit mask prints the mask's last 32 bits.
   const prefix = is4 && !ip.v4Text ? Math.max(0, bits - 96) : bits;
   return { text: `${formatIp(ip.words)}/${prefix}`, is4 };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Go's parsers, as Multus calls them: net.ParseMAC, net.ParseIP, net.ParseCIDR.
+
+/** Go net.ParseMAC: 6, 8 or 20 octets as `xx:xx…`/`xx-xx…`, or `xxxx.xxxx…`; Go's error text, or null. */
+export function macError(s: string): string | null {
+  const invalid = `address ${s}: invalid MAC address`;
+  const colons = s[2] === ':' || s[2] === '-';
+  if (!colons && s[4] !== '.') return invalid;
+  const groups = s.split(colons ? s[2]! : '.');
+  const group = colons ? /^[0-9a-fA-F]{2}$/ : /^[0-9a-fA-F]{4}$/;
+  const octets = groups.length * (colons ? 1 : 2);
+  return [6, 8, 20].includes(octets) && groups.every((g) => group.test(g)) ? null : invalid;
+}
+
+/** Go net.ParseIP: an IPv4 (no leading zeros) or IPv6 address, no zone. */
+export function isGoIp(s: string): boolean {
+  return isIP(s) !== 0 && !s.includes('%');
+}
+
+/** Go net.ParseCIDR: `<ip>/<decimal prefix>` with the prefix at most 32 (IPv4 text) or 128. */
+export function isGoCidr(s: string): boolean {
+  const slash = s.indexOf('/');
+  const ip = s.slice(0, slash);
+  const bits = s.slice(slash + 1);
+  if (slash < 0 || !isGoIp(ip) || !/^\d+$/.test(bits)) return false;
+  return Number(bits) <= (isIP(ip) === 4 ? 32 : 128);
+}
+
+const V4_MAPPED = new BlockList();
+V4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
+
+/** Go's `ip.To4() != nil`: IPv4, or IPv4-mapped IPv6. */
+export function isV4(ip: string): boolean {
+  return isIP(ip) === 4 || V4_MAPPED.check(ip, 'ipv6');
 }

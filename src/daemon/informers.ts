@@ -23,7 +23,6 @@
  *
  * With a warm cache an ADD makes one request (the network-status write) plus its events, a DEL none.
  */
-import type { IncomingMessage } from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import type { ListWatch } from '@kubernetes/client-node/dist/cache.js';
 import type { Watch } from '@kubernetes/client-node/dist/watch.js';
@@ -32,9 +31,9 @@ import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { isDns1123Subdomain } from '../base/names.ts';
 import { loadKubeClient } from '../k8s/client.ts';
-import { loadKubeconfigFile, readTokenFile } from '../k8s/kubeconfig.ts';
 import type { CallOptions, ClientInfo, EventInput, KubeClient, Nad, Pod } from '../k8s/types.ts';
 import type { Metrics } from './metrics.ts';
+import { getJson, informerConfig } from './informer-config.ts';
 
 export interface WarmKube {
   client: KubeClient;
@@ -62,13 +61,13 @@ export const POD_INFORMER = 'pods';
 export const NAD_INFORMER = 'network-attachment-definitions';
 const NAD_PATH = '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions';
 const LIST_PAGE = 500;
-const LIST_TIMEOUT_MS = 60_000;
-const MAX_LIST_BYTES = 256 << 20;
+export const LIST_TIMEOUT_MS = 60_000;
+export const MAX_LIST_BYTES = 256 << 20;
 
-type Obj = KubernetesObject & Record<string, unknown>;
+export type Obj = KubernetesObject & Record<string, unknown>;
 
 /** client-node's classes, imported when the informers start (not when the daemon's bundle loads). */
-interface ClientNode {
+export interface ClientNode {
   KubeConfig: typeof KubeConfig;
   ListWatch: typeof ListWatch;
   Watch: typeof Watch;
@@ -81,92 +80,6 @@ async function loadClientNode(): Promise<ClientNode> {
     import('@kubernetes/client-node/dist/watch.js'),
   ]);
   return { KubeConfig: config.KubeConfig, ListWatch: cache.ListWatch, Watch: watch.Watch };
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// client-node's KubeConfig for the informers
-
-/**
- * The same kubeconfig as the lean client, or the in-cluster account. client-node reads `token-file` once and
- * does not know client-go's `tokenFile`: a kubeconfig with `tokenFile` gets an authenticator that reads the
- * file for every list and watch, so a rotated service-account token keeps working (as in the lean client).
- */
-async function informerConfig(o: WarmKubeOptions, cn: ClientNode): Promise<KubeConfig> {
-  const kc = new cn.KubeConfig();
-  try {
-    if (o.kubeconfig) {
-      kc.loadFromFile(o.kubeconfig);
-      const lean = await loadKubeconfigFile(o.kubeconfig).catch(() => undefined);
-      const tokenFile = lean?.auth.tokenFile;
-      const user = kc.getCurrentUser();
-      if (tokenFile && user && !user.token && !user.exec && !user.authProvider) {
-        kc.addAuthenticator({
-          isAuthProvider: (u) => u.name === user.name,
-          applyAuthentication: async (_u, opts) => {
-            opts.headers = { ...opts.headers, Authorization: `Bearer ${readTokenFile(tokenFile)}` };
-          },
-        });
-      }
-    } else if (o.env.KUBERNETES_SERVICE_HOST && o.env.KUBERNETES_SERVICE_PORT) {
-      kc.loadFromCluster();
-    } else {
-      throw new Error('no kubeconfig and no KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT');
-    }
-  } catch (err) {
-    const what = o.kubeconfig ? `the kubeconfig ${o.kubeconfig}` : 'the in-cluster configuration';
-    throw new CniError(CniCode.Internal, `informers: cannot use ${what}: ${messageOf(err)}`, { cause: err });
-  }
-  if (!kc.getCurrentCluster()) {
-    throw new CniError(CniCode.Internal, `informers: the kubeconfig ${o.kubeconfig} names no current cluster`);
-  }
-  return kc;
-}
-
-/** One page of a list, as raw JSON (the same objects a GET returns: no typed-model conversion). */
-async function getJson(kc: KubeConfig, path: string): Promise<KubernetesListObject<Obj>> {
-  const server = kc.getCurrentCluster()!.server;
-  const url = new URL(server.replace(/\/+$/, '') + path);
-  const opts: Record<string, unknown> = { headers: { Accept: 'application/json', 'User-Agent': 'multus-ts-daemon' } };
-  await kc.applyToHTTPSOptions(opts);
-  const mod = url.protocol === 'http:' ? process.getBuiltinModule('node:http') : process.getBuiltinModule('node:https');
-  const agent = opts.agent as { destroy?: () => void } | undefined;
-  try {
-    return await new Promise((resolve, reject) => {
-      const req = mod.request(url, { ...opts, method: 'GET', timeout: LIST_TIMEOUT_MS }, (res: IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > MAX_LIST_BYTES) res.destroy(new Error(`list larger than ${MAX_LIST_BYTES} bytes`));
-          else chunks.push(c);
-        });
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) {
-            let msg = `HTTP ${res.statusCode}`;
-            try {
-              msg += `: ${(JSON.parse(text) as { message?: string }).message ?? ''}`;
-            } catch {
-              // not a Status object
-            }
-            reject(Object.assign(new Error(msg), { statusCode: res.statusCode }));
-            return;
-          }
-          try {
-            resolve(JSON.parse(text) as KubernetesListObject<Obj>);
-          } catch (err) {
-            reject(err);
-          }
-        });
-      });
-      req.on('timeout', () => req.destroy(new Error(`no answer within ${LIST_TIMEOUT_MS} ms`)));
-      req.on('error', reject);
-      req.end();
-    });
-  } finally {
-    agent?.destroy?.();
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------

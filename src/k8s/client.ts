@@ -15,7 +15,7 @@
  * NotFound without a request, as the API server would answer. No header, token, key or password is logged.
  */
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
-import { inClusterConfig, loadKubeconfigFile } from './kubeconfig.ts';
+import { inClusterConfig, loadKubeconfigFile } from './kubeconfig-files.ts';
 import type { ClientConfig } from './kubeconfig.ts';
 import { redactSecrets } from '../base/log.ts';
 import type { Logger } from '../base/log.ts';

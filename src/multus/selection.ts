@@ -24,12 +24,12 @@
  * - An empty default-network annotation or one naming no network (`[]`) is a clear error (Multus: a
  *   misleading message, or a panic).
  */
-import { BlockList, isIP } from 'node:net';
 import { CniCode, CniError, isCniError } from '../base/errors.ts';
 import type { AttachmentRequest, FieldKind } from '../store/fields.ts';
 import { ATTACHMENT_FIELDS, isRequested } from '../store/fields.ts';
 import { validateIfName } from '../base/names.ts';
 import { isObject } from '../base/json.ts';
+import { isGoCidr, isGoIp, isV4, macError } from '../cni/ip.ts';
 
 /** One element of a selection annotation, normalised; `namespace` is already defaulted. */
 export interface NetworkSelection {
@@ -54,42 +54,6 @@ function preview(value: unknown): string {
 /** `parsePodNetworkAnnotation: <core> (<where>); <fix>`. */
 function annotationError(core: string, where: string, fix: string): CniError {
   return new CniError(CniCode.InvalidConfig, `parsePodNetworkAnnotation: ${core} (${where}); ${fix}`);
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Go's parsers, as Multus calls them: net.ParseMAC, net.ParseIP, net.ParseCIDR.
-
-/** Go net.ParseMAC: 6, 8 or 20 octets as `xx:xx…`/`xx-xx…`, or `xxxx.xxxx…`; Go's error text, or null. */
-function macError(s: string): string | null {
-  const invalid = `address ${s}: invalid MAC address`;
-  const colons = s[2] === ':' || s[2] === '-';
-  if (!colons && s[4] !== '.') return invalid;
-  const groups = s.split(colons ? s[2]! : '.');
-  const group = colons ? /^[0-9a-fA-F]{2}$/ : /^[0-9a-fA-F]{4}$/;
-  const octets = groups.length * (colons ? 1 : 2);
-  return [6, 8, 20].includes(octets) && groups.every((g) => group.test(g)) ? null : invalid;
-}
-
-/** Go net.ParseIP: an IPv4 (no leading zeros) or IPv6 address, no zone. */
-function isGoIp(s: string): boolean {
-  return isIP(s) !== 0 && !s.includes('%');
-}
-
-/** Go net.ParseCIDR: `<ip>/<decimal prefix>` with the prefix at most 32 (IPv4 text) or 128. */
-function isGoCidr(s: string): boolean {
-  const slash = s.indexOf('/');
-  const ip = s.slice(0, slash);
-  const bits = s.slice(slash + 1);
-  if (slash < 0 || !isGoIp(ip) || !/^\d+$/.test(bits)) return false;
-  return Number(bits) <= (isIP(ip) === 4 ? 32 : 128);
-}
-
-const V4_MAPPED = new BlockList();
-V4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
-
-/** Go's `ip.To4() != nil`: IPv4, or IPv4-mapped IPv6. */
-function isV4(ip: string): boolean {
-  return isIP(ip) === 4 || V4_MAPPED.check(ip, 'ipv6');
 }
 
 // ---------------------------------------------------------------------------------------------------------

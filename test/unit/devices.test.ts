@@ -10,11 +10,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   CNI_DEVINFO_DIR,
-  copyDevicePluginInfo,
   DEVICE_CHECKPOINT_FILE,
   DeviceAllocator,
-  deviceInfoPath,
-  devicePluginInfoPath,
   DP_DEVINFO_DIR,
   injectDeviceId,
   injectDeviceIdIntoNetwork,
@@ -22,12 +19,17 @@ import {
   POD_RESOURCES_MAX_MESSAGE_BYTES,
   POD_RESOURCES_SOCKET,
   POD_RESOURCES_TIMEOUT_MS,
-  readDeviceInfo,
   readResourceMap,
-  removeDeviceInfo,
   resourceMapFromCheckpoint,
   resourceMapFromPodResources,
 } from '../../src/devices/devices.ts';
+import {
+  copyDevicePluginInfo,
+  deviceInfoPath,
+  devicePluginInfoPath,
+  readDeviceInfo,
+  removeDeviceInfo,
+} from '../../src/devices/device-info.ts';
 import type { ResourceMap } from '../../src/devices/devices.ts';
 import { parseNetwork } from '../../src/cni/network.ts';
 import { CniCode } from '../../src/base/errors.ts';

@@ -10,15 +10,8 @@ import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isDns1123Label, isDns1123Subdomain } from '../../src/base/names.ts';
-import {
-  checkFiles,
-  inClusterConfig,
-  KubeconfigError,
-  loadKubeconfigFile,
-  parseServer,
-  resolveKubeconfig,
-  YamlSubsetError,
-} from '../../src/k8s/kubeconfig.ts';
+import { checkFiles, inClusterConfig, loadKubeconfigFile } from '../../src/k8s/kubeconfig-files.ts';
+import { KubeconfigError, parseServer, resolveKubeconfig, YamlSubsetError } from '../../src/k8s/kubeconfig.ts';
 import { parseKubeconfigText, parseYamlSubset } from '../../src/k8s/yaml.ts';
 
 let dir: string;

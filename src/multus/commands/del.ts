@@ -17,7 +17,7 @@ import { parseNetwork } from '../../cni/network.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import type { RuntimeConf } from '../../cni/delegate.ts';
 import { delNetwork, runtimeConfFromCache, joinErrors } from '../../cni/delegate.ts';
-import { removeDeviceInfo } from '../../devices/devices.ts';
+import { removeDeviceInfo } from '../../devices/device-info.ts';
 import type { Network } from '../../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Delegate } from '../plan.ts';
