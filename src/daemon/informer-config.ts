@@ -8,6 +8,7 @@ import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import type { KubernetesListObject } from '@kubernetes/client-node/dist/types.js';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { loadKubeconfigFile, readTokenFile } from '../k8s/kubeconfig-files.ts';
+import { onBoundedBody } from '../k8s/transport.ts';
 import { LIST_TIMEOUT_MS, MAX_LIST_BYTES } from './informers.ts';
 import type { ClientNode, Obj, WarmKubeOptions } from './informers.ts';
 
@@ -61,16 +62,9 @@ export async function getJson(kc: KubeConfig, path: string): Promise<KubernetesL
   try {
     return await new Promise((resolve, reject) => {
       const req = mod.request(url, { ...opts, method: 'GET', timeout: LIST_TIMEOUT_MS }, (res: IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > MAX_LIST_BYTES) res.destroy(new Error(`list larger than ${MAX_LIST_BYTES} bytes`));
-          else chunks.push(c);
-        });
         res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
+        onBoundedBody(res, MAX_LIST_BYTES, 'list', (body) => {
+          const text = body.toString('utf8');
           if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) {
             let msg = `HTTP ${res.statusCode}`;
             try {

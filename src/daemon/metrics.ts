@@ -51,45 +51,34 @@ class BoundedValues {
 export function createMetrics(): Metrics {
   const register = new Registry();
   collectDefaultMetrics({ register });
-  const requests = new Counter({
-    name: `${METRIC_PREFIX}requests_total`,
-    help: 'CNI requests served, by command and outcome',
-    labelNames: ['command', 'outcome'],
+  /** One metric of this registry: `multus_ts_<name>`, its help text and label names. */
+  const spec = <L extends string>(name: string, help: string, labelNames: L[]) => ({
+    name: `${METRIC_PREFIX}${name}`,
+    help,
+    labelNames,
     registers: [register],
   });
-  const requestSeconds = new Histogram({
-    name: `${METRIC_PREFIX}request_duration_seconds`,
-    help: 'Time to serve a CNI request, by command',
-    labelNames: ['command'],
-    buckets: LATENCY_BUCKETS,
-    registers: [register],
-  });
-  const inFlight = new Gauge({
-    name: `${METRIC_PREFIX}requests_in_flight`,
-    help: 'CNI requests being served now, by command',
-    labelNames: ['command'],
-    registers: [register],
-  });
-  const delegateSeconds = new Histogram({
-    name: `${METRIC_PREFIX}delegate_duration_seconds`,
-    help: 'Time of one delegate plugin call, by plugin type, command and outcome',
-    labelNames: ['plugin_type', 'command', 'outcome'],
-    buckets: LATENCY_BUCKETS,
-    registers: [register],
-  });
-  const apiSeconds = new Histogram({
-    name: `${METRIC_PREFIX}api_request_duration_seconds`,
-    help: 'Time of one Kubernetes API request, by verb, resource and outcome',
-    labelNames: ['verb', 'resource', 'outcome'],
-    buckets: LATENCY_BUCKETS,
-    registers: [register],
-  });
-  const synced = new Gauge({
-    name: `${METRIC_PREFIX}informer_synced`,
-    help: '1 when the informer has listed and is watching, 0 otherwise',
-    labelNames: ['informer'],
-    registers: [register],
-  });
+  const requests = new Counter(
+    spec('requests_total', 'CNI requests served, by command and outcome', ['command', 'outcome']),
+  );
+  const latency = <L extends string>(name: string, help: string, labelNames: L[]) =>
+    new Histogram({ ...spec(name, help, labelNames), buckets: LATENCY_BUCKETS });
+  const requestSeconds = latency('request_duration_seconds', 'Time to serve a CNI request, by command', ['command']);
+  const inFlight = new Gauge(spec('requests_in_flight', 'CNI requests being served now, by command', ['command']));
+  const BY_OUTCOME = ['command', 'outcome'] as const;
+  const delegateSeconds = latency(
+    'delegate_duration_seconds',
+    'Time of one delegate plugin call, by plugin type, command and outcome',
+    ['plugin_type', ...BY_OUTCOME],
+  );
+  const apiSeconds = latency(
+    'api_request_duration_seconds',
+    'Time of one Kubernetes API request, by verb, resource and outcome',
+    ['verb', 'resource', 'outcome'],
+  );
+  const synced = new Gauge(
+    spec('informer_synced', '1 when the informer has listed and is watching, 0 otherwise', ['informer']),
+  );
   const pluginTypes = new BoundedValues();
   const resources = new BoundedValues();
   const informers = new BoundedValues();

@@ -184,15 +184,20 @@ export function requestOptions(
   return opts;
 }
 
-function collect(res: IncomingMessage, settle: (err: Error | undefined, wire?: Wire) => void): void {
+/** A response body of at most `max` bytes; a larger one destroys the response with an error naming `what`. */
+export function onBoundedBody(res: IncomingMessage, max: number, what: string, end: (body: Buffer) => void): void {
   const chunks: Buffer[] = [];
   let size = 0;
   res.on('data', (chunk: Buffer) => {
     size += chunk.length;
-    if (size > MAX_BODY_BYTES) res.destroy(new Error(`response larger than ${MAX_BODY_BYTES} bytes`));
+    if (size > max) res.destroy(new Error(`${what} larger than ${max} bytes`));
     else chunks.push(chunk);
   });
-  res.on('end', () => settle(undefined, { status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+  res.on('end', () => end(Buffer.concat(chunks)));
+}
+
+function collect(res: IncomingMessage, settle: (err: Error | undefined, wire?: Wire) => void): void {
+  onBoundedBody(res, MAX_BODY_BYTES, 'response', (body) => settle(undefined, { status: res.statusCode ?? 0, body }));
   res.on('error', (err) => settle(err));
   res.on('close', () => {
     if (!res.complete)
