@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * build-daemon.mjs: bundles src/daemon/main.ts (the resident daemon, docs/resident.md) into
+ * build-daemon.mjs: bundles src/roles.ts (the daemon, hot-plug, plan and install roles; docs/resident.md) into
  * <outdir>/multus-daemon.cjs, a CommonJS file that the single executable carries as a SEA asset and evaluates
  * only for `multus daemon` (src/daemon/load.ts). The thin plugin's bundle never contains the daemon, nor what
  * only the daemon needs (informers, metrics).
@@ -28,7 +28,7 @@ export async function buildDaemon(opts = {}) {
   const outfile = join(outdir, DAEMON_ASSET);
   const esbuild = await import(require.resolve('esbuild'));
   const res = await esbuild.build({
-    entryPoints: [join(ROOT, 'src/daemon/main.ts')],
+    entryPoints: [join(ROOT, 'src/roles.ts')],
     outfile,
     bundle: true,
     platform: 'node',

@@ -78,8 +78,8 @@ async function run(argv: string[]): Promise<number> {
     process.stdout.write(`multus-ts: version:${VERSION}, cni:${CURRENT_VERSION}\n`);
     return 0;
   }
-  if (argv[0] === 'install') return (await import('./install/main.ts')).installMain(argv.slice(1));
-  if (argv.includes('--is-default-ready')) return (await import('./install/main.ts')).readyMain(argv);
+  if (argv[0] === 'install') return (await loadDaemonModule()).installMain(argv.slice(1));
+  if (argv.includes('--is-default-ready')) return (await loadDaemonModule()).readyMain(argv);
   if (basename(process.argv0) === 'passthru') {
     const code = await runPassthru();
     if (code >= 0) return code;

@@ -1,5 +1,6 @@
 /**
- * daemon/load.ts: loads the daemon's bundle for the `daemon` role only, so the thin plugin's start-up never
+ * daemon/load.ts: loads the second bundle (src/roles.ts: daemon, hotplug, plan, install, is-default-ready) for
+ * those roles only, so the thin plugin's start-up never
  * parses it (the same pattern as the Kubernetes fallback in src/k8s/client.ts). Inside the single executable
  * it evaluates the embedded SEA asset `multus-daemon.cjs` (scripts/build-daemon.mjs); outside one, the built
  * bundle beside multus.cjs, else this source tree's module. Keep this file free of imports.
@@ -12,9 +13,13 @@ export interface DaemonModule {
   runHotplugCli(argv: string[]): Promise<number>;
   /** `multus plan ...` (docs/hotplug.md). */
   runPlanCli(argv: string[]): Promise<number>;
+  /** `multus install ...` (docs/install.md). */
+  installMain(argv: readonly string[]): Promise<number>;
+  /** `multus --is-default-ready ...` (docs/install.md). */
+  readyMain(argv: readonly string[]): Promise<number>;
 }
 
-const SPECIFIERS = ['./multus-daemon.cjs', './main.ts'];
+const SPECIFIERS = ['./multus-daemon.cjs', '../roles.ts'];
 
 export async function loadDaemonModule(): Promise<DaemonModule> {
   const sea = process.getBuiltinModule('node:sea');

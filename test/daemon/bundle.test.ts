@@ -17,6 +17,8 @@ const MARKERS = [
   'is already attached to the pod by',
   'NetworkChangeFailed',
   'the ADD would go ahead',
+  // `multus install` and `--is-default-ready` (docs/install.md) too.
+  'cleanup-config-on-exit',
 ];
 
 describe('bundles', () => {
