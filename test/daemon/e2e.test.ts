@@ -103,7 +103,7 @@ function installSlowPlugin(): void {
 input=$(cat)
 if [ "$CNI_COMMAND" = ADD ]; then
   touch ${world.dir}/started
-  while [ ! -f ${world.dir}/release ]; do sleep 0.05; done
+  i=0; while [ ! -f ${world.dir}/release ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done # at most ~30 s
 fi
 if [ "$CNI_COMMAND" = ADD ]; then
   printf '%s' "$input" | sed -e 's/.*"prevResult"://' -e 's/}$//'

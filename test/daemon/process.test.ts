@@ -115,7 +115,7 @@ describe('multus daemon (process)', () => {
       `#!/bin/sh
 cat >/dev/null
 touch ${dir}/started
-while [ ! -f ${dir}/release ]; do sleep 0.02; done
+i=0; while [ ! -f ${dir}/release ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done # at most ~30 s
 echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
 '"ips":[{"address":"10.9.0.2/24","interface":0}]}'
 `,
