@@ -226,11 +226,17 @@ function measured(lean: KubeClient, metrics: Metrics | undefined): KubeClient {
   };
 }
 
+const MAX_PENDING_EVENTS = 1000;
+
 class WarmClient implements KubeClient {
+  private events: Promise<void> = Promise.resolve();
+  private pendingEvents = 0;
+
   constructor(
     private readonly api: KubeClient,
     private readonly pods: Informer,
     private readonly nads: Informer,
+    private readonly log: Logger,
   ) {}
 
   get requestCount(): number {
@@ -262,8 +268,27 @@ class WarmClient implements KubeClient {
     return this.api.updatePodStatus(pod, opts);
   }
 
+  /**
+   * Events are best effort (the interface says callers ignore their errors), and a daemon outlives the call: they
+   * are posted in order in the background, so an ADD does not wait for its AddedInterface round trips (client-go's
+   * event recorder does the same). At most MAX_PENDING_EVENTS wait; beyond that an event is dropped and logged.
+   */
   createEvent(event: EventInput, opts?: CallOptions): Promise<void> {
-    return this.api.createEvent(event, opts);
+    if (this.pendingEvents >= MAX_PENDING_EVENTS) {
+      this.log.verbose(`event ${event.reason} dropped: ${MAX_PENDING_EVENTS} events are still being posted`);
+      return Promise.resolve();
+    }
+    this.pendingEvents++;
+    this.events = this.events
+      .then(() => this.api.createEvent(event, opts))
+      .catch((e: unknown) => this.log.verbose(`event ${event.reason} not recorded: ${messageOf(e)}`))
+      .finally(() => this.pendingEvents--);
+    return Promise.resolve();
+  }
+
+  /** Resolves once every event queued so far has been posted (or failed). */
+  flushEvents(): Promise<void> {
+    return this.events;
   }
 
   /** Idle keep-alive connections only; the informers run until WarmKube.close(). */
@@ -296,7 +321,7 @@ export async function startWarmKube(o: WarmKubeOptions): Promise<WarmKube> {
   const pods = informer(POD_INFORMER, '/api/v1/pods', `spec.nodeName=${o.nodeName}`, kc, o, changed, cn);
   const nads = informer(NAD_INFORMER, NAD_PATH, undefined, kc, o, changed, cn);
   const api = measured(lean, o.metrics);
-  const client = new WarmClient(api, pods, nads);
+  const client = new WarmClient(api, pods, nads, o.log);
   const synced = (): boolean => !closed && pods.synced() && nads.synced();
   pods.start();
   nads.start();

@@ -347,7 +347,12 @@ function suiteBody(mode: Mode): void {
       [`${ns}/static`, 'st0', [addr(3, 7)], (l.get('st0') as { address?: string })?.address, false],
       [`${ns}/gw`, 'net3', ipOf('net3'), (l.get('net3') as { address?: string })?.address, false],
     ]);
-    const events = await podEvents(cluster, p, 'AddedInterface');
+    // The resident daemon posts events in the background (after the ADD returns): wait for all four, bounded.
+    let events = await podEvents(cluster, p, 'AddedInterface');
+    for (let i = 0; i < 100 && events.length < 4; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      events = await podEvents(cluster, p, 'AddedInterface');
+    }
     expect(events.map((e) => e.message).sort()).toEqual(
       [
         `Add eth0 [${v4(l.get('eth0'))[0]}] from ${CLUSTER_NET}`,
