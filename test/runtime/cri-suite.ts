@@ -13,6 +13,9 @@
  * - 20 sandboxes created (and removed) in parallel;
  * - resident mode only: the daemon killed between runp and stopp: the shim's thin fallback tears down;
  * - the API server stopped before stopp (last: it stops the API server): teardown still complete.
+ *
+ * A mode's own cases (resident-cri.test.ts: hot-plug) come in through `criSuite(mode, extra)`: they run on the
+ * same fixtures, before the last case.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -57,13 +60,41 @@ const addr = (k: number, n: number) => `10.250.${k}.${n}`;
 /** An address of subnet k with its prefix, as `ip` shows it. */
 const inSubnet = (k: number) => new RegExp(`^10\\.250\\.${k}\\.\\d+/24$`);
 
-interface Link {
+export interface Link {
   ifname: string;
   linkinfo?: { info_kind?: string };
   addr_info?: { family: string; local: string; prefixlen: number }[];
 }
 
-export function criSuite(mode: Mode): void {
+/** The suite's fixtures and helpers, for a mode's own cases (usable inside tests, once beforeAll has run). */
+export interface CriSuite {
+  readonly cluster: Cluster;
+  readonly rt: Runtime;
+  /** Resident mode only. */
+  readonly daemon: Daemon | undefined;
+  /** The pods' and NADs' namespace; NADs `mv` (macvlan, 10.250.1.0/24) and `gw` (bridge, 10.250.2.0/24). */
+  readonly ns: string;
+  /** multus' cniDir (scratch and result caches). */
+  readonly cniDir: string;
+  pod(name: string, annotations: Record<string, string>): Promise<PodRef>;
+  /** `crictl runp`, expected to succeed; the sandbox is removed after the test whatever happens. */
+  runp(p: PodRef): Promise<SandboxInfo>;
+  links(sb: SandboxInfo): Promise<Map<string, Link>>;
+  /** `crictl stopp` + `rmp`, expected to succeed. */
+  teardown(id: string): Promise<void>;
+  expectNothingLeft(ids: string[]): Promise<void>;
+  /** Cache files naming the sandbox. */
+  cachesOf(id: string): Promise<string[]>;
+  /** `<network>/<ip>` files of host-local's data dir. */
+  reservedIps(): Promise<string[]>;
+  /** Links of containerd's namespace but lo, the macvlan master pair and bridges. */
+  hostLeftovers(): Promise<string[]>;
+}
+
+export const v4 = (l: Link | undefined): string[] =>
+  (l?.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => `${a.local}/${a.prefixlen}`);
+
+export function criSuite(mode: Mode, extra?: (s: CriSuite) => void): void {
   const ready = needs(
     ...runtimeRequirements(),
     ...k8sRequirements(),
@@ -71,12 +102,12 @@ export function criSuite(mode: Mode): void {
   );
   const title = mode === 'thin' ? 'thin mode' : 'resident mode (build/multus-shim + build/multus daemon)';
   describe.skipIf(!ready)(`${title} through containerd CRI (crictl runp/stopp/rmp) with a real kube-apiserver`, () => {
-    suiteBody(mode);
+    suiteBody(mode, extra);
   });
 }
 
 /** `build/multus daemon` in containerd's namespace, serving the shim. */
-class Daemon {
+export class Daemon {
   child: ChildProcess | undefined;
   exited: Promise<void> | undefined;
   constructor(
@@ -131,7 +162,7 @@ class Daemon {
   }
 }
 
-function suiteBody(mode: Mode): void {
+function suiteBody(mode: Mode, extra: ((s: CriSuite) => void) | undefined): void {
   let cluster: Cluster;
   let rt: Runtime;
   let daemon: Daemon | undefined;
@@ -248,8 +279,6 @@ function suiteBody(mode: Mode): void {
 
   const links = async (sb: SandboxInfo): Promise<Map<string, Link>> =>
     new Map((JSON.parse(await ipInSandbox(sb, ['-j', '-d', 'addr', 'show'])) as Link[]).map((l) => [l.ifname, l]));
-  const v4 = (l: Link | undefined) =>
-    (l?.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => `${a.local}/${a.prefixlen}`);
 
   const teardown = async (id: string): Promise<void> => {
     const stop = await rt.stopp(id);
@@ -476,6 +505,30 @@ function suiteBody(mode: Mode): void {
       }
     });
   }
+
+  extra?.({
+    get cluster() {
+      return cluster;
+    },
+    get rt() {
+      return rt;
+    },
+    get daemon() {
+      return daemon;
+    },
+    ns,
+    get cniDir() {
+      return cniDir();
+    },
+    pod,
+    runp,
+    links,
+    teardown,
+    expectNothingLeft,
+    cachesOf,
+    reservedIps,
+    hostLeftovers,
+  });
 
   // last: it stops the API server for good
   it('the API server stopped before stopp: teardown is still complete', async () => {
