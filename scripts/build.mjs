@@ -241,6 +241,9 @@ function seaConfig(main, assets) {
     useSnapshot: false,
     // A runtime's NODE_OPTIONS (or a stray --inspect) must not change or break the plugin: ignore it.
     execArgvExtension: 'none',
+    // A small young generation: the resident daemon's heap and RSS otherwise grow between major GCs to ~2.5x
+    // their steady size (docs/performance.md, daemon RSS); a CNI call allocates too little to notice.
+    execArgv: ['--max-semi-space-size=2'],
     assets: Object.fromEntries(Object.entries(assets).map(([name, path]) => [name, show(path)])),
   };
   const file = join(opts.outdir, 'sea-config.json');
