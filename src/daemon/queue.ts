@@ -11,6 +11,8 @@ export interface RequestQueue {
   pending(): number;
   /** Resolves when nothing is pending. */
   idle(): Promise<void>;
+  /** Containers with requests still queued (a container's entry is dropped once its last request ends). */
+  keys(): number;
 }
 
 export function createQueue(limit: number): RequestQueue {
@@ -63,6 +65,7 @@ export function createQueue(limit: number): RequestQueue {
       return result;
     },
     pending: () => pending,
+    keys: () => tails.size,
     idle: () => (pending === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve))),
   };
 }
