@@ -13,6 +13,7 @@ import { mkdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ASSET_BUNDLE_OPTIONS } from './build-k8s-fallback.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(ROOT, 'package.json'));
@@ -28,17 +29,9 @@ export async function buildDaemon(opts = {}) {
   const outfile = join(outdir, DAEMON_ASSET);
   const esbuild = await import(require.resolve('esbuild'));
   const res = await esbuild.build({
+    ...ASSET_BUNDLE_OPTIONS,
     entryPoints: [join(ROOT, 'src/roles.ts')],
     outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node24',
-    minify: true,
-    legalComments: 'none',
-    charset: 'utf8',
-    logLevel: 'warning',
-    absWorkingDir: ROOT,
     // client-node's watch (node-fetch, whatwg-url, tr46) requires Node's deprecated punycode builtin, which
     // prints a DeprecationWarning (DEP0040); the userland package is the same code.
     alias: { punycode: 'punycode/' },

@@ -52,20 +52,25 @@ const shims = {
   },
 };
 
+/** esbuild options shared by the bundles carried as SEA assets (this one and scripts/build-daemon.mjs). */
+export const ASSET_BUNDLE_OPTIONS = {
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node24',
+  minify: true,
+  legalComments: 'none',
+  charset: 'utf8',
+  logLevel: 'warning',
+  absWorkingDir: ROOT,
+};
+
 async function bundle(outfile) {
   const esbuild = await import(require.resolve('esbuild'));
   const res = await esbuild.build({
+    ...ASSET_BUNDLE_OPTIONS,
     entryPoints: [join(ROOT, 'src/k8s/fallback.ts')],
     outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node24',
-    minify: true,
-    legalComments: 'none',
-    charset: 'utf8',
-    logLevel: 'warning',
-    absWorkingDir: ROOT,
     plugins: [shims],
   });
   if (res.errors.length) throw new Error('esbuild failed');

@@ -26,6 +26,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Requirement, fileExists, isRoot } from '../helpers/skip.ts';
+import { type RunResult, run as runProcess } from '../e2e/helpers.ts';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const RUNTIME_CACHE_DIR = join(process.env.MULTUS_TS_CACHE_DIR || join(REPO_ROOT, '.cache'), 'runtime');
@@ -62,44 +63,21 @@ export function runtimeRequirements(): Requirement[] {
 // ---------------------------------------------------------------------------------------------------------
 // processes
 
-export interface RunResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
+export type { RunResult };
 
-/** Runs `file args` (no shell); never rejects on an exit status. */
+/** Runs `file args` (no shell) without the Node variables of this test process; never rejects on an exit status. */
 export function run(
   file: string,
   args: readonly string[],
   opts: { timeoutMs?: number; input?: string } = {},
 ): Promise<RunResult> {
-  return new Promise((resolvePromise, reject) => {
-    const env = { ...process.env };
-    delete env.NODE_OPTIONS;
-    delete env.NODE_EXTRA_CA_CERTS;
-    const child = spawn(file, args, {
-      env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      timeout: opts.timeoutMs ?? 120_000,
-      killSignal: 'SIGKILL',
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    child.on('error', reject);
-    child.on('close', (code, signal) =>
-      resolvePromise({
-        code,
-        signal,
-        stdout: Buffer.concat(out).toString('utf8'),
-        stderr: Buffer.concat(err).toString('utf8'),
-      }),
-    );
-    child.stdin.on('error', () => {});
-    child.stdin.end(opts.input ?? '');
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  delete env.NODE_EXTRA_CA_CERTS;
+  return runProcess(file, args, {
+    env,
+    timeoutMs: opts.timeoutMs ?? 120_000,
+    ...(opts.input !== undefined ? { input: opts.input } : {}),
   });
 }
 
