@@ -282,8 +282,14 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     const deadline = Date.now() + 20_000;
     while (warm.synced() && Date.now() < deadline) await sleep(50);
     expect(warm.synced()).toBe(false);
-    const body = (await metrics.render()).body;
-    expect(body).toMatch(/^multus_ts_informer_synced\{informer="pods"\} 0$/m);
+    // Each informer notices the loss on its own watch: wait (bounded) until the pod informer has too.
+    const podsUnsynced = /^multus_ts_informer_synced\{informer="pods"\} 0$/m;
+    let body = (await metrics.render()).body;
+    while (!podsUnsynced.test(body) && Date.now() < deadline) {
+      await sleep(50);
+      body = (await metrics.render()).body;
+    }
+    expect(body).toMatch(podsUnsynced);
     const err = await client.getPod(ns, 'early', { uid: early.uid }).then(
       () => undefined,
       (e: unknown) => e,
