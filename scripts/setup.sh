@@ -89,8 +89,9 @@ if [[ -f test/peers/build-gomultus.sh ]]; then
   say "go multus peer: $(bash test/peers/build-gomultus.sh)"
 fi
 
-# 6. The runtime tier's crictl (Go modules) and sandbox image (test/runtime/build.sh, cached the same way).
+# 6. The runtime tier's crictl (Go modules), sandbox image, and the kubelet node's kubelet,
+#    kube-controller-manager and kube-scheduler (test/runtime/build.sh --kubelet, cached the same way).
 if [[ -f test/runtime/build.sh ]]; then
-  say "runtime peers: $(bash test/runtime/build.sh)"
+  say "runtime peers: $(bash test/runtime/build.sh --kubelet)"
 fi
 say "done"

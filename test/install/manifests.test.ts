@@ -4,43 +4,15 @@
  * security contexts included), so a schema error fails here. Also: the thin ClusterRole holds exactly the thin
  * plugin's calls, and the resident one adds only list/watch for the daemon's informers.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import yaml from 'js-yaml';
+import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDaemonConfig } from '../../src/daemon/config.ts';
 import { type Cluster, k8sRequirements, startCluster } from '../k8s/cluster.ts';
 import { needs } from '../helpers/skip.ts';
+import { DEPLOYMENTS_DIR, collection, docs } from '../helpers/manifests.ts';
 
-const DIR = join(import.meta.dirname, '..', '..', 'deployments');
+const DIR = DEPLOYMENTS_DIR;
 const ready = needs(...k8sRequirements());
-
-interface Obj {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string };
-  [k: string]: unknown;
-}
-
-const docs = (file: string): Obj[] =>
-  yaml.loadAll(readFileSync(join(DIR, file), 'utf8')).filter((d): d is Obj => d !== null && d !== undefined);
-
-/** The collection URL of an object's kind (the few kinds the manifests use). */
-function collection(o: Obj): string {
-  const ns = o.metadata.namespace;
-  const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
-  const plural: Record<string, string> = {
-    ServiceAccount: 'serviceaccounts',
-    ConfigMap: 'configmaps',
-    DaemonSet: 'daemonsets',
-    ClusterRole: 'clusterroles',
-    ClusterRoleBinding: 'clusterrolebindings',
-    CustomResourceDefinition: 'customresourcedefinitions',
-  };
-  const p = plural[o.kind];
-  if (!p) throw new Error(`no URL for kind ${o.kind}`);
-  return ns ? `${base}/namespaces/${ns}/${p}` : `${base}/${p}`;
-}
 
 const FILES = readdirSync(DIR)
   .filter((f) => f.endsWith('.yml'))

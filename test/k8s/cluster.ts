@@ -314,6 +314,11 @@ export interface StartOptions {
   readyTimeoutMs?: number;
   /** Extra kube-apiserver flags (`--name=value`), appended last so they win. */
   apiserverArgs?: string[];
+  /**
+   * Keep the ServiceAccount admission plugin (it gives pods their API token volume): for callers that run a
+   * controller-manager, which creates each namespace's "default" service account (test/runtime/node.ts).
+   */
+  serviceAccountAdmission?: boolean;
 }
 
 // Processes and dirs alive in this runner, killed/removed on 'exit'. Kept on globalThis so that the module
@@ -651,8 +656,8 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
           // The "kubernetes" Service endpoints may not be a loopback address: do not reconcile them.
           '--endpoint-reconciler-type=none',
           // No controller-manager creates the "default" service account of new namespaces, which the
-          // ServiceAccount admission plugin requires before it admits a pod.
-          '--disable-admission-plugins=ServiceAccount',
+          // ServiceAccount admission plugin requires before it admits a pod (unless the caller runs one).
+          ...(opts.serviceAccountAdmission ? [] : ['--disable-admission-plugins=ServiceAccount']),
           '--enable-priority-and-fairness=false',
           '--profiling=false',
           `--audit-log-path=${auditLog}`,

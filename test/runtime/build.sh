@@ -6,8 +6,9 @@
 #    an OCI image layout and tarred as an OCI archive for `ctr images import`.
 # See docs/kubernetes-tests.md.
 #
-# With --kubelet it also builds kubelet (k8s.io/kubernetes/cmd/kubelet, wrapper module test/runtime/kubelet) into
-# the same dir, with its own stamp kubelet.sha256; no test uses it yet and setup.sh does not ask for it.
+# With --kubelet it also builds kubelet, kube-controller-manager and kube-scheduler (k8s.io/kubernetes/cmd/...,
+# wrapper module test/runtime/kubelet) into the same dir, with their own stamp kubelet.sha256, for
+# test/runtime/kubelet.test.ts; scripts/setup.sh asks for them.
 #
 # Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/runtime/{crictl,pause.tar}, reused while the inputs (go.mod,
 # go.sum, pause.c and this script) are unchanged (their hash is kept in build.sha256). Installs containerd,
@@ -53,12 +54,15 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 
-# kubelet (only with --kubelet): stamped with its release like kube-apiserver in test/k8s/build.sh
+# kubelet and the control plane's DaemonSet controller and scheduler (only with --kubelet): stamped with their
+# release like kube-apiserver in test/k8s/build.sh; one `go build` so the shared packages compile once
+node_bins=(kubelet kube-controller-manager kube-scheduler)
 build_kubelet() {
-  local khash kver kminor vflags=() t0 ktmp
+  local khash kver kminor vflags=() t0 ktmp b ok=true pkgs=()
   khash="$(cat "$here/kubelet/go.mod" "$here/kubelet/go.sum" "$here/build.sh" | sha256sum | cut -d' ' -f1)"
-  if [[ -x "$out_dir/kubelet" && -f "$out_dir/kubelet.sha256" && "$(cat "$out_dir/kubelet.sha256")" == "$khash" ]]; then
-    say "$out_dir/kubelet is up to date"
+  for b in "${node_bins[@]}"; do [[ -x "$out_dir/$b" ]] || ok=false; done
+  if $ok && [[ -f "$out_dir/kubelet.sha256" && "$(cat "$out_dir/kubelet.sha256")" == "$khash" ]]; then
+    say "$out_dir/{${node_bins[*]}} are up to date"
     return 0
   fi
   mkdir -p "$out_dir"
@@ -69,12 +73,13 @@ build_kubelet() {
   for vpkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     vflags+=("-X $vpkg.gitVersion=$kver -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$kminor -X $vpkg.gitTreeState=clean")
   done
+  for b in "${node_bins[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
   t0="$(now)"
-  say "building kubelet (k8s.io/kubernetes/cmd/kubelet $kver)"
+  say "building ${node_bins[*]} ($kver)"
   (cd "$here/kubelet" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags="-s -w ${vflags[*]}" \
-    -o "$ktmp/kubelet" k8s.io/kubernetes/cmd/kubelet) || { rm -rf "$ktmp"; return 1; }
-  say "built kubelet in $(secs "$t0" "$(now)") s: $("$ktmp/kubelet" --version)"
-  mv -f "$ktmp/kubelet" "$out_dir/kubelet"
+    -o "$ktmp/" "${pkgs[@]}") || { rm -rf "$ktmp"; return 1; }
+  say "built them in $(secs "$t0" "$(now)") s: $("$ktmp/kubelet" --version)"
+  for b in "${node_bins[@]}"; do mv -f "$ktmp/$b" "$out_dir/$b"; done
   rm -rf "$ktmp"
   echo "$khash" >"$out_dir/kubelet.sha256"
 }

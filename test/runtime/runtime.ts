@@ -178,7 +178,7 @@ export class Runtime {
   }
 
   /** containerd's config: own root/state/socket, CRI with the fixture's CNI dirs and the local pause image. */
-  private config(): string {
+  protected config(): string {
     const d = this.dir;
     return `version = 2
 root = "${d}/root"
@@ -207,10 +207,20 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         BinaryName = "${RUNC_BIN}"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "${this.binDir}"
-    conf_dir = "${this.confDir}"
+    bin_dir = "${this.cniDirs().bin}"
+    conf_dir = "${this.cniDirs().conf}"
     max_conf_num = 1
 `;
+  }
+
+  /** The CNI dirs as containerd sees them (a NodeRuntime mounts the fixture's at the standard paths). */
+  protected cniDirs(): { bin: string; conf: string } {
+    return { bin: this.binDir, conf: this.confDir };
+  }
+
+  /** nsenter's options that put containerd (and a node's kubelet) into the fixture's namespaces. */
+  nsenterArgs(): string[] {
+    return [`--net=/var/run/netns/${this.hostNs}`];
   }
 
   /** Writes a file of the CNI conf dir (containerd watches the dir and reloads). */
@@ -229,7 +239,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     delete env.NODE_OPTIONS;
     delete env.NODE_EXTRA_CA_CERTS;
     // nsenter execs containerd: the child's PID is containerd's
-    const args = [`--net=/var/run/netns/${this.hostNs}`, CONTAINERD_BIN, '--config', join(this.dir, 'config.toml')];
+    const args = [...this.nsenterArgs(), CONTAINERD_BIN, '--config', join(this.dir, 'config.toml')];
     const child = spawn('nsenter', args, { env, stdio: ['ignore', out, out] });
     this.containerd = child;
     this.containerdExit = new Promise((r) => child.once('exit', () => r()));

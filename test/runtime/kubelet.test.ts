@@ -1,0 +1,335 @@
+/**
+ * kubelet runs multus-ts the way a cluster does (issue "A real container runtime", stage 2): a real kubelet
+ * with containerd (node.ts) registers a node with the test kube-apiserver; the thin DaemonSet of
+ * deployments/multus-ts-thin.yml, with the image `npm run image` makes (imported into containerd under the
+ * manifest's `image:`), is scheduled there by the real DaemonSet controller and scheduler; its `multus install`
+ * copies the executable into the node's /opt/cni/bin and generates 00-multus.conf from the node's default
+ * network; then a pod whose annotation requests a NAD gets its interfaces and network-status from the CNI calls
+ * kubelet makes through containerd, and deleting it leaves nothing.
+ *
+ * One change to the manifest, the one an operator without kube-proxy makes: the install container's
+ * KUBERNETES_SERVICE_HOST/PORT name the API server's address (no proxy serves the `kubernetes` Service IP here).
+ *
+ * The last case checks that the machine is as it was: kubelet's sysctls, iptables chains and fixed paths stayed
+ * in the node's namespaces (node.ts).
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { needs } from '../helpers/skip.ts';
+import { collection, docs } from '../helpers/manifests.ts';
+import { type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/cluster.ts';
+import {
+  ApiTunnel,
+  NETWORKS_ANNOTATION,
+  type PodRef,
+  createNad,
+  ensureNamespace,
+  networkStatus,
+  podEvents,
+} from '../e2e-k8s/world.ts';
+import { run as runProcess } from '../e2e/helpers.ts';
+import { KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
+import { CTR_BIN, MULTUS_BIN, REPO_ROOT, run, runOk, runtimeRequirements } from './runtime.ts';
+
+const ready = needs(...runtimeRequirements(), ...k8sRequirements(), ...nodeRequirements());
+
+const CLUSTER_NET = 'kl-cluster';
+const BRIDGE = 'mtsklbr0';
+const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Link {
+  ifname: string;
+  address?: string;
+  linkinfo?: { info_kind?: string };
+  addr_info?: { family: string; local: string; prefixlen: number }[];
+}
+const v4 = (l: Link | undefined): string[] =>
+  (l?.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => `${a.local}/${a.prefixlen}`);
+
+/** What kubelet could change on the machine: its sysctls, its fixed paths, KUBE-* iptables chains. */
+interface MachineState {
+  sysctls: Record<string, string>;
+  paths: Record<string, boolean>;
+  kubeChains: string[];
+}
+const KUBELET_PATHS = ['/var/lib/kubelet', '/var/log/pods', '/var/log/containers', '/etc/cni', '/opt/cni'];
+
+async function machineState(): Promise<MachineState> {
+  const sysctls: Record<string, string> = {};
+  for (const key of Object.keys(KUBELET_SYSCTLS)) sysctls[key] = readFileSync(`/proc/sys/${key}`, 'utf8').trim();
+  const paths: Record<string, boolean> = {};
+  for (const p of KUBELET_PATHS) paths[p] = existsSync(p);
+  const kubeChains: string[] = [];
+  for (const bin of ['iptables-save', 'ip6tables-save']) {
+    const r = await run(bin, []);
+    kubeChains.push(
+      ...r.stdout
+        .split('\n')
+        .filter((l) => /^:KUBE-/.test(l))
+        .map((l) => `${bin} ${l.split(' ')[0]}`),
+    );
+  }
+  return { sysctls, paths, kubeChains: kubeChains.sort() };
+}
+
+/** Polls `check` every 250 ms until it returns a value; fails with `what` and `why()` after `timeoutMs`. */
+async function until<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined>,
+  why: () => Promise<string>,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms\n${await why()}`);
+    await sleep(250);
+  }
+}
+
+describe.skipIf(!ready)('kubelet runs the thin DaemonSet, then a pod with a NAD (containerd, kube-apiserver)', () => {
+  let cluster: Cluster;
+  let node: NodeRuntime;
+  const tunnel = new ApiTunnel();
+  const ns = `mts-kl-${Math.random().toString(16).slice(2, 8)}`;
+  let before: MachineState;
+  let imageRef = '';
+
+  const logs = async () =>
+    [
+      await node.tail('kubelet'),
+      await node.tail('kube-controller-manager', 15),
+      await node.tail('kube-scheduler', 15),
+    ].join('\n');
+  const dsPods = async () =>
+    (await cluster.admin.get(`/api/v1/namespaces/kube-system/pods?labelSelector=app%3Dmultus-ts`)).items as any[];
+
+  beforeAll(async () => {
+    before = await machineState();
+    cluster = await startCluster({ serviceAccountAdmission: true });
+    node = await new NodeRuntime().prepare();
+    // the DaemonSet installs the plugin: the fixture's copy goes
+    await rm(join(node.binDir, 'multus'));
+    // the node's default network, which `multus install` wraps into 00-multus.conf
+    await node.writeConf('10-cluster.conflist', {
+      cniVersion: '1.0.0',
+      name: CLUSTER_NET,
+      plugins: [
+        {
+          type: 'bridge',
+          bridge: BRIDGE,
+          isGateway: true,
+          isDefaultGateway: true,
+          ipam: { type: 'host-local', ranges: [[{ subnet: '10.251.0.0/24' }]] },
+        },
+      ],
+    });
+    // the image, made from the current build/multus
+    const imageDir = join(node.dir, 'image');
+    const env: NodeJS.ProcessEnv = { ...process.env, MULTUS_TS_IMAGE_DIR: imageDir };
+    delete env.NODE_OPTIONS;
+    delete env.NODE_EXTRA_CA_CERTS;
+    const img = await runProcess('bash', [join(REPO_ROOT, 'scripts/image.sh')], { env, timeoutMs: 120_000 });
+    expect(img.code, `npm run image: ${img.stderr}`).toBe(0);
+    const tar = (await readdir(imageDir)).find((f) => f.endsWith('.tar'));
+    expect(tar, `no image tarball in ${imageDir}`).toBeDefined();
+
+    await node.start();
+    const imported = await runOk(CTR_BIN, [
+      '-a',
+      node.socket,
+      '-n',
+      'k8s.io',
+      'images',
+      'import',
+      join(imageDir, tar!),
+    ]);
+    imageRef = /unpacking (\S+) \(/.exec(imported)?.[1] ?? imported.trim();
+    await tunnel.open(cluster, node.hostNs, node.dir);
+    await node.startControlPlane(cluster);
+    await node.startKubelet(cluster);
+
+    // deployments/multus-ts-thin.yml as it is, but for the API server's address
+    const port = new URL(cluster.server).port;
+    for (const o of docs('multus-ts-thin.yml')) {
+      if (o.kind === 'DaemonSet') {
+        const c = (o as any).spec.template.spec.containers[0];
+        c.env = [
+          ...(c.env ?? []),
+          { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+          { name: 'KUBERNETES_SERVICE_PORT', value: port },
+        ];
+      }
+      await cluster.admin.post(collection(o), o);
+    }
+    await ensureNamespace(cluster, ns);
+  }, 300_000);
+
+  afterAll(async () => {
+    await node?.stop();
+    await tunnel.close();
+    await cluster?.stop();
+  });
+
+  it("the DaemonSet's pod installs multus-ts on the node and passes its probes", async () => {
+    const ds = docs('multus-ts-thin.yml').find((o) => o.kind === 'DaemonSet') as any;
+    const image = ds.spec.template.spec.containers[0].image as string;
+    expect(imageRef, 'the image npm run image makes is the one the manifest names').toBe(image);
+
+    const pod = await until(
+      'the DaemonSet pod Ready on the node',
+      180_000,
+      async () => {
+        const p = (await dsPods())[0];
+        const readyCond = (p?.status?.conditions ?? []).find((c: { type: string }) => c.type === 'Ready');
+        return readyCond?.status === 'True' ? p : undefined;
+      },
+      async () => `${JSON.stringify((await dsPods())[0]?.status ?? 'no pod')}\n${await logs()}`,
+    );
+    expect(pod.spec.nodeName).toBe(node.nodeName);
+    expect(pod.metadata.ownerReferences?.[0]?.kind).toBe('DaemonSet');
+    expect(pod.status.phase).toBe('Running');
+    // started: the startup probe (`multus --is-default-ready`) passed
+    expect(pod.status.containerStatuses?.[0]?.started).toBe(true);
+    const status = (await cluster.admin.get('/apis/apps/v1/namespaces/kube-system/daemonsets/multus-ts')).status;
+    expect([status.desiredNumberScheduled, status.numberReady]).toEqual([1, 1]);
+
+    // what it installed, seen from the node
+    expect(sha256(node.path('/opt/cni/bin/multus')), 'the executable in /opt/cni/bin').toBe(sha256(MULTUS_BIN));
+    // a conflist, as the default network's config is one
+    const list = JSON.parse(readFileSync(node.path('/etc/cni/net.d/00-multus.conflist'), 'utf8'));
+    expect(list.plugins).toHaveLength(1);
+    const conf = list.plugins[0];
+    expect(conf.type).toBe('multus');
+    expect(conf.kubeconfig).toBe('/etc/cni/net.d/multus.d/multus.kubeconfig');
+    expect(conf.delegates?.map((d: { name: string }) => d.name)).toEqual([CLUSTER_NET]);
+    const kubeconfig = readFileSync(node.path(conf.kubeconfig), 'utf8');
+    expect(kubeconfig).toContain(`server: https://127.0.0.1:${new URL(cluster.server).port}`);
+  });
+
+  it('a pod requesting a NAD gets eth0 and net1, its network-status and events; deleting it leaves nothing', async () => {
+    await createNad(cluster, ns, 'mv', {
+      cniVersion: '1.0.0',
+      name: 'mv',
+      type: 'macvlan',
+      master: NODE_LINK_PEER,
+      mode: 'bridge',
+      ipam: { type: 'host-local', ranges: [[{ subnet: '10.251.1.0/24' }]] },
+    });
+    // the ServiceAccount admission plugin needs the namespace's default account (the controller makes it)
+    await until(
+      'the default service account',
+      30_000,
+      async () =>
+        (await cluster.admin.request('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status === 200 ||
+        undefined,
+      logs,
+    );
+    const created = await cluster.admin.post(podPath(ns), {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'pod-nad', namespace: ns, annotations: { [NETWORKS_ANNOTATION]: 'mv' } },
+      spec: {
+        containers: [{ name: 'pause', image: node.sandboxImage, imagePullPolicy: 'Never' }],
+        terminationGracePeriodSeconds: 1,
+      },
+    });
+    const p: PodRef = { namespace: ns, name: 'pod-nad', uid: created.metadata.uid };
+    const running = await until(
+      'the pod Running',
+      120_000,
+      async () => {
+        const got = await cluster.admin.get(podPath(ns, p.name));
+        return got.status?.phase === 'Running' ? got : undefined;
+      },
+      async () => `${JSON.stringify((await cluster.admin.get(podPath(ns, p.name))).status)}\n${await logs()}`,
+    );
+    expect(running.spec.nodeName).toBe(node.nodeName);
+
+    // the sandbox kubelet made, and its network namespace
+    const ids = (await node.crictl(['pods', '-q', '--label', `io.kubernetes.pod.uid=${p.uid}`])).stdout
+      .trim()
+      .split('\n');
+    expect(ids).toHaveLength(1);
+    const sb = await node.inspect(ids[0]!);
+    const ip = async (args: string[]) => runOk('nsenter', ['-t', String(sb.pid), '--net', 'ip', ...args]);
+    const links = new Map((JSON.parse(await ip(['-j', '-d', 'addr', 'show'])) as Link[]).map((l) => [l.ifname, l]));
+    expect([...links.keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
+    expect(v4(links.get('eth0'))).toEqual([expect.stringMatching(/^10\.251\.0\.\d+\/24$/)]);
+    expect(v4(links.get('net1'))).toEqual([expect.stringMatching(/^10\.251\.1\.\d+\/24$/)]);
+    expect(links.get('net1')?.linkinfo?.info_kind).toBe('macvlan');
+
+    const ipOf = (ifname: string) => v4(links.get(ifname)).map((a) => a.split('/')[0]);
+    const st = await networkStatus(cluster, p);
+    expect(st?.map((e) => [e.name, e.interface, e.ips, e.mac, e.default === true])).toEqual([
+      [CLUSTER_NET, 'eth0', ipOf('eth0'), links.get('eth0')?.address, true],
+      [`${ns}/mv`, 'net1', ipOf('net1'), links.get('net1')?.address, false],
+    ]);
+    // the pod's IP as kubelet reports it is eth0's (the CRI result multus returned)
+    expect(running.status.podIP).toBe(ipOf('eth0')[0]);
+    const events = await podEvents(cluster, p, 'AddedInterface');
+    expect(events.map((e) => e.message).sort()).toEqual(
+      [
+        `Add eth0 [${v4(links.get('eth0'))[0]}] from ${CLUSTER_NET}`,
+        `Add net1 [${v4(links.get('net1'))[0]}] from ${ns}/mv`,
+      ].sort(),
+    );
+    const cniCaches = async () => {
+      const found: string[] = [];
+      for (const d of ['/var/lib/cni/multus', '/var/lib/cni/multus/results', '/var/lib/cni/results']) {
+        const names = await readdir(node.path(d)).catch(() => [] as string[]);
+        found.push(...names.filter((n) => n.includes(sb.id)).map((n) => join(d, n)));
+      }
+      return found;
+    };
+    const reservedIps = async () => {
+      const found: string[] = [];
+      const dir = node.path('/var/lib/cni/networks');
+      for (const net of await readdir(dir).catch(() => [] as string[])) {
+        for (const f of await readdir(join(dir, net))) if (/^[0-9.]+$/.test(f)) found.push(`${net}/${f}`);
+      }
+      return found.sort();
+    };
+    expect(await cniCaches(), 'caches while the pod runs').not.toEqual([]);
+    expect(await reservedIps()).toEqual(
+      [...ipOf('eth0').map((a) => `${CLUSTER_NET}/${a}`), `mv/${ipOf('net1')[0]}`].sort(),
+    );
+
+    // delete: kubelet stops the sandbox (CNI DEL through multus), then the pod goes from the API
+    await cluster.admin.del(podPath(ns, p.name));
+    await until(
+      'the pod gone from the API',
+      60_000,
+      async () => ((await cluster.admin.request('GET', podPath(ns, p.name))).status === 404 ? true : undefined),
+      logs,
+    );
+    const state = JSON.parse((await node.crictl(['inspectp', sb.id])).stdout || '{}').status?.state;
+    expect(state ?? 'removed', 'the sandbox').not.toBe('SANDBOX_READY');
+    expect(await reservedIps(), "IPs reserved in host-local's data dir").toEqual([]);
+    expect(await cniCaches(), 'cache files of the sandbox').toEqual([]);
+    expect(await node.netnsFiles(), 'sandbox netns files').toEqual([]);
+    const hostLinks = JSON.parse(await runOk('ip', ['-n', node.hostNs, '-j', '-d', 'link', 'show'])) as Link[];
+    expect(
+      hostLinks
+        .filter((l) => !['lo', NODE_LINK, NODE_LINK_PEER].includes(l.ifname) && l.linkinfo?.info_kind !== 'bridge')
+        .map((l) => l.ifname),
+      "links left in the node's namespace",
+    ).toEqual([]);
+  }, 240_000);
+
+  it("the machine is as it was: kubelet's sysctls, paths and iptables chains stayed in the node", async () => {
+    expect(await machineState()).toEqual(before);
+    expect(readFileSync(join(node.dir, 'kubelet.log'), 'utf8')).not.toContain('Updating kernel flag');
+    // where they went instead: the chains into the node's network namespace, the paths into its overlays
+    const chains = await runOk('ip', ['netns', 'exec', node.hostNs, 'iptables-save']);
+    expect(chains).toContain(':KUBE-FIREWALL');
+    expect(existsSync(node.path('/var/lib/kubelet/device-plugins/kubelet.sock')), 'the device-plugin socket').toBe(
+      true,
+    );
+  });
+});
