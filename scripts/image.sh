@@ -6,7 +6,8 @@
 # Contents: build/multus (and build/multus-shim when built, with /usr/sbin/chroot for the resident daemon's
 # chrootDir) at /usr/src/multus-cni/bin/ (the path Multus' image uses, so `--multus-bin-file` keeps its default),
 # exactly the shared libraries `ldd` lists for them (none for the static shim; at the
-# paths it lists), /etc/ssl/certs/ca-certificates.crt, nothing else. Entrypoint: `multus install`. Labels:
+# paths it lists), /etc/ssl/certs/ca-certificates.crt, a /var/run -> /run link, nothing else.
+# Entrypoint: `multus install`. Labels:
 # org.opencontainers.image.version (package.json) and .revision (git HEAD, "-dirty" with uncommitted changes).
 # The tarball is the layout as an OCI archive: `ctr -n k8s.io images import` and `podman load -i` read it; the
 # index names the image ${MULTUS_TS_IMAGE_NAME:-ghcr.io/multus-ts/multus-ts}:<version>.
@@ -63,6 +64,10 @@ for l in $libs; do
   install -D -m "$(stat -c %a "$src")" "$src" "$rootfs$l"
 done
 install -m 0644 "$ca" "$rootfs$ca"
+# /var/run -> /run, as on Debian: runtimes pass CNI_NETNS as /var/run/netns/<name> (containerd's default) and
+# the resident DaemonSet mounts the host's /run/netns, which the daemon must reach under both names.
+install -d -m 0755 "$rootfs/run" "$rootfs/var"
+ln -s ../run "$rootfs/var/run"
 
 umoci repack --image "$layout:$version" "$work/bundle" >/dev/null
 umoci config --image "$layout:$version" --os linux --architecture amd64 \

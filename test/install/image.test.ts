@@ -23,6 +23,7 @@ describe.runIf(ready)('npm run image', () => {
   let dir = '';
   let unpacked = '';
   let files: string[] = [];
+  let links: string[] = [];
   let config: { config: { Entrypoint: string[]; Labels: Record<string, string> }; architecture: string };
   let index: { manifests: Array<{ digest: string; annotations: Record<string, string> }> };
 
@@ -48,6 +49,9 @@ describe.runIf(ready)('npm run image', () => {
     mkdirSync(root);
     execFileSync('tar', ['-xzf', blob(manifest.layers[0]!.digest), '-C', root]);
     files = execFileSync('find', ['.', '-type', 'f'], { cwd: root, encoding: 'utf8' }).trim().split('\n').sort();
+    links = execFileSync('find', ['.', '-type', 'l', '-printf', '%p -> %l\\n'], { cwd: root, encoding: 'utf8' })
+      .trim()
+      .split('\n');
   }, 300_000);
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -74,6 +78,8 @@ describe.runIf(ready)('npm run image', () => {
       './etc/ssl/certs/ca-certificates.crt',
     ].sort();
     expect(files).toEqual(expected);
+    // containerd passes CNI_NETNS as /var/run/netns/<name>; the resident DaemonSet mounts /run/netns
+    expect(links).toEqual(['./var/run -> ../run']);
   });
 
   it('runs `multus install`, names itself and carries the version and revision', () => {

@@ -9,11 +9,14 @@
  * - network: kubelet and containerd share the fixture's network namespace, so kubelet's iptables chains
  *   (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT) live and die there; the node's address is on a
  *   veth end in it (kubelet refuses a loopback node IP); the API server is relayed in by the caller's ApiTunnel;
- * - mounts: both run in a mount namespace held by a `sleep` (its PID in `holder.pid`), where /etc, /opt and
- *   /var are overlays whose upper dirs are in the fixture's temp dir: kubelet's fixed paths
- *   (/var/lib/kubelet, /var/log/pods, /var/log/containers), the DaemonSet's host paths (/opt/cni/bin,
- *   /etc/cni/net.d, bind mounts of the fixture's bin and conf dirs) and the CNI caches (/var/lib/cni) land
- *   there; `root` (`/proc/<holder>/root`) is the node's view of its file system;
+ * - mounts: both run in a mount namespace held by a `sleep` (its PID in `holder.pid`), cut off from the
+ *   machine's (private) and then made shared within itself, as systemd makes a node's root, so that mounts
+ *   reach containers with HostToContainer propagation. /etc, /opt, /run and /var are overlays whose upper
+ *   dirs are in the fixture's temp dir: kubelet's fixed paths (/var/lib/kubelet, /var/log/pods,
+ *   /var/log/containers), the DaemonSets' host paths (/opt/cni/bin and /etc/cni/net.d, bind mounts of the
+ *   fixture's bin and conf dirs; /run/multus, ...), the pods' network namespaces (/run/netns, where containerd
+ *   puts them on a node) and the CNI caches (/var/lib/cni) land there; `root` (`/proc/<holder>/root`) is the
+ *   node's view of its file system;
  * - sysctls: kubelet sets six global ones when they differ from its values (kernel.panic 10,
  *   kernel.panic_on_oops 1, vm.overcommit_memory 1, ...). In the node's mount namespace a file holding
  *   kubelet's value is bind-mounted over each, so kubelet finds them set and writes nothing; a write would
@@ -25,7 +28,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Requirement, fileExists } from '../helpers/skip.ts';
 import type { Cluster } from '../k8s/cluster.ts';
@@ -91,6 +94,17 @@ export class NodeRuntime extends Runtime {
     return join(this.root, p);
   }
 
+  /** Where containerd puts the pods' network namespaces, as the node sees it (the default on a node). */
+  override get netnsDir(): string {
+    return '/run/netns';
+  }
+
+  /** The pods' network namespace files (containerd names them cni-<uuid>), read through the node's root. */
+  override async netnsFiles(): Promise<string[]> {
+    const names = await readdir(this.path(this.netnsDir)).catch(() => [] as string[]);
+    return names.filter((n) => n.startsWith('cni-')).sort();
+  }
+
   protected override cniDirs(): { bin: string; conf: string } {
     return { bin: '/opt/cni/bin', conf: '/etc/cni/net.d' };
   }
@@ -116,7 +130,7 @@ export class NodeRuntime extends Runtime {
       await sleep(10);
     }
     const inNode = (args: string[]) => runOk('nsenter', ['-t', String(holder.pid), '--mount', '--', ...args]);
-    for (const d of ['etc', 'opt', 'var']) {
+    for (const d of ['etc', 'opt', 'run', 'var']) {
       const upper = join(this.dir, 'node', d, 'upper');
       const work = join(this.dir, 'node', d, 'work');
       await mkdir(upper, { recursive: true, mode: 0o700 });
@@ -131,7 +145,8 @@ export class NodeRuntime extends Runtime {
         `/${d}`,
       ]);
     }
-    await inNode(['mkdir', '-p', '/opt/cni/bin', '/etc/cni/net.d']);
+    await inNode(['mount', '--make-rshared', '/']);
+    await inNode(['mkdir', '-p', '/opt/cni/bin', '/etc/cni/net.d', '/run/netns']);
     await inNode(['mount', '--bind', this.binDir, '/opt/cni/bin']);
     await inNode(['mount', '--bind', this.confDir, '/etc/cni/net.d']);
     const masks = join(this.dir, 'node', 'sysctl');

@@ -197,7 +197,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   sandbox_image = "${this.sandboxImage}"
   # this machine lacks CAP_SYS_RESOURCE: lowering oom_score_adj fails
   restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
+  netns_mounts_under_state_dir = ${this.netnsDir !== '/run/netns'}
   enable_selinux = false
   [plugins."io.containerd.grpc.v1.cri".containerd]
     default_runtime_name = "runc"

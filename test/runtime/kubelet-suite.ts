@@ -1,13 +1,18 @@
 /**
- * kubelet runs multus-ts the way a cluster does (issue "A real container runtime", stage 2): a real kubelet
- * with containerd (node.ts) registers a node with the test kube-apiserver; the thin DaemonSet of
- * deployments/multus-ts-thin.yml, with the image `npm run image` makes (imported into containerd under the
- * manifest's `image:`), is scheduled there by the real DaemonSet controller and scheduler; its `multus install`
- * copies the executable into the node's /opt/cni/bin and generates 00-multus.conf from the node's default
- * network; then a pod whose annotation requests a NAD gets its interfaces and network-status from the CNI calls
- * kubelet makes through containerd, and deleting it leaves nothing.
+ * kubelet runs multus-ts the way a cluster does (issue "A real container runtime", stage 2), in both modes
+ * (kubelet-thin.test.ts, kubelet-resident.test.ts): a real kubelet with containerd (node.ts) registers a node
+ * with the test kube-apiserver; the mode's DaemonSet of deployments/ (multus-ts-thin.yml or
+ * multus-ts-resident.yml), with the image `npm run image` makes (imported into containerd under the manifest's
+ * `image:`), is scheduled there by the real DaemonSet controller and scheduler.
+ * - thin: its `multus install` copies the executable into the node's /opt/cni/bin and generates
+ *   00-multus.conflist from the node's default network; containerd runs /opt/cni/bin/multus;
+ * - resident: an init container copies multus and multus-shim, a sidecar writes the kubeconfig, and the daemon
+ *   (privileged, hostPID, delegates chrooted into the node's root) generates 00-multus.conf for the shim;
+ *   containerd runs /opt/cni/bin/multus-shim, which the daemon serves over /run/multus/multus.sock.
+ * Then a pod whose annotation requests a NAD gets its interfaces and network-status from the CNI calls kubelet
+ * makes through containerd, and deleting it leaves nothing.
  *
- * One change to the manifest, the one an operator without kube-proxy makes: the install container's
+ * One change to the manifests, the one an operator without kube-proxy makes: the containers'
  * KUBERNETES_SERVICE_HOST/PORT name the API server's address (no proxy serves the `kubernetes` Service IP here).
  *
  * The last case checks that the machine is as it was: kubelet's sysctls, iptables chains and fixed paths stayed
@@ -15,10 +20,10 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
+import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { needs } from '../helpers/skip.ts';
+import { fileExists, needs } from '../helpers/skip.ts';
 import { collection, docs } from '../helpers/manifests.ts';
 import { type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/cluster.ts';
 import {
@@ -34,7 +39,9 @@ import { run as runProcess } from '../e2e/helpers.ts';
 import { KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
 import { CTR_BIN, MULTUS_BIN, REPO_ROOT, run, runOk, runtimeRequirements } from './runtime.ts';
 
-const ready = needs(...runtimeRequirements(), ...k8sRequirements(), ...nodeRequirements());
+export type Mode = 'thin' | 'resident';
+const MANIFEST: Record<Mode, string> = { thin: 'multus-ts-thin.yml', resident: 'multus-ts-resident.yml' };
+const SHIM_BIN = join(REPO_ROOT, 'build/multus-shim');
 
 const CLUSTER_NET = 'kl-cluster';
 const BRIDGE = 'mtsklbr0';
@@ -56,13 +63,21 @@ interface MachineState {
   paths: Record<string, boolean>;
   kubeChains: string[];
 }
-const KUBELET_PATHS = ['/var/lib/kubelet', '/var/log/pods', '/var/log/containers', '/etc/cni', '/opt/cni'];
+const NODE_PATHS = [
+  '/var/lib/kubelet',
+  '/var/log/pods',
+  '/var/log/containers',
+  '/etc/cni',
+  '/opt/cni',
+  '/run/multus',
+  '/run/k8s.cni.cncf.io',
+];
 
 async function machineState(): Promise<MachineState> {
   const sysctls: Record<string, string> = {};
   for (const key of Object.keys(KUBELET_SYSCTLS)) sysctls[key] = readFileSync(`/proc/sys/${key}`, 'utf8').trim();
   const paths: Record<string, boolean> = {};
-  for (const p of KUBELET_PATHS) paths[p] = existsSync(p);
+  for (const p of NODE_PATHS) paths[p] = existsSync(p);
   const kubeChains: string[] = [];
   for (const bin of ['iptables-save', 'ip6tables-save']) {
     const r = await run(bin, []);
@@ -92,7 +107,22 @@ async function until<T>(
   }
 }
 
-describe.skipIf(!ready)('kubelet runs the thin DaemonSet, then a pod with a NAD (containerd, kube-apiserver)', () => {
+export function kubeletSuite(mode: Mode): void {
+  const ready = needs(
+    ...runtimeRequirements(),
+    ...k8sRequirements(),
+    ...nodeRequirements(),
+    ...(mode === 'resident' ? [fileExists(SHIM_BIN, 'the native shim build/multus-shim (npm run build with Go)')] : []),
+  );
+  describe.skipIf(!ready)(
+    `kubelet runs the ${mode} DaemonSet, then a pod with a NAD (containerd, kube-apiserver)`,
+    () => {
+      suiteBody(mode);
+    },
+  );
+}
+
+function suiteBody(mode: Mode): void {
   let cluster: Cluster;
   let node: NodeRuntime;
   const tunnel = new ApiTunnel();
@@ -106,16 +136,29 @@ describe.skipIf(!ready)('kubelet runs the thin DaemonSet, then a pod with a NAD 
       await node.tail('kube-controller-manager', 15),
       await node.tail('kube-scheduler', 15),
     ].join('\n');
+  /** Lines of the resident daemon's container logs (the files containerd writes under the node's /var/log/pods). */
+  const daemonLog = async (text: string): Promise<string[]> => {
+    const base = node.path('/var/log/pods');
+    const lines: string[] = [];
+    for (const pod of (await readdir(base)).filter((d) => d.startsWith('kube-system_multus-ts-'))) {
+      const dir = join(base, pod, 'daemon');
+      for (const f of await readdir(dir).catch(() => [] as string[])) {
+        lines.push(...(await readFile(join(dir, f), 'utf8')).split('\n'));
+      }
+    }
+    return lines.filter((l) => l.includes(text));
+  };
   const dsPods = async () =>
     (await cluster.admin.get(`/api/v1/namespaces/kube-system/pods?labelSelector=app%3Dmultus-ts`)).items as any[];
 
   beforeAll(async () => {
     before = await machineState();
-    cluster = await startCluster({ serviceAccountAdmission: true });
+    // privileged: the resident daemon runs delegates in pods' namespaces, as on any node
+    cluster = await startCluster({ serviceAccountAdmission: true, apiserverArgs: ['--allow-privileged=true'] });
     node = await new NodeRuntime().prepare();
     // the DaemonSet installs the plugin: the fixture's copy goes
     await rm(join(node.binDir, 'multus'));
-    // the node's default network, which `multus install` wraps into 00-multus.conf
+    // the node's default network, which multus wraps into its 00-multus.conf(list)
     await node.writeConf('10-cluster.conflist', {
       cniVersion: '1.0.0',
       name: CLUSTER_NET,
@@ -154,16 +197,18 @@ describe.skipIf(!ready)('kubelet runs the thin DaemonSet, then a pod with a NAD 
     await node.startControlPlane(cluster);
     await node.startKubelet(cluster);
 
-    // deployments/multus-ts-thin.yml as it is, but for the API server's address
+    // the mode's manifest as it is, but for the API server's address
     const port = new URL(cluster.server).port;
-    for (const o of docs('multus-ts-thin.yml')) {
+    for (const o of docs(MANIFEST[mode])) {
       if (o.kind === 'DaemonSet') {
-        const c = (o as any).spec.template.spec.containers[0];
-        c.env = [
-          ...(c.env ?? []),
-          { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
-          { name: 'KUBERNETES_SERVICE_PORT', value: port },
-        ];
+        const spec = (o as any).spec.template.spec;
+        for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+          c.env = [
+            ...(c.env ?? []),
+            { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+            { name: 'KUBERNETES_SERVICE_PORT', value: port },
+          ];
+        }
       }
       await cluster.admin.post(collection(o), o);
     }
@@ -177,7 +222,7 @@ describe.skipIf(!ready)('kubelet runs the thin DaemonSet, then a pod with a NAD 
   });
 
   it("the DaemonSet's pod installs multus-ts on the node and passes its probes", async () => {
-    const ds = docs('multus-ts-thin.yml').find((o) => o.kind === 'DaemonSet') as any;
+    const ds = docs(MANIFEST[mode]).find((o) => o.kind === 'DaemonSet') as any;
     const image = ds.spec.template.spec.containers[0].image as string;
     expect(imageRef, 'the image npm run image makes is the one the manifest names').toBe(image);
 
@@ -194,23 +239,36 @@ describe.skipIf(!ready)('kubelet runs the thin DaemonSet, then a pod with a NAD 
     expect(pod.spec.nodeName).toBe(node.nodeName);
     expect(pod.metadata.ownerReferences?.[0]?.kind).toBe('DaemonSet');
     expect(pod.status.phase).toBe('Running');
-    // started: the startup probe (`multus --is-default-ready`) passed
-    expect(pod.status.containerStatuses?.[0]?.started).toBe(true);
+    // started: the startup probe passed (thin: `multus --is-default-ready`; resident: the kubeconfig sidecar's)
+    const started = [...(pod.status.initContainerStatuses ?? []), ...pod.status.containerStatuses]
+      .filter((c: { name: string }) => c.name !== 'install-binaries')
+      .map((c: { name: string; started?: boolean }) => `${c.name} ${c.started}`);
+    expect(started).toEqual(mode === 'thin' ? ['install true'] : ['kubeconfig true', 'daemon true']);
     const status = (await cluster.admin.get('/apis/apps/v1/namespaces/kube-system/daemonsets/multus-ts')).status;
     expect([status.desiredNumberScheduled, status.numberReady]).toEqual([1, 1]);
 
     // what it installed, seen from the node
     expect(sha256(node.path('/opt/cni/bin/multus')), 'the executable in /opt/cni/bin').toBe(sha256(MULTUS_BIN));
-    // a conflist, as the default network's config is one
-    const list = JSON.parse(readFileSync(node.path('/etc/cni/net.d/00-multus.conflist'), 'utf8'));
-    expect(list.plugins).toHaveLength(1);
-    const conf = list.plugins[0];
-    expect(conf.type).toBe('multus');
-    expect(conf.kubeconfig).toBe('/etc/cni/net.d/multus.d/multus.kubeconfig');
-    expect(conf.delegates?.map((d: { name: string }) => d.name)).toEqual([CLUSTER_NET]);
-    const kubeconfig = readFileSync(node.path(conf.kubeconfig), 'utf8');
+    const kubeconfigPath = '/etc/cni/net.d/multus.d/multus.kubeconfig';
+    if (mode === 'thin') {
+      // a conflist, as the default network's config is one
+      const list = JSON.parse(readFileSync(node.path('/etc/cni/net.d/00-multus.conflist'), 'utf8'));
+      expect(list.plugins).toHaveLength(1);
+      const conf = list.plugins[0];
+      expect(conf.type).toBe('multus');
+      expect(conf.kubeconfig).toBe(kubeconfigPath);
+      expect(conf.delegates?.map((d: { name: string }) => d.name)).toEqual([CLUSTER_NET]);
+    } else {
+      expect(sha256(node.path('/opt/cni/bin/multus-shim')), 'the shim in /opt/cni/bin').toBe(sha256(SHIM_BIN));
+      // written by the daemon: the shim, pointing at the node's default network
+      const conf = JSON.parse(readFileSync(node.path('/etc/cni/net.d/00-multus.conf'), 'utf8'));
+      expect(conf.type).toBe('multus-shim');
+      expect(conf.clusterNetwork).toBe('/etc/cni/net.d/10-cluster.conflist');
+      expect(existsSync(node.path('/run/multus/multus.sock')), "the daemon's socket on the node").toBe(true);
+    }
+    const kubeconfig = readFileSync(node.path(kubeconfigPath), 'utf8');
     expect(kubeconfig).toContain(`server: https://127.0.0.1:${new URL(cluster.server).port}`);
-  });
+  }, 200_000);
 
   it('a pod requesting a NAD gets eth0 and net1, its network-status and events; deleting it leaves nothing', async () => {
     await createNad(cluster, ns, 'mv', {
@@ -296,6 +354,9 @@ describe.skipIf(!ready)('kubelet runs the thin DaemonSet, then a pod with a NAD 
       return found.sort();
     };
     expect(await cniCaches(), 'caches while the pod runs').not.toEqual([]);
+    if (mode === 'resident') {
+      expect(await daemonLog(`ADD ${sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);
+    }
     expect(await reservedIps()).toEqual(
       [...ipOf('eth0').map((a) => `${CLUSTER_NET}/${a}`), `mv/${ipOf('net1')[0]}`].sort(),
     );
@@ -308,11 +369,14 @@ describe.skipIf(!ready)('kubelet runs the thin DaemonSet, then a pod with a NAD 
       async () => ((await cluster.admin.request('GET', podPath(ns, p.name))).status === 404 ? true : undefined),
       logs,
     );
+    if (mode === 'resident') {
+      expect(await daemonLog(`DEL ${sb.id}: 200`), 'the DEL served by the daemon').not.toEqual([]);
+    }
     const state = JSON.parse((await node.crictl(['inspectp', sb.id])).stdout || '{}').status?.state;
     expect(state ?? 'removed', 'the sandbox').not.toBe('SANDBOX_READY');
     expect(await reservedIps(), "IPs reserved in host-local's data dir").toEqual([]);
     expect(await cniCaches(), 'cache files of the sandbox').toEqual([]);
-    expect(await node.netnsFiles(), 'sandbox netns files').toEqual([]);
+    expect(await node.netnsFiles(), "the pods' netns files").toEqual([]);
     const hostLinks = JSON.parse(await runOk('ip', ['-n', node.hostNs, '-j', '-d', 'link', 'show'])) as Link[];
     expect(
       hostLinks
@@ -332,4 +396,4 @@ describe.skipIf(!ready)('kubelet runs the thin DaemonSet, then a pod with a NAD 
       true,
     );
   });
-});
+}
