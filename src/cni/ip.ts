@@ -108,10 +108,20 @@ export function isGoCidr(s: string): boolean {
   return Number(bits) <= (isIP(ip) === 4 ? 32 : 128);
 }
 
-const V4_MAPPED = new BlockList();
-V4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
+// Made on first use: module load creates no native handle (a V8 start-up snapshot could not hold one; it was
+// tried, docs/performance.md "V8 start-up snapshot").
+let v4Mapped: BlockList | undefined;
+
+/** An IPv6 address text in ::ffff:0:0/96 (IPv4-mapped), in any spelling. */
+export function isV4MappedText(ip: string): boolean {
+  if (!v4Mapped) {
+    v4Mapped = new BlockList();
+    v4Mapped.addSubnet('::ffff:0:0', 96, 'ipv6');
+  }
+  return v4Mapped.check(ip, 'ipv6');
+}
 
 /** Go's `ip.To4() != nil`: IPv4, or IPv4-mapped IPv6. */
 export function isV4(ip: string): boolean {
-  return isIP(ip) === 4 || V4_MAPPED.check(ip, 'ipv6');
+  return isIP(ip) === 4 || isV4MappedText(ip);
 }

@@ -19,9 +19,10 @@
  *   `null` in the legacy layout), and IPv6 routes are added as `::/0` in every layout (Multus writes `::0/0`
  *   in 0.3.0+ and `::/0` in 0.1.0/0.2.0).
  */
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
 import { CniCode, CniError } from '../base/errors.ts';
 import { resultFamily } from '../cni/result-model.ts';
+import { isV4MappedText } from '../cni/ip.ts';
 import { isObject } from '../base/json.ts';
 
 export type IpFamily = 4 | 6;
@@ -56,9 +57,6 @@ export interface Gateway {
   text: string;
 }
 
-const V4_MAPPED = new BlockList();
-V4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
-
 /**
  * The family of a gateway and its text as `ip` and the cache get it. An IPv4-mapped IPv6 address counts as
  * IPv4 and is written dotted, as Go's `ip.To4() != nil` / `IP.String()` treat it (selection.ts agrees).
@@ -66,7 +64,7 @@ V4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
 export function gatewayFamily(gateway: string): Gateway {
   const kind = gateway.includes('%') ? 0 : isIP(gateway);
   if (kind === 4) return { family: 4, text: gateway };
-  if (kind === 6 && V4_MAPPED.check(gateway, 'ipv6')) return { family: 4, text: mappedToDotted(gateway) };
+  if (kind === 6 && isV4MappedText(gateway)) return { family: 4, text: mappedToDotted(gateway) };
   if (kind === 6) return { family: 6, text: gateway };
   throw new CniError(
     CniCode.InvalidConfig,
@@ -130,7 +128,7 @@ export function defaultRouteFamily(dst: string): IpFamily | undefined {
   const address = dst.slice(0, slash);
   const kind = address.includes('%') ? 0 : isIP(address);
   if (kind === 4) return 4;
-  if (kind === 6) return V4_MAPPED.check(address, 'ipv6') ? 4 : 6;
+  if (kind === 6) return isV4MappedText(address) ? 4 : 6;
   return undefined;
 }
 
