@@ -10,7 +10,8 @@
  *
  * I/O part: `startConfigWriter` watches the directory (fs.watch, plus a poll because inotify misses changes
  * on some mounts), writes the file atomically (0600, as Multus) when its content changes, removes it when the
- * master disappears, and on `stop()` removes the file if it wrote it.
+ * master disappears, and on `stop()` removes the file if it wrote it, unless told `{ remove: false }` (the
+ * daemon passes its `cleanupConfigOnExit`, false by default: the file outlives the daemon, docs/resident.md).
  */
 import type { FSWatcher } from 'node:fs';
 import { readdirSync, readFileSync, unlinkSync, watch } from 'node:fs';

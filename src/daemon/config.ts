@@ -45,6 +45,12 @@ export interface DaemonConfig {
   metricsBindAddress: string;
   /** Our key: how long SIGTERM waits for in-flight requests. */
   shutdownGraceMs: number;
+  /**
+   * Our key (default false): remove the generated 00-multus.conf when the daemon stops, as Multus thick does.
+   * Kept by default, so that while the daemon is down (an upgrade's restart) the shim's thin fallback serves
+   * the node's pods with the same config instead of the runtime silently using the default network alone.
+   */
+  cleanupConfigOnExit: boolean;
   /** The 00-multus.conf keys set in the file, as written (they go into the generated config). */
   multusKeys: Record<string, unknown>;
   /** Our key: follow the networks annotation of running pods (docs/hotplug.md). */
@@ -147,6 +153,7 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     metricsPort: int(raw, 'metricsPort', 1, 65535),
     metricsBindAddress: str(raw, 'metricsBindAddress', '127.0.0.1'),
     shutdownGraceMs: (int(raw, 'shutdownGraceSeconds', 0, 3600) ?? 30) * 1000,
+    cleanupConfigOnExit: bool(raw, 'cleanupConfigOnExit'),
     multusKeys,
     dynamicNetworks: bool(raw, 'dynamicNetworks'),
     dynamicNetworksPollMs: (int(raw, 'dynamicNetworksPollSeconds', 1, 3600) ?? 5) * 1000,

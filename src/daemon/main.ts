@@ -221,7 +221,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
     io.writeStderr(`multus daemon: ${messageOf(e)}\n`);
     server.http?.close();
     if (socket) removeSocket(socket);
-    writer?.stop();
+    writer?.stop({ remove: cfg.cleanupConfigOnExit });
     warm?.close();
     host.close();
     return e instanceof StartError ? 2 : 1;
@@ -245,7 +245,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   clearTimeout(timer);
   await Promise.race([closed, new Promise((r) => setTimeout(r, 1000))]);
   removeSocket(socket);
-  writer.stop();
+  writer.stop({ remove: cfg.cleanupConfigOnExit });
   metricsServer?.close();
   warm?.close();
   host.close();

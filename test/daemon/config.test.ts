@@ -19,8 +19,15 @@ describe('parseDaemonConfig', () => {
       metricsPort: undefined,
       metricsBindAddress: '127.0.0.1',
       shutdownGraceMs: 30_000,
+      cleanupConfigOnExit: false,
       multusKeys: {},
     });
+  });
+
+  it('cleanupConfigOnExit: false unless set to true; anything but a boolean is an error naming the key', () => {
+    expect(parse({ cleanupConfigOnExit: true }).cleanupConfigOnExit).toBe(true);
+    expect(parse({ cleanupConfigOnExit: false }).cleanupConfigOnExit).toBe(false);
+    expect(() => parse({ cleanupConfigOnExit: 'yes' })).toThrow(/`cleanupConfigOnExit` must be true or false/);
   });
 
   it("reads Multus thick's keys, keeps the 00-multus.conf keys, ignores unknown ones", () => {

@@ -106,7 +106,7 @@ describe('multus daemon (process)', () => {
     expect(out).toBe(2);
   });
 
-  it('SIGTERM: the call in flight finishes, new connections refused, socket and config removed, exit 0', async () => {
+  it('SIGTERM: the call in flight finishes, new connections refused, socket removed, config kept, exit 0', async () => {
     if (!ready()) return;
     mkdirSync(join(dir, 'bin'));
     const plugin = join(dir, 'bin', 'slow');
@@ -145,8 +145,24 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
     const { code } = await d.exited;
     expect(code).toBe(0);
     expect(existsSync(d.socket)).toBe(false);
-    expect(existsSync(join(dir, 'net.d', '00-multus.conf'))).toBe(false);
+    // kept: until a daemon serves again, the shim's thin fallback runs with it (an upgrade's restart)
+    expect(JSON.parse(readFileSync(join(dir, 'net.d', '00-multus.conf'), 'utf8'))).toEqual(conf);
     expect(existsSync(join(dir, 'net.d', '10-slow.conf'))).toBe(true);
+  });
+
+  it('SIGTERM with cleanupConfigOnExit: the generated config is removed, as Multus thick does', async () => {
+    if (!ready()) return;
+    writeFileSync(
+      join(dir, 'net.d', '10-br.conf'),
+      JSON.stringify({ cniVersion: '1.0.0', name: 'br', type: 'bridge' }),
+    );
+    const d = spawnDaemon(baseConfig({ cleanupConfigOnExit: true }));
+    const generated = join(dir, 'net.d', '00-multus.conf');
+    await until(() => existsSync(d.socket) && existsSync(generated), 'the daemon to listen');
+    d.child.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+    expect(existsSync(generated)).toBe(false);
+    expect(existsSync(join(dir, 'net.d', '10-br.conf'))).toBe(true);
   });
 
   it('the socket is refused to a non-root user (0700 directory, 0600 socket)', async () => {

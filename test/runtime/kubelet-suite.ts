@@ -37,11 +37,13 @@ import {
 } from '../e2e-k8s/world.ts';
 import { run as runProcess } from '../e2e/helpers.ts';
 import { KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
-import { CTR_BIN, MULTUS_BIN, REPO_ROOT, run, runOk, runtimeRequirements } from './runtime.ts';
+import { CTR_BIN, MULTUS_BIN, REPO_ROOT, type SandboxInfo, run, runOk, runtimeRequirements } from './runtime.ts';
 
 export type Mode = 'thin' | 'resident';
 const MANIFEST: Record<Mode, string> = { thin: 'multus-ts-thin.yml', resident: 'multus-ts-resident.yml' };
 const SHIM_BIN = join(REPO_ROOT, 'build/multus-shim');
+/** Where `multus install` writes the service account kubeconfig on the node (both modes). */
+const KUBECONFIG_PATH = '/etc/cni/net.d/multus.d/multus.kubeconfig';
 
 const CLUSTER_NET = 'kl-cluster';
 const BRIDGE = 'mtsklbr0';
@@ -226,16 +228,7 @@ function suiteBody(mode: Mode): void {
     const image = ds.spec.template.spec.containers[0].image as string;
     expect(imageRef, 'the image npm run image makes is the one the manifest names').toBe(image);
 
-    const pod = await until(
-      'the DaemonSet pod Ready on the node',
-      180_000,
-      async () => {
-        const p = (await dsPods())[0];
-        const readyCond = (p?.status?.conditions ?? []).find((c: { type: string }) => c.type === 'Ready');
-        return readyCond?.status === 'True' ? p : undefined;
-      },
-      async () => `${JSON.stringify((await dsPods())[0]?.status ?? 'no pod')}\n${await logs()}`,
-    );
+    const pod = await dsReady(180_000);
     expect(pod.spec.nodeName).toBe(node.nodeName);
     expect(pod.metadata.ownerReferences?.[0]?.kind).toBe('DaemonSet');
     expect(pod.status.phase).toBe('Running');
@@ -249,7 +242,7 @@ function suiteBody(mode: Mode): void {
 
     // what it installed, seen from the node
     expect(sha256(node.path('/opt/cni/bin/multus')), 'the executable in /opt/cni/bin').toBe(sha256(MULTUS_BIN));
-    const kubeconfigPath = '/etc/cni/net.d/multus.d/multus.kubeconfig';
+    const kubeconfigPath = KUBECONFIG_PATH;
     if (mode === 'thin') {
       // a conflist, as the default network's config is one
       const list = JSON.parse(readFileSync(node.path('/etc/cni/net.d/00-multus.conflist'), 'utf8'));
@@ -270,6 +263,134 @@ function suiteBody(mode: Mode): void {
     expect(kubeconfig).toContain(`server: https://127.0.0.1:${new URL(cluster.server).port}`);
   }, 200_000);
 
+  /** Files of multus' and containerd's CNI caches (in the node) that name the sandbox. */
+  const cniCaches = async (id: string): Promise<string[]> => {
+    const found: string[] = [];
+    for (const d of ['/var/lib/cni/multus', '/var/lib/cni/multus/results', '/var/lib/cni/results']) {
+      const names = await readdir(node.path(d)).catch(() => [] as string[]);
+      found.push(...names.filter((n) => n.includes(id)).map((n) => join(d, n)));
+    }
+    return found;
+  };
+  /** `<network>/<ip>` leases in host-local's data dir (in the node). */
+  const reservedIps = async (): Promise<string[]> => {
+    const found: string[] = [];
+    const dir = node.path('/var/lib/cni/networks');
+    for (const net of await readdir(dir).catch(() => [] as string[])) {
+      for (const f of await readdir(join(dir, net))) if (/^[0-9.]+$/.test(f)) found.push(`${net}/${f}`);
+    }
+    return found.sort();
+  };
+
+  interface NadPod {
+    p: PodRef;
+    sb: SandboxInfo;
+    links: Map<string, Link>;
+    ipOf(ifname: string): string[];
+  }
+
+  /**
+   * Creates a pod requesting the `mv` NAD, waits until kubelet reports it Running, and checks its sandbox's
+   * interfaces, its network-status (MACs included), its pod IP and its AddedInterface events.
+   */
+  const runNadPod = async (name: string): Promise<NadPod> => expectRunningWithNad(await createNadPod(name));
+
+  /** A pod (pause image) requesting the `mv` NAD, in the API (the scheduler places it, kubelet runs it). */
+  const createNadPod = async (name: string): Promise<PodRef> => {
+    const created = await cluster.admin.post(podPath(ns), {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: ns, annotations: { [NETWORKS_ANNOTATION]: 'mv' } },
+      spec: {
+        containers: [{ name: 'pause', image: node.sandboxImage, imagePullPolicy: 'Never' }],
+        terminationGracePeriodSeconds: 1,
+      },
+    });
+    return { namespace: ns, name, uid: created.metadata.uid };
+  };
+
+  const expectRunningWithNad = async (p: PodRef): Promise<NadPod> => {
+    const name = p.name;
+    const running = await until(
+      `pod ${name} Running`,
+      180_000,
+      async () => {
+        const got = await cluster.admin.get(podPath(ns, name));
+        return got.status?.phase === 'Running' ? got : undefined;
+      },
+      async () => `${JSON.stringify((await cluster.admin.get(podPath(ns, name))).status)}\n${await logs()}`,
+    );
+    expect(running.spec.nodeName).toBe(node.nodeName);
+
+    // the sandbox kubelet made, and its network namespace
+    const ids = (await node.crictl(['pods', '-q', '--label', `io.kubernetes.pod.uid=${p.uid}`])).stdout
+      .trim()
+      .split('\n');
+    expect(ids).toHaveLength(1);
+    const sb = await node.inspect(ids[0]!);
+    const ip = async (args: string[]) => runOk('nsenter', ['-t', String(sb.pid), '--net', 'ip', ...args]);
+    const links = new Map((JSON.parse(await ip(['-j', '-d', 'addr', 'show'])) as Link[]).map((l) => [l.ifname, l]));
+    expect([...links.keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
+    expect(v4(links.get('eth0'))).toEqual([expect.stringMatching(/^10\.251\.0\.\d+\/24$/)]);
+    expect(v4(links.get('net1'))).toEqual([expect.stringMatching(/^10\.251\.1\.\d+\/24$/)]);
+    expect(links.get('net1')?.linkinfo?.info_kind).toBe('macvlan');
+
+    const ipOf = (ifname: string) => v4(links.get(ifname)).map((a) => a.split('/')[0]!);
+    const st = await networkStatus(cluster, p);
+    expect(st?.map((e) => [e.name, e.interface, e.ips, e.mac, e.default === true])).toEqual([
+      [CLUSTER_NET, 'eth0', ipOf('eth0'), links.get('eth0')?.address, true],
+      [`${ns}/mv`, 'net1', ipOf('net1'), links.get('net1')?.address, false],
+    ]);
+    // the pod's IP as kubelet reports it is eth0's (the CRI result multus returned)
+    expect(running.status.podIP).toBe(ipOf('eth0')[0]);
+    const events = await podEvents(cluster, p, 'AddedInterface');
+    expect(events.map((e) => e.message).sort()).toEqual(
+      [
+        `Add eth0 [${v4(links.get('eth0'))[0]}] from ${CLUSTER_NET}`,
+        `Add net1 [${v4(links.get('net1'))[0]}] from ${ns}/mv`,
+      ].sort(),
+    );
+    expect(await cniCaches(sb.id), 'caches while the pod runs').not.toEqual([]);
+    expect(await reservedIps()).toEqual([`${CLUSTER_NET}/${ipOf('eth0')[0]}`, `mv/${ipOf('net1')[0]}`].sort());
+    return { p, sb, links, ipOf };
+  };
+
+  /** Deletes the pod (kubelet stops its sandbox: CNI DEL), waits for the API's 404, and checks nothing is left. */
+  const deleteAndExpectNothingLeft = async ({ p, sb }: NadPod): Promise<void> => {
+    await cluster.admin.del(podPath(ns, p.name));
+    await until(
+      `pod ${p.name} gone from the API`,
+      60_000,
+      async () => ((await cluster.admin.request('GET', podPath(ns, p.name))).status === 404 ? true : undefined),
+      logs,
+    );
+    const state = JSON.parse((await node.crictl(['inspectp', sb.id])).stdout || '{}').status?.state;
+    expect(state ?? 'removed', 'the sandbox').not.toBe('SANDBOX_READY');
+    expect(await reservedIps(), "IPs reserved in host-local's data dir").toEqual([]);
+    expect(await cniCaches(sb.id), 'cache files of the sandbox').toEqual([]);
+    expect(await node.netnsFiles(), "the pods' netns files").toEqual([]);
+    const hostLinks = JSON.parse(await runOk('ip', ['-n', node.hostNs, '-j', '-d', 'link', 'show'])) as Link[];
+    expect(
+      hostLinks
+        .filter((l) => !['lo', NODE_LINK, NODE_LINK_PEER].includes(l.ifname) && l.linkinfo?.info_kind !== 'bridge')
+        .map((l) => l.ifname),
+      "links left in the node's namespace",
+    ).toEqual([]);
+  };
+
+  const DS_PATH = '/apis/apps/v1/namespaces/kube-system/daemonsets/multus-ts';
+  const dsReady = (timeoutMs: number) =>
+    until(
+      'the DaemonSet pod Ready on the node',
+      timeoutMs,
+      async () => {
+        const p = (await dsPods())[0];
+        const readyCond = (p?.status?.conditions ?? []).find((c: { type: string }) => c.type === 'Ready');
+        return readyCond?.status === 'True' ? p : undefined;
+      },
+      async () => `${JSON.stringify((await dsPods())[0]?.status ?? 'no pod')}\n${await logs()}`,
+    );
+
   it('a pod requesting a NAD gets eth0 and net1, its network-status and events; deleting it leaves nothing', async () => {
     await createNad(cluster, ns, 'mv', {
       cniVersion: '1.0.0',
@@ -288,103 +409,72 @@ function suiteBody(mode: Mode): void {
         undefined,
       logs,
     );
-    const created = await cluster.admin.post(podPath(ns), {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'pod-nad', namespace: ns, annotations: { [NETWORKS_ANNOTATION]: 'mv' } },
-      spec: {
-        containers: [{ name: 'pause', image: node.sandboxImage, imagePullPolicy: 'Never' }],
-        terminationGracePeriodSeconds: 1,
-      },
-    });
-    const p: PodRef = { namespace: ns, name: 'pod-nad', uid: created.metadata.uid };
-    const running = await until(
-      'the pod Running',
-      120_000,
-      async () => {
-        const got = await cluster.admin.get(podPath(ns, p.name));
-        return got.status?.phase === 'Running' ? got : undefined;
-      },
-      async () => `${JSON.stringify((await cluster.admin.get(podPath(ns, p.name))).status)}\n${await logs()}`,
-    );
-    expect(running.spec.nodeName).toBe(node.nodeName);
-
-    // the sandbox kubelet made, and its network namespace
-    const ids = (await node.crictl(['pods', '-q', '--label', `io.kubernetes.pod.uid=${p.uid}`])).stdout
-      .trim()
-      .split('\n');
-    expect(ids).toHaveLength(1);
-    const sb = await node.inspect(ids[0]!);
-    const ip = async (args: string[]) => runOk('nsenter', ['-t', String(sb.pid), '--net', 'ip', ...args]);
-    const links = new Map((JSON.parse(await ip(['-j', '-d', 'addr', 'show'])) as Link[]).map((l) => [l.ifname, l]));
-    expect([...links.keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
-    expect(v4(links.get('eth0'))).toEqual([expect.stringMatching(/^10\.251\.0\.\d+\/24$/)]);
-    expect(v4(links.get('net1'))).toEqual([expect.stringMatching(/^10\.251\.1\.\d+\/24$/)]);
-    expect(links.get('net1')?.linkinfo?.info_kind).toBe('macvlan');
-
-    const ipOf = (ifname: string) => v4(links.get(ifname)).map((a) => a.split('/')[0]);
-    const st = await networkStatus(cluster, p);
-    expect(st?.map((e) => [e.name, e.interface, e.ips, e.mac, e.default === true])).toEqual([
-      [CLUSTER_NET, 'eth0', ipOf('eth0'), links.get('eth0')?.address, true],
-      [`${ns}/mv`, 'net1', ipOf('net1'), links.get('net1')?.address, false],
-    ]);
-    // the pod's IP as kubelet reports it is eth0's (the CRI result multus returned)
-    expect(running.status.podIP).toBe(ipOf('eth0')[0]);
-    const events = await podEvents(cluster, p, 'AddedInterface');
-    expect(events.map((e) => e.message).sort()).toEqual(
-      [
-        `Add eth0 [${v4(links.get('eth0'))[0]}] from ${CLUSTER_NET}`,
-        `Add net1 [${v4(links.get('net1'))[0]}] from ${ns}/mv`,
-      ].sort(),
-    );
-    const cniCaches = async () => {
-      const found: string[] = [];
-      for (const d of ['/var/lib/cni/multus', '/var/lib/cni/multus/results', '/var/lib/cni/results']) {
-        const names = await readdir(node.path(d)).catch(() => [] as string[]);
-        found.push(...names.filter((n) => n.includes(sb.id)).map((n) => join(d, n)));
-      }
-      return found;
-    };
-    const reservedIps = async () => {
-      const found: string[] = [];
-      const dir = node.path('/var/lib/cni/networks');
-      for (const net of await readdir(dir).catch(() => [] as string[])) {
-        for (const f of await readdir(join(dir, net))) if (/^[0-9.]+$/.test(f)) found.push(`${net}/${f}`);
-      }
-      return found.sort();
-    };
-    expect(await cniCaches(), 'caches while the pod runs').not.toEqual([]);
+    const pod = await runNadPod('pod-nad');
     if (mode === 'resident') {
-      expect(await daemonLog(`ADD ${sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);
+      expect(await daemonLog(`ADD ${pod.sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);
     }
-    expect(await reservedIps()).toEqual(
-      [...ipOf('eth0').map((a) => `${CLUSTER_NET}/${a}`), `mv/${ipOf('net1')[0]}`].sort(),
-    );
+    await deleteAndExpectNothingLeft(pod);
+    if (mode === 'resident') {
+      expect(await daemonLog(`DEL ${pod.sb.id}: 200`), 'the DEL served by the daemon').not.toEqual([]);
+    }
+  }, 240_000);
 
-    // delete: kubelet stops the sandbox (CNI DEL through multus), then the pod goes from the API
-    await cluster.admin.del(podPath(ns, p.name));
+  it("the DaemonSet's pod gone (an upgrade's gap): the config stays, a pod made then gets its NAD, never less", async () => {
+    const confName = mode === 'thin' ? '00-multus.conflist' : '00-multus.conf';
+    const conf = readFileSync(node.path(`/etc/cni/net.d/${confName}`), 'utf8');
+    // a nodeSelector no node matches: the DaemonSet controller deletes the pod (SIGTERM), none comes back
+    const patch = (nodeSelector: Record<string, string> | null) =>
+      cluster.admin.patch(
+        DS_PATH,
+        { spec: { template: { spec: { nodeSelector } } } },
+        'application/strategic-merge-patch+json',
+      );
+    await patch({ 'multus-ts.test/nowhere': 'true' });
     await until(
-      'the pod gone from the API',
-      60_000,
-      async () => ((await cluster.admin.request('GET', podPath(ns, p.name))).status === 404 ? true : undefined),
+      'the DaemonSet pod gone',
+      120_000,
+      async () => ((await dsPods()).length === 0 ? true : undefined),
       logs,
     );
+    expect((await node.crictl(['ps', '-q', '--label', 'io.kubernetes.pod.namespace=kube-system'])).stdout.trim()).toBe(
+      '',
+    );
+    expect(readFileSync(node.path(`/etc/cni/net.d/${confName}`), 'utf8'), 'the config, kept').toBe(conf);
     if (mode === 'resident') {
-      expect(await daemonLog(`DEL ${sb.id}: 200`), 'the DEL served by the daemon').not.toEqual([]);
+      // nobody serves the socket: the shim runs its thin fallback (/opt/cni/bin/multus) with that config
+      expect(existsSync(node.path('/run/multus/multus.sock')), "the daemon's socket").toBe(false);
     }
-    const state = JSON.parse((await node.crictl(['inspectp', sb.id])).stdout || '{}').status?.state;
-    expect(state ?? 'removed', 'the sandbox').not.toBe('SANDBOX_READY');
-    expect(await reservedIps(), "IPs reserved in host-local's data dir").toEqual([]);
-    expect(await cniCaches(), 'cache files of the sandbox').toEqual([]);
-    expect(await node.netnsFiles(), "the pods' netns files").toEqual([]);
-    const hostLinks = JSON.parse(await runOk('ip', ['-n', node.hostNs, '-j', '-d', 'link', 'show'])) as Link[];
-    expect(
-      hostLinks
-        .filter((l) => !['lo', NODE_LINK, NODE_LINK_PEER].includes(l.ifname) && l.linkinfo?.info_kind !== 'bridge')
-        .map((l) => l.ifname),
-      "links left in the node's namespace",
-    ).toEqual([]);
-  }, 240_000);
+
+    // A pod made in the gap. The kubeconfig on the node holds the token of the deleted pod's service account
+    // volume, bound to that pod: the API server refuses it once it sees the pod gone (waited for here, so the
+    // case does not depend on its token cache), the ADD fails ("Unauthorized"; kubelet retries) and the pod
+    // waits for the new DaemonSet pod's kubeconfig. What must not happen is Multus thick's outcome: the pod
+    // started with the default network alone.
+    const token = /^\s*token: "([^"]+)"$/m.exec(readFileSync(node.path(KUBECONFIG_PATH), 'utf8'))?.[1] ?? '';
+    expect(token, 'the token in the kubeconfig').not.toBe('');
+    await until(
+      "the API server to refuse the deleted pod's token",
+      60_000,
+      async () =>
+        (await cluster.client(token).request('GET', '/api/v1/namespaces/default')).status === 401 || undefined,
+      logs,
+    );
+    const p = await createNadPod('pod-gap');
+    const failed = await until(
+      'a failed sandbox attempt for pod-gap',
+      60_000,
+      async () => (await podEvents(cluster, p, 'FailedCreatePodSandBox'))[0]?.message,
+      async () => `${JSON.stringify((await cluster.admin.get(podPath(ns, p.name))).status)}\n${await logs()}`,
+    );
+    expect(failed).toContain('Unauthorized');
+    expect((await cluster.admin.get(podPath(ns, p.name))).status?.phase, 'pod-gap while no pod serves').toBe('Pending');
+
+    // the DaemonSet's pod back (a new one: a new token in the kubeconfig), then the pod runs with its NAD
+    await patch(null);
+    const back = await dsReady(180_000);
+    expect(back.spec.nodeName).toBe(node.nodeName);
+    await deleteAndExpectNothingLeft(await expectRunningWithNad(p));
+  }, 420_000);
 
   it("the machine is as it was: kubelet's sysctls, paths and iptables chains stayed in the node", async () => {
     expect(await machineState()).toEqual(before);
