@@ -1,8 +1,9 @@
 /**
  * The CRI cases, run in both modes: containerd's CRI plugin (Debian's containerd 1.6 + runc, see runtime.ts)
  * creates pod sandboxes with `crictl runp` and calls, through its own libcni, either build/multus (thin mode,
- * thin-cri.test.ts) or build/multus-shim talking to `build/multus daemon` (resident mode,
- * resident-cri.test.ts), with the pods and NADs in a real kube-apiserver (test/k8s/cluster.ts).
+ * thin-cri.test.ts; put in place by `build/multus install`) or build/multus-shim talking to `build/multus
+ * daemon` (resident mode, resident-cri.test.ts), with the pods and NADs in a real kube-apiserver
+ * (test/k8s/cluster.ts).
  *
  * - a pod with a bridge cluster network, a macvlan NAD (master: a veth end in containerd's namespace), a
  *   static-IP NAD and a `default-route` NAD: interfaces, addresses and routes inside the sandbox, the pod's
@@ -19,7 +20,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { needs } from '../helpers/skip.ts';
@@ -162,6 +163,50 @@ export class Daemon {
   }
 }
 
+/**
+ * Thin mode installed as on a node: `build/multus install` copies the executable into the bin dir and writes the
+ * service-account kubeconfig (from a token and CA laid out like a pod's service-account volume) and
+ * 00-multus.conf (copied from `conf`, whose kubeconfig is the one install writes) into the conf dir. Stopped
+ * once all three are there: a DaemonSet's container would keep running to keep them current.
+ */
+async function installThin(rt: Runtime, cluster: Cluster, conf: Record<string, unknown>): Promise<void> {
+  await rm(join(rt.binDir, 'multus'));
+  const sa = join(rt.dir, 'serviceaccount');
+  await mkdir(sa, { mode: 0o700 });
+  await copyFile(cluster.tokenFile, join(sa, 'token'));
+  await copyFile(cluster.caFile, join(sa, 'ca.crt'));
+  const kubeconfig = join(rt.confDir, 'multus.d', 'multus.kubeconfig');
+  const src = join(rt.dir, '00-multus.conf');
+  await writeFile(src, JSON.stringify({ ...conf, kubeconfig }, null, 2), { mode: 0o600 });
+  const env = {
+    PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
+    KUBERNETES_SERVICE_HOST: '127.0.0.1',
+    KUBERNETES_SERVICE_PORT: new URL(cluster.server).port,
+  };
+  const args = [
+    'install',
+    `--cni-bin-dir=${rt.binDir}`,
+    `--cni-conf-dir=${rt.confDir}`,
+    `--multus-conf-file=${src}`,
+    `--service-account-dir=${sa}`,
+  ];
+  const child = spawn(MULTUS_BIN, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const installed = [join(rt.binDir, 'multus'), kubeconfig, join(rt.confDir, '00-multus.conf')];
+  for (let i = 0; !installed.every((f) => existsSync(f)); i++) {
+    if (child.exitCode !== null || i > 600) throw new Error(`multus install did not install: ${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  child.kill('SIGTERM');
+  expect(await exited, `multus install on SIGTERM: ${out}`).toBe(0);
+  expect(readFileSync(join(rt.binDir, 'multus')).equals(readFileSync(MULTUS_BIN)), 'the installed executable').toBe(
+    true,
+  );
+}
+
 function suiteBody(mode: Mode, extra: ((s: CriSuite) => void) | undefined): void {
   let cluster: Cluster;
   let rt: Runtime;
@@ -225,7 +270,7 @@ function suiteBody(mode: Mode, extra: ((s: CriSuite) => void) | undefined): void
       ],
     };
     if (mode === 'thin') {
-      await rt.writeConf('00-multus.conf', multusKeys);
+      await installThin(rt, cluster, multusKeys);
     } else {
       // the daemon generates 00-multus.conf (type multus-shim) from the master config and its own keys; the
       // thin plugin stays in the bin dir as the shim's fallback
