@@ -12,12 +12,26 @@
  * The bridge and the macvlan master live in a throwaway "host" namespace (multus runs there via `ip netns
  * exec`, which execs, so the pid is multus'), so the machine's own namespace is never touched.
  *
- * TODO(resident): a --resident mode that drives the same cycles through the resident daemon and reports its RSS
- * belongs here once the daemon lands (it is being built on another branch).
+ * --resident: the same cycles through the resident mode. `build/multus daemon` runs in the host namespace for
+ * the whole soak, each call execs `build/multus-shim` (config of type multus-shim), and a kill hits the shim's
+ * process group (as a runtime's timeout does): the daemon finishes the ADD and the DEL that follows tears it
+ * down. The report adds the daemon's RSS after the first 10% of the cycles and at the end, and the daemon must
+ * still be serving at the end.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +41,9 @@ const MULTUS = process.env.MULTUS_TS_BIN || join(ROOT, 'build/multus');
 const PLUGIN_DIR = '/usr/lib/cni';
 
 function usage(msg) {
-  console.error(`soak: ${msg}\nusage: npm run soak -- --cycles N [--kill-rate P] [--parallel K] [--seed S]`);
+  console.error(
+    `soak: ${msg}\nusage: npm run soak -- --cycles N [--kill-rate P] [--parallel K] [--seed S] [--resident]`,
+  );
   process.exit(2);
 }
 const argv = process.argv.slice(2);
@@ -35,7 +51,8 @@ const opt = (name, dflt) => {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 ? argv[i + 1] : dflt;
 };
-if (argv.includes('--resident')) usage('--resident is not available yet (the resident daemon has not landed)');
+const resident = argv.includes('--resident');
+const SHIM = process.env.MULTUS_TS_SHIM || join(dirname(MULTUS), 'multus-shim');
 const cycles = Number(opt('cycles', '100'));
 const killRate = Number(opt('kill-rate', '0'));
 const parallel = Number(opt('parallel', '1'));
@@ -45,6 +62,7 @@ if (!(killRate >= 0 && killRate <= 1)) usage('--kill-rate must be between 0 and 
 if (!Number.isInteger(parallel) || parallel < 1 || parallel > 64) usage('--parallel must be a whole number 1..64');
 if (process.getuid?.() !== 0) usage('needs root (network namespaces, a bridge, veth links)');
 if (!existsSync(MULTUS)) usage(`no executable at ${MULTUS}: run npm run build`);
+if (resident && !existsSync(SHIM)) usage(`no shim at ${SHIM}: run npm run build (with Go)`);
 if (!existsSync(join(PLUGIN_DIR, 'bridge'))) usage(`no CNI plugins in ${PLUGIN_DIR}`);
 
 /** A small seeded PRNG (mulberry32), so a run's kill points can be replayed with --seed. */
@@ -112,10 +130,12 @@ const cniDir = join(dir, 'multus');
 const ipamDir = join(dir, 'ipam');
 const podNsPrefix = `mts-soak-${id}-`;
 
+const sockDir = join(dir, 'run');
 const config = JSON.stringify({
   cniVersion: '1.0.0',
   name: 'multus-cni-network',
-  type: 'multus',
+  type: resident ? 'multus-shim' : 'multus',
+  ...(resident ? { daemonSocketDir: sockDir } : {}),
   cniDir,
   binDir: PLUGIN_DIR,
   logLevel: 'error',
@@ -145,7 +165,11 @@ const config = JSON.stringify({
   ],
 });
 
+/** The resident daemon (--resident): started below, stopped by cleanup(). */
+let daemon;
+
 function cleanup() {
+  if (daemon && daemon.exitCode === null && daemon.signalCode === null) daemon.kill('SIGKILL');
   for (const ns of existsSync('/var/run/netns') ? readdirSync('/var/run/netns') : []) {
     if (ns.startsWith(podNsPrefix) || ns === hostNs) spawnSync('ip', ['netns', 'delete', ns]);
   }
@@ -159,6 +183,40 @@ must(['-n', hostNs, 'link', 'add', master, 'type', 'veth', 'peer', 'name', `mtss
 must(['-n', hostNs, 'link', 'set', master, 'up']);
 const baseLinks = new Set(ipJson(['-n', hostNs, 'link', 'show']).map((l) => l.ifname));
 baseLinks.add(bridge); // the bridge plugin creates it on the first ADD and keeps it, as on a node
+
+if (resident) {
+  // daemon-config.json: the soak's config used as is (the daemon answers each call with the config it is sent)
+  mkdirSync(join(dir, 'net.d'), { mode: 0o700 });
+  writeFileSync(join(dir, 'multus.conf'), config, { mode: 0o600 });
+  const daemonConfig = {
+    socketDir: sockDir,
+    cniConfigDir: join(dir, 'net.d'),
+    multusConfigFile: join(dir, 'multus.conf'),
+    logLevel: 'error',
+    logToStderr: true,
+  };
+  writeFileSync(join(dir, 'daemon-config.json'), JSON.stringify(daemonConfig), { mode: 0o600 });
+  const log = openSync(join(dir, 'daemon.log'), 'a', 0o600);
+  daemon = spawn('ip', ['netns', 'exec', hostNs, MULTUS, 'daemon', '--config', join(dir, 'daemon-config.json')], {
+    env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+    stdio: ['ignore', log, log],
+  });
+  closeSync(log);
+  for (let i = 0; !existsSync(join(sockDir, 'multus.sock')); i++) {
+    if (daemon.exitCode !== null || i > 600) {
+      const text = existsSync(join(dir, 'daemon.log')) ? readFileSync(join(dir, 'daemon.log'), 'utf8') : '';
+      cleanup();
+      usage(`the daemon did not start: ${text.trim().slice(-500)}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+/** The daemon's resident set size in MiB (`ip netns exec` execs, so the child's pid is the daemon's). */
+const daemonRssMiB = () => {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${daemon.pid}/status`, 'utf8'));
+  return m ? Math.round((Number(m[1]) / 1024) * 10) / 10 : undefined;
+};
+let rssAfterTenth;
 
 const fdCount = () => readdirSync('/proc/self/fd').length;
 await run('true', []); // the first child opens libuv's signal pipe for good: count fds after it
@@ -174,7 +232,7 @@ async function multus(command, containerId, netns, kill) {
     CNI_PATH: PLUGIN_DIR,
     CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=soak;K8S_POD_NAME=${containerId};K8S_POD_INFRA_CONTAINER_ID=${containerId}`,
   };
-  return run('ip', ['netns', 'exec', hostNs, MULTUS], { input: config, env, kill });
+  return run('ip', ['netns', 'exec', hostNs, resident ? SHIM : MULTUS], { input: config, env, kill });
 }
 
 const times = new Array(cycles);
@@ -201,6 +259,7 @@ async function cycle(i) {
     failures.push({ cycle: i, step: 'DEL', code: del.code, out: (del.stdout || del.stderr).slice(0, 300) });
   spawnSync('ip', ['netns', 'delete', ns]);
   times[i] = performance.now() - started;
+  if (resident && i === Math.max(1, Math.floor(cycles / 10)) - 1) rssAfterTenth = daemonRssMiB();
 }
 
 async function worker() {
@@ -230,7 +289,8 @@ function leftovers() {
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       const exe = readlinkSync(`/proc/${pid}/exe`);
-      if (exe === MULTUS || exe.startsWith(`${PLUGIN_DIR}/`)) processes.push(`${pid}:${exe}`);
+      if (Number(pid) === daemon?.pid) continue;
+      if (exe === MULTUS || exe === SHIM || exe.startsWith(`${PLUGIN_DIR}/`)) processes.push(`${pid}:${exe}`);
     } catch {
       // gone, or a kernel thread
     }
@@ -256,8 +316,15 @@ try {
   for (let i = 0; i < 50 && leftovers().processes.length > 0; i++) await new Promise((r) => setTimeout(r, 100));
   const tenth = Math.max(1, Math.floor(cycles / 10));
   const left = leftovers();
-  const clean = Object.values(left).every((v) => (Array.isArray(v) ? v.length === 0 : v <= 0));
+  let daemonReport;
+  if (resident) {
+    const serving = daemon.exitCode === null && existsSync(join(sockDir, 'multus.sock'));
+    daemonReport = { serving, rssMiB: { afterFirst10pct: rssAfterTenth, end: serving ? daemonRssMiB() : undefined } };
+  }
+  const clean =
+    Object.values(left).every((v) => (Array.isArray(v) ? v.length === 0 : v <= 0)) && daemonReport?.serving !== false;
   report = {
+    mode: resident ? 'resident' : 'thin',
     cycles,
     parallel,
     killRate,
@@ -268,6 +335,7 @@ try {
     clean,
     cycleMs: { first10pct: mean(times.slice(0, tenth)), last10pct: mean(times.slice(-tenth)) },
     totalS: Math.round((Date.now() - started) / 100) / 10,
+    ...(daemonReport ? { daemon: daemonReport } : {}),
     ...(failures.length ? { firstFailures: failures.slice(0, 5) } : {}),
   };
 } finally {
