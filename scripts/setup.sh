@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent setup of a fresh machine for multus-ts: system packages for the end-to-end tier, node_modules,
-# the libcni driver the end-to-end tests run the plugin with, the Kubernetes tier's kube-apiserver/etcd and Go
-# Multus v4.3.0 (test/peers/build-gomultus.sh).
+# the libcni driver the end-to-end tests run the plugin with, the Kubernetes tier's kube-apiserver/etcd, Go
+# Multus v4.3.0 (test/peers/build-gomultus.sh) and the runtime tier's crictl, pause image, kubelet,
+# kube-controller-manager and kube-scheduler (test/runtime/build.sh --kubelet).
 #
 # Needs root when a system package is missing (it runs apt-get; there is no sudo in here): run it as root,
 # as CI does (`bash .ci/run`). Works without a TTY. Safe to run again: every step is skipped when already done.
