@@ -6,7 +6,8 @@
  * copy the given 00-multus conf, or (`auto`) wait for the master CNI config and generate 00-multus.conf(list)
  * from it (multusconf.ts). Then keep running: every second (unless --skip-config-watch) rewrite the kubeconfig
  * when the token or CA changed and regenerate when the master changed, was replaced by another or our file
- * went missing; on stop (SIGTERM), remove the generated file when --cleanup-config-on-exit.
+ * went missing; on stop (SIGTERM), remove the generated file when --cleanup-config-on-exit. With
+ * --token-binding=node the kubeconfig's token is one bound to the node (node-token.ts), renewed at 80% of its life.
  * The clock, the stop signal, the environment and the log are `InstallDeps`, so tests drive it step by step.
  */
 import { rename } from 'node:fs/promises';
@@ -24,7 +25,14 @@ import {
   sha256,
   writeAtomic,
 } from './files.ts';
-import { renderKubeconfig } from './kubeconfig.ts';
+import { apiServerUrl, renderKubeconfig } from './kubeconfig.ts';
+import {
+  NODE_TOKEN_SECONDS,
+  type NodeToken,
+  type NodeTokenRequest,
+  accountOf,
+  requestNodeToken,
+} from './node-token.ts';
 import { GENERATED_FILES, generateMultusConf, pickMaster } from './multusconf.ts';
 import { InstallError, type InstallOptions } from './options.ts';
 
@@ -36,6 +44,10 @@ export interface InstallDeps {
   /** sleeps `ms`; resolves early (true) when the installer is asked to stop */
   sleep(ms: number): Promise<boolean>;
   stopped(): boolean;
+  /** the clock (ms since the epoch; default Date.now): when a node-bound token is renewed */
+  now?(): number;
+  /** the TokenRequest of --token-binding=node (default: node-token.ts's requestNodeToken) */
+  requestNodeToken?(r: NodeTokenRequest): Promise<NodeToken>;
 }
 
 export const TICK_MS = 1000;
@@ -45,7 +57,12 @@ interface State {
   tokenHash: string | null;
   masterKey: string | null;
   lastError: string | null;
+  /** --token-binding=node: the current token, when to renew it, when to retry a failed request */
+  node: { token: NodeToken | null; renewAt: number; retryAt: number; lastError: string | null };
 }
+
+/** A failed TokenRequest is retried after this long (the pod's token serves meanwhile). */
+const NODE_TOKEN_RETRY_MS = 10_000;
 
 async function verify(o: InstallOptions, deps: InstallDeps): Promise<string | null> {
   if (!o.installBinaryOnly && !(await isDir(o.cniConfDir))) {
@@ -56,6 +73,12 @@ async function verify(o: InstallOptions, deps: InstallDeps): Promise<string | nu
   if (!(await isDir(o.cniBinDir))) {
     throw new InstallError(
       `cni-bin-dir ${o.cniBinDir} is not found: mount the host's /opt/cni/bin there or set --cni-bin-dir`,
+    );
+  }
+  if (!o.installBinaryOnly && o.tokenBinding === 'node' && !deps.env.MULTUS_NODE_NAME) {
+    throw new InstallError(
+      '--token-binding=node needs MULTUS_NODE_NAME, the node to bind the token to: set it from the downward API ' +
+        '(fieldRef spec.nodeName)',
     );
   }
   if (!o.installBinaryOnly && !o.skipMultusConf && o.multusConfFile !== 'auto' && !(await exists(o.multusConfFile))) {
@@ -90,12 +113,20 @@ async function refreshKubeconfig(o: InstallOptions, deps: InstallDeps, st: State
         '(automountServiceAccountToken) or set --service-account-dir',
     );
   }
+  const credential = o.tokenBinding === 'node' ? ((await nodeBoundToken(o, deps, st, ca, token)) ?? token) : token;
   const caHash = sha256(ca);
-  const tokenHash = sha256(token);
+  const tokenHash = sha256(credential);
   const kubeconfigPath = join(o.cniConfDir, 'multus.d', 'multus.kubeconfig');
   const same = tokenHash === st.tokenHash && (o.skipTlsVerify || caHash === st.caHash);
   if (same && (await exists(kubeconfigPath))) return;
-  const text = renderKubeconfig({ env: deps.env, ca, token, skipTlsVerify: o.skipTlsVerify, caPath, tokenPath });
+  const text = renderKubeconfig({
+    env: deps.env,
+    ca,
+    token: credential,
+    skipTlsVerify: o.skipTlsVerify,
+    caPath,
+    tokenPath,
+  });
   await mkdirPrivate(join(o.cniConfDir, 'multus.d'), 'the kubeconfig dir');
   await mkdirPrivate(o.multusCniConfDir, 'the multus-cni-conf-dir');
   await writeAtomic(kubeconfigPath, text, 0o600, 'multus.kubeconfig.new');
@@ -106,6 +137,53 @@ async function refreshKubeconfig(o: InstallOptions, deps: InstallDeps, st: State
   deps.log(`kubeconfig is created in ${kubeconfigPath}`);
   st.caHash = caHash;
   st.tokenHash = tokenHash;
+}
+
+/**
+ * --token-binding=node: the token bound to the node, requested with the mounted one and renewed at 80% of its
+ * life; null while none could be had (then the kubeconfig keeps the mounted token and the request is retried
+ * every NODE_TOKEN_RETRY_MS; each new failure is logged once).
+ */
+async function nodeBoundToken(
+  o: InstallOptions,
+  deps: InstallDeps,
+  st: State,
+  ca: Buffer,
+  mounted: Buffer,
+): Promise<Buffer | null> {
+  const now = (deps.now ?? Date.now)();
+  const n = st.node;
+  const valid = n.token !== null && now < n.token.expiresAt ? Buffer.from(n.token.token) : null;
+  if (valid && now < n.renewAt) return valid;
+  if (now < n.retryAt) return valid;
+  const nodeName = deps.env.MULTUS_NODE_NAME ?? '';
+  try {
+    const token = mounted.toString('utf8').trim();
+    const got = await (deps.requestNodeToken ?? requestNodeToken)({
+      ...accountOf(token),
+      server: apiServerUrl(deps.env),
+      ca: o.skipTlsVerify ? null : ca,
+      token,
+      nodeName,
+      expirationSeconds: NODE_TOKEN_SECONDS,
+    });
+    const renewing = n.token !== null;
+    n.token = got;
+    n.renewAt = now + 0.8 * (got.expiresAt - now);
+    n.lastError = null;
+    const until = new Date(got.expiresAt).toISOString();
+    deps.log(`${renewing ? 'renewed the' : 'got a'} service account token bound to node ${nodeName} (until ${until})`);
+    return Buffer.from(got.token);
+  } catch (e) {
+    n.retryAt = now + NODE_TOKEN_RETRY_MS;
+    const msg = e instanceof Error ? e.message : String(e);
+    if (msg !== n.lastError) {
+      const keeps = valid ? 'the kubeconfig keeps the last node-bound token' : "the kubeconfig holds the pod's token";
+      deps.log(`cannot get a node-bound token (${msg}); ${keeps}, retrying every ${NODE_TOKEN_RETRY_MS / 1000} s`);
+    }
+    n.lastError = msg;
+    return valid;
+  }
 }
 
 /** The master's path, or null when there is none (yet). */
@@ -164,7 +242,13 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
   const src = await verify(o, deps);
   if (src !== null) await copyBinaries(src, o, deps);
   if (o.installBinaryOnly) return;
-  const st: State = { caHash: null, tokenHash: null, masterKey: null, lastError: null };
+  const st: State = {
+    caHash: null,
+    tokenHash: null,
+    masterKey: null,
+    lastError: null,
+    node: { token: null, renewAt: 0, retryAt: 0, lastError: null },
+  };
   await refreshKubeconfig(o, deps, st);
   const auto = o.multusConfFile === 'auto';
   try {

@@ -18,10 +18,11 @@ export interface KubeconfigInputs {
   tokenPath: string;
 }
 
-export function renderKubeconfig(i: KubeconfigInputs): string {
-  const protocol = i.env.KUBERNETES_SERVICE_PROTOCOL || 'https';
-  const host = i.env.KUBERNETES_SERVICE_HOST ?? '';
-  const port = i.env.KUBERNETES_SERVICE_PORT ?? '';
+/** The API server's URL from KUBERNETES_SERVICE_PROTOCOL (default https), _HOST and _PORT. */
+export function apiServerUrl(env: Readonly<Record<string, string | undefined>>): string {
+  const protocol = env.KUBERNETES_SERVICE_PROTOCOL || 'https';
+  const host = env.KUBERNETES_SERVICE_HOST ?? '';
+  const port = env.KUBERNETES_SERVICE_PORT ?? '';
   if (host === '' || port === '') {
     throw new InstallError(
       'KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set (the kubelet sets them in a pod): ' +
@@ -33,6 +34,11 @@ export function renderKubeconfig(i: KubeconfigInputs): string {
       `KUBERNETES_SERVICE_PROTOCOL/HOST/PORT "${protocol}", "${host}", "${port}" are not a URL part`,
     );
   }
+  return `${protocol}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+export function renderKubeconfig(i: KubeconfigInputs): string {
+  const server = apiServerUrl(i.env);
   const token = i.token.toString('utf8').replace(/\r?\n$/, '');
   if (token === '') throw new InstallError(`service account token ${i.tokenPath} is empty: is the token mounted?`);
   if (!/^[\x21-\x7e]+$/.test(token) || token.includes('"') || token.includes('\\')) {
@@ -43,7 +49,6 @@ export function renderKubeconfig(i: KubeconfigInputs): string {
   if (!i.skipTlsVerify && i.ca.length === 0) {
     throw new InstallError(`service account CA ${i.caPath} is empty: is the service account mounted?`);
   }
-  const server = `${protocol}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   const tls = i.skipTlsVerify
     ? 'insecure-skip-tls-verify: true'
     : `certificate-authority-data: ${i.ca.toString('base64')}`;

@@ -44,6 +44,8 @@ export interface InstallOptions {
   installBinaryOnly: boolean;
   /** multus-ts: write (and keep current) the kubeconfig but no 00-multus conf (the resident daemon writes it) */
   skipMultusConf: boolean;
+  /** multus-ts: the kubeconfig's token: `pod` (the mounted one, as Multus) or `node` (TokenRequest bound to the node) */
+  tokenBinding: string;
   help: boolean;
 }
 
@@ -174,6 +176,14 @@ export const FLAGS: Record<string, Flag> = {
     def: false,
     help: 'write and rotate the kubeconfig only, no 00-multus.conf (the resident daemon writes that)',
   },
+  'token-binding': {
+    key: 'tokenBinding',
+    bool: false,
+    def: 'pod',
+    help:
+      "the kubeconfig's token: pod (the mounted one, valid while this pod exists) or node (requested bound to " +
+      'the node named by MULTUS_NODE_NAME, so it outlives the pod: needs create on serviceaccounts/token)',
+  },
   help: { key: 'help', bool: true, def: false, help: 'show help message and quit' },
 };
 
@@ -271,6 +281,9 @@ function checkOptions(o: InstallOptions): void {
   }
   if (o.forceCniVersion && o.cniVersion === '') {
     throw new InstallError('--force-cni-version needs --cni-version=VERSION');
+  }
+  if (o.tokenBinding !== 'pod' && o.tokenBinding !== 'node') {
+    throw new InstallError(`--token-binding=${o.tokenBinding}: write --token-binding=pod or --token-binding=node`);
   }
   if (o.multusCniConfDirHost === '') o.multusCniConfDirHost = o.multusCniConfDir.replace(/^\/host(?=\/)/, '');
 }

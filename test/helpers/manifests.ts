@@ -31,6 +31,8 @@ export function collection(o: Obj): string {
     DaemonSet: 'daemonsets',
     ClusterRole: 'clusterroles',
     ClusterRoleBinding: 'clusterrolebindings',
+    Role: 'roles',
+    RoleBinding: 'rolebindings',
     CustomResourceDefinition: 'customresourcedefinitions',
   };
   const p = plural[o.kind];

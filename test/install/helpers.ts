@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
-import { runInstall } from '../../src/install/install.ts';
+import { type InstallDeps, runInstall } from '../../src/install/install.ts';
 import { parseInstallArgs } from '../../src/install/options.ts';
 
 export interface Node {
@@ -80,6 +80,7 @@ export async function runScripted(
   args: string[],
   ticks: Array<() => void | Promise<void>>,
   execPath = '/nonexistent/multus',
+  deps: Partial<Pick<InstallDeps, 'env' | 'now' | 'requestNodeToken'>> = {},
 ): Promise<Run> {
   const logs: string[] = [];
   let stopped = false;
@@ -89,6 +90,7 @@ export async function runScripted(
     await runInstall(parseInstallArgs(args), {
       env: ENV,
       execPath,
+      ...deps,
       log: (l) => logs.push(l),
       stopped: () => stopped,
       async sleep() {

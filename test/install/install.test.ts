@@ -7,7 +7,9 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BRIDGE_031, FLANNEL, ls, makeNode, runScripted } from './helpers.ts';
+import { BRIDGE_031, ENV, FLANNEL, ls, makeNode, runScripted } from './helpers.ts';
+import type { NodeToken, NodeTokenRequest } from '../../src/install/node-token.ts';
+import { parseInstallArgs } from '../../src/install/options.ts';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 const conf = (dir: string, name: string): Record<string, unknown> =>
@@ -257,5 +259,118 @@ describe('multus install', () => {
     expect(r.error).toBeNull();
     expect(r.logs.filter((l) => l.startsWith('error (retrying'))).toHaveLength(1);
     expect(ls(n.netd)).toEqual(['00-multus.conf', '10-net.conflist', 'multus.d']);
+  });
+
+  describe('--token-binding=node', () => {
+    /** A service account JWT as kubelet mounts it (only the claims matter here). */
+    const jwt = (ns: string, sa: string): string =>
+      [
+        'e30',
+        Buffer.from(JSON.stringify({ 'kubernetes.io': { namespace: ns, serviceaccount: { name: sa } } })).toString(
+          'base64url',
+        ),
+        'sig',
+      ].join('.');
+    const NODE_ENV = { ...ENV, MULTUS_NODE_NAME: 'node-a' };
+
+    it('writes a token bound to the node, asked for with the mounted one, and renews it at 80% of its life', async () => {
+      const n = makeNode();
+      writeFileSync(join(n.sa, 'token'), jwt('kube-system', 'multus-ts'));
+      writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
+      const kc = join(n.netd, 'multus.d', 'multus.kubeconfig');
+      let now = 1_000_000;
+      const asked: NodeTokenRequest[] = [];
+      const requestNodeToken = async (r: NodeTokenRequest): Promise<NodeToken> => {
+        asked.push(r);
+        return { token: `node-token-${asked.length}`, expiresAt: now + 1000_000 };
+      };
+      const r = await runScripted(
+        [...n.args, '--token-binding=node'],
+        [
+          () => {
+            expect(readFileSync(kc, 'utf8')).toContain('token: "node-token-1"');
+            now += 799_000; // before 80%: kept
+          },
+          () => {
+            expect(asked).toHaveLength(1);
+            now += 2_000; // past 80%: renewed
+          },
+          () => expect(readFileSync(kc, 'utf8')).toContain('token: "node-token-2"'),
+        ],
+        undefined,
+        { env: NODE_ENV, now: () => now, requestNodeToken },
+      );
+      expect(r.error).toBeNull();
+      expect(asked).toHaveLength(2);
+      expect(asked[0]).toMatchObject({
+        namespace: 'kube-system',
+        name: 'multus-ts',
+        nodeName: 'node-a',
+        server: 'https://10.96.0.1:443',
+        token: jwt('kube-system', 'multus-ts'),
+        expirationSeconds: 86400,
+      });
+      expect(asked[0]!.ca?.toString()).toContain('BEGIN CERTIFICATE');
+      expect(r.logs.some((l) => l.startsWith('got a service account token bound to node node-a'))).toBe(true);
+      expect(r.logs.some((l) => l.startsWith('renewed the service account token bound to node node-a'))).toBe(true);
+      expect(r.logs.join('\n')).not.toContain('node-token-');
+    });
+
+    it("keeps the pod's token while the request fails, retries every 10 s, logs each new failure once", async () => {
+      const n = makeNode();
+      const mounted = jwt('kube-system', 'multus-ts');
+      writeFileSync(join(n.sa, 'token'), mounted);
+      writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
+      const kc = join(n.netd, 'multus.d', 'multus.kubeconfig');
+      let now = 0;
+      let calls = 0;
+      const requestNodeToken = async (): Promise<NodeToken> => {
+        calls++;
+        if (calls < 3) throw new Error('TokenRequest ...: HTTP 403: forbidden');
+        return { token: 'node-token', expiresAt: now + 3_600_000 };
+      };
+      const r = await runScripted(
+        [...n.args, '--token-binding=node'],
+        [
+          () => {
+            expect(readFileSync(kc, 'utf8')).toContain(`token: "${mounted}"`);
+            now += 5_000; // within the retry delay: no request
+          },
+          () => {
+            expect(calls).toBe(1);
+            now += 6_000;
+          },
+          () => {
+            expect(calls).toBe(2);
+            now += 11_000;
+          },
+          () => expect(readFileSync(kc, 'utf8')).toContain('token: "node-token"'),
+        ],
+        undefined,
+        { env: NODE_ENV, now: () => now, requestNodeToken },
+      );
+      expect(r.error).toBeNull();
+      expect(calls).toBe(3);
+      expect(r.logs.filter((l) => l.startsWith('cannot get a node-bound token'))).toEqual([
+        "cannot get a node-bound token (TokenRequest ...: HTTP 403: forbidden); the kubeconfig holds the pod's token, retrying every 10 s",
+      ]);
+    });
+
+    it('needs MULTUS_NODE_NAME and a service account token; a bad --token-binding is an option error', async () => {
+      const n = makeNode();
+      writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
+      const noName = await runScripted([...n.args, '--token-binding=node'], [() => {}]);
+      expect(noName.error?.message).toMatch(/--token-binding=node needs MULTUS_NODE_NAME/);
+      const notJwt = await runScripted([...n.args, '--token-binding=node'], [() => {}], undefined, {
+        env: NODE_ENV,
+        requestNodeToken: async () => ({ token: 'x', expiresAt: Date.now() + 1e6 }),
+      });
+      // the mounted "token-1" has no claims: the pod's token stays, and the reason is logged
+      expect(notJwt.error).toBeNull();
+      expect(notJwt.logs.find((l) => l.startsWith('cannot get a node-bound token'))).toMatch(/no kubernetes.io claims/);
+      expect(() => parseInstallArgs(['--token-binding=secret'])).toThrow(
+        '--token-binding=secret: write --token-binding=pod or --token-binding=node',
+      );
+    });
   });
 });
