@@ -10,7 +10,9 @@
  *   (privileged, hostPID, delegates chrooted into the node's root) generates 00-multus.conf for the shim;
  *   containerd runs /opt/cni/bin/multus-shim, which the daemon serves over /run/multus/multus.sock.
  * Then a pod whose annotation requests a NAD gets its interfaces and network-status from the CNI calls kubelet
- * makes through containerd, and deleting it leaves nothing.
+ * makes through containerd, and deleting it leaves nothing. Then the DaemonSet's pod is taken off the node (an
+ * upgrade's gap): the node keeps its config and its node-bound kubeconfig token (`--token-binding=node`), a pod
+ * made before the gap is deleted in it, and a pod made in it gets its NAD at the first attempt.
  *
  * One change to the manifests, the one an operator without kube-proxy makes: the containers'
  * KUBERNETES_SERVICE_HOST/PORT name the API server's address (no proxy serves the `kubernetes` Service IP here).
