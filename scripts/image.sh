@@ -4,8 +4,9 @@
 #   npm run image            # -> build/image/oci (OCI image layout) + build/image/multus-ts-<version>.tar
 #
 # Contents: build/multus (and build/multus-shim when built, with /usr/sbin/chroot for the resident daemon's
-# chrootDir) at /usr/src/multus-cni/bin/ (the path Multus' image uses, so `--multus-bin-file` keeps its default),
-# exactly the shared libraries `ldd` lists for them (none for the static shim; at the
+# chrootDir and /usr/bin/nsenter + /usr/bin/ip for the routes it sets in pods) at /usr/src/multus-cni/bin/ (the
+# path Multus' image uses, so `--multus-bin-file` keeps its default), exactly the shared libraries `ldd` lists
+# for them (none for the static shim; at the
 # paths it lists), /etc/ssl/certs/ca-certificates.crt, a /var/run -> /run link, nothing else.
 # Entrypoint: `multus install`. Labels:
 # org.opencontainers.image.version (package.json) and .revision (git HEAD, "-dirty" with uncommitted changes).
@@ -36,8 +37,9 @@ bins=("$root/build/multus")
 extra=()
 if [[ -x "$root/build/multus-shim" ]]; then
   bins+=("$root/build/multus-shim")
-  # the resident daemon runs delegates with chroot(8) into the host's root (chrootDir, docs/resident.md)
-  extra+=(/usr/sbin/chroot)
+  # the resident daemon runs delegates with chroot(8) into the host's root (chrootDir, docs/resident.md), and
+  # sets a pod's routes itself (hot-plug, default-route) with nsenter(1) and ip(8) (src/routes/netns-routes.ts)
+  extra+=(/usr/sbin/chroot /usr/bin/nsenter /usr/bin/ip)
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/multus-image.XXXXXX")"

@@ -60,7 +60,8 @@ describe.runIf(ready)('npm run image', () => {
   it('holds the executable, exactly the libraries ldd lists, the CA bundle and nothing else', () => {
     const shim = existsSync(join(REPO, 'build', 'multus-shim'));
     const bins = ['multus', ...(shim ? ['multus-shim'] : [])];
-    const extra = shim ? ['/usr/sbin/chroot'] : [];
+    // the resident daemon's tools: chroot for chrootDir, nsenter and ip for the routes it sets in pods
+    const extra = shim ? ['/usr/sbin/chroot', '/usr/bin/nsenter', '/usr/bin/ip'] : [];
     const libs = new Set<string>();
     for (const b of [...bins.map((x) => join(REPO, 'build', x)), ...extra]) {
       // a static executable (the Go shim): ldd says "not a dynamic executable" and exits 1

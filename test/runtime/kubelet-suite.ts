@@ -209,6 +209,12 @@ function suiteBody(mode: Mode): void {
     // the mode's manifest as it is, but for the API server's address
     const port = new URL(cluster.server).port;
     for (const o of docs(MANIFEST[mode])) {
+      if (o.kind === 'ConfigMap') {
+        // resident: dynamic networks on (an operator's choice, off by default), looked at every second
+        const data = o.data as Record<string, string>;
+        const conf = JSON.parse(data['daemon-config.json']!) as Record<string, unknown>;
+        data['daemon-config.json'] = JSON.stringify({ ...conf, dynamicNetworks: true, dynamicNetworksPollSeconds: 1 });
+      }
       if (o.kind === 'DaemonSet') {
         const spec = (o as any).spec.template.spec;
         for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
@@ -432,6 +438,66 @@ function suiteBody(mode: Mode): void {
       expect(await daemonLog(`DEL ${pod.sb.id}: 200`), 'the DEL served by the daemon').not.toEqual([]);
     }
   }, 240_000);
+
+  it.runIf(mode === 'resident')(
+    "dynamic networks: editing a running pod's annotation plugs, then unplugs, a NAD (the daemon's own controller)",
+    async () => {
+      await createNad(cluster, ns, 'mv2', {
+        cniVersion: '1.0.0',
+        name: 'mv2',
+        type: 'macvlan',
+        master: NODE_LINK_PEER,
+        mode: 'bridge',
+        ipam: { type: 'host-local', ranges: [[{ subnet: '10.251.2.0/24' }]] },
+      });
+      const pod = await runNadPod('pod-dyn');
+      const setNetworks = (value: string) =>
+        cluster.admin.patch(podPath(ns, pod.p.name), { metadata: { annotations: { [NETWORKS_ANNOTATION]: value } } });
+      const linksNow = async () =>
+        new Map(
+          (
+            JSON.parse(
+              await runOk('nsenter', ['-t', String(pod.sb.pid), '--net', 'ip', '-j', '-d', 'addr', 'show']),
+            ) as Link[]
+          ).map((l) => [l.ifname, l]),
+        );
+      const statusNames = async () =>
+        ((await networkStatus(cluster, pod.p)) ?? []).map((e) => `${e.name} ${e.interface}`);
+
+      await setNetworks('mv,mv2');
+      await until(
+        'net2 in the network-status',
+        60_000,
+        async () => ((await statusNames()).length === 3 ? true : undefined),
+        async () => `${JSON.stringify(await statusNames())}\n${(await daemonLog('dynamic')).slice(-5).join('\n')}`,
+      );
+      expect(await statusNames()).toEqual([`${CLUSTER_NET} eth0`, `${ns}/mv net1`, `${ns}/mv2 net2`]);
+      const plugged = await linksNow();
+      expect([...plugged.keys()].sort()).toEqual(['eth0', 'lo', 'net1', 'net2']);
+      expect(v4(plugged.get('net2'))).toEqual([expect.stringMatching(/^10\.251\.2\.\d+\/24$/)]);
+      expect(plugged.get('net2')?.linkinfo?.info_kind).toBe('macvlan');
+      const added = (await podEvents(cluster, pod.p, 'AddedInterface')).map((e) => e.message);
+      expect(added).toContain(`Add net2 [${v4(plugged.get('net2'))[0]}] from ${ns}/mv2`);
+      expect(await reservedIps()).toContain(`mv2/${v4(plugged.get('net2'))[0]!.split('/')[0]}`);
+
+      await setNetworks('mv');
+      await until(
+        'net2 out of the network-status',
+        60_000,
+        async () => ((await statusNames()).length === 2 ? true : undefined),
+        async () => JSON.stringify(await statusNames()),
+      );
+      expect([...(await linksNow()).keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
+      expect(
+        (await reservedIps()).filter((ip) => ip.startsWith('mv2/')),
+        'the lease of net2',
+      ).toEqual([]);
+      const removed = (await podEvents(cluster, pod.p, 'RemovedInterface')).map((e) => e.message);
+      expect(removed).toHaveLength(1);
+      await deleteAndExpectNothingLeft(pod);
+    },
+    240_000,
+  );
 
   it("the DaemonSet's pod gone (an upgrade's gap): config and node-bound token stay, a pod made then gets its NAD", async () => {
     const confName = mode === 'thin' ? '00-multus.conflist' : '00-multus.conf';
