@@ -439,9 +439,9 @@ function suiteBody(mode: Mode): void {
     }
   }, 240_000);
 
-  it.runIf(mode === 'resident')(
-    "dynamic networks: editing a running pod's annotation plugs, then unplugs, a NAD (the daemon's own controller)",
-    async () => {
+  // resident only (defined only there: a skipped case would count as a skip in CI)
+  if (mode === 'resident')
+    it("dynamic networks: editing a running pod's annotation plugs, then unplugs, a NAD (the daemon's own controller)", async () => {
       await createNad(cluster, ns, 'mv2', {
         cniVersion: '1.0.0',
         name: 'mv2',
@@ -495,9 +495,7 @@ function suiteBody(mode: Mode): void {
       const removed = (await podEvents(cluster, pod.p, 'RemovedInterface')).map((e) => e.message);
       expect(removed).toHaveLength(1);
       await deleteAndExpectNothingLeft(pod);
-    },
-    240_000,
-  );
+    }, 240_000);
 
   it("the DaemonSet's pod gone (an upgrade's gap): config and node-bound token stay, a pod made then gets its NAD", async () => {
     const confName = mode === 'thin' ? '00-multus.conflist' : '00-multus.conf';
