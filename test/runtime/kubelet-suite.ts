@@ -316,11 +316,11 @@ function suiteBody(mode: Mode): void {
   const runNadPod = async (name: string): Promise<NadPod> => expectRunningWithNad(await createNadPod(name));
 
   /** A pod (pause image) requesting the `mv` NAD, in the API (the scheduler places it, kubelet runs it). */
-  const createNadPod = async (name: string): Promise<PodRef> => {
+  const createNadPod = async (name: string, networks = 'mv'): Promise<PodRef> => {
     const created = await cluster.admin.post(podPath(ns), {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name, namespace: ns, annotations: { [NETWORKS_ANNOTATION]: 'mv' } },
+      metadata: { name, namespace: ns, annotations: { [NETWORKS_ANNOTATION]: networks } },
       spec: {
         containers: [{ name: 'pause', image: node.sandboxImage, imagePullPolicy: 'Never' }],
         terminationGracePeriodSeconds: 1,
@@ -437,6 +437,33 @@ function suiteBody(mode: Mode): void {
     if (mode === 'resident') {
       expect(await daemonLog(`DEL ${pod.sb.id}: 200`), 'the DEL served by the daemon').not.toEqual([]);
     }
+  }, 240_000);
+
+  it("default-route on the NAD: the pod's default route goes via net1 (resident: set by the daemon in its container)", async () => {
+    const p = await createNadPod('pod-route', JSON.stringify([{ name: 'mv', 'default-route': ['10.251.1.1'] }]));
+    await until(
+      'pod-route Running',
+      180_000,
+      async () => ((await cluster.admin.get(podPath(ns, p.name))).status?.phase === 'Running' ? true : undefined),
+      async () => `${JSON.stringify((await cluster.admin.get(podPath(ns, p.name))).status)}\n${await logs()}`,
+    );
+    const ids = (await node.crictl(['pods', '-q', '--label', `io.kubernetes.pod.uid=${p.uid}`])).stdout.trim();
+    const sb = await node.inspect(ids.split('\n')[0]!);
+    type Route = { dst: string; gateway?: string; dev: string };
+    const routes = JSON.parse(
+      await runOk('nsenter', ['-t', String(sb.pid), '--net', 'ip', '-j', '-4', 'route', 'show']),
+    ) as Route[];
+    expect(routes.filter((r) => r.dst === 'default').map((r) => `${r.gateway} ${r.dev}`)).toEqual(['10.251.1.1 net1']);
+    // `default` in network-status marks the cluster network, wherever the default route goes (as in the CRI tier)
+    const st = await networkStatus(cluster, p);
+    expect(st?.map((e) => [e.interface, e.default === true])).toEqual([
+      ['eth0', true],
+      ['net1', false],
+    ]);
+    if (mode === 'resident') {
+      expect(await daemonLog(`ADD ${sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);
+    }
+    await deleteAndExpectNothingLeft({ p, sb, links: new Map(), ipOf: () => [] });
   }, 240_000);
 
   // resident only (defined only there: a skipped case would count as a skip in CI)
