@@ -8,8 +8,13 @@
  * token, for a token of the same service account bound to the Node object: valid while the node exists and
  * until it expires (the installer renews it before that). The account is read from the mounted token's claims.
  *
- * `accountOf` is pure; `requestNodeToken` is the one HTTP call (node:https, 10 s deadline, 1 MiB answer).
+ * `accountOf` is pure; `requestNodeToken` is the one HTTP call, over the Kubernetes client's transport (10 s).
  */
+import { messageOf } from '../base/errors.ts';
+import { silentLogger } from '../base/log.ts';
+import { type Call, DeadlineError } from '../k8s/calls.ts';
+import type { ClientConfig } from '../k8s/kubeconfig.ts';
+import { Credentials, type Transport, createTransport, requestOptions, send } from '../k8s/transport.ts';
 import { InstallError } from './options.ts';
 
 export interface ServiceAccountRef {
@@ -60,69 +65,69 @@ export function accountOf(token: string): ServiceAccountRef {
   return { namespace, name };
 }
 
-const MAX_ANSWER = 1 << 20;
-
 /** POST .../serviceaccounts/<name>/token with a Node boundObjectRef. Rejects with a one-line reason. */
 export async function requestNodeToken(r: NodeTokenRequest): Promise<NodeToken> {
-  const path =
-    `/api/v1/namespaces/${encodeURIComponent(r.namespace)}/serviceaccounts/` + `${encodeURIComponent(r.name)}/token`;
-  const url = new URL(path, r.server);
-  const body = JSON.stringify({
-    apiVersion: 'authentication.k8s.io/v1',
-    kind: 'TokenRequest',
-    spec: {
-      expirationSeconds: r.expirationSeconds,
-      boundObjectRef: { apiVersion: 'v1', kind: 'Node', name: r.nodeName },
-    },
-  });
-  // getBuiltinModule, not import(): this bundle is evaluated by vm.Script inside the executable (daemon/load.ts),
-  // where a dynamic import has no callback
-  const mod =
-    url.protocol === 'https:' ? process.getBuiltinModule('node:https') : process.getBuiltinModule('node:http');
   const what = `TokenRequest for ${r.namespace}/${r.name} bound to node ${r.nodeName}`;
-  return new Promise<NodeToken>((resolve, reject) => {
-    const req = mod.request(
-      url,
-      {
-        method: 'POST',
-        headers: {
-          Authorization: `Bearer ${r.token}`,
-          'Content-Type': 'application/json',
-          Accept: 'application/json',
-        },
-        ...(url.protocol === 'https:' ? { ca: r.ca ?? undefined, rejectUnauthorized: r.ca !== null } : {}),
-        timeout: 10_000,
+  // the Kubernetes client's transport (k8s/transport.ts): TLS options, the 32 MiB answer limit, the deadline
+  const cfg: ClientConfig = {
+    source: 'in-cluster',
+    path: '',
+    contextName: '',
+    clusterName: '',
+    userName: r.name,
+    server: r.server,
+    tls: r.ca === null ? { insecureSkipTlsVerify: true } : { insecureSkipTlsVerify: false, caData: r.ca },
+    auth: { token: r.token },
+  };
+  const call: Call = {
+    verb: 'create',
+    method: 'POST',
+    group: '',
+    resource: 'serviceaccounts/token',
+    namespace: r.namespace,
+    name: r.name,
+    path: `/api/v1/namespaces/${encodeURIComponent(r.namespace)}/serviceaccounts/${encodeURIComponent(r.name)}/token`,
+  };
+  const body = Buffer.from(
+    JSON.stringify({
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: {
+        expirationSeconds: r.expirationSeconds,
+        boundObjectRef: { apiVersion: 'v1', kind: 'Node', name: r.nodeName },
       },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > MAX_ANSWER) req.destroy(new Error(`${what}: the answer is over 1 MiB`));
-          else chunks.push(c);
-        });
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let answer: { message?: unknown; status?: { token?: unknown; expirationTimestamp?: unknown } } = {};
-          try {
-            answer = JSON.parse(text);
-          } catch {
-            // reported below
-          }
-          const token = answer.status?.token;
-          const expiresAt = Date.parse(String(answer.status?.expirationTimestamp ?? ''));
-          const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300 && typeof token === 'string' && token !== '' && !Number.isNaN(expiresAt)) {
-            resolve({ token, expiresAt });
-            return;
-          }
-          const why = typeof answer.message === 'string' ? answer.message : text.slice(0, 200).replace(/\s+/g, ' ');
-          reject(new Error(`${what}: HTTP ${status}: ${why}`));
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`${what}: no answer within 10 s`)));
-    req.on('error', (e) => reject(e.message.startsWith(what) ? e : new Error(`${what}: ${e.message}`)));
-    req.end(body);
-  });
+    }),
+  );
+  let transport: Transport | undefined;
+  let wire;
+  try {
+    transport = createTransport(cfg, undefined);
+    const auth = await new Credentials(cfg, undefined, silentLogger).forRequest();
+    wire = await send(transport, requestOptions(transport, call, auth, body), body, 10_000);
+  } catch (e) {
+    const why = e instanceof DeadlineError ? 'no answer within 10 s' : messageOf(e);
+    throw new Error(`${what}: ${why}`, { cause: e });
+  } finally {
+    transport?.agent.destroy();
+  }
+  const text = wire.body.toString('utf8');
+  let answer: { message?: unknown; status?: { token?: unknown; expirationTimestamp?: unknown } } = {};
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    // reported below
+  }
+  const token = answer.status?.token;
+  const expiresAt = Date.parse(String(answer.status?.expirationTimestamp ?? ''));
+  if (
+    wire.status >= 200 &&
+    wire.status < 300 &&
+    typeof token === 'string' &&
+    token !== '' &&
+    !Number.isNaN(expiresAt)
+  ) {
+    return { token, expiresAt };
+  }
+  const why = typeof answer.message === 'string' ? answer.message : text.slice(0, 200).replace(/\s+/g, ' ');
+  throw new Error(`${what}: HTTP ${wire.status}: ${why}`);
 }

@@ -39,7 +39,16 @@ import {
 } from '../e2e-k8s/world.ts';
 import { run as runProcess } from '../e2e/helpers.ts';
 import { KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
-import { CTR_BIN, MULTUS_BIN, REPO_ROOT, type SandboxInfo, run, runOk, runtimeRequirements } from './runtime.ts';
+import {
+  CTR_BIN,
+  MULTUS_BIN,
+  REPO_ROOT,
+  type SandboxInfo,
+  childEnv,
+  run,
+  runOk,
+  runtimeRequirements,
+} from './runtime.ts';
 
 export type Mode = 'thin' | 'resident';
 const MANIFEST: Record<Mode, string> = { thin: 'multus-ts-thin.yml', resident: 'multus-ts-resident.yml' };
@@ -183,9 +192,7 @@ function suiteBody(mode: Mode): void {
     });
     // the image, made from the current build/multus
     const imageDir = join(node.dir, 'image');
-    const env: NodeJS.ProcessEnv = { ...process.env, MULTUS_TS_IMAGE_DIR: imageDir };
-    delete env.NODE_OPTIONS;
-    delete env.NODE_EXTRA_CA_CERTS;
+    const env = childEnv({ MULTUS_TS_IMAGE_DIR: imageDir });
     const img = await runProcess('bash', [join(REPO_ROOT, 'scripts/image.sh')], { env, timeoutMs: 120_000 });
     expect(img.code, `npm run image: ${img.stderr}`).toBe(0);
     const tar = (await readdir(imageDir)).find((f) => f.endsWith('.tar'));
@@ -302,6 +309,44 @@ function suiteBody(mode: Mode): void {
     return found.sort();
   };
 
+  /** A macvlan NAD on the node's veth end, host-local in 10.251.<k>.0/24. */
+  const macvlanNad = (name: string, k: number) =>
+    createNad(cluster, ns, name, {
+      cniVersion: '1.0.0',
+      name,
+      type: 'macvlan',
+      master: NODE_LINK_PEER,
+      mode: 'bridge',
+      ipam: { type: 'host-local', ranges: [[{ subnet: `10.251.${k}.0/24` }]] },
+    });
+
+  /** Waits until kubelet reports the pod Running; its API object. */
+  const untilRunning = (p: PodRef) =>
+    until(
+      `pod ${p.name} Running`,
+      180_000,
+      async () => {
+        const got = await cluster.admin.get(podPath(ns, p.name));
+        return got.status?.phase === 'Running' ? got : undefined;
+      },
+      async () => `${JSON.stringify((await cluster.admin.get(podPath(ns, p.name))).status)}\n${await logs()}`,
+    );
+
+  /** The one sandbox kubelet made for the pod (found through CRI by its UID). */
+  const sandboxOf = async (p: PodRef): Promise<SandboxInfo> => {
+    const ids = (await node.crictl(['pods', '-q', '--label', `io.kubernetes.pod.uid=${p.uid}`])).stdout
+      .trim()
+      .split('\n');
+    expect(ids).toHaveLength(1);
+    return node.inspect(ids[0]!);
+  };
+
+  /** `ip -j <args>` inside the sandbox's network namespace, parsed. */
+  const ipIn = async <T>(sb: SandboxInfo, args: string[]): Promise<T> =>
+    JSON.parse(await runOk('nsenter', ['-t', String(sb.pid), '--net', 'ip', '-j', ...args])) as T;
+  const linksIn = async (sb: SandboxInfo): Promise<Map<string, Link>> =>
+    new Map((await ipIn<Link[]>(sb, ['-d', 'addr', 'show'])).map((l) => [l.ifname, l]));
+
   interface NadPod {
     p: PodRef;
     sb: SandboxInfo;
@@ -330,26 +375,12 @@ function suiteBody(mode: Mode): void {
   };
 
   const expectRunningWithNad = async (p: PodRef): Promise<NadPod> => {
-    const name = p.name;
-    const running = await until(
-      `pod ${name} Running`,
-      180_000,
-      async () => {
-        const got = await cluster.admin.get(podPath(ns, name));
-        return got.status?.phase === 'Running' ? got : undefined;
-      },
-      async () => `${JSON.stringify((await cluster.admin.get(podPath(ns, name))).status)}\n${await logs()}`,
-    );
+    const running = await untilRunning(p);
     expect(running.spec.nodeName).toBe(node.nodeName);
 
     // the sandbox kubelet made, and its network namespace
-    const ids = (await node.crictl(['pods', '-q', '--label', `io.kubernetes.pod.uid=${p.uid}`])).stdout
-      .trim()
-      .split('\n');
-    expect(ids).toHaveLength(1);
-    const sb = await node.inspect(ids[0]!);
-    const ip = async (args: string[]) => runOk('nsenter', ['-t', String(sb.pid), '--net', 'ip', ...args]);
-    const links = new Map((JSON.parse(await ip(['-j', '-d', 'addr', 'show'])) as Link[]).map((l) => [l.ifname, l]));
+    const sb = await sandboxOf(p);
+    const links = await linksIn(sb);
     expect([...links.keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
     expect(v4(links.get('eth0'))).toEqual([expect.stringMatching(/^10\.251\.0\.\d+\/24$/)]);
     expect(v4(links.get('net1'))).toEqual([expect.stringMatching(/^10\.251\.1\.\d+\/24$/)]);
@@ -376,7 +407,7 @@ function suiteBody(mode: Mode): void {
   };
 
   /** Deletes the pod (kubelet stops its sandbox: CNI DEL), waits for the API's 404, and checks nothing is left. */
-  const deleteAndExpectNothingLeft = async ({ p, sb }: NadPod): Promise<void> => {
+  const deleteAndExpectNothingLeft = async ({ p, sb }: { p: PodRef; sb: SandboxInfo }): Promise<void> => {
     await cluster.admin.del(podPath(ns, p.name));
     await until(
       `pod ${p.name} gone from the API`,
@@ -412,14 +443,7 @@ function suiteBody(mode: Mode): void {
     );
 
   it('a pod requesting a NAD gets eth0 and net1, its network-status and events; deleting it leaves nothing', async () => {
-    await createNad(cluster, ns, 'mv', {
-      cniVersion: '1.0.0',
-      name: 'mv',
-      type: 'macvlan',
-      master: NODE_LINK_PEER,
-      mode: 'bridge',
-      ipam: { type: 'host-local', ranges: [[{ subnet: '10.251.1.0/24' }]] },
-    });
+    await macvlanNad('mv', 1);
     // the ServiceAccount admission plugin needs the namespace's default account (the controller makes it)
     await until(
       'the default service account',
@@ -441,18 +465,9 @@ function suiteBody(mode: Mode): void {
 
   it("default-route on the NAD: the pod's default route goes via net1 (resident: set by the daemon in its container)", async () => {
     const p = await createNadPod('pod-route', JSON.stringify([{ name: 'mv', 'default-route': ['10.251.1.1'] }]));
-    await until(
-      'pod-route Running',
-      180_000,
-      async () => ((await cluster.admin.get(podPath(ns, p.name))).status?.phase === 'Running' ? true : undefined),
-      async () => `${JSON.stringify((await cluster.admin.get(podPath(ns, p.name))).status)}\n${await logs()}`,
-    );
-    const ids = (await node.crictl(['pods', '-q', '--label', `io.kubernetes.pod.uid=${p.uid}`])).stdout.trim();
-    const sb = await node.inspect(ids.split('\n')[0]!);
-    type Route = { dst: string; gateway?: string; dev: string };
-    const routes = JSON.parse(
-      await runOk('nsenter', ['-t', String(sb.pid), '--net', 'ip', '-j', '-4', 'route', 'show']),
-    ) as Route[];
+    await untilRunning(p);
+    const sb = await sandboxOf(p);
+    const routes = await ipIn<{ dst: string; gateway?: string; dev: string }[]>(sb, ['-4', 'route', 'show']);
     expect(routes.filter((r) => r.dst === 'default').map((r) => `${r.gateway} ${r.dev}`)).toEqual(['10.251.1.1 net1']);
     // `default` in network-status marks the cluster network, wherever the default route goes (as in the CRI tier)
     const st = await networkStatus(cluster, p);
@@ -463,31 +478,16 @@ function suiteBody(mode: Mode): void {
     if (mode === 'resident') {
       expect(await daemonLog(`ADD ${sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);
     }
-    await deleteAndExpectNothingLeft({ p, sb, links: new Map(), ipOf: () => [] });
+    await deleteAndExpectNothingLeft({ p, sb });
   }, 240_000);
 
   // resident only (defined only there: a skipped case would count as a skip in CI)
   if (mode === 'resident')
     it("dynamic networks: editing a running pod's annotation plugs, then unplugs, a NAD (the daemon's own controller)", async () => {
-      await createNad(cluster, ns, 'mv2', {
-        cniVersion: '1.0.0',
-        name: 'mv2',
-        type: 'macvlan',
-        master: NODE_LINK_PEER,
-        mode: 'bridge',
-        ipam: { type: 'host-local', ranges: [[{ subnet: '10.251.2.0/24' }]] },
-      });
+      await macvlanNad('mv2', 2);
       const pod = await runNadPod('pod-dyn');
       const setNetworks = (value: string) =>
         cluster.admin.patch(podPath(ns, pod.p.name), { metadata: { annotations: { [NETWORKS_ANNOTATION]: value } } });
-      const linksNow = async () =>
-        new Map(
-          (
-            JSON.parse(
-              await runOk('nsenter', ['-t', String(pod.sb.pid), '--net', 'ip', '-j', '-d', 'addr', 'show']),
-            ) as Link[]
-          ).map((l) => [l.ifname, l]),
-        );
       const statusNames = async () =>
         ((await networkStatus(cluster, pod.p)) ?? []).map((e) => `${e.name} ${e.interface}`);
 
@@ -499,7 +499,7 @@ function suiteBody(mode: Mode): void {
         async () => `${JSON.stringify(await statusNames())}\n${(await daemonLog('dynamic')).slice(-5).join('\n')}`,
       );
       expect(await statusNames()).toEqual([`${CLUSTER_NET} eth0`, `${ns}/mv net1`, `${ns}/mv2 net2`]);
-      const plugged = await linksNow();
+      const plugged = await linksIn(pod.sb);
       expect([...plugged.keys()].sort()).toEqual(['eth0', 'lo', 'net1', 'net2']);
       expect(v4(plugged.get('net2'))).toEqual([expect.stringMatching(/^10\.251\.2\.\d+\/24$/)]);
       expect(plugged.get('net2')?.linkinfo?.info_kind).toBe('macvlan');
@@ -514,7 +514,7 @@ function suiteBody(mode: Mode): void {
         async () => ((await statusNames()).length === 2 ? true : undefined),
         async () => JSON.stringify(await statusNames()),
       );
-      expect([...(await linksNow()).keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
+      expect([...(await linksIn(pod.sb)).keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
       expect(
         (await reservedIps()).filter((ip) => ip.startsWith('mv2/')),
         'the lease of net2',

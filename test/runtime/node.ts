@@ -32,7 +32,7 @@ import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Requirement, fileExists } from '../helpers/skip.ts';
 import type { Cluster } from '../k8s/cluster.ts';
-import { RUNTIME_CACHE_DIR, Runtime, runOk } from './runtime.ts';
+import { RUNTIME_CACHE_DIR, Runtime, childEnv, runOk } from './runtime.ts';
 
 export const KUBELET_BIN = join(RUNTIME_CACHE_DIR, 'kubelet');
 export const CONTROLLER_MANAGER_BIN = join(RUNTIME_CACHE_DIR, 'kube-controller-manager');
@@ -167,10 +167,7 @@ export class NodeRuntime extends Runtime {
     const log = join(this.dir, `${name}.log`);
     const out = createWriteStream(log, { flags: 'a', mode: 0o600 });
     await new Promise((r) => out.once('open', r));
-    const env = { ...process.env };
-    delete env.NODE_OPTIONS;
-    delete env.NODE_EXTRA_CA_CERTS;
-    const child = spawn(file, args, { env, stdio: ['ignore', out, out] });
+    const child = spawn(file, args, { env: childEnv(), stdio: ['ignore', out, out] });
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
     if (child.pid) await writeFile(join(this.dir, `${name}.pid`), String(child.pid));
     const proc = { child, exited, log };

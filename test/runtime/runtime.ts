@@ -66,16 +66,21 @@ export function runtimeRequirements(): Requirement[] {
 export type { RunResult };
 
 /** Runs `file args` (no shell) without the Node variables of this test process; never rejects on an exit status. */
+/** This process's environment without its Node variables, as a runtime would start a child. */
+export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env, ...extra };
+  delete env.NODE_OPTIONS;
+  delete env.NODE_EXTRA_CA_CERTS;
+  return env;
+}
+
 export function run(
   file: string,
   args: readonly string[],
   opts: { timeoutMs?: number; input?: string } = {},
 ): Promise<RunResult> {
-  const env = { ...process.env };
-  delete env.NODE_OPTIONS;
-  delete env.NODE_EXTRA_CA_CERTS;
   return runProcess(file, args, {
-    env,
+    env: childEnv(),
     timeoutMs: opts.timeoutMs ?? 120_000,
     ...(opts.input !== undefined ? { input: opts.input } : {}),
   });
@@ -235,12 +240,9 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     const firstStart = !existsSync(join(this.dir, 'root'));
     const out = createWriteStream(this.log, { flags: 'a', mode: 0o600 });
     await new Promise((r) => out.once('open', r));
-    const env = { ...process.env };
-    delete env.NODE_OPTIONS;
-    delete env.NODE_EXTRA_CA_CERTS;
     // nsenter execs containerd: the child's PID is containerd's
     const args = [...this.nsenterArgs(), CONTAINERD_BIN, '--config', join(this.dir, 'config.toml')];
-    const child = spawn('nsenter', args, { env, stdio: ['ignore', out, out] });
+    const child = spawn('nsenter', args, { env: childEnv(), stdio: ['ignore', out, out] });
     this.containerd = child;
     this.containerdExit = new Promise((r) => child.once('exit', () => r()));
     if (child.pid) writeFileSync(join(this.dir, 'containerd.pid'), String(child.pid));
