@@ -18,7 +18,7 @@ import { CURRENT_VERSION } from '../base/versions.ts';
 import type { CniAnswer } from '../host/handle.ts';
 import { handle } from '../host/handle.ts';
 import type { Host } from '../host/host.ts';
-import { serveDelegate } from './delegate-http.ts';
+import { serveDelegate } from './hotplug-http.ts';
 import type { Metrics } from './metrics.ts';
 import type { RequestQueue } from './queue.ts';
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { CniError } from '../../src/base/errors.ts';
 import { parseNetwork } from '../../src/cni/network.ts';
-import { decodeDelegateBody, selectionOf } from '../../src/daemon/delegate-api.ts';
+import { decodeDelegateBody, selectionOf } from '../../src/daemon/hotplug-api.ts';
 import { UsageError, hotplugBody, parseHotplugArgs } from '../../src/daemon/hotplug-cli.ts';
 import { planDynamicChanges } from '../../src/multus/dynamic-plan.ts';
 import {

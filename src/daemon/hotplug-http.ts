@@ -5,8 +5,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CniCode, CniError } from '../base/errors.ts';
-import type { DelegateApiDeps, DelegateRequest } from './delegate-api.ts';
-import { decodeDelegateBody, delegateError, runDelegate } from './delegate-api.ts';
+import type { DelegateApiDeps, DelegateRequest } from './hotplug-api.ts';
+import { decodeDelegateBody, delegateError, runDelegate } from './hotplug-api.ts';
 import type { ServerDeps } from './server.ts';
 import { errorBody, readBody, send, statusOf } from './server.ts';
 
