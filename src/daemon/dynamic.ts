@@ -27,7 +27,7 @@ import { changeKey, planDynamicChanges } from '../multus/dynamic-plan.ts';
 import type { SandboxLinks } from '../multus/hotplug.ts';
 import { cachedAttachments, clusterIfNameOf } from '../multus/hotplug.ts';
 import { NETWORKS_ANNOTATION } from '../multus/podnetworks.ts';
-import { emitEvents } from '../multus/podstatus.ts';
+import { emitEvents } from '../multus/publish.ts';
 import { parseNetworkSelections } from '../multus/selection.ts';
 import { readScratchCache } from '../store/scratch-cache.ts';
 import type { DelegateRequest } from './hotplug-api.ts';

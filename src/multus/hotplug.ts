@@ -26,12 +26,12 @@ import type { CachedDelegate } from '../store/scratch-cache.ts';
 import { readScratchCache, writeScratchCache } from '../store/scratch-cache.ts';
 import type { CallContext } from './commands/context.ts';
 import { runtimeConfFor } from './commands/context.ts';
-import type { NetworkStatus } from './netstatus.ts';
-import { buildNetworkStatuses, formatNetworkStatus } from './netstatus.ts';
+import type { NetworkStatus } from './network-status.ts';
+import { buildNetworkStatuses, formatNetworkStatus } from './network-status.ts';
 import type { Attachment, Delegate } from './plan.ts';
 import { fromCachedDelegate, planAttachments, toCachedDelegate } from './plan.ts';
-import type { PodEvent } from './podstatus.ts';
-import { addedInterfaceEvent, emitEvents } from './podstatus.ts';
+import type { PodEvent } from './publish.ts';
+import { addedInterfaceEvent, emitEvents } from './publish.ts';
 
 const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';
 

@@ -4,8 +4,8 @@
  * Entries are compared as JSON text, so key order counts.
  */
 import { describe, expect, it } from 'vitest';
-import type { NetworkStatus } from '../../src/multus/netstatus.ts';
-import { buildNetworkStatuses, formatNetworkStatus } from '../../src/multus/netstatus.ts';
+import type { NetworkStatus } from '../../src/multus/network-status.ts';
+import { buildNetworkStatuses, formatNetworkStatus } from '../../src/multus/network-status.ts';
 import type { CniResult } from '../../src/cni/result-model.ts';
 
 const NS = '/var/run/netns/pod';

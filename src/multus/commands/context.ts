@@ -19,7 +19,7 @@ import type { Logger } from '../../base/log.ts';
 import type { NetnsRouteDeps } from '../../routes/netns-routes.ts';
 import type { Attachment } from '../plan.ts';
 import type { Clock, ResolveDeps } from '../podnetworks.ts';
-import { emitEvents } from '../podstatus.ts';
+import { emitEvents } from '../publish.ts';
 import { capabilityArgsFor, delegateArgsFor } from '../plan.ts';
 import type { ReadinessDeps } from '../readiness.ts';
 import { checkReadinessOnce, waitForReadiness } from '../readiness.ts';

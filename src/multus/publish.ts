@@ -10,8 +10,8 @@
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
-import type { NetworkStatus } from './netstatus.ts';
-import { formatNetworkStatus } from './netstatus.ts';
+import type { NetworkStatus } from './network-status.ts';
+import { formatNetworkStatus } from './network-status.ts';
 import { httpStatusOf } from '../k8s/types.ts';
 
 const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';
