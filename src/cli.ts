@@ -9,7 +9,7 @@
  * role); otherwise it is the CNI plugin and serves one request with `handle()`.
  */
 import { basename } from 'node:path';
-import { CniCode, CniError } from './base/errors.ts';
+import { CniCode, CniError, toCniError } from './base/errors.ts';
 import { CURRENT_VERSION } from './base/versions.ts';
 import { parseCommand } from './cni/request.ts';
 import { VERSION, handle } from './host/handle.ts';
@@ -93,7 +93,7 @@ run(process.argv.slice(2)).then(
   },
   (e: unknown) => {
     // handle() answers every request failure itself; this is a failure of the process edge (stdin, stdout).
-    const error = e instanceof CniError ? e : new CniError(CniCode.Internal, String(e));
+    const error = toCniError(e);
     process.stdout.write(JSON.stringify(error.toJSON(CURRENT_VERSION), null, 4) + '\n');
     process.exitCode = 1;
   },

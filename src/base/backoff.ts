@@ -1,6 +1,8 @@
 /**
- * base/backoff.ts: an exponential backoff schedule in the style of Kubernetes' `wait.Backoff` (pure): the sleeps
- * between checks, `initialMs * factor^i`, each stretched by up to `jitter`.
+ * base/backoff.ts: the backoffs (pure). `backoffSchedule`: a schedule in the style of Kubernetes' `wait.Backoff`,
+ * the sleeps between checks, `initialMs * factor^i`, each stretched by up to `jitter` (the readiness wait).
+ * `retryDelay`: the wait before the n-th retry of something that keeps failing, doubling up to a cap (the
+ * daemon's informer restarts and dynamic-network retries).
  */
 import { CniCode, CniError } from './errors.ts';
 
@@ -43,4 +45,9 @@ export function backoffSchedule(opts: BackoffOptions, random: () => number = Mat
     schedule.push(Math.round(base + base * opts.jitter * random()));
   }
   return schedule;
+}
+
+/** The wait before retry `attempt` (1 for the first): `initialMs` doubling per attempt, at most `maxMs`. */
+export function retryDelay(attempt: number, opts: { initialMs: number; maxMs: number }): number {
+  return Math.min(opts.initialMs * 2 ** Math.max(0, attempt - 1), opts.maxMs);
 }

@@ -3,8 +3,10 @@
  *
  * A `CniError` carries a spec code, a message that says what to fix, optional details and the original
  * error as `cause`. `wrapError` adds context to the message and keeps an existing CNI code, so a
- * delegate's "try again later" (11) still leaves as 11 (Multus flattens it to 999). Only `main` turns a
- * non-CniError into 999. Callers branch on `code`, never on message text.
+ * delegate's "try again later" (11) still leaves as 11 (Multus flattens it to 999). `toCniError` is the one
+ * place a non-CniError becomes 999, at every edge that answers (handle(), cli.ts, the daemon's endpoints, the
+ * operator commands); `isCallerFault` is the one rule of which codes blame the request (1-8). Callers branch
+ * on `code`, never on message text.
  */
 
 export const CniCode = Object.freeze({
@@ -70,4 +72,17 @@ export function wrapError(err: unknown, context: string, fallbackCode: CniCodeVa
     return new CniError(err.code, `${context}: ${err.msg}`, { details: err.details, cause: err });
   }
   return new CniError(fallbackCode, `${context}: ${messageOf(err)}`, { cause: err });
+}
+
+/** Anything thrown as the CniError it answers with: a CniError as it is, anything else code 999 (kept as `cause`). */
+export function toCniError(err: unknown): CniError {
+  return err instanceof CniError ? err : new CniError(CniCode.Internal, messageOf(err), { cause: err });
+}
+
+/**
+ * Codes 1-8 (version, field, container, env, I/O, decoding, config, netns) say the request is at fault: the
+ * daemon answers them 400 instead of 500, and dynamic networks do not retry them.
+ */
+export function isCallerFault(code: number): boolean {
+  return code >= CniCode.IncompatibleVersion && code <= CniCode.InvalidNetns;
 }

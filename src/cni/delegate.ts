@@ -17,7 +17,7 @@ import { readResultCache, removeResultCache, writeResultCache } from '../store/r
 import type { ArgPairs } from './cniargs.ts';
 import { formatCniArgs } from './cniargs.ts';
 import type { Network, PluginConf } from './network.ts';
-import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
+import { CniCode, CniError, messageOf, toCniError, wrapError } from '../base/errors.ts';
 import type { Exec, ExecOutput } from './exec.ts';
 import type { Logger } from '../base/log.ts';
 import type { CniResult } from './result-model.ts';
@@ -100,7 +100,7 @@ function pluginEnv(command: Command, rt: RuntimeConf | undefined, deps: NetworkD
 /** The plugin could not be started at all (not found, not executable, not a program): it ran nothing. */
 class PluginNotRunnable extends CniError {
   constructor(cause: unknown) {
-    const e = cause instanceof CniError ? cause : new CniError(CniCode.Internal, messageOf(cause));
+    const e = toCniError(cause);
     super(e.code, e.msg, { details: e.details, cause });
   }
 }

@@ -5,9 +5,8 @@
  * env table (which variables each command requires, and their validators), the container ID, interface name
  * and network name rules of libcni pkg/utils, and the version gate per command (CHECK needs 0.4.0, STATUS and
  * GC need 1.1.0). It also formats the VERSION reply and the "about" text. Every rejection is a `CniError`
- * with the spec code skel uses (docs/behaviour.md#protocol-edge, docs/behaviour.md#protocol-rules). No I/O: `main`
- * reads the
- * environment and stdin and hands them in.
+ * with the spec code skel uses (docs/behaviour.md#protocol-edge, docs/behaviour.md#protocol-rules). No I/O: the
+ * process edge (cli.ts, or the daemon's server) reads the environment and stdin and hands them in.
  */
 import { CniCode, CniError } from '../base/errors.ts';
 import { decodeJsonObject } from '../base/json.ts';
@@ -22,14 +21,18 @@ import {
 
 export type Command = 'ADD' | 'DEL' | 'CHECK' | 'STATUS' | 'GC' | 'VERSION';
 
-export interface CniRequest {
-  command: Command;
+/** What the env table gives a call (the CNI_* variables but the command), checked. */
+export interface CallEnv {
   containerId: string;
   netns: string;
   ifName: string;
   args: string;
   path: string[];
   netnsOverride: boolean;
+}
+
+export interface CniRequest extends CallEnv {
+  command: Command;
   config: Record<string, unknown>;
   cniVersion: string;
   stdin: Buffer;
@@ -37,7 +40,8 @@ export interface CniRequest {
 
 /** A command that carries a config on stdin (and runs delegates): every command but VERSION. */
 export type RequestCommand = Exclude<Command, 'VERSION'>;
-type Env = Record<string, string | undefined>;
+/** A process environment, or the CNI_* variables of a request. */
+export type Env = Record<string, string | undefined>;
 
 const COMMANDS: readonly Command[] = ['ADD', 'DEL', 'CHECK', 'STATUS', 'GC', 'VERSION'];
 
@@ -80,7 +84,7 @@ const ENV_TABLE: readonly EnvVar[] = [
 
 /**
  * The command from `CNI_COMMAND`. Returns '' when it is unset or empty: skel then prints the about text to
- * stderr and exits 0, which is `main`'s job. Case-sensitive, as skel's switch is.
+ * stderr and exits 0, which is handle()'s job. Case-sensitive, as skel's switch is.
  */
 export function parseCommand(env: Env): Command | '' {
   const value = env.CNI_COMMAND ?? '';
@@ -97,27 +101,20 @@ export function parseCommand(env: Env): Command | '' {
  * once), then the config (JSON object, network name), then the version gate.
  */
 export function parseRequest(command: RequestCommand, env: Env, stdin: Buffer): CniRequest {
-  const fields = readEnv(command, env);
+  const callEnv = readCallEnv(command, env);
   const config = decodeConfig(stdin);
   validateNetworkName(stringField(config, 'name'));
   const cniVersion = versionOrDefault(stringField(config, 'cniVersion'));
   checkVersion(command, cniVersion);
-  return {
-    command,
-    containerId: fields.containerId,
-    netns: fields.netns,
-    ifName: fields.ifName,
-    args: fields.args,
-    path: fields.path.split(':').filter((dir) => dir !== ''),
-    // skel: CNI_NETNS_OVERRIDE is "true" (any case) or "1".
-    netnsOverride: fields.netnsOverride.toUpperCase() === 'TRUE' || fields.netnsOverride === '1',
-    config,
-    cniVersion,
-    stdin,
-  };
+  return { command, ...callEnv, config, cniVersion, stdin };
 }
 
-function readEnv(command: RequestCommand, env: Env): Record<EnvVar['field'], string> {
+/**
+ * The env table's variables of `command`, checked: every missing one reported at once, then the validators.
+ * `required` replaces skel's list of required variables, for an endpoint with rules of its own (the daemon's
+ * `/delegate` needs CNI_ARGS and no CNI_PATH).
+ */
+export function readCallEnv(command: RequestCommand, env: Env, required?: readonly string[]): CallEnv {
   const fields: Record<EnvVar['field'], string> = {
     containerId: '',
     netns: '',
@@ -130,7 +127,8 @@ function readEnv(command: RequestCommand, env: Env): Record<EnvVar['field'], str
   for (const row of ENV_TABLE) {
     if (!row.readFor.includes(command)) continue;
     const value = env[row.name] ?? '';
-    if (value === '' && row.requiredFor.includes(command)) missing.push(row.name);
+    const isRequired = required ? required.includes(row.name) : row.requiredFor.includes(command);
+    if (value === '' && isRequired) missing.push(row.name);
     fields[row.field] = value;
   }
   if (missing.length > 0) {
@@ -139,7 +137,15 @@ function readEnv(command: RequestCommand, env: Env): Record<EnvVar['field'], str
   for (const row of ENV_TABLE) {
     if (row.validate && fields[row.field] !== '') row.validate(fields[row.field]);
   }
-  return fields;
+  return {
+    containerId: fields.containerId,
+    netns: fields.netns,
+    ifName: fields.ifName,
+    args: fields.args,
+    path: fields.path.split(':').filter((dir) => dir !== ''),
+    // skel: CNI_NETNS_OVERRIDE is "true" (any case) or "1".
+    netnsOverride: fields.netnsOverride.toUpperCase() === 'TRUE' || fields.netnsOverride === '1',
+  };
 }
 
 function decodeConfig(stdin: Buffer): Record<string, unknown> {
@@ -186,9 +192,14 @@ function checkVersion(command: RequestCommand, cniVersion: string): void {
   }
 }
 
-/** The VERSION reply (skel `PluginInfo.Encode`), without the trailing newline. */
+/** The VERSION reply (skel `PluginInfo`). */
+export function versionInfo(): { cniVersion: string; supportedVersions: string[] } {
+  return { cniVersion: CURRENT_VERSION, supportedVersions: [...SUPPORTED_VERSIONS] };
+}
+
+/** The VERSION reply as skel's `PluginInfo.Encode` prints it, without the trailing newline. */
 export function formatVersionInfo(): string {
-  return JSON.stringify({ cniVersion: CURRENT_VERSION, supportedVersions: [...SUPPORTED_VERSIONS] });
+  return JSON.stringify(versionInfo());
 }
 
 /**

@@ -15,7 +15,8 @@
  * first failure. The other elements go on. State is derived from the caches and the annotation, so a restarted
  * daemon neither redoes nor undoes anything.
  */
-import { isCniError, messageOf } from '../base/errors.ts';
+import { retryDelay } from '../base/backoff.ts';
+import { isCallerFault, isCniError, messageOf, toCniError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { Host } from '../host/host.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';
@@ -31,12 +32,11 @@ import { emitEvents } from '../multus/publish.ts';
 import { parseNetworkSelections } from '../multus/selection.ts';
 import { readScratchCache } from '../store/scratch-cache.ts';
 import type { DelegateRequest } from './hotplug-api.ts';
-import { delegateError, runDelegate } from './hotplug-api.ts';
+import { runDelegate } from './hotplug-api.ts';
 import type { RequestQueue } from './queue.ts';
 import type { KnownSandbox } from './sandboxes.ts';
 import { listSandboxes } from './sandboxes.ts';
-
-type Env = Record<string, string | undefined>;
+import type { Env } from '../cni/request.ts';
 
 /** The pods to follow: where they come from is this seam's business (GETs today, an informer later). */
 export interface PodSource {
@@ -78,8 +78,7 @@ interface Retry {
   next: number;
 }
 
-const MIN_BACKOFF_MS = 1000;
-const MAX_BACKOFF_MS = 60_000;
+const RETRY_BACKOFF = { initialMs: 1000, maxMs: 60_000 };
 
 export function startDynamicNetworks(d: DynamicDeps): DynamicNetworks {
   const pods = d.pods ?? getPodSource;
@@ -107,6 +106,8 @@ export function startDynamicNetworks(d: DynamicDeps): DynamicNetworks {
         `K8S_POD_NAME=${pod.metadata.name}`,
         `K8S_POD_UID=${pod.metadata.uid}`,
       ].join(';'),
+      path: [],
+      netnsOverride: false,
       config: Buffer.alloc(0),
       network: change.network,
       attributes: {},
@@ -127,7 +128,7 @@ export function startDynamicNetworks(d: DynamicDeps): DynamicNetworks {
     } catch (e) {
       if (!givenUp.has(prefix)) {
         givenUp.add(prefix);
-        await warn(kube, pod, `the ${NETWORKS_ANNOTATION} annotation cannot be applied: ${delegateError(e).msg}`);
+        await warn(kube, pod, `the ${NETWORKS_ANNOTATION} annotation cannot be applied: ${toCniError(e).msg}`);
       }
       synced.set(sb.containerId, annotation);
       return;
@@ -153,16 +154,16 @@ export function startDynamicNetworks(d: DynamicDeps): DynamicNetworks {
           `dynamic networks: ${change.kind} ${changeKey(change)} in ${pod.metadata.namespace}/${pod.metadata.name}`,
         );
       } catch (e) {
-        const error = delegateError(e);
+        const error = toCniError(e);
         const what = `${change.kind === 'add' ? 'adding' : 'removing'} ${change.ifName} (${change.network})`;
         const message = `${what} failed: ${error.msg}`;
-        if (error.code >= 1 && error.code <= 8) {
+        if (isCallerFault(error.code)) {
           givenUp.add(prefix + key);
           retries.delete(key);
           await warn(kube, pod, message);
         } else {
           const attempts = (retry?.attempts ?? 0) + 1;
-          retries.set(key, { attempts, next: now() + Math.min(MIN_BACKOFF_MS * 2 ** (attempts - 1), MAX_BACKOFF_MS) });
+          retries.set(key, { attempts, next: now() + retryDelay(attempts, RETRY_BACKOFF) });
           pending = true;
           if (attempts === 1) await warn(kube, pod, `${message} (will retry)`);
           else d.log.error(`dynamic networks: ${message} (attempt ${attempts})`);

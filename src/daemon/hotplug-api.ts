@@ -1,5 +1,5 @@
 /**
- * daemon/delegate-api.ts: `POST /delegate`, one delegate's ADD, DEL or CHECK in a running pod sandbox
+ * daemon/hotplug-api.ts: `POST /delegate`, one delegate's ADD, DEL or CHECK in a running pod sandbox
  * (hot-plug, docs/hotplug.md). The wire format is Multus thick's (`CreateDelegateRequest`):
  *
  *   {"env": {CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME, CNI_ARGS (K8S_POD_NAMESPACE/NAME/UID)},
@@ -13,43 +13,38 @@
  * multus/hotplug.ts; this file decodes the request, finds the multus config, the Kubernetes client and the
  * sandbox's links, and answers.
  */
-import { CniCode, CniError, isCniError, messageOf } from '../base/errors.ts';
+import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { isObject } from '../base/json.ts';
 import type { Logger } from '../base/log.ts';
-import { validateContainerId, validateIfName } from '../base/names.ts';
 import { statusNetwork } from '../cni/delegate.ts';
 import { parseNetwork } from '../cni/network.ts';
-import type { CniRequest } from '../cni/request.ts';
+import type { CallEnv, Env } from '../cni/request.ts';
+import { readCallEnv } from '../cni/request.ts';
 import type { CniResult } from '../cni/result-model.ts';
 import { convertResult } from '../cni/result.ts';
 import type { Host } from '../host/host.ts';
 import { commandDeps } from '../host/host.ts';
 import type { KubeClient } from '../k8s/types.ts';
-import { httpStatusOf as apiStatus } from '../k8s/types.ts';
 import { callContext } from '../multus/commands/context.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import { parseMultusConf } from '../multus/conf.ts';
 import type { SandboxLinks } from '../multus/hotplug.ts';
 import { checkedPod, hotplugAdd, hotplugCheck, hotplugDel } from '../multus/hotplug.ts';
-import { delegateFromNad, mergeCniArgs } from '../multus/nad.ts';
+import { mergeCniArgs } from '../multus/nad.ts';
 import type { Delegate } from '../multus/plan.ts';
-import type { AttachmentRequest as SelectionRequest } from '../store/fields.ts';
+import { nadDelegate } from '../multus/podnetworks.ts';
 import type { NetworkSelection } from '../multus/selection.ts';
 import { checkNamespaceIsolation, parseNetworkSelections } from '../multus/selection.ts';
 import { findRouteTools, runCommand } from '../routes/netns-routes.ts';
-import { decodeCniBody } from './server.ts';
+import { cniCallOf, decodeBodyObject } from './wire.ts';
 
-type Env = Record<string, string | undefined>;
 type DelegateCommand = 'ADD' | 'DEL' | 'CHECK' | 'STATUS';
 
-/** A decoded `/delegate` request (pure). */
-export interface DelegateRequest {
+/** A decoded `/delegate` request (pure): the env table's fields of the call, and what it plugs in. */
+export interface DelegateRequest extends CallEnv {
   command: DelegateCommand;
+  /** What delegates inherit: the daemon's environment with the request's CNI_* variables. */
   env: Env;
-  containerId: string;
-  netns: string;
-  ifName: string;
-  args: string;
   /** The delegate's config bytes (empty when `network` names a NAD). */
   config: Buffer;
   /** Our extension: a NAD reference, `[<namespace>/]<name>`. */
@@ -58,11 +53,13 @@ export interface DelegateRequest {
 }
 
 const COMMANDS: readonly DelegateCommand[] = ['ADD', 'DEL', 'CHECK', 'STATUS'];
+/** What `/delegate` requires besides the command (Multus thick's): the pod sandbox and the pod, no CNI_PATH. */
+const REQUIRED_ENV = ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_ARGS'];
 
 /** Decodes and checks a `/delegate` body; a CniError says what is wrong. */
 export function decodeDelegateBody(body: Buffer, daemonEnv: Env): DelegateRequest {
-  const { env, stdin } = decodeCniBody(body, daemonEnv);
-  const value = JSON.parse(body.toString('utf8')) as Record<string, unknown>; // decodeCniBody checked it
+  const value = decodeBodyObject(body);
+  const { env, stdin } = cniCallOf(value, daemonEnv);
   const command = (env.CNI_COMMAND ?? '').toUpperCase() as DelegateCommand;
   if (!COMMANDS.includes(command)) {
     throw new CniError(
@@ -80,30 +77,14 @@ export function decodeDelegateBody(body: Buffer, daemonEnv: Env): DelegateReques
   const network = value.network ?? '';
   if (typeof network !== 'string')
     throw new CniError(CniCode.DecodingFailure, '/delegate: "network" must be a string "[<namespace>/]<nad>"');
-  const req: DelegateRequest = {
-    command,
-    env,
-    containerId: env.CNI_CONTAINERID ?? '',
-    netns: env.CNI_NETNS ?? '',
-    ifName: env.CNI_IFNAME ?? '',
-    args: env.CNI_ARGS ?? '',
-    config: stdin,
-    network,
-    attributes,
-  };
-  if (command === 'STATUS') return req;
-  const missing = ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_ARGS'].filter((k) => !env[k]);
-  if (missing.length > 0)
-    throw new CniError(CniCode.InvalidEnv, `required env variables [${missing.join(',')}] missing`);
-  validateContainerId(req.containerId);
-  validateIfName(req.ifName);
-  if (req.config.length === 0 && network === '' && command === 'ADD') {
+  const callEnv = readCallEnv(command, env, command === 'STATUS' ? [] : REQUIRED_ENV);
+  if (stdin.length === 0 && network === '' && command === 'ADD') {
     throw new CniError(
       CniCode.InvalidConfig,
       '/delegate: send the delegate\'s config ("config", base64) or a NAD ("network")',
     );
   }
-  return req;
+  return { command, env, ...callEnv, config: stdin, network, attributes };
 }
 
 /**
@@ -161,27 +142,13 @@ async function delegateFor(
   given?: NetworkSelection,
 ): Promise<Delegate> {
   const sel = given ? { ...given, request: { ...given.request, ifname: req.ifName } } : selectionOf(req, podNamespace);
-  const request: SelectionRequest = sel.request;
   if (req.network) {
     if (conf.namespaceIsolation) checkNamespaceIsolation([sel], podNamespace, conf.globalNamespaces);
-    let nad;
-    try {
-      nad = await kube.getNad(sel.namespace, sel.name);
-    } catch (e) {
-      if (apiStatus(e) !== 404) throw e;
-      throw new CniError(
-        CniCode.InvalidConfig,
-        `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`,
-        {
-          details: 'create it, or name another network',
-        },
-      );
-    }
-    return delegateFromNad(nad, conf.confDir, request);
+    return nadDelegate(kube, conf.confDir, sel, 'create it, or name another network');
   }
   const loaded = parseNetwork(req.config, { source: 'the /delegate config' });
-  const network = request.cniArgs ? mergeCniArgs(loaded, request.cniArgs) : loaded;
-  return { network, displayName: network.name, request };
+  const network = sel.request.cniArgs ? mergeCniArgs(loaded, sel.request.cniArgs) : loaded;
+  return { network, displayName: network.name, request: sel.request };
 }
 
 /**
@@ -203,12 +170,12 @@ export async function runDelegate(
   const cdeps = commandDeps(deps.host, req.env, log);
   if (req.command === 'STATUS') {
     if (req.config.length > 0) {
-      const ctx = callContext(cniRequest(req), conf, cdeps);
+      const ctx = callContext(req, conf, cdeps);
       await statusNetwork(parseNetwork(req.config, { source: 'the /delegate config' }), ctx.net);
     }
     return null;
   }
-  const ctx = callContext(cniRequest(req), conf, cdeps);
+  const ctx = callContext(req, conf, cdeps);
   const kube = await cdeps.kube(conf);
   if (!kube) {
     throw new CniError(
@@ -240,24 +207,4 @@ export async function runDelegate(
   const fallback = req.config.length > 0 ? await delegateFor(req, conf, kube, ctx.k8s.podNamespace) : undefined;
   await hotplugDel(ctx, pod, fallback, hdeps);
   return null;
-}
-
-function cniRequest(req: DelegateRequest): CniRequest {
-  return {
-    command: req.command,
-    containerId: req.containerId,
-    netns: req.netns,
-    ifName: req.ifName,
-    args: req.args,
-    path: (req.env.CNI_PATH ?? '').split(':').filter((d) => d !== ''),
-    netnsOverride: false,
-    config: {},
-    cniVersion: '1.0.0',
-    stdin: Buffer.alloc(0),
-  };
-}
-
-/** The error a failed request answers with (anything not a CniError is code 999). */
-export function delegateError(e: unknown): CniError {
-  return isCniError(e) ? e : new CniError(CniCode.Internal, messageOf(e));
 }

@@ -12,7 +12,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { CniCode, CniError, messageOf } from '../base/errors.ts';
+import { CniCode, CniError, messageOf, toCniError } from '../base/errors.ts';
 import { CURRENT_VERSION } from '../base/versions.ts';
 import { readScratchCache } from '../store/scratch-cache.ts';
 import { cachedAttachments } from '../multus/hotplug.ts';
@@ -222,7 +222,7 @@ export async function runHotplugCli(argv: string[], io: CliIo = processIo): Prom
     );
     return 0;
   } catch (e) {
-    const error = e instanceof CniError ? e : new CniError(CniCode.Internal, messageOf(e));
+    const error = toCniError(e);
     io.stdout(`${JSON.stringify(error.toJSON(CURRENT_VERSION), null, 4)}\n`);
     return 1;
   }

@@ -5,12 +5,34 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
-import type { KubernetesListObject } from '@kubernetes/client-node/dist/types.js';
+import type { ListWatch } from '@kubernetes/client-node/dist/cache.js';
+import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node/dist/types.js';
+import type { Watch } from '@kubernetes/client-node/dist/watch.js';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
+import type { Env } from '../cni/request.ts';
 import { loadKubeconfigFile, readTokenFile } from '../k8s/kubeconfig-files.ts';
 import { onBoundedBody } from '../k8s/transport.ts';
-import { LIST_TIMEOUT_MS, MAX_LIST_BYTES } from './informers.ts';
-import type { ClientNode, Obj, WarmKubeOptions } from './informers.ts';
+
+/** How long one page of a list may take, and how large it may be. */
+const LIST_TIMEOUT_MS = 60_000;
+const MAX_LIST_BYTES = 256 << 20;
+
+/** An object of a list, as raw JSON. */
+export type Obj = KubernetesObject & Record<string, unknown>;
+
+/** client-node's classes, imported when the informers start (not when the daemon's bundle loads). */
+export interface ClientNode {
+  KubeConfig: typeof KubeConfig;
+  ListWatch: typeof ListWatch;
+  Watch: typeof Watch;
+}
+
+/** Where the informers' credentials come from. */
+export interface InformerSource {
+  /** The `kubeconfig` key of the daemon's config ('' for the in-cluster service account). */
+  kubeconfig: string;
+  env: Env;
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // client-node's KubeConfig for the informers
@@ -20,7 +42,7 @@ import type { ClientNode, Obj, WarmKubeOptions } from './informers.ts';
  * does not know client-go's `tokenFile`: a kubeconfig with `tokenFile` gets an authenticator that reads the
  * file for every list and watch, so a rotated service-account token keeps working (as in the lean client).
  */
-export async function informerConfig(o: WarmKubeOptions, cn: ClientNode): Promise<KubeConfig> {
+export async function informerConfig(o: InformerSource, cn: ClientNode): Promise<KubeConfig> {
   const kc = new cn.KubeConfig();
   try {
     if (o.kubeconfig) {

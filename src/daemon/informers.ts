@@ -24,15 +24,16 @@
  * With a warm cache an ADD makes one request (the network-status write) plus its events, a DEL none.
  */
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
-import type { ListWatch } from '@kubernetes/client-node/dist/cache.js';
+import type { KubernetesListObject } from '@kubernetes/client-node/dist/types.js';
 import type { Watch } from '@kubernetes/client-node/dist/watch.js';
-import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node/dist/types.js';
+import { retryDelay } from '../base/backoff.ts';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { isDns1123Subdomain } from '../base/names.ts';
 import { loadKubeClient } from '../k8s/client.ts';
 import type { CallOptions, ClientInfo, EventInput, KubeClient, Nad, Pod } from '../k8s/types.ts';
 import type { Metrics } from './metrics.ts';
+import type { ClientNode, InformerSource, Obj } from './informer-config.ts';
 import { getJson, informerConfig } from './informer-config.ts';
 
 export interface WarmKube {
@@ -45,10 +46,7 @@ export interface WarmKube {
   close(): void;
 }
 
-export interface WarmKubeOptions {
-  /** The `kubeconfig` key of the daemon's config ('' for the in-cluster service account). */
-  kubeconfig: string;
-  env: Record<string, string | undefined>;
+export interface WarmKubeOptions extends InformerSource {
   /** This node's name (MULTUS_NODE_NAME or the hostname): the pod informer's field selector. */
   nodeName: string;
   log: Logger;
@@ -61,17 +59,6 @@ export const POD_INFORMER = 'pods';
 export const NAD_INFORMER = 'network-attachment-definitions';
 const NAD_PATH = '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions';
 const LIST_PAGE = 500;
-export const LIST_TIMEOUT_MS = 60_000;
-export const MAX_LIST_BYTES = 256 << 20;
-
-export type Obj = KubernetesObject & Record<string, unknown>;
-
-/** client-node's classes, imported when the informers start (not when the daemon's bundle loads). */
-export interface ClientNode {
-  KubeConfig: typeof KubeConfig;
-  ListWatch: typeof ListWatch;
-  Watch: typeof Watch;
-}
 
 async function loadClientNode(): Promise<ClientNode> {
   const [config, cache, watch] = await Promise.all([
@@ -106,7 +93,8 @@ function informer(
   let listed = false;
   let watching = false;
   let stopped = false;
-  let delay = backoff.initialMs;
+  /** Errors since the informer last watched: the restart waits retryDelay(failures). */
+  let failures = 0;
   let timer: NodeJS.Timeout | undefined;
   let reported: boolean | undefined;
   const report = (): void => {
@@ -157,7 +145,7 @@ function informer(
       });
       if (!failed && !stopped) {
         watching = true;
-        delay = backoff.initialMs;
+        failures = 0;
         report();
       }
       return controller;
@@ -169,9 +157,9 @@ function informer(
     watching = false;
     report();
     if (stopped || timer) return;
-    const wait = Math.round(delay * (0.9 + Math.random() * 0.2));
+    failures += 1;
+    const wait = Math.round(retryDelay(failures, backoff) * (0.9 + Math.random() * 0.2));
     o.log.warn(`informer ${name}: ${messageOf(err)}; restarting in ${wait} ms`);
-    delay = Math.min(delay * 2, backoff.maxMs);
     timer = setTimeout(() => {
       timer = undefined;
       if (!stopped) void lw.start().catch((e: unknown) => o.log.warn(`informer ${name}: ${messageOf(e)}`));

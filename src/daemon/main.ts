@@ -35,12 +35,11 @@ import { startDynamicNetworks } from './dynamic.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
 import { listenUnix, removeSocket } from './socket.ts';
+import type { Env } from '../cni/request.ts';
 
 // The operator commands that live in this bundle (cli.ts loads it for them too).
 export { runHotplugCli } from './hotplug-cli.ts';
 export { runPlanCli } from './plan-cli.ts';
-
-type Env = Record<string, string | undefined>;
 
 export interface DaemonIo {
   env: Env;

@@ -14,17 +14,14 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
-import { CURRENT_VERSION } from '../base/versions.ts';
+import type { Env } from '../cni/request.ts';
 import type { CniAnswer } from '../host/handle.ts';
 import { handle } from '../host/handle.ts';
 import type { Host } from '../host/host.ts';
 import { serveDelegate } from './hotplug-http.ts';
 import type { Metrics } from './metrics.ts';
 import type { RequestQueue } from './queue.ts';
-
-type Env = Record<string, string | undefined>;
-
-export const MAX_BODY_BYTES = 1024 * 1024;
+import { MAX_BODY_BYTES, decodeCniBody, errorBody, readRequest, send, statusOf } from './wire.ts';
 
 export interface ServerDeps {
   host: Host;
@@ -40,93 +37,6 @@ export interface ServerDeps {
   multusConf?: () => Buffer;
 }
 
-/** A decoded `/cni` request. */
-export interface CniRequestBody {
-  env: Env;
-  stdin: Buffer;
-}
-
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
-/** Decodes and checks a `/cni` body (pure); a CniError says what is wrong. */
-export function decodeCniBody(body: Buffer, daemonEnv: Env): CniRequestBody {
-  let value: unknown;
-  try {
-    value = JSON.parse(body.toString('utf8'));
-  } catch (e) {
-    throw new CniError(CniCode.DecodingFailure, `the request body is not valid JSON: ${messageOf(e)}`, {
-      details: 'send {"env": {"CNI_COMMAND": ...}, "config": "<the network config, base64>"}',
-    });
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new CniError(CniCode.DecodingFailure, 'the request body must be a JSON object with "env" and "config"');
-  }
-  const { env, config } = value as Record<string, unknown>;
-  if (typeof env !== 'object' || env === null || Array.isArray(env)) {
-    throw new CniError(CniCode.InvalidEnv, 'the request\'s "env" must be an object of strings (the CNI_* variables)');
-  }
-  const merged: Env = {};
-  for (const [k, v] of Object.entries(daemonEnv)) if (!k.startsWith('CNI_')) merged[k] = v;
-  for (const [k, v] of Object.entries(env as Record<string, unknown>)) {
-    if (!k.startsWith('CNI_')) continue; // the shim sends its whole environment; only the call's variables count
-    if (typeof v !== 'string') throw new CniError(CniCode.InvalidEnv, `the request's env "${k}" must be a string`);
-    merged[k] = v;
-  }
-  let stdin = Buffer.alloc(0);
-  if (config !== undefined && config !== null) {
-    if (typeof config !== 'string' || !BASE64.test(config)) {
-      throw new CniError(CniCode.DecodingFailure, 'the request\'s "config" must be the network config bytes in base64');
-    }
-    stdin = Buffer.from(config, 'base64');
-  }
-  return { env: merged, stdin };
-}
-
-/** 400 when the caller's request or config is at fault, 500 for failures while running it. */
-export function statusOf(code: number): number {
-  return code >= 1 && code <= 8 ? 400 : 500;
-}
-
-export function errorBody(error: CniError): string {
-  return JSON.stringify(error.toJSON(CURRENT_VERSION));
-}
-
-export function send(res: ServerResponse, status: number, body: string): void {
-  if (res.headersSent || res.destroyed) return;
-  res.writeHead(status, {
-    'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(body),
-    Connection: 'close', // one request per connection, as Multus' daemon
-  });
-  res.end(body);
-}
-
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-large'> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) {
-      req.resume();
-      resolve('too-large');
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on('data', (c: Buffer) => {
-      if (over) return;
-      size += c.length;
-      if (size > limit) {
-        over = true;
-        chunks.length = 0;
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(over ? 'too-large' : Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
 /** A distinct queue key for calls without a container (STATUS, GC, bad requests): they run in parallel. */
 let anonymous = 0;
 
@@ -135,22 +45,8 @@ export function createCniServer(deps: ServerDeps): Server {
 
   async function serveCni(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
-    const body = await readBody(req, limit);
-    if (body === 'too-large') {
-      const error = new CniError(CniCode.InvalidConfig, `the request body is larger than ${limit} bytes`, {
-        details: 'a network config this large is not accepted; check what the runtime sends',
-      });
-      send(res, 413, errorBody(error));
-      return;
-    }
-    let call: CniRequestBody;
-    try {
-      call = decodeCniBody(body, deps.daemonEnv);
-    } catch (e) {
-      const error = e instanceof CniError ? e : new CniError(CniCode.Internal, messageOf(e));
-      send(res, statusOf(error.code), errorBody(error));
-      return;
-    }
+    const call = await readRequest(req, res, limit, (body) => decodeCniBody(body, deps.daemonEnv));
+    if (!call) return;
     const command = call.env.CNI_COMMAND ?? '';
     const containerId = call.env.CNI_CONTAINERID ?? '';
     const key = containerId === '' ? `\0${anonymous++}` : containerId;
@@ -163,27 +59,16 @@ export function createCniServer(deps: ServerDeps): Server {
     }
     const seconds = (performance.now() - started) / 1000;
     deps.metrics?.requestFinished(command, answer.exitCode === 0 ? 'success' : 'error', seconds);
-    if (answer.exitCode === 0) {
-      let result: unknown;
-      try {
-        result = answer.stdout.trim() === '' ? null : JSON.parse(answer.stdout);
-      } catch {
-        result = null;
-      }
+    if (!answer.error) {
       deps.log.verbose(`${command} ${containerId}: 200 in ${(seconds * 1000).toFixed(1)} ms`);
-      send(res, 200, JSON.stringify({ Result: result }));
+      send(res, 200, JSON.stringify({ Result: answer.result ?? null }));
       return;
     }
-    const error = answer.error ?? new CniError(CniCode.Internal, 'the call failed');
-    const status = statusOf(error.code);
-    deps.log.verbose(`${command} ${containerId}: ${status} code ${error.code} in ${(seconds * 1000).toFixed(1)} ms`);
-    let text = errorBody(error);
-    try {
-      text = JSON.stringify(JSON.parse(answer.stdout)); // handle()'s error JSON (the request's cniVersion), compact
-    } catch {
-      // keep the rebuilt one
-    }
-    send(res, status, text);
+    const status = statusOf(answer.error.code);
+    deps.log.verbose(
+      `${command} ${containerId}: ${status} code ${answer.error.code} in ${(seconds * 1000).toFixed(1)} ms`,
+    );
+    send(res, status, JSON.stringify(answer.error.toJSON(answer.cniVersion))); // in the request's cniVersion
   }
 
   const server = createServer((req, res) => {

@@ -8,13 +8,14 @@
  * CniError is code 999 and its stack goes to the log, never to stdout. Results and errors are printed indented
  * by 4 spaces, as skel prints them.
  */
-import { CniCode, CniError, isCniError, messageOf } from '../base/errors.ts';
+import type { CniError } from '../base/errors.ts';
+import { isCniError, toCniError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { silentLogger } from '../base/log.ts';
 import { CURRENT_VERSION } from '../base/versions.ts';
 import { checkNetns } from '../cni/netns.ts';
-import type { CniRequest, Command } from '../cni/request.ts';
-import { aboutText, formatVersionInfo, parseCommand, parseRequest } from '../cni/request.ts';
+import type { CniRequest, Command, Env } from '../cni/request.ts';
+import { aboutText, parseCommand, parseRequest, versionInfo } from '../cni/request.ts';
 import { cmdAdd } from '../multus/commands/add.ts';
 import { cmdCheck } from '../multus/commands/check.ts';
 import type { CallContext, CommandDeps } from '../multus/commands/context.ts';
@@ -29,8 +30,9 @@ import { commandDeps } from './host.ts';
 
 export const VERSION = '0.1.0';
 
+/** One CNI call as a process edge hands it in: the thin plugin's own environment, or a daemon request's. */
 export interface CniCall {
-  env: Record<string, string | undefined>;
+  env: Env;
   stdin: Buffer;
   /** Set by the process edge when a CNI_* variable held bytes `env` cannot carry (host/raw-env.ts). */
   envProblem?: CniError;
@@ -38,18 +40,22 @@ export interface CniCall {
 
 export interface CniAnswer {
   exitCode: number;
-  /** What goes to stdout: a result, a CNI error JSON, or nothing. */
+  /** What goes to stdout: `result` or `error` as skel prints them, or nothing. */
   stdout: string;
   /** What goes to stderr besides the log (the about text of an empty CNI_COMMAND). */
   stderr: string;
+  /** What the call answered when it succeeded (a result, the VERSION reply), undefined when nothing. */
+  result?: unknown;
   /** The CNI error when the call failed (the daemon maps its code to an HTTP status). */
   error?: CniError;
+  /** The version the answer is written in: the request's config version, else the current one. */
+  cniVersion: string;
 }
 
 type RequestCommand = Exclude<Command, 'VERSION'>;
 
 interface CommandRule {
-  run(ctx: CallContext, deps: CommandDeps): Promise<unknown>;
+  run(ctx: CallContext<CniRequest>, deps: CommandDeps): Promise<unknown>;
   /** ADD, STATUS and GC wait for the readiness indicator file; DEL only notes its absence; CHECK ignores it. */
   readiness: 'wait' | 'note' | 'none';
   /** ADD and CHECK need CNI_NETNS to exist; DEL accepts a namespace that is already gone. */
@@ -73,8 +79,11 @@ export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
   let log: Logger = silentLogger;
   try {
     const command = parseCommand(call.env);
-    if (command === '') return { exitCode: 0, stdout: '', stderr: aboutText(VERSION) };
-    if (command === 'VERSION') return { exitCode: 0, stdout: formatVersionInfo() + '\n', stderr: '' };
+    if (command === '') return { exitCode: 0, stdout: '', stderr: aboutText(VERSION), cniVersion };
+    if (command === 'VERSION') {
+      const info = versionInfo(); // skel prints the VERSION reply compact
+      return { exitCode: 0, stdout: JSON.stringify(info) + '\n', stderr: '', result: info, cniVersion };
+    }
     const req = parseRequest(command, call.env, call.stdin);
     cniVersion = req.cniVersion;
     const conf = parseMultusConf(req.config);
@@ -83,15 +92,23 @@ export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
     if (call.envProblem && command !== 'DEL') throw call.envProblem;
     // DEL must complete: an ADD with these bytes was refused, so no delegate ever saw them.
     if (call.envProblem) log.error(`${call.envProblem.msg}; DEL goes on with the value as Node decoded it`);
-    const output = await dispatch(req, conf, commandDeps(host, call.env, log));
-    // compat: skel prints results and errors indented by 4 spaces (types.prettyPrint).
-    return { exitCode: 0, stdout: output === undefined ? '' : JSON.stringify(output, null, 4) + '\n', stderr: '' };
+    return answer(await dispatch(req, conf, commandDeps(host, call.env, log)), cniVersion);
   } catch (e) {
-    const error = isCniError(e) ? e : new CniError(CniCode.Internal, messageOf(e), { cause: e });
+    const error = toCniError(e);
     log.error(`${error.msg}${error.details ? ` (${error.details})` : ''}`);
     if (!isCniError(e) && e instanceof Error && e.stack) log.debug(e.stack);
-    return { exitCode: 1, stdout: JSON.stringify(error.toJSON(cniVersion), null, 4) + '\n', stderr: '', error };
+    return { exitCode: 1, stdout: pretty(error.toJSON(cniVersion)), stderr: '', error, cniVersion };
   }
+}
+
+function answer(result: unknown, cniVersion: string): CniAnswer {
+  if (result === undefined) return { exitCode: 0, stdout: '', stderr: '', cniVersion };
+  return { exitCode: 0, stdout: pretty(result), stderr: '', result, cniVersion };
+}
+
+/** compat: skel prints results and errors indented by 4 spaces (types.prettyPrint). */
+function pretty(value: unknown): string {
+  return JSON.stringify(value, null, 4) + '\n';
 }
 
 async function dispatch(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<unknown> {

@@ -18,8 +18,7 @@ import type { Clock } from '../multus/podnetworks.ts';
 import type { ReadinessDeps } from '../multus/readiness.ts';
 import { realReadinessDeps } from '../multus/readiness.ts';
 import type { NetnsRouteDeps } from '../routes/netns-routes.ts';
-
-type Env = Record<string, string | undefined>;
+import type { Env } from '../cni/request.ts';
 
 export interface Host {
   exec: Exec;

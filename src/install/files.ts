@@ -4,8 +4,9 @@
  */
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
-import { chmod, lstat, mkdir, open, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { writeFileAtomic } from '../base/files.ts';
 import { InstallError } from './options.ts';
 
 export function sha256(b: Buffer | string): string {
@@ -70,25 +71,15 @@ export async function mkdirPrivate(dir: string, why: string): Promise<void> {
 }
 
 /**
- * Writes `data` to `path` through `<dir>/<tempName>`: created exclusively with `mode`, fsynced, renamed over
- * `path`. On failure the temp file is removed and `path` is untouched.
+ * Writes `data` to `path` with base/files.ts' one atomic write (a temp file in the same directory, fsynced,
+ * renamed over `path`, `mode` exactly). On failure the temp file is removed and `path` is untouched.
  */
-export async function writeAtomic(path: string, data: string | Buffer, mode: number, tempName: string): Promise<void> {
-  const tmp = join(dirname(path), tempName);
+export async function writeAtomic(path: string, data: string | Buffer, mode: number): Promise<void> {
   try {
-    await rm(tmp, { force: true });
-    const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode);
-    try {
-      await fh.writeFile(data);
-      await fh.chmod(mode);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, path);
+    writeFileAtomic(path, data, mode);
   } catch (e) {
-    await rm(tmp, { force: true }).catch(() => {});
-    throw new InstallError(`cannot write ${path} (${errText(e)}): check that ${dirname(path)} is writable`);
+    const cause = e instanceof Error && e.cause !== undefined ? e.cause : e;
+    throw new InstallError(`cannot write ${path} (${errText(cause)}): check that ${dirname(path)} is writable`);
   }
 }
 

@@ -35,9 +35,10 @@ import {
 } from './node-token.ts';
 import { GENERATED_FILES, generateMultusConf, pickMaster } from './multusconf.ts';
 import { InstallError, type InstallOptions } from './options.ts';
+import type { Env } from '../cni/request.ts';
 
 export interface InstallDeps {
-  env: Readonly<Record<string, string | undefined>>;
+  env: Readonly<Env>;
   /** the running executable (the source of the copy when --multus-bin-file is the missing default) */
   execPath: string;
   log(line: string): void;
@@ -129,7 +130,7 @@ async function refreshKubeconfig(o: InstallOptions, deps: InstallDeps, st: State
   });
   await mkdirPrivate(join(o.cniConfDir, 'multus.d'), 'the kubeconfig dir');
   await mkdirPrivate(o.multusCniConfDir, 'the multus-cni-conf-dir');
-  await writeAtomic(kubeconfigPath, text, 0o600, 'multus.kubeconfig.new');
+  await writeAtomic(kubeconfigPath, text, 0o600);
   if (st.tokenHash !== null) {
     const changed = `CA (${caHash !== st.caHash}) or SA token (${tokenHash !== st.tokenHash}) changed`;
     deps.log(`${changed} - recreating kubeconfig`);
@@ -207,7 +208,7 @@ async function refreshMultusConf(o: InstallOptions, deps: InstallDeps, st: State
   const conf = generateMultusConf(bytes.toString('utf8'), path, o);
   const out = join(o.cniConfDir, conf.fileName);
   if (st.masterKey !== null) deps.log('master config changed - recreating multus config');
-  await writeAtomic(out, conf.text, 0o600, '00-multus.conf.new');
+  await writeAtomic(out, conf.text, 0o600);
   // A stale file of the other name would shadow (00-multus.conf sorts first) or duplicate the new one.
   for (const other of GENERATED_FILES) if (other !== conf.fileName) await removeIfExists(join(o.cniConfDir, other));
   deps.log(`multus config file ${out} is created from ${path}`);
@@ -258,7 +259,7 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
       const name = basename(o.multusConfFile);
       const data = await readIfExists(o.multusConfFile, 'multus-conf-file');
       if (data === null) throw new InstallError(`multus-conf-file ${o.multusConfFile} disappeared`);
-      await writeAtomic(join(o.cniConfDir, name), data, 0o600, `${name}.temp`);
+      await writeAtomic(join(o.cniConfDir, name), data, 0o600);
       deps.log(`multus config file ${o.multusConfFile} is copied.`);
     } else {
       let said = false;

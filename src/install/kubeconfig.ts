@@ -7,9 +7,10 @@
  * and the token's trailing newline, if any, is dropped (docs/install.md).
  */
 import { InstallError } from './options.ts';
+import type { Env } from '../cni/request.ts';
 
 export interface KubeconfigInputs {
-  env: Readonly<Record<string, string | undefined>>;
+  env: Readonly<Env>;
   ca: Buffer;
   token: Buffer;
   skipTlsVerify: boolean;
@@ -19,7 +20,7 @@ export interface KubeconfigInputs {
 }
 
 /** The API server's URL from KUBERNETES_SERVICE_PROTOCOL (default https), _HOST and _PORT. */
-export function apiServerUrl(env: Readonly<Record<string, string | undefined>>): string {
+export function apiServerUrl(env: Readonly<Env>): string {
   const protocol = env.KUBERNETES_SERVICE_PROTOCOL || 'https';
   const host = env.KUBERNETES_SERVICE_HOST ?? '';
   const port = env.KUBERNETES_SERVICE_PORT ?? '';

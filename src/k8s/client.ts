@@ -28,6 +28,7 @@ import { eventCall, invalidName, nadCall, podCall, transportError } from './call
 import { Credentials, createTransport, decode, requestOptions, send, withDeadline } from './transport.ts';
 import type { CallOptions, ClientInfo, EventInput, KubeClient, Nad, Pod } from './types.ts';
 import type { FallbackModule } from './fallback-loader.ts';
+import type { Env } from '../cni/request.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // The client
@@ -120,7 +121,7 @@ export interface LoadKubeClientOptions {
   /** The `kubeconfig` key of 00-multus.conf ('' for none). */
   kubeconfig: string;
   /** The process environment (KUBERNETES_SERVICE_HOST / _PORT select the in-cluster config). */
-  env: Record<string, string | undefined>;
+  env: Env;
   timeoutMs?: number;
   log: Logger;
   /** The service-account directory (tests); default /var/run/secrets/kubernetes.io/serviceaccount. */

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { parseKubeconfigText } from './yaml.ts';
 import type { ClientConfig } from './kubeconfig.ts';
 import { YamlSubsetError, fail, parseServer, resolveKubeconfig } from './kubeconfig.ts';
+import type { Env } from '../cni/request.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Files (I/O)
@@ -66,7 +67,7 @@ export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccoun
  * cannot be read is a warning (system roots are used), as in client-go; the namespace file is optional.
  */
 export function inClusterConfig(
-  env: Record<string, string | undefined>,
+  env: Env,
   saDir: string = SERVICE_ACCOUNT_DIR,
 ): { config: ClientConfig; warnings: string[] } | undefined {
   const host = env.KUBERNETES_SERVICE_HOST;

@@ -36,6 +36,7 @@ import {
   withContext,
 } from '../base/keys.ts';
 import type { Network } from '../cni/network.ts';
+import type { Delegate } from './plan.ts';
 import { findNetworkInDir, loadNetworkPath, parseNetwork } from '../cni/network.ts';
 import { SUPPORTED_VERSIONS, isSupportedVersion, versionOrDefault } from '../base/versions.ts';
 import type { LogLevel, LogOptions } from '../base/log.ts';
@@ -77,19 +78,13 @@ export interface MultusConf {
   raw: Record<string, unknown>;
 }
 
-export interface StaticNetwork {
-  network: Network;
-  /** The name shown in network-status and events: the config name, or `<namespace>/<nad>` from a lookup. */
-  displayName: string;
-}
-
 /**
  * The seam for Kubernetes: tried first for a clusterNetwork/defaultNetworks value without `/`
  * (docs/behaviour.md#cluster-network step 1,
  * NAD `<multusNamespace>/<value>`). Return undefined to fall back to a config of that name in confDir; throw
  * (a CniError) to fail the call. It is synchronous: fetch the NADs first, then answer from what was fetched.
  */
-export type NetworkLookup = (name: string) => StaticNetwork | undefined;
+export type NetworkLookup = (name: string) => Delegate | undefined;
 
 const DEFAULT_DELEGATE_TIMEOUT_SECONDS = 60;
 
@@ -313,8 +308,8 @@ export interface ResolveOptions {
  * or a config name in confDir, works without a
  * kube client. Unlike Multus, a clusterNetwork failure keeps its cause in the message.
  */
-export function resolveStaticNetworks(conf: MultusConf, opts: ResolveOptions = {}): StaticNetwork[] {
-  if (conf.clusterNetwork === '') return conf.delegates.map((network) => ({ network, displayName: network.name }));
+export function resolveStaticNetworks(conf: MultusConf, opts: ResolveOptions = {}): Delegate[] {
+  if (conf.clusterNetwork === '') return conf.delegates.map(configDelegate);
   const networks = [resolveNetworkRef(conf, conf.clusterNetwork, 'clusterNetwork', opts.lookup)];
   const systemPod = opts.podNamespace !== undefined && conf.systemNamespaces.includes(opts.podNamespace);
   if (opts.clusterOnly === true || systemPod) return networks;
@@ -324,21 +319,15 @@ export function resolveStaticNetworks(conf: MultusConf, opts: ResolveOptions = {
   return networks;
 }
 
-function resolveNetworkRef(
-  conf: MultusConf,
-  value: string,
-  role: string,
-  lookup: NetworkLookup | undefined,
-): StaticNetwork {
+function resolveNetworkRef(conf: MultusConf, value: string, role: string, lookup: NetworkLookup | undefined): Delegate {
   return withContext(`failed to get ${role} "${value}"`, () => {
     // compat: any value with a '/' is a path, so "ns/name" is not a NAD reference (docs/behaviour.md#cluster-network).
-    if (value.includes('/')) {
-      const network = loadNetworkPath(value);
-      return { network, displayName: network.name };
-    }
-    const found = lookup?.(value);
-    if (found !== undefined) return found;
-    const network = findNetworkInDir(conf.confDir, value);
-    return { network, displayName: network.name };
+    if (value.includes('/')) return configDelegate(loadNetworkPath(value));
+    return lookup?.(value) ?? configDelegate(findNetworkInDir(conf.confDir, value));
   });
+}
+
+/** A network of the multus config: named by its own name, with no selection request. */
+function configDelegate(network: Network): Delegate {
+  return { network, displayName: network.name, request: {} };
 }

@@ -1,14 +1,14 @@
 /**
  * explain.ts: what an ADD of a pod would do, without doing it (`multus plan`, docs/hotplug.md).
  *
- * `explainAdd` resolves the pod's delegates as ADD does (the config's cluster and default networks, the
- * default-network override, the networks annotation, namespace isolation, the NADs) through a read-only
- * `KubeClient`, but keeps going past each error so it can report every one an ADD would hit (ADD stops at the
- * first), with the message ADD would give. Then it plans the attachments (interface names), each plugin's
+ * `explainAdd` resolves the pod's delegates with ADD's resolver (podnetworks.ts: the config's cluster and default
+ * networks, the default-network override, the networks annotation, namespace isolation, the NADs) through a
+ * read-only `KubeClient`, in its collecting mode: it keeps going past each error so it can report every one an
+ * ADD would hit (ADD stops at the first), with the message ADD would give. Then it plans the attachments (interface names), each plugin's
  * runtimeConfig and CNI_ARGS, and the default-route moves. `formatExplanation` prints it for people.
  * Device IDs (resourceName) are assigned from the kubelet at ADD time and are only named here.
  */
-import { isCniError, messageOf } from '../base/errors.ts';
+import { toCniError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { K8sArgs } from '../cni/cniargs.ts';
 import { formatCniArgs } from '../cni/cniargs.ts';
@@ -18,17 +18,10 @@ import { httpStatusOf as apiStatus } from '../k8s/types.ts';
 import type { RoutePlan } from '../routes/routes.ts';
 import { planDefaultRoutes } from '../routes/routes.ts';
 import type { MultusConf } from './conf.ts';
-import { delegateFromNad } from './nad.ts';
-import type { Attachment, Delegate } from './plan.ts';
+import type { Attachment } from './plan.ts';
 import { capabilityArgsFor, delegateArgsFor, planAttachments, undeclaredCapabilities } from './plan.ts';
-import { DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, resolvePodDelegates } from './podnetworks.ts';
-import type { NetworkSelection } from './selection.ts';
-import {
-  checkNamespaceIsolation,
-  parseDefaultNetworkAnnotation,
-  parseNetworkSelections,
-  validateDefaultRoutes,
-} from './selection.ts';
+import type { PodLookup } from './podnetworks.ts';
+import { resolvePodDelegates } from './podnetworks.ts';
 
 export interface PlannedPlugin {
   type: string;
@@ -62,10 +55,10 @@ export interface Explanation {
   errors: PlanError[];
 }
 
-const asError = (e: unknown): PlanError =>
-  isCniError(e)
-    ? { code: e.code, msg: e.msg, ...(e.details ? { details: e.details } : {}) }
-    : { code: 999, msg: messageOf(e) };
+const asError = (e: unknown): PlanError => {
+  const error = toCniError(e);
+  return { code: error.code, msg: error.msg, ...(error.details ? { details: error.details } : {}) };
+};
 
 /** A KubeClient that reads and never writes (events and status updates are dropped). */
 export function readOnly(kube: KubeClient): KubeClient {
@@ -80,26 +73,6 @@ export function readOnly(kube: KubeClient): KubeClient {
     info: kube.info,
     close: () => kube.close(),
   };
-}
-
-async function nadDelegate(
-  kube: KubeClient,
-  conf: MultusConf,
-  sel: NetworkSelection,
-  errors: PlanError[],
-): Promise<Delegate | undefined> {
-  try {
-    return delegateFromNad(await kube.getNad(sel.namespace, sel.name), conf.confDir, sel.request);
-  } catch (e) {
-    if (apiStatus(e) === 404) {
-      errors.push({
-        code: 7,
-        msg: `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`,
-        details: `create it, or fix the pod's ${NETWORKS_ANNOTATION} annotation`,
-      });
-    } else errors.push(asError(e));
-    return undefined;
-  }
 }
 
 export async function explainAdd(
@@ -127,47 +100,8 @@ export async function explainAdd(
     ip: '',
   };
   const deps = { kube: ro, log, warn: () => Promise.resolve() };
-  let delegates: Delegate[] = [];
-  try {
-    delegates = await resolvePodDelegates(conf, k8s, { kind: 'unknown', reason: 'planning' }, deps);
-  } catch (e) {
-    errors.push(asError(e));
-  }
-  if (pod) {
-    const annotations = pod.metadata.annotations ?? {};
-    const where = `pod ${namespace}/${name}`;
-    try {
-      const override = parseDefaultNetworkAnnotation(annotations[DEFAULT_NETWORK_ANNOTATION], conf.multusNamespace);
-      if (override) {
-        const replaced = await nadDelegate(ro, conf, { ...override, request: {} }, errors);
-        if (replaced && delegates.length > 0) delegates[0] = replaced;
-      }
-    } catch (e) {
-      errors.push(asError(e));
-    }
-    let selections: NetworkSelection[] = [];
-    try {
-      selections = parseNetworkSelections(annotations[NETWORKS_ANNOTATION], namespace);
-    } catch (e) {
-      const err = asError(e);
-      errors.push({ ...err, msg: `${where}: error loading k8s delegates: ${err.msg}` });
-    }
-    for (const sel of selections) {
-      try {
-        if (conf.namespaceIsolation) checkNamespaceIsolation([sel], namespace, conf.globalNamespaces);
-      } catch (e) {
-        errors.push(asError(e));
-        continue;
-      }
-      const d = await nadDelegate(ro, conf, sel, errors);
-      if (d) delegates.push(d);
-    }
-    try {
-      validateDefaultRoutes(selections);
-    } catch (e) {
-      errors.push(asError(e));
-    }
-  }
+  const lookup: PodLookup = pod ? { kind: 'found', pod } : { kind: 'unknown', reason: 'planning' };
+  const delegates = await resolvePodDelegates(conf, k8s, lookup, deps, (e) => errors.push(asError(e)));
   let attachments: Attachment[] = [];
   try {
     attachments = planAttachments(delegates, 'eth0');

@@ -13,9 +13,9 @@
  * API economy: one GET for the pod and one per NAD (issue: at most N+2 requests per ADD with the status write).
  */
 import type { K8sArgs } from '../cni/cniargs.ts';
-import type { MultusConf, StaticNetwork } from './conf.ts';
+import type { MultusConf } from './conf.ts';
 import { resolveStaticNetworks } from './conf.ts';
-import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
+import { CniCode, CniError, messageOf, toCniError, wrapError } from '../base/errors.ts';
 import type { KubeClient, Nad, Pod } from '../k8s/types.ts';
 import { httpStatusOf, isTransient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
@@ -23,7 +23,6 @@ import type { ResourceMapDeps } from '../devices/devices.ts';
 import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../devices/devices.ts';
 import { delegateFromNad } from './nad.ts';
 import type { Delegate } from './plan.ts';
-import type { AttachmentRequest } from '../store/fields.ts';
 import type { NetworkSelection } from './selection.ts';
 import {
   checkNamespaceIsolation,
@@ -122,13 +121,31 @@ async function fetchNad(kube: KubeClient, namespace: string, name: string): Prom
   }
 }
 
+type NadRef = Pick<NetworkSelection, 'namespace' | 'name' | 'request'>;
+
+/** A missing NAD, phrased one way wherever one is named (ADD, `multus plan`, hot-plug); `fix` says what to do. */
+function missingNad(sel: NadRef, fix: string): CniError {
+  const msg = `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`;
+  return new CniError(CniCode.InvalidConfig, msg, { details: fix });
+}
+
+/**
+ * The delegate of the NAD `sel` names (one GET), with the selection's request: a missing NAD is code 7, another
+ * failure to read it code 11 (try again), a NAD whose config does not load code 7.
+ */
+export async function nadDelegate(kube: KubeClient, confDir: string, sel: NadRef, fix: string): Promise<Delegate> {
+  const nad = await fetchNad(kube, sel.namespace, sel.name);
+  if (!nad) throw missingNad(sel, fix);
+  return delegateFromNad(nad, confDir, sel.request);
+}
+
 /** clusterNetwork/defaultNetworks: NADs in multusNamespace for plain names, else config names or paths. */
 async function clusterDelegates(
   conf: MultusConf,
   podNamespace: string,
   kube: KubeClient | undefined,
-): Promise<StaticNetwork[]> {
-  const found = new Map<string, StaticNetwork>();
+): Promise<Delegate[]> {
+  const found = new Map<string, Delegate>();
   if (kube && conf.clusterNetwork) {
     const names = [conf.clusterNetwork, ...(conf.systemNamespaces.includes(podNamespace) ? [] : conf.defaultNetworks)];
     for (const name of new Set(names.filter((n) => n && !n.includes('/')))) {
@@ -139,50 +156,84 @@ async function clusterDelegates(
   return resolveStaticNetworks(conf, { podNamespace, lookup: (name) => found.get(name) });
 }
 
+/** The delegate of a NAD the pod's `annotation` names; a missing one also gets a NoNetworkFound event. */
 async function selectionDelegate(
   conf: MultusConf,
   deps: ResolveDeps,
   pod: Pod,
-  sel: NetworkSelection,
+  sel: NadRef,
+  annotation: string,
 ): Promise<Delegate> {
   const nad = await fetchNad(deps.kube!, sel.namespace, sel.name);
   if (!nad) {
-    const msg = `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`;
-    await deps.warn(pod, 'NoNetworkFound', msg);
-    throw new CniError(CniCode.InvalidConfig, `${msg}: create it, or fix the pod's ${NETWORKS_ANNOTATION} annotation`);
+    const error = missingNad(sel, `create it, or fix the pod's ${annotation} annotation`);
+    await deps.warn(pod, 'NoNetworkFound', error.msg);
+    throw error;
   }
   return withPod(pod, 'error loading k8s delegates', () => delegateFromNad(nad, conf.confDir, sel.request));
 }
 
+/**
+ * The ordered delegate list of a pod (docs/behaviour.md#ordering), the one resolver of ADD, DEL and `multus plan`.
+ * ADD stops at the first error; with `collect` (`multus plan`) each error is handed to it and the resolution goes
+ * on past it (a failing element is left out), so every error an ADD could hit is reported, in the order ADD meets
+ * them. Device IDs are assigned from the kubelet only without `collect`.
+ */
 export async function resolvePodDelegates(
   conf: MultusConf,
   k8s: K8sArgs,
   lookup: PodLookup,
   deps: ResolveDeps,
+  collect?: (error: CniError) => void,
 ): Promise<Delegate[]> {
-  const statics = await clusterDelegates(conf, k8s.podNamespace, deps.kube);
-  const delegates: Delegate[] = statics.map((s) => ({ ...s, request: {} }));
+  const attempt = async <T>(fallback: T, step: () => T | Promise<T>): Promise<T> => {
+    if (!collect) return step();
+    try {
+      return await step();
+    } catch (e) {
+      collect(toCniError(e));
+      return fallback;
+    }
+  };
+  const delegates = await attempt([], () => clusterDelegates(conf, k8s.podNamespace, deps.kube));
   if (lookup.kind !== 'found') return delegates;
   const pod = lookup.pod;
   const annotations = pod.metadata.annotations ?? {};
-  const override = withPod(pod, 'error in loading the default network from the pod annotation', () =>
-    parseDefaultNetworkAnnotation(annotations[DEFAULT_NETWORK_ANNOTATION], conf.multusNamespace),
+  const override = await attempt(undefined, () =>
+    withPod(pod, 'error in loading the default network from the pod annotation', () =>
+      parseDefaultNetworkAnnotation(annotations[DEFAULT_NETWORK_ANNOTATION], conf.multusNamespace),
+    ),
   );
   if (override) {
     // The cluster network always gets CNI_IFNAME and ignores selection requests
     // (docs/behaviour.md#default-network-annotation, docs/behaviour.md#runtime-config); Multus
     // honours an @ifname here, which would hide eth0 from the runtime (docs/compatibility.md).
-    const replaced = await selectionDelegate(conf, deps, pod, { ...override, request: {} as AttachmentRequest });
-    delegates[0] = replaced;
+    const sel = { ...override, request: {} };
+    const replaced = await attempt(undefined, () =>
+      selectionDelegate(conf, deps, pod, sel, DEFAULT_NETWORK_ANNOTATION),
+    );
+    if (replaced) delegates[0] = replaced;
   }
-  const selections = withPod(pod, 'error loading k8s delegates', () => {
-    const parsed = parseNetworkSelections(annotations[NETWORKS_ANNOTATION], pod.metadata.namespace);
-    if (conf.namespaceIsolation) checkNamespaceIsolation(parsed, pod.metadata.namespace, conf.globalNamespaces);
-    validateDefaultRoutes(parsed);
-    return parsed;
-  });
-  for (const sel of selections) delegates.push(await selectionDelegate(conf, deps, pod, sel));
-  return assignDeviceIds(delegates, pod, deps);
+  const selections = await attempt([], () =>
+    withPod(pod, 'error loading k8s delegates', () => {
+      const parsed = parseNetworkSelections(annotations[NETWORKS_ANNOTATION], pod.metadata.namespace);
+      validateDefaultRoutes(parsed);
+      return parsed;
+    }),
+  );
+  for (const sel of selections) {
+    // Multus' order: each element's namespace isolation, then its NAD
+    const delegate = await attempt(undefined, () => {
+      if (conf.namespaceIsolation) {
+        withPod(pod, 'error loading k8s delegates', () =>
+          checkNamespaceIsolation([sel], pod.metadata.namespace, conf.globalNamespaces),
+        );
+      }
+      return selectionDelegate(conf, deps, pod, sel, NETWORKS_ANNOTATION);
+    });
+    if (delegate) delegates.push(delegate);
+  }
+  return collect ? delegates : assignDeviceIds(delegates, pod, deps);
 }
 
 /**

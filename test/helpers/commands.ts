@@ -4,6 +4,10 @@ import type { CallContext, CommandDeps } from '../../src/multus/commands/context
 import { callContext } from '../../src/multus/commands/context.ts';
 import type { MultusConf } from '../../src/multus/conf.ts';
 
-export function withContext(req: CniRequest, conf: MultusConf, deps: CommandDeps): [CallContext, CommandDeps] {
+export function withContext(
+  req: CniRequest,
+  conf: MultusConf,
+  deps: CommandDeps,
+): [CallContext<CniRequest>, CommandDeps] {
   return [callContext(req, conf, deps), deps];
 }

@@ -9,7 +9,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MultusConf, StaticNetwork } from '../../src/multus/conf.ts';
+import type { MultusConf } from '../../src/multus/conf.ts';
+import type { Delegate } from '../../src/multus/plan.ts';
 import type { Network } from '../../src/cni/network.ts';
 import { findNetworkInDir, loadNetworkFile, loadNetworkPath, parseNetwork } from '../../src/cni/network.ts';
 import { parseMultusConf, resolveStaticNetworks } from '../../src/multus/conf.ts';
@@ -861,7 +862,7 @@ describe('resolveStaticNetworks (docs/behaviour.md#cluster-network)', () => {
   function clusterConf(extra: Record<string, unknown>): MultusConf {
     return parseMultusConf(JSON.stringify({ name: 'm', cniVersion: '1.0.0', confDir: at('find'), ...extra }));
   }
-  const names = (networks: StaticNetwork[]): [string, string][] => networks.map((n) => [n.network.name, n.displayName]);
+  const names = (networks: Delegate[]): [string, string][] => networks.map((n) => [n.network.name, n.displayName]);
 
   it('without clusterNetwork: the delegates, in order, named by their config', () => {
     const parsed = conf({
@@ -943,9 +944,9 @@ describe('resolveStaticNetworks (docs/behaviour.md#cluster-network)', () => {
 
     it('is tried first for names, never for paths, and may fall back to confDir', () => {
       const calls: string[] = [];
-      const lookup = (name: string): StaticNetwork | undefined => {
+      const lookup = (name: string): Delegate | undefined => {
         calls.push(name);
-        return name === 'nad1' ? { network: nad, displayName: 'kube-system/nad1' } : undefined;
+        return name === 'nad1' ? { network: nad, displayName: 'kube-system/nad1', request: {} } : undefined;
       };
       const parsed = clusterConf({ clusterNetwork: 'nad1', defaultNetworks: ['gamma', at('files/single.conf')] });
       expect(names(resolveStaticNetworks(parsed, { lookup }))).toEqual([
@@ -957,7 +958,7 @@ describe('resolveStaticNetworks (docs/behaviour.md#cluster-network)', () => {
     });
 
     it('a lookup failure aborts with its code', () => {
-      const lookup = (): StaticNetwork | undefined => {
+      const lookup = (): Delegate | undefined => {
         throw new CniError(11, 'API server unreachable');
       };
       expect(caught(() => resolveStaticNetworks(clusterConf({ clusterNetwork: 'alpha' }), { lookup }))).toEqual({

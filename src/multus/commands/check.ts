@@ -51,5 +51,5 @@ function recordedDelegates(ctx: CallContext): Delegate[] {
       `${podTag(ctx)}: scratch cache unreadable, checking the config's delegates: ${scratch.error.msg}`,
     );
   }
-  return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace }).map((d) => ({ ...d, request: {} }));
+  return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace });
 }

@@ -23,14 +23,14 @@ import { emitEvents } from '../publish.ts';
 import { capabilityArgsFor, delegateArgsFor } from '../plan.ts';
 import type { ReadinessDeps } from '../readiness.ts';
 import { checkReadinessOnce, waitForReadiness } from '../readiness.ts';
-import type { CniRequest } from '../../cni/request.ts';
+import type { CallEnv, Env } from '../../cni/request.ts';
 
 export interface CommandDeps {
   exec: Exec;
   log: Logger;
   readiness: ReadinessDeps;
   /** The environment delegates inherit (the caller's own, as libcni passes it through). */
-  env: Record<string, string | undefined>;
+  env: Env;
   /** The Kubernetes client for this config, or undefined when it names none (loaded only when called). */
   kube(conf: MultusConf): Promise<KubeClient | undefined>;
   clock: Clock;
@@ -45,8 +45,9 @@ export interface DeviceDeps extends ResourceMapDeps {
   dpDevinfoDir?: string;
 }
 
-export interface CallContext {
-  req: CniRequest;
+/** `R`: the request, the CNI_* variables of any call (a hot-plug request's too) unless a command needs more. */
+export interface CallContext<R extends CallEnv = CallEnv> {
+  req: R;
   conf: MultusConf;
   k8s: K8sArgs;
   runtimePairs: ArgPairs;
@@ -58,7 +59,7 @@ export interface CallContext {
   dpDevinfoDir: string;
 }
 
-export function callContext(req: CniRequest, conf: MultusConf, deps: CommandDeps): CallContext {
+export function callContext<R extends CallEnv>(req: R, conf: MultusConf, deps: CommandDeps): CallContext<R> {
   const runtimePairs = parseCniArgs(req.args);
   const k8s = parseK8sArgs(runtimePairs);
   const baseEnv: Record<string, string> = {};

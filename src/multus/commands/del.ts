@@ -132,7 +132,7 @@ async function currentDelegates(ctx: CallContext, deps: CommandDeps): Promise<De
     );
   }
   try {
-    return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace }).map((d) => ({ ...d, request: {} }));
+    return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace });
   } catch (e) {
     ctx.net.log.error(
       `${podTag(ctx)}: cannot resolve the configured delegates, using the result caches only: ${messageOf(e)}`,

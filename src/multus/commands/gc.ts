@@ -11,16 +11,17 @@
 import { listResultCaches } from '../../store/result-cache.ts';
 import { removeScratchCache } from '../../store/scratch-cache.ts';
 import { parseNetwork } from '../../cni/network.ts';
-import type { StaticNetwork } from '../conf.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import type { GcAttachment } from '../../cni/delegate.ts';
 import { delNetwork, runtimeConfFromCache, gcNetwork, joinErrors } from '../../cni/delegate.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Network } from '../../cni/network.ts';
 import { sweepCacheTemps } from '../../store/sweep.ts';
+import type { CniRequest } from '../../cni/request.ts';
+import type { Delegate } from '../plan.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 
-export async function cmdGc(ctx: CallContext, _deps: CommandDeps): Promise<void> {
+export async function cmdGc(ctx: CallContext<CniRequest>, _deps: CommandDeps): Promise<void> {
   const { req, conf } = ctx;
   const valid = parseValidAttachments(req.config);
   const failures: CniError[] = [];
@@ -100,7 +101,7 @@ async function deleteStale(ctx: CallContext, validIds: Set<string>, failures: Cn
  * GC has no pod to look up with: when they do not resolve from files, they are reached through their cached
  * attachments only.
  */
-function configuredNetworks(ctx: CallContext, failures: CniError[]): StaticNetwork[] {
+function configuredNetworks(ctx: CallContext, failures: CniError[]): Delegate[] {
   try {
     return resolveStaticNetworks(ctx.conf);
   } catch (e) {
