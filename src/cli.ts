@@ -55,7 +55,8 @@ async function runPlugin(): Promise<number> {
   }
 }
 
-async function run(argv: string[]): Promise<number> {
+/** Serves the role the executable is run in (its name and argv). */
+async function runRole(argv: string[]): Promise<number> {
   if (argv[0] === 'daemon') {
     try {
       return await (await loadDaemonModule()).runDaemon(argv.slice(1));
@@ -87,7 +88,7 @@ async function run(argv: string[]): Promise<number> {
   return runPlugin();
 }
 
-run(process.argv.slice(2)).then(
+runRole(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },

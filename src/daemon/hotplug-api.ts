@@ -30,7 +30,7 @@ import type { MultusConf } from '../multus/conf.ts';
 import { parseMultusConf } from '../multus/conf.ts';
 import type { SandboxLinks } from '../multus/hotplug.ts';
 import { checkedPod, hotplugAdd, hotplugCheck, hotplugDel } from '../multus/hotplug.ts';
-import { mergeCniArgs } from '../multus/nad.ts';
+import { mergeConfigArgs } from '../multus/nad.ts';
 import type { Delegate } from '../multus/plan.ts';
 import { nadDelegate } from '../multus/podnetworks.ts';
 import type { NetworkSelection } from '../multus/selection.ts';
@@ -147,7 +147,7 @@ async function delegateFor(
     return nadDelegate(kube, conf.confDir, sel, 'create it, or name another network');
   }
   const loaded = parseNetwork(req.config, { source: 'the /delegate config' });
-  const network = sel.request.cniArgs ? mergeCniArgs(loaded, sel.request.cniArgs) : loaded;
+  const network = sel.request.configArgs ? mergeConfigArgs(loaded, sel.request.configArgs) : loaded;
   return { network, displayName: network.name, request: sel.request };
 }
 

@@ -26,7 +26,7 @@ export interface HotplugArgs {
   ifName: string;
   ips: string[];
   mac: string;
-  cniArgs: Record<string, string>;
+  configArgs: Record<string, string>;
   socketDir: string;
   cniDir: string;
 }
@@ -62,7 +62,7 @@ export function parseHotplugArgs(argv: string[]): HotplugArgs {
     ifName: '',
     ips: [],
     mac: '',
-    cniArgs: {},
+    configArgs: {},
     socketDir: DEFAULT_SOCKET_DIR,
     cniDir: '',
   };
@@ -87,7 +87,7 @@ export function parseHotplugArgs(argv: string[]): HotplugArgs {
     else if (flag === '--cni-arg') {
       const eq = value.indexOf('=');
       if (eq <= 0) throw new UsageError(`--cni-arg must be KEY=VALUE, got "${value}"`);
-      out.cniArgs[value.slice(0, eq)] = value.slice(eq + 1);
+      out.configArgs[value.slice(0, eq)] = value.slice(eq + 1);
     } else if (flag === '--socket-dir') out.socketDir = value;
     else if (flag === '--cni-dir') out.cniDir = value;
     else if (flag === '--conf') conf = value;
@@ -147,7 +147,9 @@ export function chooseIfName(a: HotplugArgs, cniDir: string, containerId: string
 /** The `/delegate` request body for these arguments and sandbox. */
 export function hotplugBody(a: HotplugArgs, sb: Sandbox, ifName: string): string {
   const args = `K8S_POD_NAMESPACE=${a.namespace};K8S_POD_NAME=${a.name}${sb.uid ? `;K8S_POD_UID=${sb.uid}` : ''}`;
-  const attributes: Record<string, unknown> = { 'cni-args': Object.keys(a.cniArgs).length > 0 ? a.cniArgs : null };
+  const attributes: Record<string, unknown> = {
+    'cni-args': Object.keys(a.configArgs).length > 0 ? a.configArgs : null,
+  };
   if (a.ips.length > 0) attributes.ips = a.ips;
   if (a.mac) attributes.mac = a.mac;
   return JSON.stringify({

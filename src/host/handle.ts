@@ -55,7 +55,7 @@ export interface CniAnswer {
 type RequestCommand = Exclude<Command, 'VERSION'>;
 
 interface CommandRule {
-  run(ctx: CallContext<CniRequest>, deps: CommandDeps): Promise<unknown>;
+  cmd(ctx: CallContext<CniRequest>, deps: CommandDeps): Promise<unknown>;
   /** ADD, STATUS and GC wait for the readiness indicator file; DEL only notes its absence; CHECK ignores it. */
   readiness: 'wait' | 'note' | 'none';
   /** ADD and CHECK need CNI_NETNS to exist; DEL accepts a namespace that is already gone. */
@@ -67,11 +67,11 @@ interface CommandRule {
  * each command are protocol rules and live with the request decoding in cni/request.ts.
  */
 const COMMANDS: Readonly<Record<RequestCommand, CommandRule>> = {
-  ADD: { run: cmdAdd, readiness: 'wait', netnsMustExist: true },
-  DEL: { run: cmdDel, readiness: 'note', netnsMustExist: false },
-  CHECK: { run: cmdCheck, readiness: 'none', netnsMustExist: true },
-  STATUS: { run: cmdStatus, readiness: 'wait', netnsMustExist: false },
-  GC: { run: cmdGc, readiness: 'wait', netnsMustExist: false },
+  ADD: { cmd: cmdAdd, readiness: 'wait', netnsMustExist: true },
+  DEL: { cmd: cmdDel, readiness: 'note', netnsMustExist: false },
+  CHECK: { cmd: cmdCheck, readiness: 'none', netnsMustExist: true },
+  STATUS: { cmd: cmdStatus, readiness: 'wait', netnsMustExist: false },
+  GC: { cmd: cmdGc, readiness: 'wait', netnsMustExist: false },
 };
 
 export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
@@ -120,5 +120,5 @@ async function dispatch(req: CniRequest, conf: MultusConf, deps: CommandDeps): P
   const ctx = callContext(req, conf, deps); // CNI_ARGS are decoded here, before any wait (Multus' order)
   if (rule.readiness === 'wait') await waitUntilReady(conf, deps);
   if (rule.readiness === 'note') await noteReadiness(conf, deps);
-  return rule.run(ctx, deps);
+  return rule.cmd(ctx, deps);
 }

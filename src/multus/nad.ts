@@ -57,7 +57,7 @@ export function networkFromNad(nad: Nad, confDir: string): Network {
  * existing keys kept, the selection wins on the same key. A non-object `args` or `args.cni` is a clear error
  * (Multus panics). Returns a new network; the bytes (cached for DEL) carry the merged args.
  */
-export function mergeCniArgs(network: Network, cniArgs: Record<string, unknown>): Network {
+export function mergeConfigArgs(network: Network, configArgs: Record<string, unknown>): Network {
   const conf = JSON.parse(network.bytes.toString()) as Record<string, unknown>;
   const targets = network.isList ? (conf.plugins as Record<string, unknown>[]) : [conf];
   for (const [index, target] of targets.entries()) {
@@ -68,7 +68,7 @@ export function mergeCniArgs(network: Network, cniArgs: Record<string, unknown>)
     const cni = args.cni ?? {};
     if (!isObject(cni))
       throw new CniError(CniCode.InvalidConfig, `cannot merge cni-args: "args.cni" of ${where} is not an object`);
-    target.args = { ...args, cni: { ...cni, ...structuredClone(cniArgs) } };
+    target.args = { ...args, cni: { ...cni, ...structuredClone(configArgs) } };
   }
   return parseNetwork(Buffer.from(JSON.stringify(conf)));
 }
@@ -76,7 +76,7 @@ export function mergeCniArgs(network: Network, cniArgs: Record<string, unknown>)
 /** A delegate for one NAD, with the selection's requests (and the NAD's resource name, for device IDs). */
 export function delegateFromNad(nad: Nad, confDir: string, request: AttachmentRequest): Delegate {
   const loaded = networkFromNad(nad, confDir);
-  const network = request.cniArgs ? mergeCniArgs(loaded, request.cniArgs) : loaded;
+  const network = request.configArgs ? mergeConfigArgs(loaded, request.configArgs) : loaded;
   const resourceName = nad.metadata.annotations?.[RESOURCE_NAME_ANNOTATION];
   return {
     network,

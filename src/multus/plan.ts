@@ -118,8 +118,6 @@ export function toCachedDelegate(attachment: Attachment): CachedDelegate {
     name: attachment.displayName,
     isList: attachment.network.isList,
     request: attachment.request,
-    isFilterV4Gateway: false,
-    isFilterV6Gateway: false,
   };
 }
 

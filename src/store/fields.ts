@@ -21,7 +21,8 @@ export interface AttachmentRequest {
   resourceName?: string;
   portMappings?: unknown[];
   bandwidth?: Record<string, unknown>;
-  cniArgs?: Record<string, unknown>;
+  /** The selection's "cni-args": merged into the delegate config's `args.cni` (not CNI_ARGS). */
+  configArgs?: Record<string, unknown>;
 }
 
 export type FieldKey = keyof AttachmentRequest;
@@ -137,7 +138,7 @@ export const ATTACHMENT_FIELDS: readonly AttachmentField[] = [
     cacheSlot: 'extension',
   },
   {
-    key: 'cniArgs',
+    key: 'configArgs',
     kind: 'object',
     annotation: ['cni-args'],
     example: '{"key": "value"}',

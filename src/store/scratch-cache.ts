@@ -32,8 +32,12 @@ export interface CachedDelegate {
   name: string;
   isList: boolean;
   request: AttachmentRequest;
-  isFilterV4Gateway: boolean;
-  isFilterV6Gateway: boolean;
+  /**
+   * Go Multus' gateway filter flags (its default-route handling), as read from a file it wrote; we never set
+   * them (routes/ moves default routes instead), and write false when absent.
+   */
+  isFilterV4Gateway?: boolean;
+  isFilterV6Gateway?: boolean;
 }
 
 /** Go Multus `filepath.Join(cniDir, containerID)`. */
@@ -58,8 +62,8 @@ function encodeDelegate(d: CachedDelegate, index: number): Json {
     Name: d.name,
   };
   putFields(out, d.request, 'head');
-  out.IsFilterV4Gateway = d.isFilterV4Gateway;
-  out.IsFilterV6Gateway = d.isFilterV6Gateway;
+  out.IsFilterV4Gateway = d.isFilterV4Gateway ?? false;
+  out.IsFilterV6Gateway = d.isFilterV6Gateway ?? false;
   putFields(out, d.request, 'tail');
   out.Bytes = d.bytes.toString('base64');
   // Multus quirk fixed (docs/behaviour.md#scratch-cache): Go Multus does not persist these, so a cached DEL lost them.

@@ -419,7 +419,7 @@ function delegate(overrides: Partial<FlatDelegate>): CachedDelegate {
   if (f.resourceName) request.resourceName = f.resourceName;
   if (f.portMappingsRequest) request.portMappings = f.portMappingsRequest;
   if (f.bandwidthRequest) request.bandwidth = f.bandwidthRequest;
-  if (f.cniArgsRequest) request.cniArgs = f.cniArgsRequest;
+  if (f.cniArgsRequest) request.configArgs = f.cniArgsRequest;
   return {
     bytes: f.bytes!,
     name: f.name!,

@@ -142,7 +142,7 @@ describe('decodeDelegateBody', () => {
     expect(selectionOf(ok, 'ns')).toEqual({
       name: 'mv',
       namespace: 'other',
-      request: { ifname: 'net1', cniArgs: { a: 1 } },
+      request: { ifname: 'net1', configArgs: { a: 1 } },
     });
   });
 });

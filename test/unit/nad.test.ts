@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseNetwork } from '../../src/cni/network.ts';
 import type { Nad } from '../../src/k8s/types.ts';
-import { delegateFromNad, mergeCniArgs, networkFromNad } from '../../src/multus/nad.ts';
+import { delegateFromNad, mergeConfigArgs, networkFromNad } from '../../src/multus/nad.ts';
 
 const confDir = mkdtempSync(join(tmpdir(), 'mts-nad-'));
 afterAll(() => rmSync(confDir, { recursive: true, force: true }));
@@ -49,7 +49,7 @@ describe('networkFromNad', () => {
   });
 });
 
-describe('mergeCniArgs', () => {
+describe('mergeConfigArgs', () => {
   it('merges into args.cni of a single config, the selection winning, other keys kept', () => {
     const network = parseNetwork({
       cniVersion: '1.0.0',
@@ -57,7 +57,7 @@ describe('mergeCniArgs', () => {
       type: 'bridge',
       args: { cni: { a: 1, b: 1 }, other: true },
     });
-    const merged = mergeCniArgs(network, { b: 2, c: 3 });
+    const merged = mergeConfigArgs(network, { b: 2, c: 3 });
     expect(JSON.parse(merged.bytes.toString()).args).toEqual({ cni: { a: 1, b: 2, c: 3 }, other: true });
     expect(JSON.parse(network.bytes.toString()).args.cni).toEqual({ a: 1, b: 1 });
   });
@@ -68,7 +68,7 @@ describe('mergeCniArgs', () => {
       name: 'n',
       plugins: [{ type: 'bridge' }, { type: 'tuning', args: {} }],
     });
-    const merged = mergeCniArgs(network, { x: 'y' });
+    const merged = mergeConfigArgs(network, { x: 'y' });
     expect(merged.plugins.map((p) => p.args)).toEqual([{ cni: { x: 'y' } }, { cni: { x: 'y' } }]);
   });
 
@@ -77,7 +77,7 @@ describe('mergeCniArgs', () => {
     [{ args: { cni: [1] } }, '"args.cni" of network "n" is not an object'],
   ])('rejects a non-object args (Multus panics): %j', (extra, text) => {
     const network = parseNetwork({ cniVersion: '1.0.0', name: 'n', type: 'bridge', ...extra });
-    expect(() => mergeCniArgs(network, { a: 1 })).toThrowError(
+    expect(() => mergeConfigArgs(network, { a: 1 })).toThrowError(
       expect.objectContaining({ code: 7, msg: expect.stringContaining(text) }),
     );
   });
@@ -86,7 +86,7 @@ describe('mergeCniArgs', () => {
     const d = delegateFromNad(
       nad('net-a', { cniVersion: '1.0.0', type: 'sriov' }, { 'k8s.v1.cni.cncf.io/resourceName': 'intel.com/sriov' }),
       confDir,
-      { cniArgs: { vlan: 5 } },
+      { configArgs: { vlan: 5 } },
     );
     expect(d.displayName).toBe('ns1/net-a');
     expect(d.request.resourceName).toBe('intel.com/sriov');

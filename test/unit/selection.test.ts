@@ -139,7 +139,7 @@ describe('parseNetworkSelections: JSON form', () => {
           infinibandGUID: 'c2:b0:57:49:47:f1:00:01',
           portMappings: [{ hostPort: 8080, containerPort: 80, protocol: 'tcp' }],
           bandwidth: { ingressRate: 1000 },
-          cniArgs: { foo: 'bar' },
+          configArgs: { foo: 'bar' },
           defaultRoute: ['10.1.1.1'],
           deviceID: '0000:03:00.1',
         }),
@@ -183,7 +183,7 @@ describe('parseNetworkSelections: JSON form', () => {
     [
       'an empty object kept as given',
       '[{"name":"a","bandwidth":{},"cni-args":{}}]',
-      [sel('a', 'pod-ns', { bandwidth: {}, cniArgs: {} })],
+      [sel('a', 'pod-ns', { bandwidth: {}, configArgs: {} })],
     ],
     ['several elements in order', '[{"name":"b"},{"name":"a","namespace":"x"}]', [sel('b'), sel('a', 'x')]],
   ])('%s', (_title, annotation, expected) => {
