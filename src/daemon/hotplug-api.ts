@@ -16,7 +16,7 @@
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { isObject } from '../base/json.ts';
 import type { Logger } from '../base/log.ts';
-import { statusNetwork } from '../cni/delegate.ts';
+import { statusNetwork } from '../cni/libcni.ts';
 import { parseNetwork } from '../cni/network.ts';
 import type { CallEnv, Env } from '../cni/request.ts';
 import { readCallEnv } from '../cni/request.ts';

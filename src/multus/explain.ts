@@ -12,7 +12,7 @@ import { toCniError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { K8sArgs } from '../cni/cniargs.ts';
 import { formatCniArgs } from '../cni/cniargs.ts';
-import { buildPluginConfig } from '../cni/delegate.ts';
+import { buildPluginConfig } from '../cni/libcni.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';
 import { httpStatusOf as apiStatus } from '../k8s/types.ts';
 import type { RoutePlan } from '../routes/routes.ts';

@@ -16,7 +16,7 @@
  */
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
-import { addNetwork, checkNetwork, delNetwork } from '../cni/delegate.ts';
+import { addNetwork, checkNetwork, delNetwork } from '../cni/libcni.ts';
 import type { CniResult } from '../cni/result-model.ts';
 import { resultInterfaces, resultIps } from '../cni/result.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';

@@ -11,7 +11,7 @@
 import { auxiliaryChain } from '../auxchain.ts';
 import { removeScratchCache, writeScratchCache } from '../../store/scratch-cache.ts';
 import { assertResultCacheFits } from '../../store/result-cache.ts';
-import { addNetwork, delNetwork } from '../../cni/delegate.ts';
+import { addNetwork, delNetwork } from '../../cni/libcni.ts';
 import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/device-info.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { KubeClient, Pod } from '../../k8s/types.ts';

@@ -8,7 +8,7 @@
  */
 import { readScratchCache } from '../../store/scratch-cache.ts';
 import { resolveStaticNetworks } from '../conf.ts';
-import { checkNetwork, joinErrors } from '../../cni/delegate.ts';
+import { checkNetwork, joinErrors } from '../../cni/libcni.ts';
 import type { CniError } from '../../base/errors.ts';
 import { wrapError } from '../../base/errors.ts';
 import type { Attachment, Delegate } from '../plan.ts';

@@ -9,7 +9,7 @@
 import type { ArgPairs, K8sArgs } from '../../cni/cniargs.ts';
 import { parseCniArgs, parseK8sArgs, podRef } from '../../cni/cniargs.ts';
 import type { MultusConf } from '../conf.ts';
-import type { NetworkDeps, RuntimeConf } from '../../cni/delegate.ts';
+import type { NetworkDeps, RuntimeConf } from '../../cni/libcni.ts';
 import type { ResourceMapDeps } from '../../devices/devices.ts';
 import { CNI_DEVINFO_DIR, DP_DEVINFO_DIR } from '../../devices/devices.ts';
 import { deviceInfoPath } from '../../devices/device-info.ts';

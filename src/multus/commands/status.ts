@@ -6,7 +6,7 @@
  * cannot answer STATUS and is taken as ready, as libcni does.
  */
 import { resolveStaticNetworks } from '../conf.ts';
-import { statusNetwork } from '../../cni/delegate.ts';
+import { statusNetwork } from '../../cni/libcni.ts';
 import { wrapError } from '../../base/errors.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 
