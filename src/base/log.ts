@@ -2,12 +2,11 @@
  * log.ts: the levelled logger, built once from the conf and passed in (I/O: stderr and one log file).
  *
  * Levels, line format and the `warning: ` prefix follow Multus pkg/logging (docs/behaviour.md#logging): a line
- * `<RFC3339 local time> [<level>] <message>` goes to stderr when enabled and to the log file when one is set.
- * The file is opened lazily, so an invocation that logs nothing touches no file. Rotation is lumberjack-compatible
- * (natefinch/lumberjack v2: backup names, count and age pruning, gzip) and is honoured here, where thin Multus
- * ignores `logOptions` (docs/behaviour.md#logging quirk). Secrets are redacted before anything is written, and a
- * logging failure never
- * reaches the caller: it is reported once on stderr (if enabled) and logging carries on.
+ * `<RFC3339 local time> [<level>] <message>` goes to stderr when enabled and to the log file when one is set. The file
+ * is opened lazily, so an invocation that logs nothing touches no file. Rotation is lumberjack-compatible
+ * (natefinch/lumberjack v2: backup names, count and age pruning, gzip) and is honoured here, where thin Multus ignores
+ * `logOptions` (docs/behaviour.md#logging quirk). Secrets are redacted before anything is written, and a logging
+ * failure never reaches the caller: it is reported once on stderr (if enabled) and logging carries on.
  */
 import {
   appendFileSync,

@@ -106,11 +106,10 @@ export function parseK8sArgs(pairs: ArgPairs): K8sArgs {
 
 /**
  * The delegate's CNI_ARGS (Multus `CreateCNIRuntimeConf`, docs/behaviour.md#delegate-args): the five base keys in
- * Multus' order, then
- * the runtime's pairs merged once, then `extra` (MAC=/IP= on ADD) replacing same-named keys.
+ * Multus' order, then the runtime's pairs merged once, then `extra` (MAC=/IP= on ADD) replacing same-named keys.
  * compat: Multus re-reads the process env and appends every already-filled key a second time
- * (`IgnoreUnknown=true;...;IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;...`); here a known key is only filled when
- * it is empty, so the delegate gets each key once and no runtime key is lost. Returns new arrays.
+ * (`IgnoreUnknown=true;...;IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;...`); here a known key is only filled when it is
+ * empty, so the delegate gets each key once and no runtime key is lost. Returns new arrays.
  */
 export function buildDelegateArgs(k8s: K8sArgs, runtimePairs: ArgPairs, extra: ArgPairs = []): ArgPairs {
   const out: ArgPairs = [

@@ -1,5 +1,5 @@
 /**
- * delegate.ts: running one delegate network (a single config or a conflist chain) for ADD, DEL, CHECK,
+ * libcni.ts: running one delegate network (a single config or a conflist chain) for ADD, DEL, CHECK,
  * STATUS and GC (I/O), the equivalent of libcni's api.go.
  *
  * A single-plugin config is a chain of one, so there is one code path for both. The per-plugin stdin is

@@ -48,11 +48,10 @@ interface ListHeader {
 }
 
 /**
- * Parses one delegate network. An object with a non-empty `type` is a single-plugin config, anything else
- * must be a conflist with `plugins` (Multus LoadDelegateNetConf). `defaultName` fills a missing or empty
- * `name`, in the bytes too (NAD docs/behaviour.md#nad). A Buffer keeps its bytes unless a name was injected; an
- * object's
- * bytes are its JSON. `source` (a file, a NAD) prefixes every error message.
+ * Parses one delegate network. An object with a non-empty `type` is a single-plugin config, anything else must be a
+ * conflist with `plugins` (Multus LoadDelegateNetConf). `defaultName` fills a missing or empty `name`, in the bytes too
+ * (NAD docs/behaviour.md#nad). A Buffer keeps its bytes unless a name was injected; an object's bytes are its JSON.
+ * `source` (a file, a NAD) prefixes every error message.
  */
 export function parseNetwork(
   input: Buffer | Record<string, unknown>,
@@ -290,8 +289,7 @@ export function loadNetworkPath(path: string): Network {
 
 /**
  * docs/behaviour.md#nad: the config named `name` among the `.conf`/`.json`/`.conflist` files directly in `dir`, in
- * lexical
- * order. compat: a file that cannot be parsed before the match aborts the search, as in Multus.
+ * lexical order. compat: a file that cannot be parsed before the match aborts the search, as in Multus.
  */
 export function findNetworkInDir(dir: string, name: string): Network {
   const files = listConfFiles(dir, NETWORK_FILE_EXTS);

@@ -1,9 +1,9 @@
 /**
- * daemon/load.ts: loads the second bundle (src/roles.ts: daemon, hotplug, plan, install, is-default-ready) for
- * those roles only, so the thin plugin's start-up never
- * parses it (the same pattern as the Kubernetes fallback in src/k8s/client.ts). Inside the single executable
- * it evaluates the embedded SEA asset `multus-daemon.cjs` (scripts/build-daemon.mjs); outside one, the built
- * bundle beside multus.cjs, else this source tree's module. Keep this file free of imports.
+ * daemon/load.ts: loads the second bundle (src/roles.ts: daemon, hotplug, plan, install, is-default-ready) for those
+ * roles only, so the thin plugin's start-up never parses it (the same pattern as the Kubernetes fallback in
+ * src/k8s/client.ts). Inside the single executable it evaluates the embedded SEA asset `multus-daemon.cjs`
+ * (scripts/build-daemon.mjs); outside one, the built bundle beside multus.cjs, else this source tree's module. Keep
+ * this file free of imports.
  */
 export const DAEMON_ASSET = 'multus-daemon.cjs';
 

@@ -2,17 +2,14 @@
  * devices.ts: device IDs for NADs with the `k8s.v1.cni.cncf.io/resourceName` annotation, SR-IOV style (pure
  * parts, and thin I/O wrappers marked as such).
  *
- * The kubelet knows which devices a device plugin allocated to a pod; Multus reads that as a resource map
- * (resource name -> sorted device IDs) from the pod-resources gRPC socket when it exists, else from the
- * device-plugin checkpoint file (docs/behaviour.md#device-ids), and hands each attachment the next unused ID of its
- * resource. The ID goes into the delegate's config as `deviceID` and `pciBusID` (docs/behaviour.md#delegate-config),
- * and the device
- * plugin's device-info file is copied to the CNIDeviceInfoFile path the delegate is told about
- * (docs/behaviour.md#device-info), whose
- * content later becomes network-status `device-info` (docs/behaviour.md#network-status). Pure: parseCheckpoint,
- * resourceMapFrom*,
- * DeviceAllocator, injectDeviceId, the path builders. I/O: readResourceMap (src/podresources.ts is imported
- * only on its gRPC path), copyDevicePluginInfo, readDeviceInfo, removeDeviceInfo.
+ * The kubelet knows which devices a device plugin allocated to a pod; Multus reads that as a resource map (resource
+ * name -> sorted device IDs) from the pod-resources gRPC socket when it exists, else from the device-plugin checkpoint
+ * file (docs/behaviour.md#device-ids), and hands each attachment the next unused ID of its resource. The ID goes into
+ * the delegate's config as `deviceID` and `pciBusID` (docs/behaviour.md#delegate-config), and the device plugin's
+ * device-info file is copied to the CNIDeviceInfoFile path the delegate is told about (docs/behaviour.md#device-info),
+ * whose content later becomes network-status `device-info` (docs/behaviour.md#network-status). Pure: parseCheckpoint,
+ * resourceMapFrom*, DeviceAllocator, injectDeviceId, the path builders. I/O: readResourceMap (podresources.ts is
+ * imported only on its gRPC path), copyDevicePluginInfo, readDeviceInfo, removeDeviceInfo.
  */
 import { readFileSync, statSync } from 'node:fs';
 import type { Network } from '../cni/network.ts';
@@ -161,8 +158,7 @@ export function resourceMapFromPodResources(
 
 /**
  * Hands out device IDs in list order, with one cursor per resource name (docs/behaviour.md#device-ids step 5). An
- * exhausted or absent
- * resource gives `undefined`: the attachment then simply has no device ID. No I/O; one per ADD.
+ * exhausted or absent resource gives `undefined`: the attachment then simply has no device ID. No I/O; one per ADD.
  */
 export class DeviceAllocator {
   readonly #resources: ResourceMap;
@@ -263,8 +259,8 @@ export async function readResourceMap(pod: PodIdentity, deps: ResourceMapDeps = 
 
 /**
  * A copy of `config` with `deviceID` and `pciBusID` set to `deviceId` (docs/behaviour.md#delegate-config): at the top
- * level of a single
- * config (non-empty `type`, the rule parseNetwork uses), else in every plugin of a conflist. Never mutates.
+ * level of a single config (non-empty `type`, the rule parseNetwork uses), else in every plugin of a conflist. Never
+ * mutates.
  */
 export function injectDeviceId(config: Json, deviceId: string): Json {
   const out = structuredClone(config);

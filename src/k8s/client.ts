@@ -1,11 +1,11 @@
 /**
- * k8s.ts: the Kubernetes API client for the calls Multus makes (I/O: HTTPS, files).
+ * k8s/client.ts: the Kubernetes API client for the calls Multus makes (I/O: HTTPS, files).
  *
  * A lean path of our own, node:https with a keep-alive agent and JSON bodies, serves the kubeconfigs a node
  * has (token, tokenFile, client certificates, basic auth) and the in-cluster service account; tokens from
  * files are read again for every request, so rotated service-account tokens keep working (Multus #852).
  * @kubernetes/client-node is loaded lazily, only for `user.exec`, `user.auth-provider`, `cluster.proxy-url` or
- * YAML the lean reader refuses (see k8s-fallback.ts); it never loads for a plain kubeconfig.
+ * YAML the lean reader refuses (see fallback.ts); it never loads for a plain kubeconfig.
  *
  * Every request has one deadline (default 10 s) covering credentials, connect, TLS and the body. Nothing is
  * retried here: `isTransient` lets callers apply Multus' retry policies. Errors are `KubeApiError` (a

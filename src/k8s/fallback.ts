@@ -1,10 +1,10 @@
 /**
- * k8s-fallback.ts: the @kubernetes/client-node side of the Kubernetes client, loaded only on demand.
+ * k8s/fallback.ts: the @kubernetes/client-node side of the Kubernetes client, loaded only on demand.
  *
- * `src/k8s.ts` serves token, tokenFile, client-certificate and basic-auth kubeconfigs itself. It loads this
+ * The lean client (client.ts, transport.ts) serves token, tokenFile, client-certificate and basic-auth kubeconfigs itself. It loads this
  * module (from the SEA asset `k8s-fallback.cjs`, a `k8s-fallback.cjs` beside the bundle, or this file) only for
  * what it does not do: credentials from `user.exec` or `user.auth-provider` (OIDC, GCP, Azure), agents for
- * `cluster.proxy-url`, and YAML that its own block-style reader refuses. Requests still go through k8s.ts' one
+ * `cluster.proxy-url`, and YAML that its own block-style reader refuses. Requests still go through transport.ts' one
  * transport, timeout and error mapping: this module only hands over headers, TLS material and an agent.
  *
  * It imports client-node's `dist/config.js` rather than the package root so that the bundle
@@ -15,7 +15,7 @@ import type { Agent } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import yaml from 'js-yaml';
 
-/** What k8s.ts merges into a request: headers (Authorization, Impersonate-*) and TLS options. */
+/** What transport.ts merges into a request: headers (Authorization, Impersonate-*) and TLS options. */
 export interface FallbackCredentials {
   headers: Record<string, string>;
   ca?: string | Buffer;

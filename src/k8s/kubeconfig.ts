@@ -1,16 +1,13 @@
 /**
- * kubeconfig.ts: what a Kubernetes client needs from a kubeconfig file or from the pod's service account
- * (pure parsing and resolution, plus the few file reads).
+ * kubeconfig.ts: what a Kubernetes client needs from a kubeconfig (pure resolution; the file reads and the
+ * pod's service account are kubeconfig-files.ts', the text's parsing yaml.ts').
  *
- * `parseKubeconfigText` reads JSON, and YAML in the block style that kubectl, kubeadm, kind, k3s and Multus'
- * own entrypoint write, with a small strict reader (`parseYamlSubset` in yaml.ts) that either returns exactly what a YAML
- * parser would or throws `YamlSubsetError`; the caller then hands the text to a full YAML parser (js-yaml, in
- * the lazily loaded fallback module), so anchors, block scalars and flow collections still work, only slower.
+ * A kubeconfig's text is read by yaml.ts' `parseKubeconfigText` (JSON, or YAML in the block style kubectl,
+ * kubeadm, kind, k3s and Multus' entrypoint write; anything else goes to js-yaml in the lazily loaded fallback).
  * `resolveKubeconfig` follows current-context to its cluster and user the way client-go's ClientConfig does
  * (paths relative to the kubeconfig's directory, data fields before file fields, the same validation
  * messages) and says whether the lean client can serve it (`fallback` undefined) or the user needs
- * @kubernetes/client-node (`exec`, `auth-provider`) or a proxy (`proxy-url`). `inClusterConfig` is client-go's
- * rest.InClusterConfig. Tokens, passwords and keys are kept as values and never put into a message.
+ * @kubernetes/client-node (`exec`, `auth-provider`) or a proxy (`proxy-url`). Tokens, passwords and keys are kept as values and never put into a message.
  */
 import { dirname, isAbsolute, join } from 'node:path';
 import { isObject } from '../base/json.ts';

@@ -1,7 +1,6 @@
 /**
  * auxchain.ts: the auxiliary CNI chain (`auxiliaryCNIChainName`, docs/behaviour.md#aux-chain) and the `passthru` plugin
- * it starts
- * with (docs/behaviour.md#aux-chain). Pure, except for listing and reading the chain's directory.
+ * it starts with (docs/behaviour.md#aux-chain). Pure, except for listing and reading the chain's directory.
  *
  * The chain is a conflist built in memory: `passthru` first, then every `*.conf` in
  * `<dir of clusterNetwork>/<chain name>/` in lexical order. It runs as the last attachment (net<i>) so
@@ -20,10 +19,9 @@ import type { Delegate } from './plan.ts';
 import { SUPPORTED_VERSIONS } from '../base/versions.ts';
 
 /**
- * The auxiliary chain's delegate, or undefined when none is configured or its directory adds no plugin.
- * compat: a chain that cannot be loaded is logged and skipped (docs/behaviour.md#aux-chain); a clusterNetwork that is
- * not a path
- * is an error, as in Multus.
+ * The auxiliary chain's delegate, or undefined when none is configured or its directory adds no plugin. compat: a chain
+ * that cannot be loaded is logged and skipped (docs/behaviour.md#aux-chain); a clusterNetwork that is not a path is an
+ * error, as in Multus.
  */
 export function auxiliaryChain(conf: MultusConf, log: Logger): Delegate | undefined {
   const name = conf.auxiliaryCNIChainName;

@@ -3,13 +3,12 @@
  * thin file wrappers).
  *
  * `parseMultusConf` turns stdin into a `MultusConf` with the defaults of docs/behaviour.md#conf-keys and the
- * checks of docs/behaviour.md#conf-rules; `parseNetwork` turns one delegate (a single-plugin config or a conflist,
- * docs/behaviour.md#conf-rules rule 6, docs/behaviour.md#nad)
- * into a `Network`, libcni's NetworkConfigList. Parsers take bytes or objects and return new values; they
- * never log, warnings come back as data. `loadNetworkFile`, `loadNetworkPath` and `findNetworkInDir` only read
- * files and directories and hand the bytes to the parsers (libcni conf.go's FromBytes/FromFile split), and
- * `resolveStaticNetworks` picks the cluster and default networks that need no Kubernetes
- * (docs/behaviour.md#cluster-network).
+ * checks of docs/behaviour.md#conf-rules; its `delegates` are parsed by cni/network.ts' `parseNetwork` (a
+ * single-plugin config or a conflist, docs/behaviour.md#conf-rules rule 6) into `Network`s, libcni's
+ * NetworkConfigList. It never logs: warnings come back as data. `resolveStaticNetworks` picks the cluster and
+ * default networks (docs/behaviour.md#cluster-network) through a NAD lookup the caller gives, else a path
+ * (cni/network.ts' `loadNetworkPath`) or a config name in confDir (`findNetworkInDir`), as delegates with no
+ * selection request.
  *
  * Keys of ours, not in Multus (Multus ignores them, so one 00-multus.conf serves both):
  * | key | type | default | meaning |
@@ -141,9 +140,8 @@ function foldKeys(raw: Record<string, unknown>, warnings: string[]): Record<stri
 
 /**
  * The multus config: defaults (docs/behaviour.md#conf-keys), key types, the rules of docs/behaviour.md#conf-rules, the
- * delegates. Takes the object the
- * protocol edge already decoded from stdin (`CniRequest.config`), so stdin is decoded once; bytes (a file, a
- * test) are decoded here with this config's own messages.
+ * delegates. Takes the object the protocol edge already decoded from stdin (`CniRequest.config`), so stdin is decoded
+ * once; bytes (a file, a test) are decoded here with this config's own messages.
  */
 export function parseMultusConf(input: Record<string, unknown> | Buffer | string): MultusConf {
   const raw = typeof input === 'string' || Buffer.isBuffer(input) ? decodeObject(input, 'multus config') : input;
@@ -305,8 +303,8 @@ export interface ResolveOptions {
 /**
  * The networks every pod gets: `delegates` when clusterNetwork is empty, else clusterNetwork and then each
  * defaultNetworks entry (docs/behaviour.md#cluster-network). Fixes the docs/behaviour.md#cluster-network quirk: a path,
- * or a config name in confDir, works without a
- * kube client. Unlike Multus, a clusterNetwork failure keeps its cause in the message.
+ * or a config name in confDir, works without a kube client. Unlike Multus, a clusterNetwork failure keeps its cause in
+ * the message.
  */
 export function resolveStaticNetworks(conf: MultusConf, opts: ResolveOptions = {}): Delegate[] {
   if (conf.clusterNetwork === '') return conf.delegates.map(configDelegate);

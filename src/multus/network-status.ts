@@ -1,5 +1,5 @@
 /**
- * netstatus.ts: the `k8s.v1.cni.cncf.io/network-status` annotation from delegate results (pure, no I/O).
+ * network-status.ts: the `k8s.v1.cni.cncf.io/network-status` annotation from delegate results (pure, no I/O).
  *
  * `buildNetworkStatuses` turns one delegate's result (any CNI version, read in its 1.x form) into entries as
  * network-attachment-definition-client's CreateNetworkStatuses does (docs/behaviour.md#network-status):

@@ -1,14 +1,11 @@
 /**
  * plan.ts: which attachments a call makes, and what each delegate is given (pure).
  *
- * An attachment is one delegate network bound to one interface name in the pod: the cluster network
- * first (CNI_IFNAME), then the others as net<i> by position unless they ask for a name (docs/behaviour.md#ordering).
- * For each
- * attachment this module derives its own deep copy of the runtime's runtimeConfig (docs/behaviour.md#runtime-config:
- * nothing leaks from
- * one delegate to the next) and its CNI_ARGS (docs/behaviour.md#delegate-args). It also maps attachments to and from
- * the scratch
- * cache's delegate records, so ADD and DEL agree on names and order.
+ * An attachment is one delegate network bound to one interface name in the pod: the cluster network first (CNI_IFNAME),
+ * then the others as net<i> by position unless they ask for a name (docs/behaviour.md#ordering). For each attachment
+ * this module derives its own deep copy of the runtime's runtimeConfig (docs/behaviour.md#runtime-config: nothing leaks
+ * from one delegate to the next) and its CNI_ARGS (docs/behaviour.md#delegate-args). It also maps attachments to and
+ * from the scratch cache's delegate records, so ADD and DEL agree on names and order.
  */
 import type { AttachmentRequest } from '../store/fields.ts';
 import { ATTACHMENT_FIELDS, CAPABILITY_ORDER, cniArgValue, isRequested } from '../store/fields.ts';

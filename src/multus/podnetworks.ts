@@ -2,15 +2,14 @@
  * podnetworks.ts: what the Kubernetes API says a pod's attachments are (I/O through the KubeClient seam).
  *
  * `lookupPod` fetches the pod with Multus' retry policy (docs/behaviour.md#pod-lookup: transient errors retried every
- * 250 ms for
- * 2.5 s) and the UID check; its outcome is a union, never null-as-a-message. `resolvePodDelegates` builds the
- * ordered delegate list of docs/behaviour.md#ordering: cluster network (a NAD in multusNamespace, a config name or a
- * path), the
- * default networks, the per-pod default-network override (docs/behaviour.md#default-network-annotation), then one
- * delegate per selection element in
- * annotation order (docs/behaviour.md#networks-annotation, docs/behaviour.md#nad). Every NAD is fetched once per call;
- * any failure aborts before a delegate runs.
- * API economy: one GET for the pod and one per NAD (issue: at most N+2 requests per ADD with the status write).
+ * 250 ms for 2.5 s) and the UID check; its outcome is a union, never null-as-a-message. `resolvePodDelegates` is the
+ * one resolver of a pod's ordered delegate list (docs/behaviour.md#ordering), for ADD, DEL and `multus plan`: cluster
+ * network (a NAD in multusNamespace, a config name or a path), the default networks, the per-pod default-network
+ * override (docs/behaviour.md#default-network-annotation), then one delegate per selection element in annotation
+ * order (docs/behaviour.md#networks-annotation, docs/behaviour.md#nad). Every NAD is fetched once per call; ADD stops
+ * at the first failure, before a delegate runs, and `multus plan` collects them all. `nadDelegate` is the one NAD
+ * fetch (hot-plug uses it too), with the one "cannot find" message. API economy: one GET for the pod and one per NAD
+ * (at most N+2 requests per ADD with the status write).
  */
 import type { K8sArgs } from '../cni/cniargs.ts';
 import type { MultusConf } from './conf.ts';
@@ -238,9 +237,8 @@ export async function resolvePodDelegates(
 
 /**
  * docs/behaviour.md#device-ids: NADs with a resourceName get the pod's allocated devices in sorted order, one per
- * attachment of that
- * resource, injected as `deviceID`/`pciBusID` into their config. The kubelet is asked once per ADD, and only
- * when some delegate has a resource name (otherwise none of this runs).
+ * attachment of that resource, injected as `deviceID`/`pciBusID` into their config. The kubelet is asked once per ADD,
+ * and only when some delegate has a resource name (otherwise none of this runs).
  */
 async function assignDeviceIds(delegates: Delegate[], pod: Pod, deps: ResolveDeps): Promise<Delegate[]> {
   if (!delegates.some((d) => d.request.resourceName)) return delegates;

@@ -1,5 +1,5 @@
 /**
- * podstatus.ts: telling Kubernetes what ADD attached (I/O through the KubeClient seam).
+ * publish.ts: telling Kubernetes what ADD attached (I/O through the KubeClient seam).
  *
  * `publishNetworkStatus` writes `k8s.v1.cni.cncf.io/network-status` through the pods/status subresource,
  * starting from the pod the ADD already fetched (its resourceVersion), so a quiet pod costs exactly one

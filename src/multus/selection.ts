@@ -344,10 +344,9 @@ export function checkNamespaceIsolation(
 const label = (s: NetworkSelection, i: number): string => `element ${i} ("${s.namespace}/${s.name}")`;
 
 /**
- * The `default-route` requests of all selections: at most one IPv4 and one IPv6 gateway (Multus' ECMP
- * check, docs/behaviour.md#default-route), on at most one element (docs/behaviour.md#npwg), and never an empty list (it
- * would remove every
- * default route of the pod, eth0's included, docs/behaviour.md#default-route quirk).
+ * The `default-route` requests of all selections: at most one IPv4 and one IPv6 gateway (Multus' ECMP check,
+ * docs/behaviour.md#default-route), on at most one element (docs/behaviour.md#npwg), and never an empty list (it would
+ * remove every default route of the pod, eth0's included, docs/behaviour.md#default-route quirk).
  */
 export function validateDefaultRoutes(selections: NetworkSelection[]): void {
   const carriers = selections.flatMap((s, i) =>

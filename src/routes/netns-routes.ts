@@ -1,13 +1,12 @@
 /**
  * netns-routes.ts: carrying out a default-route plan (routes.ts) in the pod and in the result caches (I/O).
  *
- * `applyRoutePlan` runs iproute2 inside the pod's network namespace: `nsenter --net=<CNI_NETNS> ip ...`, since
- * `ip -n` only takes names under /var/run/netns and CNI_NETNS is any path. Every child is spawned from an
- * argument array (no shell) with `LC_ALL=C`, so the kernel's messages that decide "nothing to delete" are
- * English whatever the node's locale. All deletes run before any add, so a `replace` never races a delete.
- * `updateCachedDefaultRoutes` rewrites `<cniDir>/results/<net>-<id>-<if>` (libcni's cache,
- * docs/behaviour.md#default-route) through
- * cache.ts so CHECK and DEL get the routes the pod really has as `prevResult`.
+ * `applyRoutePlan` runs iproute2 inside the pod's network namespace: `nsenter --net=<CNI_NETNS> ip ...`, since `ip -n`
+ * only takes names under /var/run/netns and CNI_NETNS is any path. Every child is spawned from an argument array (no
+ * shell) with `LC_ALL=C`, so the kernel's messages that decide "nothing to delete" are English whatever the node's
+ * locale. All deletes run before any add, so a `replace` never races a delete. `updateCachedDefaultRoutes` rewrites
+ * `<cniDir>/results/<net>-<id>-<if>` (libcni's cache, docs/behaviour.md#default-route) through store/result-cache.ts,
+ * so CHECK and DEL get the routes the pod really has as `prevResult`.
  */
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';

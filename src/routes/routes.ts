@@ -1,13 +1,11 @@
 /**
  * routes.ts: planning the pod's `default-route` move and rewriting cached results to match (pure).
  *
- * A selection element's `default-route` names the gateway(s) the pod's default route should use, via that
- * attachment's interface (docs/behaviour.md#npwg, docs/behaviour.md#default-route). `planDefaultRoutes` turns the
- * attachments'
- * requests into one `RoutePlan` per attachment: which families' default routes it loses and which gateways it
- * gains. `rewriteCachedRoutes` applies such a change to a libcni cached `result` of any layout, so that CHECK and
- * DEL, which get the cached result as `prevResult`, see the routes the pod really has. The netns side lives in
- * netns-routes.ts.
+ * A selection element's `default-route` names the gateway(s) the pod's default route should use, via that attachment's
+ * interface (docs/behaviour.md#npwg, docs/behaviour.md#default-route). `planDefaultRoutes` turns the attachments'
+ * requests into one `RoutePlan` per attachment: which families' default routes it loses and which gateways it gains.
+ * `rewriteCachedRoutes` applies such a change to a libcni cached `result` of any layout, so that CHECK and DEL, which
+ * get the cached result as `prevResult`, see the routes the pod really has. The netns side lives in netns-routes.ts.
  *
  * Multus quirks fixed here (docs/compatibility.md, docs/behaviour.md#default-route):
  * - only the requested families are touched; Multus deletes every default route of every family on each

@@ -1,10 +1,11 @@
 /**
  * commands/add.ts: CNI ADD (orchestration).
  *
- * Reads as the list of steps in docs/design.md: parse CNI_ARGS, wait for the default network, look the pod
- * up, resolve the delegates (config, NADs, annotations), plan the attachments (all validation before
- * anything runs), save the scratch cache, add each attachment in order, tell Kubernetes what was attached,
- * and return the cluster network's result in the multus config's cniVersion. Any failure after the first
+ * Reads as the list of steps in docs/design.md (handle() has already decoded CNI_ARGS into the call context and
+ * waited for the default network): look the pod up, resolve the delegates (config, NADs, annotations) and the
+ * auxiliary chain, plan the attachments (all validation before anything runs), save the scratch cache, add each
+ * attachment in order, move the default routes, tell Kubernetes what was attached, and return the cluster
+ * network's result in the multus config's cniVersion. Any failure after the first
  * attachment rolls back every attachment made so far (docs/behaviour.md#rollback), so no interface or IP is left
  * behind.
  */

@@ -142,10 +142,9 @@ async function currentDelegates(ctx: CallContext, deps: CommandDeps): Promise<De
 }
 
 /**
- * Scratch cache: removed when every DEL succeeded; after failures it is removed too unless
- * retryDeleteOnError is set (docs/behaviour.md#del, compat). Either way the failed attachments keep their result
- * caches, so a
- * retried DEL still finds them. Corrupt result caches that a known attachment accounted for go once it is gone.
+ * Scratch cache: removed when every DEL succeeded; after failures it is removed too unless retryDeleteOnError is set
+ * (docs/behaviour.md#del, compat). Either way the failed attachments keep their result caches, so a retried DEL still
+ * finds them. Corrupt result caches that a known attachment accounted for go once it is gone.
  */
 function finishCaches(ctx: CallContext, plan: DelPlan, allDeleted: boolean): void {
   if (allDeleted || !ctx.conf.retryDeleteOnError || plan.scratchCorrupt) {
