@@ -6,7 +6,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['build/', '.cache/', 'coverage/', 'node_modules/', 'shim/', 'test/fixtures/'] },
+  { ignores: ['build/', '.cache/', 'coverage/', 'node_modules/', 'shim/', 'test/data/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

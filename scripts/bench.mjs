@@ -46,7 +46,7 @@ import * as resident from './bench/resident.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(ROOT, 'package.json'));
-const FIXTURES = join(ROOT, 'test/fixtures/bench');
+const FIXTURES = join(ROOT, 'test/data/bench');
 const DELEGATE_TYPE = 'bench-delegate';
 const RUNTIME_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 

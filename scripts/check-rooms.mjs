@@ -11,7 +11,7 @@
  * and exits 1.
  *
  *   node scripts/check-rooms.mjs            # run by `npm run check`
- *   node scripts/check-rooms.mjs DIR        # another tree laid out as src/ (test/unit/check-rooms.test.ts)
+ *   node scripts/check-rooms.mjs DIR        # another tree laid out as src/ (test/unit/scripts/check-rooms.test.ts)
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';

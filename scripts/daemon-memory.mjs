@@ -57,9 +57,9 @@ const tmp = mkdtempSync(join(tmpdir(), 'multus-memory-'));
 const binDir = join(tmp, 'bin');
 mkdirSync(binDir);
 const delegate = join(binDir, 'bench-delegate');
-const cc = spawnSync('gcc', ['-O2', '-o', delegate, join(ROOT, 'test/fixtures/bench/bench-delegate.c')]);
+const cc = spawnSync('gcc', ['-O2', '-o', delegate, join(ROOT, 'test/data/bench/bench-delegate.c')]);
 if (cc.status !== 0) {
-  writeFileSync(delegate, readFileSync(join(ROOT, 'test/fixtures/bench/bench-delegate.sh')), { mode: 0o755 });
+  writeFileSync(delegate, readFileSync(join(ROOT, 'test/data/bench/bench-delegate.sh')), { mode: 0o755 });
 }
 const netnsName = `memprobe-${process.pid}`;
 if (spawnSync('ip', ['netns', 'add', netnsName]).status !== 0) throw new Error('ip netns add failed');

@@ -7,7 +7,7 @@
  *   go_thin      Go Multus v4.3.0 cmd/multus          (.cache/gomultus, test/peers/build-gomultus.sh)
  *   go_thick     Go Multus v4.3.0 cmd/multus-shim + cmd/multus-daemon (Kubernetes only: it needs an API server)
  *
- * Every delegate is the trivial one (test/fixtures/bench). Two configurations: delegates-only (one inline
+ * Every delegate is the trivial one (test/data/bench). Two configurations: delegates-only (one inline
  * delegate, no Kubernetes) and, when test/k8s/build.sh's binaries exist, Kubernetes (a pod annotated with two
  * NADs on the real kube-apiserver of test/k8s/cluster.ts, run in the helper process of kubernetes.mjs). Per
  * mode: ADD and DEL wall times, overhead = wall time minus the delegate calls at this run's median delegate

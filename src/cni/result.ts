@@ -8,7 +8,7 @@
  * sorted keys with empty `dns` dropped in 1.x (100's MarshalJSON round-trips through a map). Addresses come out
  * as Go's net.IPNet/net.IP print them (IPv6 compressed, IPv4-mapped shown as IPv4). `parsePluginError` turns a
  * non-zero exit into a `CniError` (pkg/invoke/raw_exec.go pluginErr). Checked against libcni itself:
- * test/fixtures/results/libcni-conversions.json was produced by generate.go.txt next to it.
+ * test/data/results/libcni-conversions.json was produced by generate.go.txt next to it.
  */
 import { CniCode, CniError } from '../base/errors.ts';
 import type { CniResult, Obj, Rich } from './result-model.ts';

@@ -6,7 +6,7 @@
  * nothing is added to the executable or its start-up; devices.ts loads this module with `import()` only when
  * the kubelet socket exists (docs/behaviour.md#device-ids). Like Go Multus: a dial timeout and a call timeout of 10 s
  * each, and a 16 MiB limit on the response. Fields this decoder does not know (cpu_ids, memory, topology,
- * dynamic_resources, ...) are skipped by wire type, as protobuf requires. test/unit/podresources.test.ts
+ * dynamic_resources, ...) are skipped by wire type, as protobuf requires. test/unit/devices/podresources.test.ts
  * checks it against @grpc/grpc-js serving the real proto messages.
  */
 import { isUtf8 } from 'node:buffer';

@@ -1,6 +1,6 @@
 /**
  * The daemon's /cni API in-process: a real unix socket in a temp dir, handle() behind it with a Host of fakes.
- * The protocol cases of test/unit/handle.test.ts run both through handle() and through /cni: same answers,
+ * The protocol cases of test/unit/host/handle.test.ts run both through handle() and through /cni: same answers,
  * the error code kept, codes mapped to statuses. Then the server's own rules: bad bodies, the body limit,
  * unknown paths and methods, healthz, per-container ordering, parallelism and connectionLimit.
  */

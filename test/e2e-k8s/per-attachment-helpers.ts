@@ -25,7 +25,7 @@ import {
 } from '../e2e/helpers.ts';
 import { type K8sWorld, type Sandbox, networkStatus } from './world.ts';
 
-export const RECORDER_SRC = join(REPO_ROOT, 'test/fixtures/bin/recorder');
+export const RECORDER_SRC = join(REPO_ROOT, 'test/data/bin/recorder');
 
 /** Copies the recorder into the world's bin dir (found through CNI_PATH); returns nothing, logs are per config. */
 export async function installRecorder(kw: K8sWorld): Promise<void> {

@@ -7,7 +7,7 @@
  *   3. no file outside the cache dir is created, changed or removed;
  *   4. an ADD that is rejected while every delegate would have succeeded ran no delegate.
  * A fixed seed and 10,000 cases in CI; `npm run fuzz -- --runs N [--seed S]` for longer runs (FUZZ_RUNS,
- * FUZZ_SEED). Every counterexample found is kept as a plain test in test/unit/fuzz-found.test.ts.
+ * FUZZ_SEED). Every counterexample found is kept as a plain test in test/unit/host/fuzz-found.test.ts.
  */
 import fc from 'fast-check';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';

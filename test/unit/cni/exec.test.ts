@@ -1,0 +1,105 @@
+/**
+ * exec.ts against real child processes (tiny shell scripts in a temp dir): lookup order and validation,
+ * stdin/stdout/stderr, exit status, the timeout that kills the whole process group, and libcni's retry of
+ * "text file busy".
+ */
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { execPlugin, findInPath } from '../../../src/cni/exec.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'mts-exec-'));
+
+/** Alive and not a zombie (a killed orphan may stay a zombie where init does not reap). */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function script(subdir: string, name: string, body: string): string {
+  mkdirSync(join(dir, subdir), { recursive: true });
+  const path = join(dir, subdir, name);
+  writeFileSync(path, `#!/bin/sh\n${body}\n`);
+  chmodSync(path, 0o755);
+  return path;
+}
+
+describe('findInPath', () => {
+  const first = script('a', 'plug', 'exit 0');
+  script('b', 'plug', 'exit 0');
+  script('b', 'only-b', 'exit 0');
+  writeFileSync(join(dir, 'a', 'not-exec'), 'x');
+
+  it('takes the first directory that has an executable of that name', () => {
+    expect(findInPath('plug', [join(dir, 'a'), join(dir, 'b')])).toBe(first);
+    expect(findInPath('only-b', [join(dir, 'a'), join(dir, 'b')])).toBe(join(dir, 'b', 'only-b'));
+  });
+
+  it.each([
+    ['missing', 'failed to find plugin "missing" in path'],
+    ['not-exec', 'failed to find plugin "not-exec" in path'],
+    ['../a/plug', 'invalid plugin type "../a/plug"'],
+    ['a/plug', 'invalid plugin type "a/plug"'],
+  ])('rejects %s with code 7', (type, text) => {
+    expect(() => findInPath(type, [join(dir, 'a'), join(dir, 'b')])).toThrowError(
+      expect.objectContaining({ code: 7, msg: expect.stringContaining(text) }),
+    );
+  });
+});
+
+describe('execPlugin', () => {
+  it('passes stdin and env, and returns stdout, stderr and the exit status', async () => {
+    const path = script('c', 'echo', 'cat; echo "$CNI_COMMAND" >&2; exit 3');
+    const out = await execPlugin(path, Buffer.from('{"a":1}'), { CNI_COMMAND: 'ADD', PATH: '/usr/bin:/bin' }, 5000);
+    expect(out).toMatchObject({ exitCode: 3, signal: null, timedOut: false });
+    expect(out.stdout.toString()).toBe('{"a":1}');
+    expect(out.stderr.toString()).toBe('ADD\n');
+  });
+
+  it('kills a plugin that runs too long, with the processes it started, and does not wait for them', async () => {
+    const pidFile = join(dir, 'c', 'bg.pid');
+    const path = script('c', 'hang', `sleep 30 & echo $! > ${pidFile}; sleep 30`);
+    const started = Date.now();
+    const out = await execPlugin(path, Buffer.alloc(0), { PATH: '/usr/bin:/bin' }, 300);
+    expect(out.timedOut).toBe(true);
+    expect(Date.now() - started).toBeLessThan(5000);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(running(Number(readFileSync(pidFile, 'utf8'))), "the plugin's background child was killed too").toBe(false);
+  });
+
+  it('does not wait for pipes a background child keeps open once the plugin itself exited', async () => {
+    const path = script('c', 'bg', 'sleep 30 & echo done');
+    const started = Date.now();
+    const out = await execPlugin(path, Buffer.alloc(0), { PATH: '/usr/bin:/bin' }, 20_000);
+    expect(out).toMatchObject({ exitCode: 0, timedOut: false });
+    expect(out.stdout.toString()).toBe('done\n');
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('retries "text file busy" like libcni (a plugin binary still being written)', async () => {
+    const path = join(dir, 'c', 'busy');
+    const fd = openSync(path, 'w', 0o755);
+    writeSync(fd, '#!/bin/sh\necho ok\n');
+    const started = Date.now();
+    setTimeout(() => closeSync(fd), 300);
+    const out = await execPlugin(path, Buffer.alloc(0), { PATH: '/usr/bin:/bin' }, 5000);
+    expect(out.stdout.toString()).toBe('ok\n');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+});
