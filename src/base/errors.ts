@@ -4,9 +4,9 @@
  * A `CniError` carries a spec code, a message that says what to fix, optional details and the original
  * error as `cause`. `wrapError` adds context to the message and keeps an existing CNI code, so a
  * delegate's "try again later" (11) still leaves as 11 (Multus flattens it to 999). `toCniError` is the one
- * place a non-CniError becomes 999, at every edge that answers (handle(), cli.ts, the daemon's endpoints, the
- * operator commands); `isCallerFault` is the one rule of which codes blame the request (1-8). Callers branch
- * on `code`, never on message text.
+ * mapping every edge that answers uses (handle(), cli.ts, the daemon's endpoints, the operator commands): a
+ * CniError as it is, anything else code 999; `isCallerFault` is the one rule of which codes blame the request
+ * (1-8). Callers branch on `code`, never on message text.
  */
 
 export const CniCode = Object.freeze({
