@@ -33,11 +33,16 @@ done
 [ -n "$pids" ] && sleep 0.2
 
 # containerd's libcni keeps result caches in the machine's /var/lib/cni (not configurable in containerd 1.6):
-# remove those of this fixture's sandboxes (64-hex IDs, the task dirs' names)
+# remove those of this fixture's sandboxes (64-hex IDs, the task dirs' names), and their cgroups below test.slice
 for t in "$dir"/state/io.containerd.runtime.v2.task/*/*; do
   id=${t##*/}
   case "$id" in *[!0-9a-f]*|'') continue ;; esac
-  [ ${#id} -eq 64 ] && rm -f /var/lib/cni/results/*-"$id"-*
+  [ ${#id} -eq 64 ] || continue
+  rm -f /var/lib/cni/results/*-"$id"-*
+  # critest's sandboxes and containers: cgroup parent /test.slice when the runtime does not answer RuntimeConfig
+  for c in /sys/fs/cgroup/test.slice/"$id" /sys/fs/cgroup/*/test.slice/"$id"; do
+    [ -d "$c" ] && rmdir "$c" 2>/dev/null
+  done
 done
 
 # mounts below the dir, deepest first (rootfs overlays, /dev/shm of sandboxes, network namespace files)

@@ -266,6 +266,11 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     }
   }
 
+  /** Imports an OCI archive into the CRI's image store, each tag of its index as `<base>:<tag>`. */
+  async importImages(tar: string, base: string): Promise<void> {
+    await runOk(CTR_BIN, ['-a', this.socket, '-n', 'k8s.io', 'images', 'import', '--base-name', base, tar]);
+  }
+
   /** Stops containerd (SIGTERM, SIGKILL after 10 s); shims and sandboxes keep running, as on a node. */
   async stopContainerd(): Promise<void> {
     const child = this.containerd;
