@@ -292,6 +292,22 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     }
   }
 
+  /** Waits until CRI's status says NetworkReady (CRI-O: only after its start-up GC of the CNI network ran). */
+  async waitNetworkReady(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const r = await this.crictl(['info'], 10_000);
+      type Condition = { type: string; status: boolean; message?: string };
+      const conditions = ((r.code === 0 && JSON.parse(r.stdout).status?.conditions) || []) as Condition[];
+      const network = conditions.find((c) => c.type === 'NetworkReady');
+      if (network?.status === true) return;
+      if (Date.now() > deadline) {
+        throw new Error(`${this.kind}: NetworkReady not true after ${timeoutMs} ms: ${network?.message ?? r.stderr}`);
+      }
+      await sleep(100);
+    }
+  }
+
   async restart(): Promise<void> {
     await this.stopContainerd();
     await this.start();
