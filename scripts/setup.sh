@@ -2,7 +2,8 @@
 # Idempotent setup of a fresh machine for multus-ts: system packages for the end-to-end tier, node_modules,
 # the libcni driver the end-to-end tests run the plugin with, the Kubernetes tier's kube-apiserver/etcd, Go
 # Multus v4.3.0 (test/peers/build-gomultus.sh) and the runtime tier's crictl, pause image, kubelet,
-# kube-controller-manager and kube-scheduler (test/runtime/build.sh --kubelet).
+# kube-controller-manager and kube-scheduler (test/runtime/build.sh --kubelet), critest and CRI-O
+# (test/runtime/build-critest.sh, build-crio.sh).
 #
 # Needs root when a system package is missing (it runs apt-get; there is no sudo in here): run it as root,
 # as CI does (`bash .ci/run`). Works without a TTY. Safe to run again: every step is skipped when already done.
@@ -95,4 +96,12 @@ fi
 if [[ -f test/runtime/build.sh ]]; then
   say "runtime peers: $(bash test/runtime/build.sh --kubelet)"
 fi
+
+# 7. The runtime tier's other CRI peers: critest and its images (test/runtime/build-critest.sh), CRI-O and pinns
+#    (test/runtime/build-crio.sh), cached the same way.
+for b in critest crio; do
+  if [[ -f "test/runtime/build-$b.sh" ]]; then
+    say "$b: $(bash "test/runtime/build-$b.sh")"
+  fi
+done
 say "done"

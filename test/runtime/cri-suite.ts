@@ -17,6 +17,12 @@
  *
  * A mode's own cases (resident-cri.test.ts: hot-plug) come in through `criSuite(mode, extra)`: they run on the
  * same fixtures, before the last case.
+ *
+ * `criSuite(mode, extra, 'crio')` runs the same cases under CRI-O (crio.ts; thin-crio.test.ts,
+ * resident-crio.test.ts) with multus' config at CNI 1.1.0, so that CRI-O's STATUS (NetworkReady) and its GC on
+ * every start (the restart case: the running sandbox must survive it) reach multus-ts; the multus network is
+ * named for the fixture there (CRI-O's GC DELs every cached attachment of its network in the machine's
+ * /var/lib/cni that is not one of its pods, other fixtures' included).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -36,6 +42,7 @@ import {
   podEvents,
 } from '../e2e-k8s/world.ts';
 import { fileExists } from '../helpers/skip.ts';
+import { type CrioRuntime, crioRequirements, prepareCrio } from './crio.ts';
 import {
   MULTUS_BIN,
   REPO_ROOT,
@@ -48,6 +55,7 @@ import {
 } from './runtime.ts';
 
 export type Mode = 'thin' | 'resident';
+export type RuntimeKind = 'containerd' | 'crio';
 export const SHIM_BIN = join(REPO_ROOT, 'build/multus-shim');
 
 const MULTUS_NET = 'multus-cni-network';
@@ -92,18 +100,29 @@ export interface CriSuite {
   hostLeftovers(): Promise<string[]>;
 }
 
+/** Lines of a log file that mention `text`. */
+function logLines(file: string, text: string): string[] {
+  return existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes(text))
+    : [];
+}
+
 export const v4 = (l: Link | undefined): string[] =>
   (l?.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => `${a.local}/${a.prefixlen}`);
 
-export function criSuite(mode: Mode, extra?: (s: CriSuite) => void): void {
+export function criSuite(mode: Mode, extra?: (s: CriSuite) => void, kind: RuntimeKind = 'containerd'): void {
   const ready = needs(
     ...runtimeRequirements(),
+    ...(kind === 'crio' ? crioRequirements() : []),
     ...k8sRequirements(),
     ...(mode === 'resident' ? [fileExists(SHIM_BIN, 'the native shim build/multus-shim (npm run build with Go)')] : []),
   );
   const title = mode === 'thin' ? 'thin mode' : 'resident mode (build/multus-shim + build/multus daemon)';
-  describe.skipIf(!ready)(`${title} through containerd CRI (crictl runp/stopp/rmp) with a real kube-apiserver`, () => {
-    suiteBody(mode, extra);
+  const runtime = kind === 'crio' ? 'CRI-O' : 'containerd CRI';
+  describe.skipIf(!ready)(`${title} through ${runtime} (crictl runp/stopp/rmp) with a real kube-apiserver`, () => {
+    suiteBody(mode, extra, kind);
   });
 }
 
@@ -207,7 +226,7 @@ async function installThin(rt: Runtime, cluster: Cluster, conf: Record<string, u
   );
 }
 
-function suiteBody(mode: Mode, extra: ((s: CriSuite) => void) | undefined): void {
+function suiteBody(mode: Mode, extra: ((s: CriSuite) => void) | undefined, kind: RuntimeKind): void {
   let cluster: Cluster;
   let rt: Runtime;
   let daemon: Daemon | undefined;
@@ -220,7 +239,7 @@ function suiteBody(mode: Mode, extra: ((s: CriSuite) => void) | undefined): void
 
   beforeAll(async () => {
     cluster = await startCluster();
-    rt = await prepareRuntime();
+    rt = kind === 'crio' ? await prepareCrio() : await prepareRuntime();
     await runOk('ip', ['-n', rt.hostNs, 'link', 'add', MASTER, 'type', 'veth', 'peer', 'name', MASTER_PEER]);
     await runOk('ip', ['-n', rt.hostNs, 'link', 'set', MASTER, 'up']);
     await runOk('ip', ['-n', rt.hostNs, 'link', 'set', MASTER_PEER, 'up']);
@@ -251,9 +270,11 @@ function suiteBody(mode: Mode, extra: ((s: CriSuite) => void) | undefined): void
       capabilities: { ips: true },
       ipam: { type: 'static' },
     });
+    // CRI-O's libcni speaks CNI 1.1.0 (STATUS, GC); containerd 1.6's does not
+    const cniVersion = kind === 'crio' ? '1.1.0' : '1.0.0';
     const multusKeys = {
-      cniVersion: '1.0.0',
-      name: MULTUS_NET,
+      cniVersion,
+      name: kind === 'crio' ? (rt as CrioRuntime).multusNetworkName : MULTUS_NET,
       type: 'multus',
       kubeconfig: cluster.multusKubeconfig,
       cniDir: cniDir(),
@@ -286,7 +307,9 @@ function suiteBody(mode: Mode, extra: ((s: CriSuite) => void) | undefined): void
         cniConfigDir: rt.confDir,
         multusConfigFile: 'auto',
         multusAutoconfigDir: masterDir,
-        cniVersion: '1.0.0',
+        cniVersion,
+        // CRI-O: the generated config takes the master's name, not the "multus-cni-network" every fixture shares
+        ...(kind === 'crio' ? { overrideNetworkName: true } : {}),
         logLevel: 'verbose',
         logFile: join(rt.dir, 'daemon.log'),
         logToStderr: false,
@@ -478,11 +501,16 @@ function suiteBody(mode: Mode, extra: ((s: CriSuite) => void) | undefined): void
     expect(await networkStatus(cluster, p)).toBeUndefined();
   });
 
-  it('containerd restarted between runp and stopp: the sandbox survives, teardown is complete', async () => {
+  it(`${kind} restarted between runp and stopp: the sandbox survives, teardown is complete`, async () => {
     const p = await pod('pod-restart', { [NETWORKS_ANNOTATION]: 'mv' });
     const sb = await runp(p);
     expect([...(await links(sb)).keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
+    // CRI-O GCs its network on every start, with its pods as the valid attachments, before NetworkReady
+    const gcs = () => (daemon ? daemon.lines('GC : 200') : logLines(join(rt.dir, 'multus.log'), '] GC ')).length;
+    const gcBefore = gcs();
     await rt.restart();
+    await rt.waitNetworkReady();
+    if (kind === 'crio') expect(gcs(), "CRI-O's GC on restart served by multus-ts").toBeGreaterThan(gcBefore);
     const state = JSON.parse((await rt.crictl(['inspectp', sb.id])).stdout).status?.state;
     expect(state, 'the sandbox after the restart').toBe('SANDBOX_READY');
     expect([...(await links(sb)).keys()].sort()).toEqual(['eth0', 'lo', 'net1']);

@@ -123,6 +123,8 @@ export interface SandboxInfo {
 }
 
 export class Runtime {
+  /** The CRI runtime's name: its log and PID file in the dir are `<kind>.log`, `<kind>.pid` (crio.ts: 'crio'). */
+  readonly kind: string = 'containerd';
   readonly id = randomBytes(4).toString('hex');
   /** containerd's network namespace (the "host" of the sandboxes). */
   readonly hostNs = `mts-rt-${this.id}`;
@@ -152,7 +154,7 @@ export class Runtime {
     return join(this.stateDir, 'io.containerd.grpc.v1.cri', 'netns');
   }
   get log(): string {
-    return join(this.dir, 'containerd.log');
+    return join(this.dir, `${this.kind}.log`);
   }
   get sandboxImage(): string {
     return `${PAUSE_IMAGE_BASE}:${this.pauseTag}`;
@@ -235,35 +237,46 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     return path;
   }
 
+  /** The runtime's command line (run with nsenterArgs()) and its environment. */
+  protected command(): { args: string[]; env: NodeJS.ProcessEnv } {
+    return { args: [CONTAINERD_BIN, '--config', join(this.dir, 'config.toml')], env: childEnv() };
+  }
+
   /** Starts containerd (first start: also imports the pause image) and waits until CRI answers. */
   async start(): Promise<void> {
     const firstStart = !existsSync(join(this.dir, 'root'));
     const out = createWriteStream(this.log, { flags: 'a', mode: 0o600 });
     await new Promise((r) => out.once('open', r));
-    // nsenter execs containerd: the child's PID is containerd's
-    const args = [...this.nsenterArgs(), CONTAINERD_BIN, '--config', join(this.dir, 'config.toml')];
-    const child = spawn('nsenter', args, { env: childEnv(), stdio: ['ignore', out, out] });
+    // nsenter execs the runtime: the child's PID is the runtime's
+    const { args, env } = this.command();
+    const child = spawn('nsenter', [...this.nsenterArgs(), ...args], {
+      env,
+      cwd: this.dir,
+      stdio: ['ignore', out, out],
+    });
     this.containerd = child;
     this.containerdExit = new Promise((r) => child.once('exit', () => r()));
-    if (child.pid) writeFileSync(join(this.dir, 'containerd.pid'), String(child.pid));
+    if (child.pid) writeFileSync(join(this.dir, `${this.kind}.pid`), String(child.pid));
     const deadline = Date.now() + 30_000;
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) {
-        throw new Error(`containerd exited ${child.exitCode ?? child.signalCode}\n${await this.logTail()}`);
+        throw new Error(`${this.kind} exited ${child.exitCode ?? child.signalCode}\n${await this.logTail()}`);
       }
       if (existsSync(this.socket)) {
         const r = await this.crictl(['info'], 10_000);
         if (r.code === 0) break;
       }
-      if (Date.now() > deadline) throw new Error(`containerd's CRI not ready after 30 s\n${await this.logTail()}`);
+      if (Date.now() > deadline) throw new Error(`${this.kind}'s CRI not ready after 30 s\n${await this.logTail()}`);
       await sleep(100);
     }
-    if (firstStart) {
-      // --base-name names the image by its ref.name annotation (the tag): one reference, which the CRI
-      // plugin resolves; --index-name would add a second "import-<date>" reference it cannot resolve.
-      const ctr = ['-a', this.socket, '-n', 'k8s.io'];
-      await runOk(CTR_BIN, [...ctr, 'images', 'import', '--base-name', PAUSE_IMAGE_BASE, PAUSE_TAR]);
-    }
+    // --base-name names the image by its ref.name annotation (the tag): one reference, which the CRI
+    // plugin resolves; --index-name would add a second "import-<date>" reference it cannot resolve.
+    if (firstStart) await this.importImages(PAUSE_TAR, PAUSE_IMAGE_BASE);
+  }
+
+  /** Imports an OCI archive into the CRI's image store, each tag of its index as `<base>:<tag>`. */
+  async importImages(tar: string, base: string): Promise<void> {
+    await runOk(CTR_BIN, ['-a', this.socket, '-n', 'k8s.io', 'images', 'import', '--base-name', base, tar]);
   }
 
   /** Stops containerd (SIGTERM, SIGKILL after 10 s); shims and sandboxes keep running, as on a node. */
@@ -276,6 +289,22 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
       const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await this.containerdExit;
       clearTimeout(t);
+    }
+  }
+
+  /** Waits until CRI's status says NetworkReady (CRI-O: only after its start-up GC of the CNI network ran). */
+  async waitNetworkReady(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const r = await this.crictl(['info'], 10_000);
+      type Condition = { type: string; status: boolean; message?: string };
+      const conditions = ((r.code === 0 && JSON.parse(r.stdout).status?.conditions) || []) as Condition[];
+      const network = conditions.find((c) => c.type === 'NetworkReady');
+      if (network?.status === true) return;
+      if (Date.now() > deadline) {
+        throw new Error(`${this.kind}: NetworkReady not true after ${timeoutMs} ms: ${network?.message ?? r.stderr}`);
+      }
+      await sleep(100);
     }
   }
 
@@ -350,7 +379,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 
   async logTail(lines = 30): Promise<string> {
     const text = await readFile(this.log, 'utf8').catch(() => '');
-    return `--- containerd log (tail) ---\n${text.trimEnd().split('\n').slice(-lines).join('\n')}`;
+    return `--- ${this.kind} log (tail) ---\n${text.trimEnd().split('\n').slice(-lines).join('\n')}`;
   }
 
   /** Removes every sandbox through CRI (best effort), stops containerd, then cleanup.sh. Never throws. */

@@ -70,8 +70,12 @@ function gcTargets(ctx: CallContext, valid: GcAttachment[] | undefined, failures
 }
 
 function parseValidAttachments(config: Record<string, unknown>): GcAttachment[] | undefined {
-  const list = config['cni.dev/valid-attachments'] ?? config['cni.dev/attachments'];
-  if (list === undefined) return undefined;
+  const key = ['cni.dev/valid-attachments', 'cni.dev/attachments'].find((k) => Object.hasOwn(config, k));
+  if (key === undefined) return undefined;
+  const list = config[key];
+  // libcni sends null when the runtime has no valid attachment on the network (a nil Go slice: CRI-O's GC on
+  // start with no pods): an empty list, as a Go plugin reads it (docs/kubernetes-tests.md, "CRI-O")
+  if (list === null) return [];
   if (!Array.isArray(list) || !list.every((a) => a && typeof a === 'object' && typeof a.containerID === 'string')) {
     throw new CniError(
       CniCode.InvalidConfig,

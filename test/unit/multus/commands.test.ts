@@ -283,6 +283,19 @@ describe('STATUS and GC', () => {
     expect(existsSync(join(cniDir, 'cid2'))).toBe(true);
   });
 
+  it('GC with the list null (libcni, a runtime with no pods: CRI-O on start) deletes every attachment', async () => {
+    const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
+    const add = request('ADD', multusConf({}, '1.1.0'), { CNI_CONTAINERID: 'cid1' });
+    await cmdAdd(...withContext(add.req, add.conf, deps(exec)));
+    exec.received.length = 0;
+    const nulls = { 'cni.dev/valid-attachments': null, 'cni.dev/attachments': null };
+    const { req, conf } = request('GC', multusConf(nulls, '1.1.0'));
+    await cmdGc(...withContext(req, conf, deps(exec)));
+    expect(exec.calls().sort()).toEqual(['DEL p0 eth0', 'DEL p1 net1', 'DEL p2 net1', 'DEL p3 net2']);
+    expect(readdirSync(join(cniDir, 'results'))).toEqual([]);
+    expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
+  });
+
   it("GC without the runtime's list deletes nothing", async () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     const add = request('ADD', multusConf({}, '1.1.0'));
