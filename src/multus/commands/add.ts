@@ -17,7 +17,7 @@ import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { KubeClient, Pod } from '../../k8s/types.ts';
 import { buildNetworkStatuses } from '../netstatus.ts';
 import type { Attachment } from '../plan.ts';
-import { planAttachments, toCachedDelegate, undeclaredCapabilities } from '../plan.ts';
+import { inheritListVersion, planAttachments, toCachedDelegate, undeclaredCapabilities } from '../plan.ts';
 import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-routes.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 import { planDefaultRoutes } from '../../routes/routes.ts';
@@ -33,7 +33,10 @@ export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniRe
   const pod = await lookupPod(kube, ctx.k8s, 'ADD', deps);
   if (pod.kind === 'unknown' && kube)
     deps.log.verbose(`${podTag(ctx)}: ${pod.reason}: attaching the configured networks only`);
-  const delegates = await resolvePodDelegates(conf, ctx.k8s, pod, resolveDeps(kube, deps));
+  const delegates = inheritListVersion(
+    await resolvePodDelegates(conf, ctx.k8s, pod, resolveDeps(kube, deps)),
+    conf.cniVersion,
+  );
   const aux = auxiliaryChain(conf, deps.log);
   if (aux) delegates.push(aux);
   const attachments = planAttachments(delegates, req.ifName);

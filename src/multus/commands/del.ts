@@ -21,7 +21,7 @@ import { removeDeviceInfo } from '../../devices/device-info.ts';
 import type { Network } from '../../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Delegate } from '../plan.ts';
-import { fromCachedDelegate, planAttachments } from '../plan.ts';
+import { fromCachedDelegate, inheritListVersion, planAttachments } from '../plan.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 import { podTag, resolveDeps, runtimeConfFor } from './context.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
@@ -87,7 +87,7 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
       );
     delegates = await currentDelegates(ctx, deps);
   }
-  const teardowns = planAttachments(delegates, req.ifName).map((a) => ({
+  const teardowns = planAttachments(inheritListVersion(delegates, conf.cniVersion), req.ifName).map((a) => ({
     network: a.network,
     rt: runtimeConfFor(ctx, a, 'DEL'),
   }));
