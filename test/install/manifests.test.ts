@@ -51,6 +51,15 @@ describe('deployments/', () => {
     expect(JSON.stringify(conf)).toContain('/etc/cni/net.d/multus.d/multus.kubeconfig');
   });
 
+  it("the resident DaemonSet's grace period covers the daemon's drain and its requests in flight", () => {
+    const cm = docs('multus-ts-resident.yml').find((d) => d.kind === 'ConfigMap')!;
+    const conf = parseDaemonConfig((cm.data as Record<string, string>)['daemon-config.json']!);
+    const ds = docs('multus-ts-resident.yml').find((d) => d.kind === 'DaemonSet')!;
+    const grace = (ds.spec as { template: { spec: { terminationGracePeriodSeconds: number } } }).template.spec
+      .terminationGracePeriodSeconds;
+    expect(grace * 1000).toBeGreaterThan(conf.shutdownDrainMs + conf.shutdownGraceMs);
+  });
+
   it('mounts only /etc/cni/net.d and /opt/cni/bin in the thin mode', () => {
     const ds = docs('multus-ts-thin.yml').find((d) => d.kind === 'DaemonSet')!;
     const vols = (ds.spec as { template: { spec: { volumes: Array<{ hostPath?: { path: string } }> } } }).template.spec
