@@ -192,7 +192,11 @@ export function createCniServer(deps: ServerDeps): Server {
   }
 
   const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (deps.metrics) {
+      const metrics = deps.metrics;
+      res.once('finish', () => metrics.serverRequest(path, res.statusCode, req.method ?? ''));
+    }
     const fail = (status: number, code: number, msg: string): void => {
       req.resume();
       send(res, status, errorBody(new CniError(code, msg)));
