@@ -31,7 +31,7 @@ import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { isDns1123Subdomain } from '../base/names.ts';
 import { loadKubeClient } from '../k8s/client.ts';
-import type { CallOptions, ClientInfo, EventInput, KubeClient, Nad, Pod } from '../k8s/types.ts';
+import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, Pod } from '../k8s/types.ts';
 import type { Metrics } from './metrics.ts';
 import { getJson, informerConfig } from './informer-config.ts';
 
@@ -218,6 +218,9 @@ function measured(lean: KubeClient, metrics: Metrics | undefined): KubeClient {
     getNad: (ns, name, opts) => timed('get', NAD_INFORMER, () => lean.getNad(ns, name, opts)),
     updatePodStatus: (pod, opts) => timed('update', 'pods/status', () => lean.updatePodStatus(pod, opts)),
     createEvent: (e, opts) => timed('create', 'events', () => lean.createEvent(e, opts)),
+    getResourceClaim: (ns, name, opts) => timed('get', 'resourceclaims', () => lean.getResourceClaim(ns, name, opts)),
+    listResourceSlices: (node, driver, opts) =>
+      timed('list', 'resourceslices', () => lean.listResourceSlices(node, driver, opts)),
     get requestCount() {
       return lean.requestCount;
     },
@@ -266,6 +269,15 @@ class WarmClient implements KubeClient {
 
   updatePodStatus(pod: Pod, opts?: CallOptions): Promise<Pod> {
     return this.api.updatePodStatus(pod, opts);
+  }
+
+  /** DRA objects are read per call (devices/dra.ts caches within one call): no informer (docs/resident.md). */
+  getResourceClaim(namespace: string, name: string, opts?: CallOptions): Promise<DraObject> {
+    return this.api.getResourceClaim(namespace, name, opts);
+  }
+
+  listResourceSlices(nodeName: string, driver: string, opts?: CallOptions): Promise<DraObject[]> {
+    return this.api.listResourceSlices(nodeName, driver, opts);
   }
 
   /**

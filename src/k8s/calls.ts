@@ -12,7 +12,7 @@ import { KubeApiError } from './types.ts';
 // Calls: what is asked, for paths and messages (pure)
 
 export interface Call {
-  verb: 'get' | 'update' | 'create';
+  verb: 'get' | 'update' | 'create' | 'list';
   method: 'GET' | 'PUT' | 'POST';
   group: string;
   resource: string;
@@ -40,6 +40,29 @@ export function nadCall(namespace: string, name: string): Call {
     resource: 'network-attachment-definitions',
     namespace,
     name,
+    path,
+  };
+}
+
+const DRA_API = '/apis/resource.k8s.io/v1';
+
+/** GET of a ResourceClaim (DRA, resource.k8s.io/v1), as Multus HEAD's draclient reads it. */
+export function resourceClaimCall(namespace: string, name: string): Call {
+  const path = `${DRA_API}/namespaces/${seg(namespace)}/resourceclaims/${seg(name)}`;
+  return { verb: 'get', method: 'GET', group: 'resource.k8s.io', resource: 'resourceclaims', namespace, name, path };
+}
+
+/** LIST of the ResourceSlices of one driver (on one node when given), by server-side field selectors. */
+export function resourceSliceListCall(nodeName: string, driver: string): Call {
+  const selector = nodeName === '' ? `spec.driver=${driver}` : `spec.nodeName=${nodeName},spec.driver=${driver}`;
+  const path = `${DRA_API}/resourceslices?fieldSelector=${seg(selector)}`;
+  return {
+    verb: 'list',
+    method: 'GET',
+    group: 'resource.k8s.io',
+    resource: 'resourceslices',
+    namespace: '',
+    name: selector,
     path,
   };
 }
@@ -98,10 +121,13 @@ export function eventCall(e: EventInput): Call {
 const qualified = (c: Call): string =>
   c.group ? `${c.resource.split('/')[0]}.${c.group}` : (c.resource.split('/')[0] ?? c.resource);
 export const target = (c: Call): string =>
-  `${c.verb} ${c.resource} ${c.name ? `${c.namespace}/${c.name}` : `in namespace ${c.namespace}`}`;
+  c.verb === 'list'
+    ? `list ${c.resource} (fieldSelector ${c.name})`
+    : `${c.verb} ${c.resource} ${c.name ? `${c.namespace}/${c.name}` : `in namespace ${c.namespace}`}`;
 
 /** Names that cannot exist: the API server would answer NotFound, so no request is sent. */
 export function invalidName(c: Call): KubeApiError | undefined {
+  if (c.verb === 'list') return undefined; // cluster-wide, selector values are escaped in the query
   const nameOk = c.verb === 'create' || isDns1123Subdomain(c.name);
   if (isDns1123Label(c.namespace) && nameOk) return undefined;
   const what = c.verb === 'create' ? `namespace "${c.namespace}"` : `${qualified(c)} "${c.name}"`;

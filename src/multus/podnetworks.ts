@@ -21,6 +21,7 @@ import { httpStatusOf, isTransient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
 import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../devices/devices.ts';
+import { addDraDevices, hasDraClaims } from '../devices/dra.ts';
 import { delegateFromNad } from './nad.ts';
 import type { Delegate } from './plan.ts';
 import type { AttachmentRequest } from '../store/fields.ts';
@@ -186,17 +187,21 @@ export async function resolvePodDelegates(
 }
 
 /**
- * docs/behaviour.md#device-ids: NADs with a resourceName get the pod's allocated devices in sorted order, one per
- * attachment of that
- * resource, injected as `deviceID`/`pciBusID` into their config. The kubelet is asked once per ADD, and only
- * when some delegate has a resource name (otherwise none of this runs).
+ * docs/behaviour.md#device-ids: NADs with a resourceName get the pod's allocated devices (the kubelet's, then its
+ * DRA claims', devices/dra.ts), one per attachment of that resource, injected as `deviceID`/`pciBusID` into their
+ * config. The kubelet and the API are asked once per ADD, and only when some delegate has a resource name
+ * (otherwise none of this runs).
  */
 async function assignDeviceIds(delegates: Delegate[], pod: Pod, deps: ResolveDeps): Promise<Delegate[]> {
   if (!delegates.some((d) => d.request.resourceName)) return delegates;
   const { namespace, name, uid } = pod.metadata;
-  const allocator = new DeviceAllocator(
-    await readResourceMap({ namespace, name, uid }, { log: deps.log, ...deps.devices }),
-  );
+  let resources = await readResourceMap({ namespace, name, uid }, { log: deps.log, ...deps.devices });
+  if (deps.kube && hasDraClaims(pod)) {
+    resources = await addDraDevices(resources, pod, deps.kube, { log: deps.log }).catch((e: unknown) => {
+      throw wrapError(e, `pod ${namespace}/${name}: failed to get resourceMap from DRA`);
+    });
+  }
+  const allocator = new DeviceAllocator(resources);
   return delegates.map((d) => {
     const id = d.request.resourceName ? allocator.next(d.request.resourceName) : undefined;
     if (!id) return d;
