@@ -31,7 +31,14 @@ describe('deployments/', () => {
       .sort();
 
   it("grants the thin plugin exactly its calls, the resident mode those plus its informers' list/watch", () => {
-    const thin = ['create events', 'get network-attachment-definitions', 'get pods', 'update pods/status'];
+    const thin = [
+      'create events',
+      'get network-attachment-definitions',
+      'get pods',
+      'update pods/status',
+      'get resourceclaims',
+      'list resourceslices',
+    ].sort();
     expect(verbs('multus-ts-thin.yml')).toEqual(thin);
     expect(verbs('multus-ts-resident.yml')).toEqual(
       [
