@@ -8,6 +8,12 @@
  * allocated (an error naming it, nothing attached), an extended-resource pod (feature gate DRAExtendedResource)
  * with a matching and a mismatching device. The multus user's requests are read from the audit log: one GET per
  * claim and one LIST per driver, allowed by the role that grants exactly those (as both manifests do).
+ *
+ * Status writes keep what they do not own (kubernetes/kubernetes#139772: a typed PUT of pods/status wiped
+ * `resourceClaimStatuses`): after an ADD's and a hot-plug's network-status write, thin and resident (the
+ * informer's cached object, also when it is stale), every status field is as before: `resourceClaimStatuses`,
+ * `extendedResourceClaimStatus`, and fields no client of ours models (a condition type of our own,
+ * `nominatedNodeName`, `qosClass`).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +22,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/base/log.ts';
 import type { WarmKube } from '../../src/daemon/informers.ts';
 import { startWarmKube } from '../../src/daemon/informers.ts';
+import { editNetworkStatus } from '../../src/multus/hotplug.ts';
+import { loadKubeClient } from '../../src/k8s/client.ts';
 import { handle } from '../../src/host/handle.ts';
 import type { Host } from '../../src/host/host.ts';
 import { createHost } from '../../src/host/host.ts';
@@ -244,6 +252,84 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
     warm?.close();
     await cluster?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  describe.each(['thin', 'resident'] as const)('%s: status writes', (mode) => {
+    const extra = (claim: string) => ({
+      nominatedNodeName: NODE,
+      conditions: [{ type: 'example.com/NobodyKnowsMe', status: 'True', reason: 'Test', message: 'kept?' }],
+      extendedResourceClaimStatus: {
+        resourceClaimName: claim,
+        requestMappings: [{ containerName: 'app', resourceName: EXT_RESOURCE, requestName: 'container-0-request-0' }],
+      },
+    });
+    const withoutAnnotation = async (name: string) => {
+      const p = await cluster.admin.get(podPath(ns, name));
+      return { status: p.status, annotations: p.metadata.annotations as Record<string, string> };
+    };
+
+    it("an ADD's and a hot-plug's network-status write keep every status field, the informer's copy included", async () => {
+      const name = `keep-${mode}`;
+      await createClaim(`${name}-nic`, [['nic', NIC, 'pool-a', 'vf0']]);
+      await createClaim(`${name}-ext`, [['container-0-request-0', NIC, 'pool-a', 'ext0']]);
+      const pod = await createPod(name, 'sriov-net', { app: [`${name}-nic`] }, extra(`${name}-ext`), {
+        app: { [EXT_RESOURCE]: '1' },
+      });
+      const before = await withoutAnnotation(name);
+      expect(before.status.resourceClaimStatuses).toHaveLength(1);
+      expect(before.status.extendedResourceClaimStatus).toBeDefined();
+      expect(before.status.conditions).toContainEqual(expect.objectContaining({ type: 'example.com/NobodyKnowsMe' }));
+      if (mode === 'resident') {
+        await untilInformerHas(pod);
+        expect((await warm.client.getPod(ns, name, { uid: pod.uid })).status).toEqual(before.status);
+      }
+      const r = await add(mode, pod);
+      expect(r.answer.exitCode, r.answer.stdout).toBe(0);
+      const afterAdd = await withoutAnnotation(name);
+      expect(afterAdd.status).toEqual(before.status);
+      expect(JSON.parse(afterAdd.annotations['k8s.v1.cni.cncf.io/network-status']!)).toHaveLength(2);
+
+      // the hot-plug write (src/multus/hotplug.ts) from the same kind of client and pod copy
+      const kube =
+        mode === 'resident'
+          ? warm.client
+          : (await loadKubeClient({ kubeconfig: cluster.multusKubeconfig, env: {}, log: silentLogger }))!;
+      if (mode === 'resident') await untilInformerHas(pod);
+      const copy = await kube.getPod(ns, name, { uid: pod.uid });
+      await editNetworkStatus(
+        kube,
+        copy,
+        (entries) => [...entries, { name: `${ns}/hot`, interface: 'net9', dns: {} }],
+        silentLogger,
+      );
+      const afterHotplug = await withoutAnnotation(name);
+      expect(afterHotplug.status).toEqual(before.status);
+      expect(
+        JSON.parse(afterHotplug.annotations['k8s.v1.cni.cncf.io/network-status']!).map(
+          (e: { interface?: string }) => e.interface,
+        ),
+      ).toEqual(['eth0', 'net1', 'net9']);
+    });
+
+    it('a status field written after the copy was read survives: the write gets a 409, re-reads, and keeps it', async () => {
+      const name = `stale-${mode}`;
+      await createClaim(`${name}-nic`, [['nic', NIC, 'pool-a', 'vf1']]);
+      const pod = await createPod(name, 'sriov-net', { app: [`${name}-nic`] });
+      const kube =
+        mode === 'resident'
+          ? warm.client
+          : (await loadKubeClient({ kubeconfig: cluster.multusKubeconfig, env: {}, log: silentLogger }))!;
+      if (mode === 'resident') await untilInformerHas(pod);
+      const copy = await kube.getPod(ns, name, { uid: pod.uid }); // then someone else writes the status
+      const cur = await cluster.admin.get(podPath(ns, name));
+      cur.status.conditions = [...(cur.status.conditions ?? []), { type: 'example.com/Later', status: 'True' }];
+      await cluster.admin.put(`${podPath(ns, name)}/status`, cur);
+      await editNetworkStatus(kube, copy, () => [{ name: `${ns}/hot`, interface: 'net9', dns: {} }], silentLogger);
+      const after = await withoutAnnotation(name);
+      expect(after.status.conditions).toContainEqual(expect.objectContaining({ type: 'example.com/Later' }));
+      expect(after.status.resourceClaimStatuses).toEqual(pod.status.resourceClaimStatuses);
+      expect(after.annotations['k8s.v1.cni.cncf.io/network-status']).toContain('net9');
+    });
   });
 
   describe.each(['thin', 'resident'] as const)('%s', (mode) => {
