@@ -221,6 +221,8 @@ function measured(lean: KubeClient, metrics: Metrics | undefined): KubeClient {
     getResourceClaim: (ns, name, opts) => timed('get', 'resourceclaims', () => lean.getResourceClaim(ns, name, opts)),
     listResourceSlices: (node, driver, opts) =>
       timed('list', 'resourceslices', () => lean.listResourceSlices(node, driver, opts)),
+    applyClaimDevices: (ns, name, manager, devices, opts) =>
+      timed('patch', 'resourceclaims/status', () => lean.applyClaimDevices(ns, name, manager, devices, opts)),
     get requestCount() {
       return lean.requestCount;
     },
@@ -278,6 +280,10 @@ class WarmClient implements KubeClient {
 
   listResourceSlices(nodeName: string, driver: string, opts?: CallOptions): Promise<DraObject[]> {
     return this.api.listResourceSlices(nodeName, driver, opts);
+  }
+
+  applyClaimDevices(ns: string, name: string, manager: string, devices: unknown[], opts?: CallOptions): Promise<void> {
+    return this.api.applyClaimDevices(ns, name, manager, devices, opts);
   }
 
   /**

@@ -37,6 +37,17 @@ export interface DraOptions {
   timeoutMs?: number;
   log?: Logger;
   now?: () => number;
+  /** Filled with where each device ID came from (the first device with that ID). */
+  sources?: Map<string, DraDeviceRef>;
+}
+
+/** One allocated device of a claim, as KEP-4817's status.devices[] entries name it. */
+export interface DraDeviceRef {
+  namespace: string;
+  claim: string;
+  driver: string;
+  pool: string;
+  device: string;
 }
 
 /** One allocated device of a claim (status.allocation.devices.results[]). */
@@ -225,7 +236,14 @@ const describeResult = (claim: string, r: AllocationResult): string =>
   `device ${r.device} (driver ${r.driver}, pool ${r.pool}) of ResourceClaim ${claim}`;
 
 /** The pod's claims, in status order: the IDs of devices published for CNI, by resource name. */
-async function claimDevices(lookup: Lookup, pod: Pod, names: string[], out: ResourceMap, log?: Logger): Promise<void> {
+async function claimDevices(
+  lookup: Lookup,
+  pod: Pod,
+  names: string[],
+  out: ResourceMap,
+  opts: DraOptions,
+): Promise<void> {
+  const log = opts.log;
   for (const name of names) {
     const ref = `${pod.metadata.namespace}/${name}`;
     const results = allocationResults(await lookup.claim(name), ref);
@@ -242,12 +260,31 @@ async function claimDevices(lookup: Lookup, pod: Pod, names: string[], out: Reso
         continue;
       }
       append(out, info.resourceName, info.deviceId);
+      remember(opts, info.deviceId, pod, name, r);
     }
   }
 }
 
+function remember(opts: DraOptions, id: string, pod: Pod, claim: string, r: AllocationResult): void {
+  if (opts.sources && !opts.sources.has(id)) {
+    opts.sources.set(id, {
+      namespace: pod.metadata.namespace,
+      claim,
+      driver: r.driver,
+      pool: r.pool,
+      device: r.device,
+    });
+  }
+}
+
 /** DRA extended resources: strict, as upstream (every mapped device found, its resourceName exactly the mapping's). */
-async function extendedDevices(lookup: Lookup, pod: Pod, ext: ExtendedStatus, out: ResourceMap): Promise<void> {
+async function extendedDevices(
+  lookup: Lookup,
+  pod: Pod,
+  ext: ExtendedStatus,
+  out: ResourceMap,
+  opts: DraOptions,
+): Promise<void> {
   const ref = `${pod.metadata.namespace}/${ext.claimName}`;
   const results = allocationResults(await lookup.claim(ext.claimName), ref);
   for (const m of ext.mappings) {
@@ -275,6 +312,7 @@ async function extendedDevices(lookup: Lookup, pod: Pod, ext: ExtendedStatus, ou
         );
       }
       append(out, m.resourceName, info.deviceId);
+      remember(opts, info.deviceId, pod, ext.claimName, r);
     }
   }
 }
@@ -307,7 +345,7 @@ export async function addDraDevices(
   const ext = extendedStatus(pod);
   if (names.length === 0 && !ext) return out;
   const lookup = new Lookup(api, pod, opts);
-  await claimDevices(lookup, pod, names, out, opts.log);
-  if (ext) await extendedDevices(lookup, pod, ext, out);
+  await claimDevices(lookup, pod, names, out, opts);
+  if (ext) await extendedDevices(lookup, pod, ext, out, opts);
   return out;
 }

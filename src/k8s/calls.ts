@@ -12,14 +12,16 @@ import { KubeApiError } from './types.ts';
 // Calls: what is asked, for paths and messages (pure)
 
 export interface Call {
-  verb: 'get' | 'update' | 'create' | 'list';
-  method: 'GET' | 'PUT' | 'POST';
+  verb: 'get' | 'update' | 'create' | 'list' | 'patch';
+  method: 'GET' | 'PUT' | 'POST' | 'PATCH';
   group: string;
   resource: string;
   namespace: string;
   name: string;
   path: string;
   body?: unknown;
+  /** Default application/json. */
+  contentType?: string;
 }
 
 const seg = encodeURIComponent;
@@ -64,6 +66,32 @@ export function resourceSliceListCall(nodeName: string, driver: string): Call {
     namespace: '',
     name: selector,
     path,
+  };
+}
+
+/**
+ * Server-side apply of a ResourceClaim's `status.devices` as `fieldManager` (KEP-4817): the entries this manager
+ * applied before and does not list now are removed; other managers' entries are not touched.
+ */
+export function claimDevicesApplyCall(namespace: string, name: string, fieldManager: string, devices: unknown[]): Call {
+  const query = `fieldManager=${seg(fieldManager)}&force=true`;
+  const path = `${DRA_API}/namespaces/${seg(namespace)}/resourceclaims/${seg(name)}/status?${query}`;
+  const body = {
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceClaim',
+    metadata: { name, namespace },
+    status: { devices },
+  };
+  return {
+    verb: 'patch',
+    method: 'PATCH',
+    group: 'resource.k8s.io',
+    resource: 'resourceclaims/status',
+    namespace,
+    name,
+    path,
+    body,
+    contentType: 'application/apply-patch+yaml', // JSON is YAML
   };
 }
 

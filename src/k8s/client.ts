@@ -25,6 +25,7 @@ import { loadFallbackModule } from './fallback-loader.ts';
 import type { Transport } from './transport.ts';
 import { DEFAULT_TIMEOUT_MS } from './types.ts';
 import {
+  claimDevicesApplyCall,
   eventCall,
   invalidName,
   nadCall,
@@ -96,6 +97,16 @@ class Client implements KubeClient {
 
   getResourceClaim(namespace: string, name: string, opts?: CallOptions): Promise<DraObject> {
     return this.run<DraObject>(resourceClaimCall(namespace, name), opts);
+  }
+
+  async applyClaimDevices(
+    namespace: string,
+    name: string,
+    fieldManager: string,
+    devices: unknown[],
+    opts?: CallOptions,
+  ): Promise<void> {
+    await this.run<unknown>(claimDevicesApplyCall(namespace, name, fieldManager, devices), opts);
   }
 
   async listResourceSlices(nodeName: string, driver: string, opts?: CallOptions): Promise<DraObject[]> {

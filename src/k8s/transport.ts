@@ -187,7 +187,7 @@ export function requestOptions(
 ): Record<string, unknown> {
   const headers: OutgoingHttpHeaders = { ...auth.headers, Accept: 'application/json', 'User-Agent': 'multus-ts' };
   if (body) {
-    headers['Content-Type'] = 'application/json';
+    headers['Content-Type'] = c.contentType ?? 'application/json';
     headers['Content-Length'] = body.length;
   }
   const { protocol, hostname, port, pathPrefix } = t.addr;

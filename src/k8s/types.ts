@@ -60,6 +60,14 @@ export interface KubeClient {
   getResourceClaim(namespace: string, name: string, opts?: CallOptions): Promise<DraObject>;
   /** LIST of ResourceSlices with `spec.nodeName` (unless '') and `spec.driver` field selectors. */
   listResourceSlices(nodeName: string, driver: string, opts?: CallOptions): Promise<DraObject[]>;
+  /** Server-side apply of a ResourceClaim's status.devices as `fieldManager` (KEP-4817 network data). */
+  applyClaimDevices(
+    namespace: string,
+    name: string,
+    fieldManager: string,
+    devices: unknown[],
+    opts?: CallOptions,
+  ): Promise<void>;
   /** POST .../events, source component "multus"; best effort: callers ignore its errors. */
   createEvent(event: EventInput, opts?: CallOptions): Promise<void>;
   /** HTTP requests sent so far (a NotFound for an invalid name sends none). */

@@ -75,6 +75,7 @@ export function readOnly(kube: KubeClient): KubeClient {
     getResourceClaim: (ns, name, o) => kube.getResourceClaim(ns, name, o),
     listResourceSlices: (node, driver, o) => kube.listResourceSlices(node, driver, o),
     updatePodStatus: (pod) => Promise.resolve(pod),
+    applyClaimDevices: () => Promise.resolve(),
     createEvent: () => Promise.resolve(),
     get requestCount() {
       return kube.requestCount;

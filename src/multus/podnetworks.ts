@@ -21,6 +21,7 @@ import { httpStatusOf, isTransient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
 import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../devices/devices.ts';
+import type { DraDeviceRef } from '../devices/dra.ts';
 import { addDraDevices, hasDraClaims } from '../devices/dra.ts';
 import { delegateFromNad } from './nad.ts';
 import type { Delegate } from './plan.ts';
@@ -196,8 +197,9 @@ async function assignDeviceIds(delegates: Delegate[], pod: Pod, deps: ResolveDep
   if (!delegates.some((d) => d.request.resourceName)) return delegates;
   const { namespace, name, uid } = pod.metadata;
   let resources = await readResourceMap({ namespace, name, uid }, { log: deps.log, ...deps.devices });
+  const sources = new Map<string, DraDeviceRef>();
   if (deps.kube && hasDraClaims(pod)) {
-    resources = await addDraDevices(resources, pod, deps.kube, { log: deps.log }).catch((e: unknown) => {
+    resources = await addDraDevices(resources, pod, deps.kube, { log: deps.log, sources }).catch((e: unknown) => {
       throw wrapError(e, `pod ${namespace}/${name}: failed to get resourceMap from DRA`);
     });
   }
@@ -205,7 +207,9 @@ async function assignDeviceIds(delegates: Delegate[], pod: Pod, deps: ResolveDep
   return delegates.map((d) => {
     const id = d.request.resourceName ? allocator.next(d.request.resourceName) : undefined;
     if (!id) return d;
-    return { ...d, network: injectDeviceIdIntoNetwork(d.network, id), request: { ...d.request, deviceID: id } };
+    const source = sources.get(id);
+    const request = { ...d.request, deviceID: id, ...(source ? { claimDevice: { ...source } } : {}) };
+    return { ...d, network: injectDeviceIdIntoNetwork(d.network, id), request };
   });
 }
 

@@ -22,6 +22,8 @@ export interface AttachmentRequest {
   portMappings?: unknown[];
   bandwidth?: Record<string, unknown>;
   cniArgs?: Record<string, unknown>;
+  /** The DRA device the deviceID came from (`{namespace, claim, driver, pool, device}`), set by device lookup. */
+  claimDevice?: Record<string, unknown>;
 }
 
 export type FieldKey = keyof AttachmentRequest;
@@ -142,6 +144,14 @@ export const ATTACHMENT_FIELDS: readonly AttachmentField[] = [
     annotation: ['cni-args'],
     example: '{"key": "value"}',
     cacheKey: 'cniArgsRequest',
+    cacheSlot: 'extension',
+  },
+  {
+    key: 'claimDevice',
+    kind: 'object',
+    annotation: [],
+    example: '{"namespace": "ns", "claim": "c", "driver": "d", "pool": "p", "device": "d0"}',
+    cacheKey: 'draClaimDevice',
     cacheSlot: 'extension',
   },
 ];

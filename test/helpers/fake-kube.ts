@@ -122,6 +122,15 @@ export class FakeKube implements KubeClient {
     );
   }
 
+  /** status.devices applied per claim and field manager ("ns/claim manager" -> devices). */
+  readonly applied = new Map<string, unknown[]>();
+
+  async applyClaimDevices(namespace: string, name: string, manager: string, devices: unknown[]): Promise<void> {
+    this.received.push(`applyClaimDevices ${namespace}/${name} ${manager} ${devices.length}`);
+    this.fail('applyClaimDevices');
+    this.applied.set(`${namespace}/${name} ${manager}`, structuredClone(devices));
+  }
+
   async createEvent(event: EventInput): Promise<void> {
     this.received.push(`createEvent ${event.reason}`);
     this.events.push(event);

@@ -168,8 +168,12 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
     throw new Error(`the informer did not deliver pod ${pod.name}'s status within 15 s`);
   }
 
-  async function add(mode: 'thin' | 'resident', pod: { name: string; uid: string; status: Record<string, unknown> }) {
-    if (mode === 'resident') await untilInformerHas(pod);
+  async function add(
+    mode: 'thin' | 'resident',
+    pod: { name: string; uid: string; status: Record<string, unknown> },
+    o: { command?: string; publish?: boolean } = {},
+  ) {
+    if (mode === 'resident' && o.command === undefined) await untilInformerHas(pod);
     const exec = new FakeExec('p0', 'sriov');
     const host = hostFor(mode, exec);
     const conf = {
@@ -179,10 +183,11 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
       kubeconfig: cluster.multusKubeconfig,
       cniDir: join(dir, `cni-${mode}`),
       delegates: [{ cniVersion: '1.0.0', name: 'cluster', type: 'p0' }],
+      ...(o.publish ? { publishClaimNetworkData: true } : {}),
     };
     const cid = `cid-${mode}-${pod.name}`;
     const env = {
-      CNI_COMMAND: 'ADD',
+      CNI_COMMAND: o.command ?? 'ADD',
       CNI_CONTAINERID: cid,
       CNI_NETNS: join(dir, 'netns'),
       CNI_IFNAME: 'eth0',
@@ -236,6 +241,20 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
       ext1: attrs('0000:5e:00.2', RESOURCE),
     });
     await createSlice('gpu-a', GPU, 'gpus', { gpu0: {}, gpu1: attrs('GPU-1', undefined) });
+    // the opt-in claim write (publishClaimNetworkData) needs patch on resourceclaims/status, granted here only
+    await cluster.admin.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: 'multus-claim-status' },
+      rules: [{ apiGroups: ['resource.k8s.io'], resources: ['resourceclaims/status'], verbs: ['patch'] }],
+    });
+    await cluster.admin.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'multus-claim-status' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'multus-claim-status' },
+      subjects: [{ kind: 'ServiceAccount', name: 'multus', namespace: 'kube-system' }],
+    });
     await createNad('sriov-net', RESOURCE);
     await createNad('ext-net', EXT_RESOURCE);
     warm = await startWarmKube({
@@ -252,6 +271,53 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
     warm?.close();
     await cluster?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  describe.each(['thin', 'resident'] as const)('%s: network data in the claim (KEP-4817)', (mode) => {
+    it("ADD writes the device's status.devices entry as its own field manager, DEL removes only it", async () => {
+      const name = `kep-${mode}`;
+      await createClaim(name, [
+        ['nic', NIC, 'pool-a', 'vf2'],
+        ['gpu', GPU, 'gpus', 'gpu0'],
+      ]);
+      // the driver's entry for the GPU, applied as the driver would (another field manager)
+      await cluster.admin.patch(
+        `${DRA}/namespaces/${ns}/resourceclaims/${name}/status?fieldManager=gpu-driver&force=true`,
+        {
+          apiVersion: 'resource.k8s.io/v1',
+          kind: 'ResourceClaim',
+          metadata: { name, namespace: ns },
+          status: { devices: [{ driver: GPU, pool: 'gpus', device: 'gpu0', data: { vendor: 'x' } }] },
+        },
+        'application/apply-patch+yaml',
+      );
+      const pod = await createPod(name, 'sriov-net', { app: [name] });
+      const before = await auditCount();
+      const r = await add(mode, pod, { publish: true });
+      expect(r.answer.exitCode, r.answer.stdout).toBe(0);
+      const devices = () =>
+        cluster.admin
+          .get(`${DRA}/namespaces/${ns}/resourceclaims/${name}`)
+          .then((c) => c.status.devices as Record<string, unknown>[]);
+      const written = await devices();
+      expect(written).toHaveLength(2);
+      expect(written).toContainEqual(expect.objectContaining({ driver: GPU, device: 'gpu0', data: { vendor: 'x' } }));
+      expect(written).toContainEqual(
+        expect.objectContaining({
+          driver: NIC,
+          pool: 'pool-a',
+          device: 'vf2',
+          networkData: { interfaceName: 'net1', ips: ['10.1.0.2/24'], hardwareAddress: '02:00:00:00:00:01' },
+          conditions: [expect.objectContaining({ type: 'Ready', status: 'True' })],
+        }),
+      );
+      expect(await draAudit(before)).toContainEqual(`patch resourceclaims ${name} 200`);
+      const del = await add(mode, pod, { command: 'DEL', publish: true });
+      expect(del.answer.exitCode, del.answer.stdout).toBe(0);
+      expect(await devices()).toEqual([
+        expect.objectContaining({ driver: GPU, device: 'gpu0', data: { vendor: 'x' } }),
+      ]);
+    });
   });
 
   describe.each(['thin', 'resident'] as const)('%s: status writes', (mode) => {

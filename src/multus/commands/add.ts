@@ -20,6 +20,7 @@ import type { Attachment } from '../plan.ts';
 import { inheritListVersion, planAttachments, toCachedDelegate, undeclaredCapabilities } from '../plan.ts';
 import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-routes.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
+import { publishClaimNetworkData } from '../claim-status.ts';
 import { planDefaultRoutes } from '../../routes/routes.ts';
 import { addedInterfaceEvent, emitEvents, publishNetworkStatus } from '../podstatus.ts';
 import type { CniResult } from '../../cni/result-model.ts';
@@ -46,6 +47,9 @@ export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniRe
   const results = await addAttachments(ctx, attachments);
   await moveDefaultRoutes(ctx, attachments, deps);
   if (kube && pod.kind === 'found') await reportAttachments(ctx, kube, pod.pod, attachments, results);
+  if (kube && pod.kind === 'found' && conf.publishClaimNetworkData) {
+    await publishClaimNetworkData(kube, req.containerId, attachments, results, ctx.net.log);
+  }
   return normalizeResult(convertResult(results[0]!, conf.cniVersion));
 }
 
