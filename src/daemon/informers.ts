@@ -253,7 +253,7 @@ class WarmClient implements KubeClient {
   }
 
   async getPod(namespace: string, name: string, opts?: CallOptions): Promise<Pod> {
-    if (this.pods.synced()) {
+    if (this.pods.synced() && !opts?.fresh) {
       const hit = this.pods.get(namespace, name) as Pod | undefined;
       // A pod re-created under the same name that the watch has not delivered yet: ask the API server.
       if (hit && (!opts?.uid || hit.metadata.uid === opts.uid)) return structuredClone(hit);

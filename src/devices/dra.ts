@@ -2,7 +2,8 @@
  * devices/dra.ts: device IDs from Dynamic Resource Allocation (resource.k8s.io/v1), as Multus HEAD's
  * pkg/draclient reads them (PR #1492; docs/behaviour.md#device-ids).
  *
- * For each `status.resourceClaimStatuses[]` entry of the pod, GET its ResourceClaim, and for each
+ * For each claim of the pod (`status.resourceClaimStatuses[]` as Multus reads, and, beyond Multus, the claims
+ * `spec.resourceClaims[]` names directly, which that status never lists), GET its ResourceClaim, and for each
  * `status.allocation.devices.results[]` (driver, pool, device) find the device in the driver's ResourceSlices
  * of the pod's node (one LIST per driver per call, `fieldSelector=spec.nodeName=<node>,spec.driver=<driver>`),
  * and read its string attributes `k8s.cni.cncf.io/deviceID` and `k8s.cni.cncf.io/resourceName`. The ID is
@@ -29,6 +30,7 @@ export const DRA_LOOKUP_TIMEOUT_MS = 20_000;
 
 /** The two calls this module makes (KubeClient has them). */
 export interface DraApi {
+  getPod(namespace: string, name: string, opts?: CallOptions): Promise<Pod>;
   getResourceClaim(namespace: string, name: string, opts?: CallOptions): Promise<DraObject>;
   listResourceSlices(nodeName: string, driver: string, opts?: CallOptions): Promise<DraObject[]>;
 }
@@ -70,17 +72,43 @@ interface ExtendedStatus {
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
-function podClaimNames(pod: Pod, log: Logger | undefined): string[] {
-  const statuses = pod.status?.resourceClaimStatuses;
-  if (statuses === undefined || statuses === null) return [];
-  if (!Array.isArray(statuses)) throw podError(pod, 'status.resourceClaimStatuses is not a list');
-  return statuses.flatMap((s: unknown, i) => {
-    const name = isObject(s) ? s.resourceClaimName : undefined;
-    if (typeof name === 'string' && name !== '') return [name];
-    // Multus logs and goes on: the kubelet sets no name when no claim was generated for the entry.
-    log?.verbose(`pod ${podRef(pod)}: status.resourceClaimStatuses[${i}] names no ResourceClaim; skipped`);
-    return [];
+interface PodClaims {
+  /** ResourceClaim names, in `spec.resourceClaims` order, then any other of `status.resourceClaimStatuses`. */
+  names: string[];
+  /** `spec.resourceClaims` entries from a template whose generated claim the status does not name yet. */
+  pending: string[];
+}
+
+function listOf(pod: Pod, value: unknown, where: string): unknown[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw podError(pod, `${where} is not a list`);
+  return value;
+}
+
+/**
+ * The pod's claims. Multus reads only `status.resourceClaimStatuses`, which names the claims generated from
+ * templates; a `spec.resourceClaims` entry naming a claim directly (`resourceClaimName`) is read too.
+ */
+function podClaims(pod: Pod, log: Logger | undefined): PodClaims {
+  const generated = new Map<string, string | undefined>();
+  listOf(pod, pod.status?.resourceClaimStatuses, 'status.resourceClaimStatuses').forEach((s, i) => {
+    const name = isObject(s) ? str(s.resourceClaimName) : '';
+    // Multus logs and goes on: no name means no claim was needed for the entry.
+    if (name === '') log?.verbose(`pod ${podRef(pod)}: status.resourceClaimStatuses[${i}] names no ResourceClaim`);
+    generated.set(isObject(s) ? str(s.name) : `#${i}`, name || undefined);
   });
+  const names: string[] = [];
+  const pending: string[] = [];
+  const add = (n: string | undefined) => n && !names.includes(n) && names.push(n);
+  for (const entry of listOf(pod, pod.spec?.resourceClaims, 'spec.resourceClaims')) {
+    if (!isObject(entry)) continue;
+    const direct = str(entry.resourceClaimName);
+    if (direct !== '') add(direct);
+    else if (generated.has(str(entry.name))) add(generated.get(str(entry.name)));
+    else if (str(entry.resourceClaimTemplateName) !== '') pending.push(str(entry.name));
+  }
+  for (const n of generated.values()) add(n);
+  return { names, pending };
 }
 
 function extendedStatus(pod: Pod): ExtendedStatus | undefined {
@@ -325,8 +353,30 @@ function append(map: ResourceMap, resourceName: string, id: string): void {
 
 /** True when the pod's status names any DRA claim (so the API is asked at all). */
 export function hasDraClaims(pod: Pod): boolean {
-  const statuses = pod.status?.resourceClaimStatuses;
-  return (Array.isArray(statuses) && statuses.length > 0) || isObject(pod.status?.extendedResourceClaimStatus);
+  const nonEmpty = (v: unknown) => Array.isArray(v) && v.length > 0;
+  return (
+    nonEmpty(pod.status?.resourceClaimStatuses) ||
+    nonEmpty(pod.spec?.resourceClaims) ||
+    isObject(pod.status?.extendedResourceClaimStatus)
+  );
+}
+
+/**
+ * The pod's claims; a template claim the status does not name yet means the pod copy is older than the
+ * kubelet's (the daemon's informer lags): asked for again, once, past any cache. Still missing is code 11.
+ */
+async function currentClaims(pod: Pod, api: DraApi, log: Logger | undefined): Promise<{ pod: Pod; claims: PodClaims }> {
+  let claims = podClaims(pod, log);
+  if (claims.pending.length === 0) return { pod, claims };
+  const fresh = await api.getPod(pod.metadata.namespace, pod.metadata.name, { uid: pod.metadata.uid, fresh: true });
+  claims = podClaims(fresh, log);
+  if (claims.pending.length > 0) {
+    throw new CniError(
+      CniCode.TryAgainLater,
+      `pod ${podRef(pod)}: the ResourceClaim generated for its resourceClaims entry "${claims.pending[0]}" is not in its status.resourceClaimStatuses yet`,
+    );
+  }
+  return { pod: fresh, claims };
 }
 
 /**
@@ -336,12 +386,14 @@ export function hasDraClaims(pod: Pod): boolean {
  */
 export async function addDraDevices(
   resources: ResourceMap,
-  pod: Pod,
+  given: Pod,
   api: DraApi,
   opts: DraOptions = {},
 ): Promise<ResourceMap> {
   const out: ResourceMap = new Map([...resources].map(([name, ids]) => [name, [...ids]]));
-  const names = podClaimNames(pod, opts.log);
+  const current = await currentClaims(given, api, opts.log);
+  const pod = current.pod;
+  const names = current.claims.names;
   const ext = extendedStatus(pod);
   if (names.length === 0 && !ext) return out;
   const lookup = new Lookup(api, pod, opts);

@@ -49,6 +49,8 @@ export interface CallOptions {
   timeoutMs?: number;
   /** getPod: the UID the caller expects; a cache (the daemon's informer) answers only a pod with it. */
   uid?: string;
+  /** getPod: ask the API server, not a cache (the caller knows the cached copy is older than it needs). */
+  fresh?: boolean;
 }
 
 export interface KubeClient {

@@ -103,13 +103,18 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
     });
   }
 
-  /** A pod whose containers each use claims, its status naming them as the kubelet writes it. */
+  /**
+   * A pod whose containers each use claims. `template` (the default, what Multus reads): each claim is named as
+   * generated from a ResourceClaimTemplate, in `status.resourceClaimStatuses` as the claim controller writes it;
+   * `direct`: the spec names the claim itself, and the status lists nothing (Multus misses these).
+   */
   async function createPod(
     name: string,
     networks: string,
     containers: Record<string, string[]>,
     status: Record<string, unknown> = {},
     resources: Record<string, Record<string, string>> = {},
+    how: 'template' | 'direct' = 'template',
   ) {
     const claimNames = [...new Set(Object.values(containers).flat())];
     const pod = await cluster.admin.post(podPath(ns), {
@@ -118,7 +123,11 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
       metadata: { name, namespace: ns, annotations: { 'k8s.v1.cni.cncf.io/networks': networks } },
       spec: {
         nodeName: NODE,
-        resourceClaims: claimNames.map((c) => ({ name: `ref-${c}`, resourceClaimName: c })),
+        resourceClaims: claimNames.map((c) =>
+          how === 'direct'
+            ? { name: `ref-${c}`, resourceClaimName: c }
+            : { name: `ref-${c}`, resourceClaimTemplateName: 'dra-test-template' },
+        ),
         containers: Object.entries(containers).map(([c, claims]) => ({
           name: c,
           image: 'example.invalid/none',
@@ -131,7 +140,9 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
     });
     pod.status = {
       ...pod.status,
-      resourceClaimStatuses: claimNames.map((c) => ({ name: `ref-${c}`, resourceClaimName: c })),
+      ...(how === 'template'
+        ? { resourceClaimStatuses: claimNames.map((c) => ({ name: `ref-${c}`, resourceClaimName: c })) }
+        : {}),
       ...status,
     };
     const updated = await cluster.admin.put(`${podPath(ns, name)}/status`, pod);
@@ -416,13 +427,18 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
       );
     });
 
-    it('two containers, each with a claim: each attachment gets its container claim device, in order', async () => {
+    it('two containers, each with a claim named in the spec: each attachment gets its container claim device, in order', async () => {
       await createClaim(`first-${mode}`, [['nic', NIC, 'pool-a', 'vf3']]);
       await createClaim(`second-${mode}`, [['nic', NIC, 'pool-a', 'vf2']]);
-      const pod = await createPod(`two-${mode}`, 'sriov-net,sriov-net', {
-        first: [`first-${mode}`],
-        second: [`second-${mode}`],
-      });
+      // named directly in the spec, so absent from status.resourceClaimStatuses (beyond Multus, which reads only that)
+      const pod = await createPod(
+        `two-${mode}`,
+        'sriov-net,sriov-net',
+        { first: [`first-${mode}`], second: [`second-${mode}`] },
+        {},
+        {},
+        'direct',
+      );
       const before = await auditCount();
       const r = await add(mode, pod);
       expect(r.answer.exitCode, r.answer.stdout).toBe(0);

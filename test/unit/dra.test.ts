@@ -109,6 +109,40 @@ describe('DRA device IDs (Multus pkg/draclient)', () => {
     expect(kube.received.filter((r) => r.startsWith('list'))).toEqual([`listResourceSlices ${NODE} ${NIC}`]);
   });
 
+  it('a claim the pod spec names directly (not in status.resourceClaimStatuses, which Multus alone reads) counts', async () => {
+    const kube = world();
+    kube.claims.set('ns/direct', claim('direct', [{ driver: NIC, pool: 'pool-a', device: 'vf1' }]));
+    kube.claims.set('ns/gen', claim('gen', [{ driver: NIC, pool: 'pool-a', device: 'vf0' }]));
+    const p = pod([]);
+    p.spec = {
+      nodeName: NODE,
+      resourceClaims: [
+        { name: 'a', resourceClaimName: 'direct' },
+        { name: 'b', resourceClaimTemplateName: 't' },
+      ],
+    };
+    p.status = { resourceClaimStatuses: [{ name: 'b', resourceClaimName: 'gen' }] };
+    const out = await addDraDevices(new Map(), p, kube);
+    expect(out.get('example.com/sriov')).toEqual(['0000:3b:00.3', '0000:3b:00.2']); // spec order
+  });
+
+  it("a template claim the pod copy's status does not name yet: the pod is read again, past any cache; still none is code 11", async () => {
+    const kube = world();
+    kube.claims.set('ns/gen', claim('gen', [{ driver: NIC, pool: 'pool-a', device: 'vf0' }]));
+    const stale = pod([]);
+    stale.spec = { nodeName: NODE, resourceClaims: [{ name: 'b', resourceClaimTemplateName: 't' }] };
+    kube.pods.set('ns/p', {
+      ...structuredClone(stale),
+      status: { resourceClaimStatuses: [{ name: 'b', resourceClaimName: 'gen' }] },
+    });
+    expect((await addDraDevices(new Map(), stale, kube)).get('example.com/sriov')).toEqual(['0000:3b:00.2']);
+    expect(kube.received[0]).toBe('getPod ns/p');
+    kube.pods.set('ns/p', structuredClone(stale));
+    const e = await rejection(addDraDevices(new Map(), stale, kube));
+    expect(e.code).toBe(CniCode.TryAgainLater);
+    expect(e.msg).toMatch(/the ResourceClaim generated for its resourceClaims entry "b" is not in its status/);
+  });
+
   it('a device in no slice of the node (a missing slice) is skipped as upstream does, with a warning naming it', async () => {
     const kube = world();
     kube.claims.set('ns/c', claim('c', [{ driver: NIC, pool: 'pool-x', device: 'vf7' }]));
