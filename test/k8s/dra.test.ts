@@ -446,6 +446,18 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
       expect((await draAudit(before)).filter((l) => l.startsWith('list'))).toEqual(['list resourceslices 200']);
     });
 
+    // defined in resident mode only (a runIf skip would count as a skip in CI)
+    if (mode === 'resident')
+      it('a fresh getPod goes past the informer cache: one GET', async () => {
+        const pod = await createPod(`fresh-${mode}`, 'sriov-net', { app: [] });
+        await untilInformerHas(pod);
+        const before = warm.client.requestCount;
+        await warm.client.getPod(ns, pod.name, { uid: pod.uid });
+        expect(warm.client.requestCount - before).toBe(0);
+        await warm.client.getPod(ns, pod.name, { uid: pod.uid, fresh: true });
+        expect(warm.client.requestCount - before).toBe(1);
+      });
+
     it('a device whose slice is missing is skipped (the attachment gets no deviceID), as Multus does', async () => {
       await createClaim(`noslice-${mode}`, [['nic', NIC, 'pool-gone', 'vf9']]);
       const pod = await createPod(`noslice-${mode}`, 'sriov-net', { app: [`noslice-${mode}`] });
