@@ -14,6 +14,8 @@
 //   - Once a request was written to the socket it never falls back: a daemon that closes the connection, times
 //     out or answers garbage is an error (code 999), so no call ever runs twice.
 //   - A CNI error from the daemon is printed as it came (its code kept); Multus' shim re-wraps it as code 999.
+//   - It polls neither /healthz nor /readyz (Multus HEAD's shim polls /readyz): a daemon that drains after SIGTERM
+//     (/readyz 500) still runs what it is sent, and once its socket refuses or is gone the thin fallback runs.
 //   - VERSION is not sent to the daemon: the thin plugin answers it (it owns the list of supported versions).
 //   - The Result is printed as the daemon serialized it: the daemon must answer in the config's cniVersion.
 package main

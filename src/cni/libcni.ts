@@ -98,7 +98,7 @@ function pluginEnv(command: Command, rt: RuntimeConf | undefined, deps: NetworkD
 }
 
 /** The plugin could not be started at all (not found, not executable, not a program): it ran nothing. */
-class PluginNotRunnable extends CniError {
+export class PluginNotRunnable extends CniError {
   constructor(cause: unknown) {
     const e = toCniError(cause);
     super(e.code, e.msg, { details: e.details, cause });

@@ -46,6 +46,11 @@ export interface DaemonConfig {
   /** Our key: how long SIGTERM waits for in-flight requests. */
   shutdownGraceMs: number;
   /**
+   * Our key (`shutdownDrainSeconds`, default 2): after SIGTERM the daemon keeps serving this long with `/readyz`
+   * answering 500 (Multus HEAD #1525 waits 10 s), so a shim that checked readiness just before is still served.
+   */
+  shutdownDrainMs: number;
+  /**
    * Our key (default false): remove the generated 00-multus.conf when the daemon stops, as Multus thick does.
    * Kept by default, so that while the daemon is down (an upgrade's restart) the shim's thin fallback serves
    * the node's pods with the same config instead of the runtime silently using the default network alone.
@@ -153,6 +158,7 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     metricsPort: int(raw, 'metricsPort', 1, 65535),
     metricsBindAddress: str(raw, 'metricsBindAddress', '127.0.0.1'),
     shutdownGraceMs: (int(raw, 'shutdownGraceSeconds', 0, 3600) ?? 30) * 1000,
+    shutdownDrainMs: (int(raw, 'shutdownDrainSeconds', 0, 600) ?? 2) * 1000,
     cleanupConfigOnExit: bool(raw, 'cleanupConfigOnExit'),
     multusKeys,
     dynamicNetworks: bool(raw, 'dynamicNetworks'),

@@ -4,7 +4,8 @@
  * `chrootExec` runs delegates inside another root, as Multus thick does from its DaemonSet (`chrootDir`, e.g.
  * the host's / mounted at /hostroot): plugins are looked up inside the root and run as `chroot <root> <plugin>`
  * (argv, no shell; chroot(1) calls chroot(2) then execs the plugin in place, so the process, its group and its
- * timeout kill are the plugin's own). `timedExec` reports each delegate call's duration to the metrics.
+ * timeout kill are the plugin's own). `timedExec` reports each plugin lookup and each delegate call's duration
+ * and outcome to the metrics.
  */
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -34,7 +35,16 @@ export function chrootExec(inner: Exec, root: string, chrootProgram: string): Ex
 
 export function timedExec(inner: Exec, metrics: Metrics): Exec {
   return {
-    findInPath: (type, dirs) => inner.findInPath(type, dirs),
+    findInPath(type, dirs) {
+      let ok = false;
+      try {
+        const path = inner.findInPath(type, dirs);
+        ok = true;
+        return path;
+      } finally {
+        metrics.pluginLookup(type, ok);
+      }
+    },
     async execPlugin(path, stdin, env, timeoutMs, args) {
       const t = performance.now();
       let ok = false;

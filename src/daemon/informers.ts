@@ -31,7 +31,7 @@ import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { isDns1123Subdomain } from '../base/names.ts';
 import { loadKubeClient } from '../k8s/client.ts';
-import type { CallOptions, ClientInfo, EventInput, KubeClient, Nad, Pod } from '../k8s/types.ts';
+import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, Pod } from '../k8s/types.ts';
 import type { Metrics } from './metrics.ts';
 import type { ClientNode, InformerSource, Obj } from './informer-config.ts';
 import { getJson, informerConfig } from './informer-config.ts';
@@ -206,6 +206,11 @@ function measured(lean: KubeClient, metrics: Metrics | undefined): KubeClient {
     getNad: (ns, name, opts) => timed('get', NAD_INFORMER, () => lean.getNad(ns, name, opts)),
     updatePodStatus: (pod, opts) => timed('update', 'pods/status', () => lean.updatePodStatus(pod, opts)),
     createEvent: (e, opts) => timed('create', 'events', () => lean.createEvent(e, opts)),
+    getResourceClaim: (ns, name, opts) => timed('get', 'resourceclaims', () => lean.getResourceClaim(ns, name, opts)),
+    listResourceSlices: (node, driver, opts) =>
+      timed('list', 'resourceslices', () => lean.listResourceSlices(node, driver, opts)),
+    applyClaimDevices: (ns, name, manager, devices, opts) =>
+      timed('patch', 'resourceclaims/status', () => lean.applyClaimDevices(ns, name, manager, devices, opts)),
     get requestCount() {
       return lean.requestCount;
     },
@@ -236,7 +241,7 @@ class WarmClient implements KubeClient {
   }
 
   async getPod(namespace: string, name: string, opts?: CallOptions): Promise<Pod> {
-    if (this.pods.synced()) {
+    if (this.pods.synced() && !opts?.fresh) {
       const hit = this.pods.get(namespace, name) as Pod | undefined;
       // A pod re-created under the same name that the watch has not delivered yet: ask the API server.
       if (hit && (!opts?.uid || hit.metadata.uid === opts.uid)) return structuredClone(hit);
@@ -254,6 +259,19 @@ class WarmClient implements KubeClient {
 
   updatePodStatus(pod: Pod, opts?: CallOptions): Promise<Pod> {
     return this.api.updatePodStatus(pod, opts);
+  }
+
+  /** DRA objects are read per call (devices/dra.ts caches within one call): no informer (docs/resident.md). */
+  getResourceClaim(namespace: string, name: string, opts?: CallOptions): Promise<DraObject> {
+    return this.api.getResourceClaim(namespace, name, opts);
+  }
+
+  listResourceSlices(nodeName: string, driver: string, opts?: CallOptions): Promise<DraObject[]> {
+    return this.api.listResourceSlices(nodeName, driver, opts);
+  }
+
+  applyClaimDevices(ns: string, name: string, manager: string, devices: unknown[], opts?: CallOptions): Promise<void> {
+    return this.api.applyClaimDevices(ns, name, manager, devices, opts);
   }
 
   /**

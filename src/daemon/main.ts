@@ -3,9 +3,10 @@
  *
  * Start-up: read and check daemon-config.json (a bad value is one line on stderr and exit 2), build one Host
  * (plugin exec wrapped for chrootDir and metrics; the warm Kubernetes client when available), keep
- * 00-multus.conf written, listen on <socketDir>/multus.sock, serve /metrics when asked. SIGTERM/SIGINT: stop
- * accepting, let in-flight requests finish (bounded by shutdownGraceSeconds), remove the socket and the
- * generated config, close the Host, exit 0.
+ * 00-multus.conf written, listen on <socketDir>/multus.sock, serve /metrics when asked. SIGTERM/SIGINT: /readyz
+ * turns 500 while the daemon serves on for shutdownDrainSeconds, then it stops accepting, lets in-flight
+ * requests finish (bounded by shutdownGraceSeconds), removes the socket (and the generated config with
+ * cleanupConfigOnExit), closes the Host, exit 0.
  *
  * This module is its own bundle (a SEA asset, scripts/build-daemon.mjs): the thin plugin never loads it.
  */
@@ -187,7 +188,6 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
     host.close = () => realHost.close();
     writer = startConfigWriter({ cfg, log });
     const notReady = (): string | undefined => {
-      if (stopping) return 'shutting down';
       const indicator = cfg.readinessIndicatorFile;
       if (indicator && !existsSync(indicator)) return `waiting for ${indicator}`;
       if (warm && !warm.synced()) return 'the Kubernetes informers have not synced yet';
@@ -205,6 +205,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
       log,
       queue,
       notReady,
+      stopping: () => stopping,
       multusConf,
       ...(metrics ? { metrics } : {}),
     };
@@ -229,6 +230,10 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   const sig = await stop;
   stopping = true;
   await dynamic?.stop();
+  if (cfg.shutdownDrainMs > 0) {
+    log.verbose(`caught ${sig}: /readyz answers 500, serving ${cfg.shutdownDrainMs / 1000} s more before closing`);
+    await new Promise((r) => setTimeout(r, cfg.shutdownDrainMs));
+  }
   log.verbose(`caught ${sig}, stopping: ${queue.pending()} request(s) in flight`);
   const http = server.http;
   const closed = new Promise<void>((resolve) => http.close(() => resolve()));

@@ -4,7 +4,10 @@
  *
  * One registry per `createMetrics()` (never prom-client's global one), so a test or a second daemon in one
  * process gets its own figures. Every name of ours starts with `multus_ts_`; the default process and Node.js
- * metrics of prom-client keep their standard names (`process_*`, `nodejs_*`), which dashboards expect.
+ * metrics of prom-client keep their standard names (`process_*`, `nodejs_*`), which dashboards expect. Beside
+ * ours, Multus' own names with Multus' labels and label values (docs/resident.md, "Metrics"), so dashboards
+ * built for Multus thick work: `multus_server_request_total` (HEAD) and the per-plugin
+ * `multus_cni_plugin_*` of Multus PR #1533.
  *
  * Label values come from requests (command, plugin type): they are bounded here, so a caller that sends
  * arbitrary values cannot grow the registry without limit (unknown commands become `other`, plugin types past
@@ -19,6 +22,10 @@ export interface Metrics {
   requestStarted(command: string): () => void;
   requestFinished(command: string, outcome: 'success' | 'error', seconds: number): void;
   delegateCall(pluginType: string, command: string, seconds: number, ok: boolean): void;
+  /** A plugin looked up in binDir/CNI_PATH (Multus' `multus_cni_plugin_lookup_total`). */
+  pluginLookup(pluginType: string, ok: boolean): void;
+  /** One HTTP request on the socket, as promhttp's InstrumentHandlerCounter counts it for Multus. */
+  serverRequest(path: string, status: number, method: string): void;
   apiCall(verb: string, resource: string, seconds: number, ok: boolean): void;
   informerSynced(name: string, synced: boolean): void;
   render(): Promise<{ contentType: string; body: string }>;
@@ -34,6 +41,26 @@ const API_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch', 'create'
 const MAX_FREE_VALUES = 64;
 
 const command = (c: string): string => (COMMANDS.has(c) ? c : 'other');
+
+/** Multus' `handler` label: the route's path, `NotFound` for any other. */
+const HANDLERS: ReadonlySet<string> = new Set(['/cni', '/delegate', '/healthz', '/readyz']);
+/** promhttp's sanitizeMethod: the standard methods lower-cased, anything else `unknown`. */
+const METHODS: ReadonlySet<string> = new Set([
+  'get',
+  'put',
+  'head',
+  'post',
+  'delete',
+  'connect',
+  'options',
+  'notify',
+  'trace',
+  'patch',
+]);
+const httpMethod = (m: string): string => {
+  const lower = m.toLowerCase();
+  return METHODS.has(lower) && (m === lower || m === m.toUpperCase()) ? lower : 'unknown';
+};
 
 /** A label value from free text: at most 64 distinct values per label, then `other`. */
 class BoundedValues {
@@ -79,6 +106,7 @@ export function createMetrics(): Metrics {
   const synced = new Gauge(
     spec('informer_synced', '1 when the informer has listed and is watching, 0 otherwise', ['informer']),
   );
+  const multus = multusMetrics(register);
   const pluginTypes = new BoundedValues();
   const resources = new BoundedValues();
   const informers = new BoundedValues();
@@ -101,8 +129,21 @@ export function createMetrics(): Metrics {
       requestSeconds.observe({ command: c }, Math.max(0, seconds));
     },
     delegateCall(pluginType, cmd, seconds, ok) {
-      const labels = { plugin_type: pluginTypes.of(pluginType), command: command(cmd), outcome: outcome(ok) };
-      delegateSeconds.observe(labels, Math.max(0, seconds));
+      const plugin = pluginTypes.of(pluginType);
+      const c = cmd === '' ? 'UNKNOWN' : command(cmd);
+      delegateSeconds.observe(
+        { plugin_type: plugin, command: command(cmd), outcome: outcome(ok) },
+        Math.max(0, seconds),
+      );
+      multus.execTotal.inc({ plugin, command: c, outcome: ok ? 'success' : 'failure' });
+      multus.execSeconds.observe({ plugin, command: c }, Math.max(0, seconds));
+    },
+    pluginLookup(pluginType, ok) {
+      multus.lookupTotal.inc({ plugin: pluginTypes.of(pluginType), outcome: ok ? 'success' : 'failure' });
+    },
+    serverRequest(path, status, method) {
+      const handler = HANDLERS.has(path) ? path : 'NotFound';
+      multus.serverTotal.inc({ handler, code: String(status), method: httpMethod(method) });
     },
     apiCall(verb, resource, seconds, ok) {
       const v = API_VERBS.has(verb) ? verb : 'other';
@@ -114,5 +155,41 @@ export function createMetrics(): Metrics {
     async render() {
       return { contentType: register.contentType, body: await register.metrics() };
     },
+  };
+}
+
+/**
+ * Multus' metric names, labels and help texts as its daemon registers them (pkg/server/server.go at HEAD, and
+ * pkg/server/metrics_exec.go of PR #1533): `outcome` is `success`/`failure` there (ours say `error`), the
+ * duration histogram has Prometheus' default buckets, and a call without CNI_COMMAND is `UNKNOWN`.
+ */
+function multusMetrics(register: Registry) {
+  const registers = [register];
+  return {
+    serverTotal: new Counter({
+      name: 'multus_server_request_total',
+      help: 'Counter of HTTP requests',
+      labelNames: ['handler', 'code', 'method'],
+      registers,
+    }),
+    lookupTotal: new Counter({
+      name: 'multus_cni_plugin_lookup_total',
+      help: 'Counter of CNI plugin lookups',
+      labelNames: ['plugin', 'outcome'],
+      registers,
+    }),
+    execTotal: new Counter({
+      name: 'multus_cni_plugin_execution_total',
+      help: 'Counter of CNI plugin process executions',
+      labelNames: ['plugin', 'command', 'outcome'],
+      registers,
+    }),
+    execSeconds: new Histogram({
+      name: 'multus_cni_plugin_execution_duration_seconds',
+      help: 'Duration of CNI plugin process executions',
+      labelNames: ['plugin', 'command'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
   };
 }

@@ -4,8 +4,11 @@
  * Multus thick's wire format (docs/resident.md): `POST /cni` with `{"env": {...}, "config": <base64>}` runs one
  * CNI call through `handle()` and answers 200 `{"Result": <result or null>}`, or a non-200 status with the CNI
  * error JSON (its code kept): 400 when the request itself is at fault (codes 1-8: version, env, decoding,
- * config, netns), 500 otherwise. `GET`/`POST /healthz` answer 200 when the daemon is ready, else 503. Both
- * Multus' shim and ours only look at "200 or not" and at the body, so the split 400/500 is for people and logs.
+ * config, netns), 500 otherwise. `GET`/`POST /healthz` answer 200 when the daemon is ready, else 503.
+ * `GET`/`POST /readyz` (Multus HEAD #1525; its shim polls it before ADD, CHECK, GC and STATUS, and /healthz
+ * before DEL) answers as /healthz while serving and 500 once the daemon is stopping; /healthz stays 200 while it
+ * drains, so DELs still come in. Both Multus' shims and ours only look at "200 or not" and at the body, so the
+ * split 400/500 is for people and logs.
  *
  * The request's CNI_* variables are layered over the daemon's own environment (what delegates inherit), as
  * Multus thick builds the call from the request's CNI_* values and runs delegates with its own environment.
@@ -31,6 +34,8 @@ export interface ServerDeps {
   queue: RequestQueue;
   /** Undefined when ready to serve, else why not (healthz answers 503 with it). */
   notReady(): string | undefined;
+  /** True once SIGTERM came: the daemon drains (still serving) and /readyz answers 500. */
+  stopping?(): boolean;
   metrics?: Metrics;
   maxBodyBytes?: number;
   /** The multus config the daemon serves; when set, `/delegate` (hot-plug, docs/hotplug.md) is served. */
@@ -72,16 +77,25 @@ export function createCniServer(deps: ServerDeps): Server {
   }
 
   const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (deps.metrics) {
+      const metrics = deps.metrics;
+      res.once('finish', () => metrics.serverRequest(path, res.statusCode, req.method ?? ''));
+    }
     const fail = (status: number, code: number, msg: string): void => {
       req.resume();
       send(res, status, errorBody(new CniError(code, msg)));
     };
-    if (path === '/healthz') {
+    if (path === '/healthz' || path === '/readyz') {
       if (req.method !== 'GET' && req.method !== 'POST') {
-        return fail(405, CniCode.InvalidEnv, 'use GET or POST on /healthz');
+        return fail(405, CniCode.InvalidEnv, `use GET or POST on ${path}`);
       }
       req.resume();
+      if (path === '/readyz' && deps.stopping?.()) {
+        const msg = 'the multus daemon is stopping: it serves the calls it is sent until its socket closes';
+        send(res, 500, errorBody(new CniError(CniCode.TryAgainLater, msg)));
+        return;
+      }
       const why = deps.notReady();
       if (why === undefined) send(res, 200, '');
       else send(res, 503, errorBody(new CniError(CniCode.TryAgainLater, `the multus daemon is not ready: ${why}`)));
@@ -106,7 +120,7 @@ export function createCniServer(deps: ServerDeps): Server {
     if (path === '/delegate') {
       return fail(404, CniCode.InvalidConfig, 'the multus-ts daemon does not serve /delegate (dynamic networks)');
     }
-    fail(404, CniCode.InvalidConfig, `no such path "${path}": the daemon serves /cni and /healthz`);
+    fail(404, CniCode.InvalidConfig, `no such path "${path}": the daemon serves /cni, /healthz and /readyz`);
   });
   server.on('clientError', (_e, socket) => socket.destroy());
   return server;

@@ -3,13 +3,14 @@
  * parts, and thin I/O wrappers marked as such).
  *
  * The kubelet knows which devices a device plugin allocated to a pod; Multus reads that as a resource map (resource
- * name -> sorted device IDs) from the pod-resources gRPC socket when it exists, else from the device-plugin checkpoint
- * file (docs/behaviour.md#device-ids), and hands each attachment the next unused ID of its resource. The ID goes into
- * the delegate's config as `deviceID` and `pciBusID` (docs/behaviour.md#delegate-config), and the device plugin's
- * device-info file is copied to the CNIDeviceInfoFile path the delegate is told about (docs/behaviour.md#device-info),
- * whose content later becomes network-status `device-info` (docs/behaviour.md#network-status). Pure: parseCheckpoint,
- * resourceMapFrom*, DeviceAllocator, injectDeviceId, the path builders. I/O: readResourceMap (podresources.ts is
- * imported only on its gRPC path), copyDevicePluginInfo, readDeviceInfo, removeDeviceInfo.
+ * name -> device IDs, sorted per container) from the pod-resources gRPC socket when it exists, else from the
+ * device-plugin checkpoint file (docs/behaviour.md#device-ids), and hands each attachment the next unused ID of its
+ * resource. The ID goes into the delegate's config as `deviceID` and `pciBusID` (docs/behaviour.md#delegate-config),
+ * and the device plugin's device-info file is copied to the CNIDeviceInfoFile path the delegate is told about
+ * (docs/behaviour.md#device-info), whose content later becomes network-status `device-info`
+ * (docs/behaviour.md#network-status). Pure: parseCheckpoint, resourceMapFrom*, DeviceAllocator, injectDeviceId, the
+ * path builders. I/O: readResourceMap (podresources.ts is imported only on its gRPC path), copyDevicePluginInfo,
+ * readDeviceInfo, removeDeviceInfo.
  */
 import { readFileSync, statSync } from 'node:fs';
 import type { Network } from '../cni/network.ts';
@@ -82,14 +83,20 @@ function checkpointEntries(bytes: Buffer | string, source: string): unknown[] {
   return entries;
 }
 
+/** One container's devices of one resource, as the kubelet lists them (a pod-resources entry, a checkpoint entry). */
+export interface DeviceEntry {
+  container: string;
+  resourceName: string;
+  ids: readonly string[];
+}
+
 /**
- * The checkpoint's device allocations: pod UID -> resource name -> device IDs, all of a pod's containers
- * concatenated in file order (Go Multus checkpoint.GetPodResourceMap). The checksum is not verified: it is a
- * hash of Go's in-memory layout, and Go Multus does not check it either. Throws CniError(DecodingFailure)
- * naming `source` and what is wrong.
+ * The checkpoint's device allocations: pod UID -> its entries in file order (one per container and resource,
+ * NUMA nodes in numeric order). The checksum is not verified: it is a hash of Go's in-memory layout, and Go
+ * Multus does not check it either. Throws CniError(DecodingFailure) naming `source` and what is wrong.
  */
-export function parseCheckpoint(bytes: Buffer | string, source = DEVICE_CHECKPOINT_FILE): Map<string, ResourceMap> {
-  const pods = new Map<string, ResourceMap>();
+export function parseCheckpoint(bytes: Buffer | string, source = DEVICE_CHECKPOINT_FILE): Map<string, DeviceEntry[]> {
+  const pods = new Map<string, DeviceEntry[]>();
   checkpointEntries(bytes, source).forEach((entry, i) => {
     const where = `Data.PodDeviceEntries[${i}]`;
     if (!isObject(entry)) throw badCheckpoint(source, `${where} must be a JSON object`);
@@ -99,9 +106,9 @@ export function parseCheckpoint(bytes: Buffer | string, source = DEVICE_CHECKPOI
     if (container !== undefined && typeof container !== 'string')
       throw badCheckpoint(source, `${where}.ContainerName must be a string`);
     const ids = checkpointDeviceIds(entry.DeviceIDs, where, source);
-    const resources = pods.get(uid) ?? new Map<string, string[]>();
-    appendIds(resources, resource, ids);
-    pods.set(uid, resources);
+    const entries = pods.get(uid) ?? [];
+    entries.push({ container: container ?? '', resourceName: resource, ids });
+    pods.set(uid, entries);
   });
   return pods;
 }
@@ -120,15 +127,29 @@ function sortIds(ids: readonly string[]): string[] {
   return astral ? [...ids].sort(compareBytes) : [...ids].sort(); // sort(): UTF-16 code unit order
 }
 
-function sortedCopy(resources: ResourceMap): ResourceMap {
-  return new Map([...resources].map(([name, ids]) => [name, sortIds(ids)]));
+/**
+ * Multus #1539 (after #1540 reverted v4.3.0's pod-wide sort, #1481): per resource name, each container's IDs
+ * (all its entries of that resource, NUMA nodes included) sorted, the containers appended in their order, so
+ * the n-th attachment of a resource gets a device of the container it belongs with
+ * (docs/behaviour.md#device-ids). The entries are not changed.
+ */
+function orderByContainer(entries: readonly DeviceEntry[]): ResourceMap {
+  const containers = new Map<string, ResourceMap>();
+  for (const entry of entries) {
+    const own = containers.get(entry.container) ?? new Map<string, string[]>();
+    appendIds(own, entry.resourceName, entry.ids);
+    containers.set(entry.container, own);
+  }
+  const resources: ResourceMap = new Map();
+  for (const own of containers.values()) for (const [name, ids] of own) appendIds(resources, name, sortIds(ids));
+  return resources;
 }
 
-/** One pod's resource map from a parsed checkpoint, matched by pod UID; each list sorted (docs/behaviour.md#device-ids step 4). */
-export function resourceMapFromCheckpoint(entries: Map<string, ResourceMap>, podUid: string): ResourceMap {
+/** One pod's resource map from a parsed checkpoint, matched by pod UID (docs/behaviour.md#device-ids). */
+export function resourceMapFromCheckpoint(entries: Map<string, DeviceEntry[]>, podUid: string): ResourceMap {
   if (podUid === '')
     throw new CniError(CniCode.InvalidConfig, 'cannot match the device-plugin checkpoint: the pod UID is empty');
-  return sortedCopy(entries.get(podUid) ?? new Map());
+  return orderByContainer(entries.get(podUid) ?? []);
 }
 
 function assertPodNamed(podNamespace: string, podName: string): void {
@@ -138,8 +159,8 @@ function assertPodNamed(podNamespace: string, podName: string): void {
 }
 
 /**
- * One pod's resource map from a pod-resources List response, matched by namespace and name: device IDs of
- * all containers concatenated per resource name, each list sorted (docs/behaviour.md#device-ids steps 2 and 4).
+ * One pod's resource map from a pod-resources List response, matched by namespace and name: per resource name,
+ * each container's IDs sorted, containers in the kubelet's order (docs/behaviour.md#device-ids).
  */
 export function resourceMapFromPodResources(
   listResponse: ListPodResourcesResponse,
@@ -147,13 +168,16 @@ export function resourceMapFromPodResources(
   podName: string,
 ): ResourceMap {
   assertPodNamed(podNamespace, podName);
-  const resources: ResourceMap = new Map();
-  for (const pod of listResponse.podResources) {
-    if (pod.namespace !== podNamespace || pod.name !== podName) continue;
-    for (const device of pod.containers.flatMap((c) => c.devices))
-      appendIds(resources, device.resourceName, device.deviceIds);
-  }
-  return sortedCopy(resources);
+  const entries: DeviceEntry[] = [];
+  listResponse.podResources.forEach((pod, p) => {
+    if (pod.namespace !== podNamespace || pod.name !== podName) return;
+    pod.containers.forEach((c, i) => {
+      // keyed by position: two entries for one pod (never expected) must not merge their containers
+      const container = `${p}/${i}`;
+      for (const d of c.devices) entries.push({ container, resourceName: d.resourceName, ids: d.deviceIds });
+    });
+  });
+  return orderByContainer(entries);
 }
 
 /**

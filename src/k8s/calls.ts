@@ -12,14 +12,16 @@ import { KubeApiError } from './types.ts';
 // Calls: what is asked, for paths and messages (pure)
 
 export interface Call {
-  verb: 'get' | 'update' | 'create';
-  method: 'GET' | 'PUT' | 'POST';
+  verb: 'get' | 'update' | 'create' | 'list' | 'patch';
+  method: 'GET' | 'PUT' | 'POST' | 'PATCH';
   group: string;
   resource: string;
   namespace: string;
   name: string;
   path: string;
   body?: unknown;
+  /** Default application/json. */
+  contentType?: string;
 }
 
 const seg = encodeURIComponent;
@@ -41,6 +43,55 @@ export function nadCall(namespace: string, name: string): Call {
     namespace,
     name,
     path,
+  };
+}
+
+const DRA_API = '/apis/resource.k8s.io/v1';
+
+/** GET of a ResourceClaim (DRA, resource.k8s.io/v1), as Multus HEAD's draclient reads it. */
+export function resourceClaimCall(namespace: string, name: string): Call {
+  const path = `${DRA_API}/namespaces/${seg(namespace)}/resourceclaims/${seg(name)}`;
+  return { verb: 'get', method: 'GET', group: 'resource.k8s.io', resource: 'resourceclaims', namespace, name, path };
+}
+
+/** LIST of the ResourceSlices of one driver (on one node when given), by server-side field selectors. */
+export function resourceSliceListCall(nodeName: string, driver: string): Call {
+  const selector = nodeName === '' ? `spec.driver=${driver}` : `spec.nodeName=${nodeName},spec.driver=${driver}`;
+  const path = `${DRA_API}/resourceslices?fieldSelector=${seg(selector)}`;
+  return {
+    verb: 'list',
+    method: 'GET',
+    group: 'resource.k8s.io',
+    resource: 'resourceslices',
+    namespace: '',
+    name: selector,
+    path,
+  };
+}
+
+/**
+ * Server-side apply of a ResourceClaim's `status.devices` as `fieldManager` (KEP-4817): the entries this manager
+ * applied before and does not list now are removed; other managers' entries are not touched.
+ */
+export function claimDevicesApplyCall(namespace: string, name: string, fieldManager: string, devices: unknown[]): Call {
+  const query = `fieldManager=${seg(fieldManager)}&force=true`;
+  const path = `${DRA_API}/namespaces/${seg(namespace)}/resourceclaims/${seg(name)}/status?${query}`;
+  const body = {
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceClaim',
+    metadata: { name, namespace },
+    status: { devices },
+  };
+  return {
+    verb: 'patch',
+    method: 'PATCH',
+    group: 'resource.k8s.io',
+    resource: 'resourceclaims/status',
+    namespace,
+    name,
+    path,
+    body,
+    contentType: 'application/apply-patch+yaml', // JSON is YAML
   };
 }
 
@@ -98,10 +149,13 @@ export function eventCall(e: EventInput): Call {
 const qualified = (c: Call): string =>
   c.group ? `${c.resource.split('/')[0]}.${c.group}` : (c.resource.split('/')[0] ?? c.resource);
 export const target = (c: Call): string =>
-  `${c.verb} ${c.resource} ${c.name ? `${c.namespace}/${c.name}` : `in namespace ${c.namespace}`}`;
+  c.verb === 'list'
+    ? `list ${c.resource} (fieldSelector ${c.name})`
+    : `${c.verb} ${c.resource} ${c.name ? `${c.namespace}/${c.name}` : `in namespace ${c.namespace}`}`;
 
 /** Names that cannot exist: the API server would answer NotFound, so no request is sent. */
 export function invalidName(c: Call): KubeApiError | undefined {
+  if (c.verb === 'list') return undefined; // cluster-wide, selector values are escaped in the query
   const nameOk = c.verb === 'create' || isDns1123Subdomain(c.name);
   if (isDns1123Label(c.namespace) && nameOk) return undefined;
   const what = c.verb === 'create' ? `namespace "${c.namespace}"` : `${qualified(c)} "${c.name}"`;

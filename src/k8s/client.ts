@@ -24,9 +24,18 @@ import type { Call } from './calls.ts';
 import { loadFallbackModule } from './fallback-loader.ts';
 import type { Transport } from './transport.ts';
 import { DEFAULT_TIMEOUT_MS } from './types.ts';
-import { eventCall, invalidName, nadCall, podCall, transportError } from './calls.ts';
+import {
+  claimDevicesApplyCall,
+  eventCall,
+  invalidName,
+  nadCall,
+  podCall,
+  resourceClaimCall,
+  resourceSliceListCall,
+  transportError,
+} from './calls.ts';
 import { Credentials, createTransport, decode, requestOptions, send, withDeadline } from './transport.ts';
-import type { CallOptions, ClientInfo, EventInput, KubeClient, Nad, Pod } from './types.ts';
+import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, Pod } from './types.ts';
 import type { FallbackModule } from './fallback-loader.ts';
 import type { Env } from '../cni/request.ts';
 
@@ -85,6 +94,29 @@ class Client implements KubeClient {
 
   async createEvent(event: EventInput, opts?: CallOptions): Promise<void> {
     await this.run<unknown>(eventCall(event), opts);
+  }
+
+  getResourceClaim(namespace: string, name: string, opts?: CallOptions): Promise<DraObject> {
+    return this.run<DraObject>(resourceClaimCall(namespace, name), opts);
+  }
+
+  async applyClaimDevices(
+    namespace: string,
+    name: string,
+    fieldManager: string,
+    devices: unknown[],
+    opts?: CallOptions,
+  ): Promise<void> {
+    await this.run<unknown>(claimDevicesApplyCall(namespace, name, fieldManager, devices), opts);
+  }
+
+  async listResourceSlices(nodeName: string, driver: string, opts?: CallOptions): Promise<DraObject[]> {
+    const call = resourceSliceListCall(nodeName, driver);
+    const list = await this.run<{ items?: unknown }>(call, opts);
+    if (!Array.isArray(list?.items)) {
+      throw new CniError(CniCode.Internal, `the API server answered ${call.path} without an "items" array`);
+    }
+    return list.items as DraObject[];
   }
 
   close(): void {

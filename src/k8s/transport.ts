@@ -34,16 +34,34 @@ interface RequestAuth {
   tls: TlsOptions;
 }
 
-/** File contents, read again when the file's inode, size or mtime changed (rotated certificates). */
+/**
+ * File contents, read again when the file's inode, size or mtime changed (rotated certificates). A file that is
+ * missing or empty for a moment (a certificate rotation swaps a symlink or truncates first: Multus #1483) keeps
+ * the last good contents; with none yet it is code 11, so the runtime retries instead of failing for good.
+ */
 class FileCache {
   private readonly entries = new Map<string, { stamp: string; data: Buffer }>();
 
+  constructor(private readonly log: Logger) {}
+
   read(path: string): Buffer {
-    const st = statSync(path);
-    const stamp = `${st.ino}:${st.size}:${st.mtimeMs}`;
     const hit = this.entries.get(path);
-    if (hit?.stamp === stamp) return hit.data;
-    const data = readFileSync(path);
+    let data: Buffer;
+    let stamp: string;
+    try {
+      const st = statSync(path);
+      stamp = `${st.ino}:${st.size}:${st.mtimeMs}`;
+      if (hit?.stamp === stamp) return hit.data;
+      data = readFileSync(path);
+      if (data.length === 0) throw new Error('the file is empty');
+    } catch (err) {
+      if (hit) {
+        this.log.warn(`k8s: cannot read ${path} (${messageOf(err)}); using its previous contents`);
+        return hit.data;
+      }
+      const msg = `cannot read ${path} (${messageOf(err)}): if it is being rotated, a retry will find it`;
+      throw new KubeApiError(CniCode.TryAgainLater, msg, 0, 'ClientError', err);
+    }
     this.entries.set(path, { stamp, data });
     return data;
   }
@@ -59,14 +77,16 @@ function impersonationHeaders(cfg: ClientConfig, headers: Record<string, string 
 }
 
 export class Credentials {
-  private readonly files = new FileCache();
+  private readonly files: FileCache;
   private lastToken: string | undefined;
 
   constructor(
     private readonly cfg: ClientConfig,
     private readonly session: FallbackSession | undefined,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.files = new FileCache(log);
+  }
 
   async forRequest(): Promise<RequestAuth> {
     const auth: RequestAuth = { headers: {}, tls: this.tls() };
@@ -167,7 +187,7 @@ export function requestOptions(
 ): Record<string, unknown> {
   const headers: OutgoingHttpHeaders = { ...auth.headers, Accept: 'application/json', 'User-Agent': 'multus-ts' };
   if (body) {
-    headers['Content-Type'] = 'application/json';
+    headers['Content-Type'] = c.contentType ?? 'application/json';
     headers['Content-Length'] = body.length;
   }
   const { protocol, hostname, port, pathPrefix } = t.addr;

@@ -28,6 +28,14 @@ export interface Nad {
   spec?: { config?: string };
 }
 
+/** A DRA object (resource.k8s.io/v1 ResourceClaim or ResourceSlice) as the API sends it; read by devices/dra.ts. */
+export interface DraObject {
+  metadata?: { name?: string; namespace?: string; [k: string]: unknown };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+  [k: string]: unknown;
+}
+
 export interface EventInput {
   /** The involved object: a Pod, or just its metadata. */
   pod: { metadata: { namespace: string; name: string; uid: string; resourceVersion?: string } };
@@ -41,6 +49,8 @@ export interface CallOptions {
   timeoutMs?: number;
   /** getPod: the UID the caller expects; a cache (the daemon's informer) answers only a pod with it. */
   uid?: string;
+  /** getPod: ask the API server, not a cache (the caller knows the cached copy is older than it needs). */
+  fresh?: boolean;
 }
 
 export interface KubeClient {
@@ -48,6 +58,18 @@ export interface KubeClient {
   getNad(namespace: string, name: string, opts?: CallOptions): Promise<Nad>;
   /** PUT .../pods/<name>/status with the pod (its resourceVersion); a stale one is a 409 KubeApiError. */
   updatePodStatus(pod: Pod, opts?: CallOptions): Promise<Pod>;
+  /** GET of a ResourceClaim (resource.k8s.io/v1). */
+  getResourceClaim(namespace: string, name: string, opts?: CallOptions): Promise<DraObject>;
+  /** LIST of ResourceSlices with `spec.nodeName` (unless '') and `spec.driver` field selectors. */
+  listResourceSlices(nodeName: string, driver: string, opts?: CallOptions): Promise<DraObject[]>;
+  /** Server-side apply of a ResourceClaim's status.devices as `fieldManager` (KEP-4817 network data). */
+  applyClaimDevices(
+    namespace: string,
+    name: string,
+    fieldManager: string,
+    devices: unknown[],
+    opts?: CallOptions,
+  ): Promise<void>;
   /** POST .../events, source component "multus"; best effort: callers ignore its errors. */
   createEvent(event: EventInput, opts?: CallOptions): Promise<void>;
   /** HTTP requests sent so far (a NotFound for an invalid name sends none). */

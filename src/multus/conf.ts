@@ -16,6 +16,7 @@
  * | `readinessBackoff` | object | `{"initialMs": 250, "factor": 4, "jitter": 0.1, "steps": 4}` | how long to wait for `readinessindicatorfile`: `steps` sleeps (whole number 0..20) of `initialMs * factor^i` ms (numbers > 0), each stretched by up to `jitter` (0..1) |
  * | `delegateTimeoutSeconds` | number > 0 | 60 | a delegate plugin still running after this long is killed |
  * | `strictCapabilities` | boolean | false | stricter runtimeConfig/capabilities handling for delegates (the planner defines it; see README) |
+ * | `publishClaimNetworkData` | boolean | false | write an attachment's interface, IPs and MAC into its DRA claim's `status.devices[]` (KEP-4817, docs/behaviour.md#claim-network-data) |
  */
 import { CniCode, CniError } from '../base/errors.ts';
 import {
@@ -71,6 +72,7 @@ export interface MultusConf {
   runtimeConfig: Record<string, unknown>;
   delegateTimeoutMs: number;
   strictCapabilities: boolean;
+  publishClaimNetworkData: boolean;
   /** Things the caller should log, e.g. an unknown log level. */
   warnings: string[];
   /** The decoded stdin, untouched. */
@@ -119,6 +121,7 @@ export const MULTUS_KEYS: readonly string[] = [
   'readinessBackoff',
   'delegateTimeoutSeconds',
   'strictCapabilities',
+  'publishClaimNetworkData',
 ];
 
 /**
@@ -247,7 +250,8 @@ type RuntimeKeys =
   | 'auxiliaryCNIChainName'
   | 'runtimeConfig'
   | 'delegateTimeoutMs'
-  | 'strictCapabilities';
+  | 'strictCapabilities'
+  | 'publishClaimNetworkData';
 
 function parseRuntime(wire: Record<string, unknown>): Pick<MultusConf, RuntimeKeys> {
   getKey(wire, 'prevResult', OBJECT); // docs/behaviour.md#conf-keys: only checked; nothing in the thin plugin uses it
@@ -263,6 +267,7 @@ function parseRuntime(wire: Record<string, unknown>): Pick<MultusConf, RuntimeKe
     runtimeConfig: structuredClone(getKey(wire, 'runtimeConfig', OBJECT) ?? {}),
     delegateTimeoutMs: Math.max(1, Math.round(timeoutSeconds * 1000)),
     strictCapabilities: getKey(wire, 'strictCapabilities', BOOLEAN) ?? false,
+    publishClaimNetworkData: getKey(wire, 'publishClaimNetworkData', BOOLEAN) ?? false,
   };
 }
 

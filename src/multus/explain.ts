@@ -65,7 +65,10 @@ export function readOnly(kube: KubeClient): KubeClient {
   return {
     getPod: (ns, name, o) => kube.getPod(ns, name, o),
     getNad: (ns, name, o) => kube.getNad(ns, name, o),
+    getResourceClaim: (ns, name, o) => kube.getResourceClaim(ns, name, o),
+    listResourceSlices: (node, driver, o) => kube.listResourceSlices(node, driver, o),
     updatePodStatus: (pod) => Promise.resolve(pod),
+    applyClaimDevices: () => Promise.resolve(),
     createEvent: () => Promise.resolve(),
     get requestCount() {
       return kube.requestCount;

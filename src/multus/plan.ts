@@ -15,6 +15,8 @@ import { buildDelegateArgs } from '../cni/cniargs.ts';
 import type { Network } from '../cni/network.ts';
 import { parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError } from '../base/errors.ts';
+import { decodeObject } from '../base/keys.ts';
+import { DEFAULT_VERSION } from '../base/versions.ts';
 import { validateIfName } from '../base/names.ts';
 
 export interface Delegate {
@@ -121,4 +123,20 @@ export function toCachedDelegate(attachment: Attachment): CachedDelegate {
 export function fromCachedDelegate(cached: CachedDelegate): Delegate {
   const network = parseNetwork(cached.bytes);
   return { network, displayName: cached.name || network.name, request: cached.request };
+}
+
+/**
+ * Multus CmdDel: a conflist delegate without `cniVersion` (absent or "") runs with the multus config's version,
+ * set in its bytes (no other key changes), so its plugins are not called as 0.1.0. multus-ts does the same on
+ * ADD and CHECK, so the scratch cache, the libcni result caches and DEL agree (docs/compatibility.md).
+ */
+export function inheritListVersion(delegates: Delegate[], version: string): Delegate[] {
+  if (version === DEFAULT_VERSION) return delegates;
+  return delegates.map((delegate) => {
+    if (!delegate.network.isList) return delegate;
+    const obj = decodeObject(delegate.network.bytes, 'network config');
+    if (typeof obj.cniVersion === 'string' && obj.cniVersion !== '') return delegate;
+    const network = parseNetwork(Buffer.from(JSON.stringify({ ...obj, cniVersion: version })));
+    return { ...delegate, network };
+  });
 }

@@ -20,6 +20,8 @@ import { httpStatusOf, isTransient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
 import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../devices/devices.ts';
+import type { DraDeviceRef } from '../devices/dra.ts';
+import { addDraDevices, hasDraClaims } from '../devices/dra.ts';
 import { delegateFromNad } from './nad.ts';
 import type { Delegate } from './plan.ts';
 import type { NetworkSelection } from './selection.ts';
@@ -236,20 +238,28 @@ export async function resolvePodDelegates(
 }
 
 /**
- * docs/behaviour.md#device-ids: NADs with a resourceName get the pod's allocated devices in sorted order, one per
- * attachment of that resource, injected as `deviceID`/`pciBusID` into their config. The kubelet is asked once per ADD,
- * and only when some delegate has a resource name (otherwise none of this runs).
+ * docs/behaviour.md#device-ids: NADs with a resourceName get the pod's allocated devices (the kubelet's, then its
+ * DRA claims', devices/dra.ts), one per attachment of that resource, injected as `deviceID`/`pciBusID` into their
+ * config. The kubelet and the API are asked once per ADD, and only when some delegate has a resource name
+ * (otherwise none of this runs).
  */
 async function assignDeviceIds(delegates: Delegate[], pod: Pod, deps: ResolveDeps): Promise<Delegate[]> {
   if (!delegates.some((d) => d.request.resourceName)) return delegates;
   const { namespace, name, uid } = pod.metadata;
-  const allocator = new DeviceAllocator(
-    await readResourceMap({ namespace, name, uid }, { log: deps.log, ...deps.devices }),
-  );
+  let resources = await readResourceMap({ namespace, name, uid }, { log: deps.log, ...deps.devices });
+  const sources = new Map<string, DraDeviceRef>();
+  if (deps.kube && hasDraClaims(pod)) {
+    resources = await addDraDevices(resources, pod, deps.kube, { log: deps.log, sources }).catch((e: unknown) => {
+      throw wrapError(e, `pod ${namespace}/${name}: failed to get resourceMap from DRA`);
+    });
+  }
+  const allocator = new DeviceAllocator(resources);
   return delegates.map((d) => {
     const id = d.request.resourceName ? allocator.next(d.request.resourceName) : undefined;
     if (!id) return d;
-    return { ...d, network: injectDeviceIdIntoNetwork(d.network, id), request: { ...d.request, deviceID: id } };
+    const source = sources.get(id);
+    const request = { ...d.request, deviceID: id, ...(source ? { claimDevice: { ...source } } : {}) };
+    return { ...d, network: injectDeviceIdIntoNetwork(d.network, id), request };
   });
 }
 

@@ -23,6 +23,8 @@ export interface AttachmentRequest {
   bandwidth?: Record<string, unknown>;
   /** The selection's "cni-args": merged into the delegate config's `args.cni` (not CNI_ARGS). */
   configArgs?: Record<string, unknown>;
+  /** The DRA device the deviceID came from (`{namespace, claim, driver, pool, device}`), set by device lookup. */
+  claimDevice?: Record<string, unknown>;
 }
 
 export type FieldKey = keyof AttachmentRequest;
@@ -143,6 +145,14 @@ export const ATTACHMENT_FIELDS: readonly AttachmentField[] = [
     annotation: ['cni-args'],
     example: '{"key": "value"}',
     cacheKey: 'cniArgsRequest',
+    cacheSlot: 'extension',
+  },
+  {
+    key: 'claimDevice',
+    kind: 'object',
+    annotation: [],
+    example: '{"namespace": "ns", "claim": "c", "driver": "d", "pool": "p", "device": "d0"}',
+    cacheKey: 'draClaimDevice',
     cacheSlot: 'extension',
   },
 ];

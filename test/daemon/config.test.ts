@@ -19,6 +19,7 @@ describe('parseDaemonConfig', () => {
       metricsPort: undefined,
       metricsBindAddress: '127.0.0.1',
       shutdownGraceMs: 30_000,
+      shutdownDrainMs: 2_000,
       cleanupConfigOnExit: false,
       multusKeys: {},
     });

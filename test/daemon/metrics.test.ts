@@ -135,4 +135,39 @@ describe('daemon metrics (prom-client)', () => {
     expect(types.size).toBe(65); // 64 distinct values, then `other`
     expect(types.has('other')).toBe(true);
   });
+
+  it("serves Multus' names with Multus' labels and values beside ours (server requests, plugin lookups and runs)", async () => {
+    const m = createMetrics();
+    m.serverRequest('/cni', 200, 'POST');
+    m.serverRequest('/cni', 200, 'POST');
+    m.serverRequest('/readyz', 500, 'POST');
+    m.serverRequest('/nope', 404, 'GET');
+    m.serverRequest('/healthz', 405, 'BREW');
+    m.pluginLookup('bridge', true);
+    m.pluginLookup('nosuch', false);
+    m.delegateCall('bridge', 'ADD', 0.02, true);
+    m.delegateCall('bridge', 'DEL', 0.3, false);
+    m.delegateCall('bridge', '', 0.001, true);
+    const { samples, types } = parse((await m.render()).body);
+    expect(types.get('multus_server_request_total')).toBe('counter');
+    expect(types.get('multus_cni_plugin_execution_duration_seconds')).toBe('histogram');
+    const server = (handler: string, code: string, method: string) =>
+      value(samples, 'multus_server_request_total', { handler, code, method });
+    expect(server('/cni', '200', 'post')).toBe(2);
+    expect(server('/readyz', '500', 'post')).toBe(1);
+    expect(server('NotFound', '404', 'get')).toBe(1);
+    expect(server('/healthz', '405', 'unknown')).toBe(1);
+    expect(value(samples, 'multus_cni_plugin_lookup_total', { plugin: 'bridge', outcome: 'success' })).toBe(1);
+    expect(value(samples, 'multus_cni_plugin_lookup_total', { plugin: 'nosuch', outcome: 'failure' })).toBe(1);
+    const exec = (command: string, outcome: string) =>
+      value(samples, 'multus_cni_plugin_execution_total', { plugin: 'bridge', command, outcome });
+    expect([exec('ADD', 'success'), exec('DEL', 'failure'), exec('UNKNOWN', 'success')]).toEqual([1, 1, 1]);
+    const seconds = 'multus_cni_plugin_execution_duration_seconds';
+    expect(value(samples, `${seconds}_count`, { plugin: 'bridge', command: 'DEL' })).toBe(1);
+    // Prometheus' default buckets, as Multus' HistogramOpts without Buckets
+    const les = samples
+      .filter((x) => x.name === `${seconds}_bucket` && x.labels.command === 'ADD')
+      .map((x) => x.labels.le);
+    expect(les).toEqual(['0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf']);
+  });
 });

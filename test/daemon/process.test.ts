@@ -68,7 +68,9 @@ async function until(cond: () => boolean, what: string): Promise<void> {
 }
 
 function baseConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { socketDir: join(dir, 'run'), cniConfigDir: join(dir, 'net.d'), logLevel: 'verbose', ...extra };
+  // no drain window (test/daemon/drain.test.ts has it): SIGTERM closes the socket at once
+  const base = { socketDir: join(dir, 'run'), cniConfigDir: join(dir, 'net.d'), logLevel: 'verbose' };
+  return { ...base, shutdownDrainSeconds: 0, ...extra };
 }
 
 function callEnv(command: string, cid = 'c1'): Record<string, string> {

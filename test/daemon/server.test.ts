@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ExecOutput } from '../../src/cni/exec.ts';
+import { createMetrics } from '../../src/daemon/metrics.ts';
 import { createQueue } from '../../src/daemon/queue.ts';
 import { createCniServer } from '../../src/daemon/server.ts';
 import { statusOf } from '../../src/daemon/wire.ts';
@@ -214,6 +215,36 @@ describe('/cni: what the server itself refuses', () => {
     const a = await http(socket, '/healthz', { method: 'GET' });
     expect(a.status).toBe(503);
     expect(a.json()).toMatchObject({ code: 11, msg: expect.stringContaining('waiting for /x') });
+  });
+
+  it('/readyz: as /healthz while serving, 500 once stopping; each request counted as Multus counts it', async () => {
+    let stopping = false;
+    const metrics = createMetrics();
+    server = createCniServer({
+      host: fakeHost(),
+      daemonEnv: {},
+      log: { error() {}, warn() {}, verbose() {}, debug() {}, enabled: () => false },
+      queue: createQueue(0),
+      notReady: () => notReady,
+      stopping: () => stopping,
+      metrics,
+    });
+    const socket = await listenUnix(server, join(dir, 'run'));
+    expect((await http(socket, '/readyz', { body: 'null' })).status).toBe(200);
+    notReady = 'waiting for /x';
+    expect((await http(socket, '/readyz', { method: 'GET' })).status).toBe(503);
+    notReady = undefined;
+    stopping = true;
+    const a = await http(socket, '/readyz', { body: 'null' });
+    expect(a.status).toBe(500);
+    expect(a.json()).toMatchObject({ code: 11, msg: expect.stringContaining('stopping') });
+    expect((await http(socket, '/healthz', { body: 'null' })).status).toBe(200);
+    expect((await http(socket, '/nope', { method: 'GET' })).status).toBe(404);
+    const text = (await metrics.render()).body;
+    expect(text).toContain('multus_server_request_total{handler="/readyz",code="500",method="post"} 1');
+    expect(text).toContain('multus_server_request_total{handler="/readyz",code="200",method="post"} 1');
+    expect(text).toContain('multus_server_request_total{handler="/healthz",code="200",method="post"} 1');
+    expect(text).toContain('multus_server_request_total{handler="NotFound",code="404",method="get"} 1');
   });
 
   it('the socket is 0600 in a 0700 directory', async () => {

@@ -3,7 +3,7 @@
  * Errors carry `status` like KubeApiError so callers branch on it the same way.
  */
 import { CniError } from '../../src/base/errors.ts';
-import type { EventInput, KubeClient, Nad, Pod } from '../../src/k8s/types.ts';
+import type { DraObject, EventInput, KubeClient, Nad, Pod } from '../../src/k8s/types.ts';
 
 export class FakeKubeError extends CniError {
   constructor(
@@ -100,6 +100,35 @@ export class FakeKube implements KubeClient {
   touch(namespace: string, name: string): void {
     const pod = this.pods.get(`${namespace}/${name}`)!;
     pod.metadata.resourceVersion = String(this.version++);
+  }
+
+  /** ResourceClaims by "namespace/name" and ResourceSlices (cluster-scoped), for DRA device IDs. */
+  readonly claims = new Map<string, DraObject>();
+  readonly slices: DraObject[] = [];
+
+  async getResourceClaim(namespace: string, name: string): Promise<DraObject> {
+    this.received.push(`getResourceClaim ${namespace}/${name}`);
+    this.fail('getResourceClaim');
+    const claim = this.claims.get(`${namespace}/${name}`);
+    if (!claim) throw new FakeKubeError(404, `resourceclaims.resource.k8s.io "${name}" not found`);
+    return structuredClone(claim);
+  }
+
+  async listResourceSlices(nodeName: string, driver: string): Promise<DraObject[]> {
+    this.received.push(`listResourceSlices ${nodeName} ${driver}`);
+    this.fail('listResourceSlices');
+    return structuredClone(
+      this.slices.filter((s) => s.spec?.driver === driver && (nodeName === '' || s.spec?.nodeName === nodeName)),
+    );
+  }
+
+  /** status.devices applied per claim and field manager ("ns/claim manager" -> devices). */
+  readonly applied = new Map<string, unknown[]>();
+
+  async applyClaimDevices(namespace: string, name: string, manager: string, devices: unknown[]): Promise<void> {
+    this.received.push(`applyClaimDevices ${namespace}/${name} ${manager} ${devices.length}`);
+    this.fail('applyClaimDevices');
+    this.applied.set(`${namespace}/${name} ${manager}`, structuredClone(devices));
   }
 
   async createEvent(event: EventInput): Promise<void> {

@@ -31,7 +31,14 @@ describe('deployments/', () => {
       .sort();
 
   it("grants the thin plugin exactly its calls, the resident mode those plus its informers' list/watch", () => {
-    const thin = ['create events', 'get network-attachment-definitions', 'get pods', 'update pods/status'];
+    const thin = [
+      'create events',
+      'get network-attachment-definitions',
+      'get pods',
+      'update pods/status',
+      'get resourceclaims',
+      'list resourceslices',
+    ].sort();
     expect(verbs('multus-ts-thin.yml')).toEqual(thin);
     expect(verbs('multus-ts-resident.yml')).toEqual(
       [
@@ -49,6 +56,15 @@ describe('deployments/', () => {
     const conf = parseDaemonConfig((cm.data as Record<string, string>)['daemon-config.json']!);
     expect(conf).toMatchObject({ chrootDir: '/hostroot', cniConfigDir: '/etc/cni/net.d', socketDir: '/run/multus/' });
     expect(JSON.stringify(conf)).toContain('/etc/cni/net.d/multus.d/multus.kubeconfig');
+  });
+
+  it("the resident DaemonSet's grace period covers the daemon's drain and its requests in flight", () => {
+    const cm = docs('multus-ts-resident.yml').find((d) => d.kind === 'ConfigMap')!;
+    const conf = parseDaemonConfig((cm.data as Record<string, string>)['daemon-config.json']!);
+    const ds = docs('multus-ts-resident.yml').find((d) => d.kind === 'DaemonSet')!;
+    const grace = (ds.spec as { template: { spec: { terminationGracePeriodSeconds: number } } }).template.spec
+      .terminationGracePeriodSeconds;
+    expect(grace * 1000).toBeGreaterThan(conf.shutdownDrainMs + conf.shutdownGraceMs);
   });
 
   it('mounts only /etc/cni/net.d and /opt/cni/bin in the thin mode', () => {

@@ -69,6 +69,9 @@ export const MULTUS_CLUSTER_ROLE_RULES = [
   { apiGroups: [''], resources: ['pods/status'], verbs: ['get', 'update'] },
   { apiGroups: ['k8s.cni.cncf.io'], resources: ['network-attachment-definitions'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+  // DRA device IDs (src/devices/dra.ts): GET of the pod's claims, LIST of its node's slices
+  { apiGroups: ['resource.k8s.io'], resources: ['resourceclaims'], verbs: ['get'] },
+  { apiGroups: ['resource.k8s.io'], resources: ['resourceslices'], verbs: ['list'] },
 ];
 
 /** The NetworkAttachmentDefinition CRD as in the upstream multus deployment manifest (plus the `nad` short name). */

@@ -18,9 +18,10 @@ import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { KubeClient, Pod } from '../../k8s/types.ts';
 import { buildNetworkStatuses } from '../network-status.ts';
 import type { Attachment } from '../plan.ts';
-import { planAttachments, toCachedDelegate, undeclaredCapabilities } from '../plan.ts';
+import { inheritListVersion, planAttachments, toCachedDelegate, undeclaredCapabilities } from '../plan.ts';
 import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-routes.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
+import { publishClaimNetworkData } from '../claim-status.ts';
 import { planDefaultRoutes } from '../../routes/routes.ts';
 import { addedInterfaceEvent, emitEvents, publishNetworkStatus } from '../publish.ts';
 import type { CniResult } from '../../cni/result-model.ts';
@@ -34,7 +35,10 @@ export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniRe
   const pod = await lookupPod(kube, ctx.k8s, 'ADD', deps);
   if (pod.kind === 'unknown' && kube)
     deps.log.verbose(`${podTag(ctx)}: ${pod.reason}: attaching the configured networks only`);
-  const delegates = await resolvePodDelegates(conf, ctx.k8s, pod, resolveDeps(kube, deps));
+  const delegates = inheritListVersion(
+    await resolvePodDelegates(conf, ctx.k8s, pod, resolveDeps(kube, deps)),
+    conf.cniVersion,
+  );
   const aux = auxiliaryChain(conf, deps.log);
   if (aux) delegates.push(aux);
   const attachments = planAttachments(delegates, req.ifName);
@@ -44,6 +48,9 @@ export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniRe
   const results = await addAttachments(ctx, attachments);
   await moveDefaultRoutes(ctx, attachments, deps);
   if (kube && pod.kind === 'found') await reportAttachments(ctx, kube, pod.pod, attachments, results);
+  if (kube && pod.kind === 'found' && conf.publishClaimNetworkData) {
+    await publishClaimNetworkData(kube, req.containerId, attachments, results, ctx.net.log);
+  }
   return normalizeResult(convertResult(results[0]!, conf.cniVersion));
 }
 

@@ -12,13 +12,13 @@ import { checkNetwork, joinErrors } from '../../cni/libcni.ts';
 import type { CniError } from '../../base/errors.ts';
 import { wrapError } from '../../base/errors.ts';
 import type { Attachment, Delegate } from '../plan.ts';
-import { fromCachedDelegate, planAttachments } from '../plan.ts';
+import { fromCachedDelegate, inheritListVersion, planAttachments } from '../plan.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 import { podTag, runtimeConfFor } from './context.ts';
 
 export async function cmdCheck(ctx: CallContext, _deps: CommandDeps): Promise<void> {
   const { req } = ctx;
-  const attachments = planAttachments(recordedDelegates(ctx), req.ifName);
+  const attachments = planAttachments(inheritListVersion(recordedDelegates(ctx), ctx.conf.cniVersion), req.ifName);
   const failures: CniError[] = [];
   for (const attachment of attachments) {
     const name = attachment.network.name;

@@ -20,8 +20,9 @@ import { delNetwork, runtimeConfFromCache, joinErrors } from '../../cni/libcni.t
 import { removeDeviceInfo } from '../../devices/device-info.ts';
 import type { Network } from '../../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
-import type { Delegate } from '../plan.ts';
-import { fromCachedDelegate, planAttachments } from '../plan.ts';
+import type { Attachment, Delegate } from '../plan.ts';
+import { clearClaimNetworkData } from '../claim-status.ts';
+import { fromCachedDelegate, inheritListVersion, planAttachments } from '../plan.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 import { podTag, resolveDeps, runtimeConfFor } from './context.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
@@ -33,6 +34,8 @@ interface Teardown {
 
 interface DelPlan {
   teardowns: Teardown[];
+  /** The planned attachments (their requests say which came from a DRA claim). */
+  attachments: Attachment[];
   /** Corrupt result-cache files, with whether a known attachment accounts for them. */
   corruptResults: { path: string; covered: boolean; error: string }[];
   scratchCorrupt: boolean;
@@ -51,6 +54,7 @@ export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void>
       );
     }
   }
+  await clearClaims(ctx, plan, deps);
   finishCaches(ctx, plan, failures.length === 0);
   for (const path of sweepCacheTemps(ctx.conf.cniDir))
     ctx.net.log.verbose(`removed ${path}, left by an interrupted write`);
@@ -87,7 +91,8 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
       );
     delegates = await currentDelegates(ctx, deps);
   }
-  const teardowns = planAttachments(delegates, req.ifName).map((a) => ({
+  const attachments = planAttachments(inheritListVersion(delegates, conf.cniVersion), req.ifName);
+  const teardowns = attachments.map((a) => ({
     network: a.network,
     rt: runtimeConfFor(ctx, a, 'DEL'),
   }));
@@ -113,7 +118,18 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
       corruptResults.push({ path, covered: false, error: messageOf(e) });
     }
   }
-  return { teardowns, corruptResults, scratchCorrupt: scratch.kind === 'corrupt' };
+  return { teardowns, attachments, corruptResults, scratchCorrupt: scratch.kind === 'corrupt' };
+}
+
+/** KEP-4817 (docs/behaviour.md#claim-network-data): this sandbox's claim entries go with it; best effort. */
+async function clearClaims(ctx: CallContext, plan: DelPlan, deps: CommandDeps): Promise<void> {
+  if (!ctx.conf.publishClaimNetworkData || !plan.attachments.some((a) => a.request.claimDevice)) return;
+  try {
+    const kube = await deps.kube(ctx.conf);
+    if (kube) await clearClaimNetworkData(kube, ctx.req.containerId, plan.attachments, ctx.net.log);
+  } catch (e) {
+    ctx.net.log.error(`${podTag(ctx)}: cannot remove the claims' network data: ${messageOf(e)}`);
+  }
 }
 
 /**

@@ -2,12 +2,13 @@
  * commands/status.ts: CNI STATUS (orchestration, CNI spec 1.1).
  *
  * Waits for the readiness indicator file, then asks the cluster network (delegates[0]) whether it can serve
- * ADD; a delegate's own error code (50, 51, ...) passes through unchanged. A cluster network below 1.1.0
- * cannot answer STATUS and is taken as ready, as libcni does.
+ * ADD; a delegate's own error (code 50, 51, ... and its message) passes through unchanged, as Multus returns
+ * libcni's *types.Error as it is; only a plugin that could not be run gets the network's name as context.
+ * A cluster network below 1.1.0 cannot answer STATUS and is taken as ready, as libcni does.
  */
 import { resolveStaticNetworks } from '../conf.ts';
-import { statusNetwork } from '../../cni/libcni.ts';
-import { wrapError } from '../../base/errors.ts';
+import { PluginNotRunnable, statusNetwork } from '../../cni/libcni.ts';
+import { CniError, wrapError } from '../../base/errors.ts';
 import type { CallContext, CommandDeps } from './context.ts';
 
 export async function cmdStatus(ctx: CallContext, _deps: CommandDeps): Promise<void> {
@@ -17,6 +18,7 @@ export async function cmdStatus(ctx: CallContext, _deps: CommandDeps): Promise<v
   try {
     await statusNetwork(cluster.network, ctx.net);
   } catch (e) {
+    if (e instanceof CniError && !(e instanceof PluginNotRunnable)) throw e;
     throw wrapError(e, `error in STATUS command for network "${cluster.network.name}"`);
   }
 }

@@ -30,7 +30,7 @@ import {
   readDeviceInfo,
   removeDeviceInfo,
 } from '../../../src/devices/device-info.ts';
-import type { ResourceMap } from '../../../src/devices/devices.ts';
+import type { DeviceEntry, ResourceMap } from '../../../src/devices/devices.ts';
 import { parseNetwork } from '../../../src/cni/network.ts';
 import { CniCode } from '../../../src/base/errors.ts';
 import type { Logger } from '../../../src/base/log.ts';
@@ -45,8 +45,17 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const asObject = (map: Map<string, ResourceMap>): Record<string, Record<string, string[]>> =>
-  Object.fromEntries([...map].map(([uid, resources]) => [uid, Object.fromEntries(resources)]));
+/** Parsed entries as uid -> resource -> IDs of all its entries in file order (what the file says, unsorted). */
+const asObject = (map: Map<string, DeviceEntry[]>): Record<string, Record<string, string[]>> =>
+  Object.fromEntries(
+    [...map].map(([uid, entries]) => {
+      const byResource: Record<string, string[]> = {};
+      for (const e of entries) (byResource[e.resourceName] ??= []).push(...e.ids);
+      return [uid, byResource];
+    }),
+  );
+const oneEntry = (uid: string, ids: string[]) =>
+  new Map<string, DeviceEntry[]>([[uid, [{ container: 'c', resourceName: 'r', ids }]]]);
 
 /** A checkpoint as kubelet >= 1.20 writes it (DeviceIDs per NUMA node), with the fields Multus ignores. */
 const CHECKPOINT = JSON.stringify({
@@ -202,18 +211,47 @@ describe('parseCheckpoint', () => {
 });
 
 describe('resource maps', () => {
-  it('resourceMapFromCheckpoint picks the pod by UID and sorts each list, leaving the parsed checkpoint as it was', () => {
+  it('resourceMapFromCheckpoint picks the pod by UID, sorts per container, keeps container order (#1539)', () => {
     const parsed = parseCheckpoint(CHECKPOINT);
     expect(Object.fromEntries(resourceMapFromCheckpoint(parsed, 'uid-a'))).toEqual({
-      'intel.com/sriov': ['0000:03:02.0', '0000:03:02.1', '0000:03:02.2', '0000:03:02.3'],
+      // app's three (two NUMA nodes) sorted, then sidecar's: not one pod-wide sort (v4.3.0's #1481)
+      'intel.com/sriov': ['0000:03:02.0', '0000:03:02.2', '0000:03:02.3', '0000:03:02.1'],
       'nvidia.com/gpu': ['GPU-2'],
     });
-    expect(parsed.get('uid-a')?.get('intel.com/sriov')?.[0]).toBe('0000:03:02.2');
+    expect(parsed.get('uid-a')?.[0]?.ids[0]).toBe('0000:03:02.2');
     expect(resourceMapFromCheckpoint(parsed, 'uid-unknown').size).toBe(0);
   });
 
+  it('orders per container (#1539): a container with two entries of a resource (NUMA nodes) is sorted as one', () => {
+    const response: ListPodResourcesResponse = {
+      podResources: [
+        {
+          name: 'p',
+          namespace: 'n',
+          containers: [
+            {
+              name: 'first',
+              devices: [
+                { resourceName: 'sriov', deviceIds: ['0000:03:02.7'] },
+                { resourceName: 'gpu', deviceIds: ['g1'] },
+                { resourceName: 'sriov', deviceIds: ['0000:03:02.5'] },
+              ],
+            },
+            { name: 'second', devices: [{ resourceName: 'sriov', deviceIds: ['0000:03:02.6', '0000:03:02.1'] }] },
+          ],
+        },
+      ],
+    };
+    const input = JSON.stringify(response);
+    expect(Object.fromEntries(resourceMapFromPodResources(response, 'n', 'p'))).toEqual({
+      sriov: ['0000:03:02.5', '0000:03:02.7', '0000:03:02.1', '0000:03:02.6'],
+      gpu: ['g1'],
+    });
+    expect(JSON.stringify(response)).toBe(input); // the kubelet's lists are not reordered in place
+  });
+
   it('resourceMapFromCheckpoint refuses an empty pod UID', () => {
-    expect(thrown(() => resourceMapFromCheckpoint(new Map([['', new Map([['r', ['a']]])]]), '')).msg).toBe(
+    expect(thrown(() => resourceMapFromCheckpoint(oneEntry('', ['a']), '')).msg).toBe(
       'cannot match the device-plugin checkpoint: the pod UID is empty',
     );
   });
@@ -244,7 +282,7 @@ describe('resource maps', () => {
   };
 
   it.each([
-    ['ns', 'p', { r: ['0', '1', '2'], s: [] }],
+    ['ns', 'p', { r: ['1', '2', '0'], s: [] }], // container a's sorted, then b's
     ['other', 'p', { r: ['9'] }],
     ['ns', 'q', { r: ['8'] }],
     ['ns', 'absent', {}],
@@ -276,7 +314,7 @@ describe('resource maps', () => {
       ],
     };
     expect(resourceMapFromPodResources(response, 'n', 'p').get('r')).toEqual(expected);
-    expect(resourceMapFromCheckpoint(new Map([['u', new Map([['r', ids]])]]), 'u').get('r')).toEqual(expected);
+    expect(resourceMapFromCheckpoint(oneEntry('u', ids), 'u').get('r')).toEqual(expected);
   });
 });
 
@@ -323,13 +361,13 @@ describe('readResourceMap from the checkpoint (no pod-resources socket)', () => 
     checkpointFile: join(dir, 'kubelet_internal_checkpoint'),
   });
 
-  it('matches the pod by UID and sorts, logging the source at debug', async () => {
+  it('matches the pod by UID and sorts per container, logging the source at debug', async () => {
     writeFileSync(deps().checkpointFile, CHECKPOINT);
     const debug: string[] = [];
     const log = { debug: (m: string) => debug.push(m) } as unknown as Logger;
     const map = await readResourceMap(pod, { ...deps(), log });
     expect(Object.fromEntries(map)).toEqual({
-      'intel.com/sriov': ['0000:03:02.0', '0000:03:02.1', '0000:03:02.2', '0000:03:02.3'],
+      'intel.com/sriov': ['0000:03:02.0', '0000:03:02.2', '0000:03:02.3', '0000:03:02.1'],
       'nvidia.com/gpu': ['GPU-2'],
     });
     expect(debug).toEqual([expect.stringContaining(`using the device-plugin checkpoint ${deps().checkpointFile}`)]);

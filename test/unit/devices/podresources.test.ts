@@ -167,11 +167,11 @@ describe('decodeListPodResourcesResponse', () => {
 });
 
 describe('readResourceMap through a pod-resources gRPC server', () => {
-  it('matches by namespace and name, concatenates containers and sorts each list', async () => {
+  it('matches by namespace and name, sorts each container, containers in order', async () => {
     const server = await serve(answer(NODE));
     const map = await readResourceMap(pod, deps());
     expect([...map]).toEqual([
-      ['intel.com/sriov', ['0000:03:02.1', '0000:03:02.2', '0000:03:02.3']],
+      ['intel.com/sriov', ['0000:03:02.1', '0000:03:02.3', '0000:03:02.2']],
       ['nvidia.com/gpu', ['GPU-b']],
     ]);
     expect(server.calls).toHaveLength(1);

@@ -388,6 +388,21 @@ describe('credentials', () => {
     expect(c.info.auth).toBe('client-certificate');
   });
 
+  it('a client certificate missing or empty during its rotation: a kept client uses the last good one (Multus #1483)', async () => {
+    mkdirSync(join(dir, 'pki'));
+    for (const f of ['ca.crt', 'client.crt', 'client.key']) writeFileSync(join(dir, 'pki', f), pem(f));
+    const kubeconfig = writeKubeconfig(
+      '    client-certificate: pki/client.crt\n    client-key: pki/client.key',
+      '    certificate-authority: pki/ca.crt',
+    );
+    const c = await client(kubeconfig);
+    await c.getPod('default', 'web-0');
+    rmSync(join(dir, 'pki', 'client.crt')); // the rotation's gap
+    writeFileSync(join(dir, 'pki', 'client.key'), '');
+    await c.getPod('default', 'web-0');
+    expect(stub.seen.map((s) => s.clientCn)).toEqual(['system:node:worker-1', 'system:node:worker-1']);
+  });
+
   it('authenticates with client certificate data', async () => {
     const c = await client(
       writeKubeconfig(`    client-certificate-data: ${b64('client.crt')}\n    client-key-data: ${b64('client.key')}`),

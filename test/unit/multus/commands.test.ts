@@ -252,13 +252,16 @@ describe('CHECK', () => {
 });
 
 describe('STATUS and GC', () => {
-  it('STATUS asks the cluster network and keeps its code', async () => {
+  it("STATUS asks the cluster network and keeps its code and message unchanged (Multus' test compares it exactly)", async () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     const conf = multusConf({}, '1.1.0');
     (conf.delegates as Record<string, unknown>[])[0]!.cniVersion = '1.1.0';
     exec.returns['p0 STATUS'] = cniErrorReply(50, 'not ready');
     const { req, conf: parsed } = request('STATUS', conf);
-    await expect(cmdStatus(...withContext(req, parsed, deps(exec)))).rejects.toMatchObject({ code: 50 });
+    await expect(cmdStatus(...withContext(req, parsed, deps(exec)))).rejects.toMatchObject({
+      code: 50,
+      msg: 'not ready',
+    });
     expect(exec.calls()).toEqual(['STATUS p0 ']);
   });
 

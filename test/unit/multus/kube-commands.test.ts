@@ -415,10 +415,11 @@ describe('device IDs (resourceName)', () => {
     }
     expect(server.calls).toHaveLength(1);
     expect(t.exec.received.slice(1).map((c) => [c.type, c.ifName, c.stdin.deviceID, c.stdin.pciBusID])).toEqual([
-      ['pa', 'net1', '0000:3b:00.2', '0000:3b:00.2'],
-      ['pb', 'net1', '0000:3b:00.2', '0000:3b:00.2'],
-      ['pa', 'net2', '0000:3b:00.7', '0000:3b:00.7'],
-      ['pb', 'net2', '0000:3b:00.7', '0000:3b:00.7'],
+      // container a's device for the first attachment, b's for the second (#1539; v4.3.0's pod-wide sort swapped them)
+      ['pa', 'net1', '0000:3b:00.7', '0000:3b:00.7'],
+      ['pb', 'net1', '0000:3b:00.7', '0000:3b:00.7'],
+      ['pa', 'net2', '0000:3b:00.2', '0000:3b:00.2'],
+      ['pb', 'net2', '0000:3b:00.2', '0000:3b:00.2'],
     ]);
   });
 

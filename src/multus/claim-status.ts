@@ -1,0 +1,137 @@
+/**
+ * claim-status.ts: network data in the DRA claim (KEP-4817, ResourceClaim `status.devices[]`), opt-in with
+ * `publishClaimNetworkData` (docs/behaviour.md#claim-network-data). No Multus does this.
+ *
+ * For each attachment whose device ID came from a ResourceClaim (devices/dra.ts records which), ADD writes that
+ * device's entry: driver, pool, device, a `Ready` condition and `networkData` (the pod's interface name, the
+ * result's addresses of that interface in CIDR form, its MAC). The write is a server-side apply of the claim's
+ * status with a field manager of this sandbox's own (`multus-ts/<container ID>`), so no other entry (the
+ * driver's, another pod's of a shared claim) is touched; DEL applies an empty list as the same manager, which
+ * removes exactly what ADD wrote. Both are best effort: a failure is logged and never fails the pod's ADD or DEL.
+ * RBAC: `patch` on `resourceclaims/status` (from Kubernetes 1.36 also the `resourceclaims/driver` verbs the
+ * API requires of a node agent: docs/install.md).
+ */
+import { createHash } from 'node:crypto';
+import { messageOf } from '../base/errors.ts';
+import type { Logger } from '../base/log.ts';
+import type { CniResult } from '../cni/result-model.ts';
+import { resultInterfaces, resultIps } from '../cni/result.ts';
+import type { KubeClient } from '../k8s/types.ts';
+import { httpStatusOf } from '../k8s/types.ts';
+import type { Attachment } from './plan.ts';
+
+interface ClaimRef {
+  namespace: string;
+  claim: string;
+}
+
+/** The field manager of one sandbox's entries (at most 128 characters, as the API requires). */
+function claimFieldManager(containerId: string): string {
+  const id = containerId.length <= 100 ? containerId : createHash('sha256').update(containerId).digest('hex');
+  return `multus-ts/${id}`;
+}
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+function refOf(attachment: Attachment): (ClaimRef & { driver: string; pool: string; device: string }) | undefined {
+  const d = attachment.request.claimDevice;
+  if (!d) return undefined;
+  const ref = {
+    namespace: str(d.namespace),
+    claim: str(d.claim),
+    driver: str(d.driver),
+    pool: str(d.pool),
+    device: str(d.device),
+  };
+  return Object.values(ref).every((v) => v !== '') ? ref : undefined;
+}
+
+/** The attachment's interface in the pod: its addresses (CIDR) and MAC from the result. */
+function networkData(attachment: Attachment, result: CniResult): Record<string, unknown> {
+  const ifaces = resultInterfaces(result);
+  const index = ifaces.findIndex((i) => i.name === attachment.ifName && i.sandbox);
+  const ips = resultIps(result)
+    .filter((ip) => index < 0 || ip.interface === undefined || ip.interface === index)
+    .map((ip) => ip.address);
+  const mac = index < 0 ? undefined : ifaces[index]!.mac;
+  return {
+    interfaceName: attachment.ifName,
+    ...(ips.length > 0 ? { ips } : {}),
+    ...(mac ? { hardwareAddress: mac } : {}),
+  };
+}
+
+/** status.devices[] entries per claim ("namespace/claim") for the attachments made from claim devices. */
+function claimDeviceEntries(
+  attachments: Attachment[],
+  results: CniResult[],
+  now: Date,
+): Map<string, { ref: ClaimRef; devices: Record<string, unknown>[] }> {
+  const byClaim = new Map<string, { ref: ClaimRef; devices: Record<string, unknown>[] }>();
+  const time = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  attachments.forEach((attachment, i) => {
+    const ref = refOf(attachment);
+    const result = results[i];
+    if (!ref || !result) return;
+    const key = `${ref.namespace}/${ref.claim}`;
+    const group = byClaim.get(key) ?? { ref: { namespace: ref.namespace, claim: ref.claim }, devices: [] };
+    group.devices.push({
+      driver: ref.driver,
+      pool: ref.pool,
+      device: ref.device,
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'NetworkConfigured',
+          message: `${attachment.displayName} attached as ${attachment.ifName} by multus-ts`,
+          lastTransitionTime: time,
+        },
+      ],
+      networkData: networkData(attachment, result),
+    });
+    byClaim.set(key, group);
+  });
+  return byClaim;
+}
+
+/** ADD: one apply per claim, as this sandbox's field manager; failures are logged. */
+export async function publishClaimNetworkData(
+  kube: KubeClient,
+  containerId: string,
+  attachments: Attachment[],
+  results: CniResult[],
+  log: Logger,
+): Promise<void> {
+  const manager = claimFieldManager(containerId);
+  for (const [key, { ref, devices }] of claimDeviceEntries(attachments, results, new Date())) {
+    try {
+      await kube.applyClaimDevices(ref.namespace, ref.claim, manager, devices);
+    } catch (e) {
+      log.error(`cannot write the network data of ResourceClaim ${key} (status.devices): ${messageOf(e)}`);
+    }
+  }
+}
+
+/** DEL: this sandbox's entries removed from each claim its attachments came from; a deleted claim is fine. */
+export async function clearClaimNetworkData(
+  kube: KubeClient,
+  containerId: string,
+  attachments: Attachment[],
+  log: Logger,
+): Promise<void> {
+  const manager = claimFieldManager(containerId);
+  const claims = new Map<string, ClaimRef>();
+  for (const a of attachments) {
+    const ref = refOf(a);
+    if (ref) claims.set(`${ref.namespace}/${ref.claim}`, ref);
+  }
+  for (const [key, ref] of claims) {
+    try {
+      await kube.applyClaimDevices(ref.namespace, ref.claim, manager, []);
+    } catch (e) {
+      if (httpStatusOf(e) === 404) continue;
+      log.error(`cannot remove the network data of ResourceClaim ${key} (status.devices): ${messageOf(e)}`);
+    }
+  }
+}
