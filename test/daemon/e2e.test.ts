@@ -29,7 +29,9 @@ import {
 } from '../e2e/helpers.ts';
 
 const OUR_SHIM = process.env.MULTUS_TS_SHIM ?? join(REPO_ROOT, 'build/multus-shim');
-const UPSTREAM_SHIM = process.env.MULTUS_TS_UPSTREAM_SHIM ?? join(REPO_ROOT, '.cache/gomultus/multus-shim');
+const UPSTREAM_SHIM =
+  process.env.MULTUS_TS_UPSTREAM_SHIM ??
+  join(process.env.MULTUS_TS_CACHE_DIR || join(REPO_ROOT, '.cache'), 'gomultus/multus-shim');
 
 const base = needs(...e2eRequirements());
 const withOurShim = base && needs(fileExists(OUR_SHIM, 'the native shim build/multus-shim (npm run build with Go)'));
