@@ -244,9 +244,15 @@ export async function critestThrough(rt: Runtime, mode: Mode, label: string, hel
   const adds = await logLines(logFile, mode === 'thin' ? '] ADD containerId=' : '] ADD ');
   expect(adds.filter((l) => mode === 'thin' || / ADD [0-9a-f]{64}: 200 /.test(l)).length, `ADDs in ${logFile}`).toBe(4);
   if (mode === 'thin') {
-    // containerd passes the mapping to the CNI config (capability portMappings); CRI-O keeps it to itself
-    const portmap = (await logLines(logFile, '] ADD portmap ')).filter((l) => /"hostPort":12000\b/i.test(l));
-    expect(portmap.length, "portmap ADDs with the host-port spec's mapping").toBe(rt.kind === 'crio' ? 0 : 1);
+    // containerd passes the mapping to the CNI config (capability portMappings, go-cni's `HostPort` spelling,
+    // which multus-ts gives portmap as the conventions' `hostPort`, as Multus does); CRI-O keeps it to itself
+    const portmap = await logLines(logFile, '] ADD portmap ');
+    const mapped = portmap.filter((l) => /"hostPort":12000,"containerPort":80,"protocol":"tcp"/.test(l));
+    expect(mapped.length, "portmap ADDs with the host-port spec's mapping").toBe(rt.kind === 'crio' ? 0 : 1);
+    expect(
+      portmap.filter((l) => /"HostPort"/.test(l)),
+      "go-cni's spelling reaching portmap",
+    ).toEqual([]);
   }
   // and critest removed them: nothing of them is left
   expect(await rt.pods(), 'sandboxes').toEqual([]);
