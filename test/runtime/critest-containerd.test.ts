@@ -1,7 +1,7 @@
 /**
- * critest (cri-tools' CRI validation suite: its networking, runtime-status and sandbox-lifecycle specs) against containerd whose
- * CNI config is multus-ts, thin and resident, delegating to bridge + portmap (critest.ts). Each case prints
- * critest's own counts.
+ * critest (cri-tools' CRI validation suite: its networking, runtime-status and sandbox-lifecycle specs) against
+ * containerd whose CNI config is multus-ts, thin and resident, delegating to bridge + portmap (critest.ts). Each
+ * case prints critest's own counts (and the spec skipped under containerd 1.6, with its reason).
  *
  * containerd 1.6 does not answer the CRI RuntimeConfig call, so critest gives its sandboxes the cgroup parent
  * `/test.slice`: cleanup.sh removes the fixture's cgroups there, and afterAll the empty `test.slice` itself

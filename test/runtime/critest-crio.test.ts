@@ -1,8 +1,8 @@
 /**
- * critest (cri-tools' CRI validation suite: its networking, runtime-status and sandbox-lifecycle specs) against CRI-O (crio.ts)
- * whose CNI config is multus-ts, thin and resident, delegating to bridge + portmap (critest.ts), with multus'
- * config at CNI 1.1.0: CRI-O's NetworkReady is then libcni's STATUS of multus-ts. Each case prints critest's own
- * counts.
+ * critest (cri-tools' CRI validation suite: its networking, runtime-status and sandbox-lifecycle specs) against
+ * CRI-O (crio.ts) whose CNI config is multus-ts, thin and resident, delegating to bridge + portmap (critest.ts),
+ * with multus' config at CNI 1.1.0: CRI-O's NetworkReady is then libcni's STATUS of multus-ts. Each case prints
+ * critest's own counts.
  */
 import { describe, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';

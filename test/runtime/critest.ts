@@ -5,9 +5,10 @@
  *
  * critest's pods are not in any API server, so the multus config names no kubeconfig: Multus' delegates-only
  * mode, where every pod gets the configured delegates (here one conflist: bridge, then portmap with the
- * `portMappings` capability). With a kubeconfig, Multus (and multus-ts) answers an ADD for a pod the API does not
- * know with its synthetic "pod not found" result (0.0.0.0/0, no delegate run), and critest's port-mapping specs
- * would fail.
+ * `portMappings` capability). With a kubeconfig, Go Multus answers an ADD for a pod the API does not know with its
+ * synthetic "pod not found" result (0.0.0.0/0, no delegate run), and critest's port-mapping specs would fail under
+ * it; multus-ts attaches the configured networks then (docs/compatibility.md). Delegates-only is the mode where
+ * both give critest's pods a network.
  *
  * critest runs in the runtime's network namespace (nsenter --net): its host-port spec fetches
  * http://127.0.0.1:12000, the container-port spec the pod's IP, both from the runtime's side as a kubelet would.
