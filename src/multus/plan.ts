@@ -67,7 +67,33 @@ export function capabilityArgsFor(
     }
   }
   for (const key of Object.keys(args)) if (isEmpty(args[key])) delete args[key];
+  for (const [key, names] of Object.entries(CONVENTION_KEYS)) {
+    if (key in args) args[key] = conventionSpelling(args[key], names);
+  }
   return args;
+}
+
+/**
+ * The CNI conventions' spelling of the keys inside `portMappings` entries and `bandwidth`. Multus gets it by
+ * decoding them into its own types (Go's JSON matches names case-insensitively) and encoding them again;
+ * containerd sends go-cni's field names (`HostPort`, `ContainerPort`, ...), which a case-sensitive plugin would
+ * not find (docs/compatibility.md). Values and other keys stay as they are.
+ */
+const CONVENTION_KEYS: Readonly<Record<string, readonly string[]>> = {
+  portMappings: ['hostPort', 'containerPort', 'protocol', 'hostIP'],
+  bandwidth: ['ingressRate', 'ingressBurst', 'egressRate', 'egressBurst'],
+};
+
+function conventionSpelling(value: unknown, names: readonly string[]): unknown {
+  if (Array.isArray(value)) return value.map((v) => conventionSpelling(v, names));
+  if (!value || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const name = names.find((n) => n.toLowerCase() === key.toLowerCase()) ?? key;
+    // the conventions' own spelling wins over another one of the same key
+    if (!(name in out) || name === key) out[name] = v;
+  }
+  return out;
 }
 
 const CAPABILITY_FIELDS = CAPABILITY_ORDER.map((key) => ATTACHMENT_FIELDS.find((f) => f.key === key)!);

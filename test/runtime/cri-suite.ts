@@ -12,6 +12,7 @@
  * - the sandbox's pod UID is not the API's: RunPodSandbox fails naming both UIDs, nothing is left;
  * - containerd restarted between runp and stopp: teardown still complete;
  * - 20 sandboxes created (and removed) in parallel;
+ * - CRI-O only: CRI-O restarted as after a reboot (its pods wiped): its DEL and GC on start leave nothing;
  * - resident mode only: the daemon killed between runp and stopp: the shim's thin fallback tears down;
  * - the API server stopped before stopp (last: it stops the API server): teardown still complete.
  *
@@ -517,6 +518,29 @@ function suiteBody(mode: Mode, extra: ((s: CriSuite) => void) | undefined, kind:
     await teardown(sb.id);
     await expectNothingLeft([sb.id]);
   });
+
+  if (kind === 'crio') {
+    it('CRI-O restarted as after a reboot: it forgets its pods, its start-up GC DELs their attachments through multus-ts', async () => {
+      const p = await pod('pod-reboot', { [NETWORKS_ANNOTATION]: JSON.stringify([{ name: 'mv' }, { name: 'gw' }]) });
+      const sb = await runp(p);
+      expect([...(await links(sb)).keys()].sort()).toEqual(['eth0', 'lo', 'net1', 'net2']);
+      expect(await cachesOf(sb.id), 'caches while the sandbox runs').not.toEqual([]);
+      // the "reboot": CRI-O and the sandbox gone, and with /var/run CRI-O's version file (so it wipes its
+      // containers on start, as after a real reboot); the sandbox's netns file (a bind mount) stays here
+      await rt.stopContainerd();
+      process.kill(sb.pid, 'SIGKILL');
+      await rm(join(rt.dir, 'version'));
+      await rt.start();
+      await rt.waitNetworkReady();
+      expect(await rt.pods(), 'the sandbox after the wipe').not.toContain(sb.id);
+      made.splice(made.indexOf(sb.id), 1);
+      const crio = rt as CrioRuntime;
+      expect(await crio.logLines('Garbage collect stale network resources'), "CRI-O's GC failures").toEqual([]);
+      expect((await hostLeftovers()).filter(notIn(baseline.links)), "links left in CRI-O's namespace").toEqual([]);
+      expect((await reservedIps()).filter(notIn(baseline.ips)), "IPs reserved in host-local's dir").toEqual([]);
+      expect(await cachesOf(sb.id), 'cache files of the sandbox').toEqual([]);
+    });
+  }
 
   it('20 sandboxes in parallel: each its eth0, net1, own addresses and status; all removed in parallel', async () => {
     const n = 20;

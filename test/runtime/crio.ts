@@ -12,7 +12,8 @@
  *   CAP_SYS_RESOURCE; containerd's `restrict_oom_score_adj` is the same thing). CRI-O's rootless switch drops that
  *   and the cgroup resource limits, nothing about networking;
  * - images go into CRI-O's storage with skopeo (`oci-archive:` to `containers-storage:`), as CRI-O has no import
- *   call; the signature policy is containers-common's /etc/containers/policy.json.
+ *   call, in a mount namespace whose /var/lib is a tmpfs (containers/image's blob-info cache); the signature
+ *   policy is containers-common's /etc/containers/policy.json, the per-namespace policy dir in the dir.
  *
  * CRI-O keeps libcni's result cache in the machine's /var/lib/cni (not configurable, as in containerd 1.6) and
  * runs a CNI GC on start that DELs every cached attachment of its network not among its pods: a fixture's
@@ -95,6 +96,7 @@ monitor_cgroup = "pod"
 [crio.image]
 pause_image = "${this.sandboxImage}"
 signature_policy = "${POLICY}"
+signature_policy_dir = "${d}/policies"
 [crio.network]
 network_dir = "${conf}"
 plugin_dirs = ["${bin}"]
@@ -117,7 +119,22 @@ enable_nri = false
     for (const m of index.manifests) {
       const tag = m.annotations?.['org.opencontainers.image.ref.name'];
       if (!tag) continue;
-      await runOk(SKOPEO_BIN, ['copy', '--quiet', `oci-archive:${tar}:${tag}`, `${this.storage}${base}:${tag}`]);
+      // in a mount namespace of its own with a tmpfs over /var/lib: containers/image keeps a blob-info cache
+      // in /var/lib/containers/cache (root's fixed path), which must not land on the machine
+      await runOk('unshare', [
+        '--mount',
+        '--propagation',
+        'private',
+        'sh',
+        '-c',
+        'mount -t tmpfs tmpfs /var/lib && exec "$0" "$@"',
+        SKOPEO_BIN,
+        `--tmpdir=${this.dir}`,
+        'copy',
+        '--quiet',
+        `oci-archive:${tar}:${tag}`,
+        `${this.storage}${base}:${tag}`,
+      ]);
     }
   }
 

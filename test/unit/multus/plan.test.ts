@@ -90,6 +90,22 @@ describe('capabilityArgsFor', () => {
     });
   });
 
+  it("spells portMappings' and bandwidth's keys as the CNI conventions do, as Multus' round trip does", () => {
+    // containerd (go-cni) sends Go's field names
+    const fromContainerd = {
+      portMappings: [{ HostPort: 12000, ContainerPort: 80, Protocol: 'tcp', HostIP: '', extra: 1 }],
+      bandwidth: { IngressRate: 1000, egressburst: 5 },
+    };
+    const [cluster, other] = planAttachments([delegate('a'), delegate('b')], 'eth0');
+    for (const a of [cluster!, other!]) {
+      expect(capabilityArgsFor(a, fromContainerd)).toEqual({
+        portMappings: [{ hostPort: 12000, containerPort: 80, protocol: 'tcp', hostIP: '', extra: 1 }],
+        bandwidth: { ingressRate: 1000, egressBurst: 5 },
+      });
+    }
+    expect(fromContainerd.portMappings[0]!.HostPort, 'the runtime config itself').toBe(12000);
+  });
+
   it("replaces copied values with a non-cluster attachment's requests, and ignores requests on the cluster network", () => {
     const request = { mac: '02:00:00:00:00:01', ips: ['10.0.0.5/24'], bandwidth: { egressRate: 5 } };
     const [cluster, other] = planAttachments([delegate('a', request), delegate('b', request)], 'eth0');
