@@ -6,12 +6,12 @@
  * test/k8s/dra.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { CniCode } from '../../src/base/errors.ts';
-import type { Logger } from '../../src/base/log.ts';
-import { addDraDevices } from '../../src/devices/dra.ts';
-import type { DraObject, Pod } from '../../src/k8s/types.ts';
-import { rejection } from '../helpers/errors.ts';
-import { FakeKube } from '../helpers/fake-kube.ts';
+import { CniCode } from '../../../src/base/errors.ts';
+import type { Logger } from '../../../src/base/log.ts';
+import { addDraDevices } from '../../../src/devices/dra.ts';
+import type { DraObject, Pod } from '../../../src/k8s/types.ts';
+import { rejection } from '../../helpers/errors.ts';
+import { FakeKube } from '../../helpers/fake-kube.ts';
 
 const NODE = 'node-1';
 const NIC = 'sriov.example.com';
@@ -228,7 +228,7 @@ describe('DRA device IDs (Multus pkg/draclient)', () => {
   it('an API failure keeps its code (a 503 is code 11) and names the list', async () => {
     const kube = world();
     kube.claims.set('ns/c', claim('c', [{ driver: NIC, pool: 'pool-a', device: 'vf0' }]));
-    const { FakeKubeError } = await import('../helpers/fake-kube.ts');
+    const { FakeKubeError } = await import('../../helpers/fake-kube.ts');
     kube.failures.listResourceSlices = [new FakeKubeError(503, 'etcd is down')];
     const e = await rejection(addDraDevices(new Map(), pod(['c']), kube));
     expect(e.code).toBe(CniCode.TryAgainLater);
