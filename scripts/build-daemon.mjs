@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * build-daemon.mjs: bundles src/roles.ts (the daemon, hot-plug, plan and install roles; docs/resident.md) into
- * <outdir>/multus-daemon.cjs, a CommonJS file that the executable embeds (scripts/build/compile.mjs) and loads
+ * <outdir>/multus-daemon.cjs, a CommonJS file that the executable embeds (scripts/build-steps/compile.mjs) and loads
  * only for those roles (src/daemon/load.ts). The thin plugin's bundle never contains the daemon, nor what
  * only the daemon needs (informers, metrics).
  *

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * build-k8s-fallback.mjs: bundles src/k8s/fallback.ts (@kubernetes/client-node's KubeConfig and js-yaml) into
- * <outdir>/k8s-fallback.cjs, a separate CommonJS file that the executable embeds (scripts/build/compile.mjs)
+ * <outdir>/k8s-fallback.cjs, a separate CommonJS file that the executable embeds (scripts/build-steps/compile.mjs)
  * and loads only when a kubeconfig needs it (exec / auth-provider users, proxy-url, YAML the lean reader
  * refuses; src/k8s/fallback-loader.ts). The main bundle never contains client-node.
  *

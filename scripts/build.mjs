@@ -8,25 +8,25 @@
  *   node scripts/build.mjs --force --quiet
  *
  * Steps:
- *   1. esbuild: src/cli.ts -> build/multus.cjs (the thin plugin; build/bundle.mjs also checks that it imports
+ *   1. esbuild: src/cli.ts -> build/multus.cjs (the thin plugin; build-steps/bundle.mjs also checks that it imports
  *      no node:net/tls/https/http2 or client-node at start-up), src/roles.ts -> build/multus-daemon.cjs
  *      (build-daemon.mjs), src/k8s/fallback.ts -> build/k8s-fallback.cjs (build-k8s-fallback.mjs)
- *   2. `bun build --compile --bytecode --minify` of the three (build/compile.mjs): multus.cjs is the main
+ *   2. `bun build --compile --bytecode --minify` of the three (build-steps/compile.mjs): multus.cjs is the main
  *      module, the other two embedded files; skipped when build/multus.stamp says the same inputs made it
- *   3. smoke test (build/smoke.mjs): a copy in a fresh temp dir, empty environment but CNI_COMMAND=VERSION
- *   4. build/multus-shim from shim/ with Go, when Go is installed (build/shim.mjs)
+ *   3. smoke test (build-steps/smoke.mjs): a copy in a fresh temp dir, empty environment but CNI_COMMAND=VERSION
+ *   4. build/multus-shim from shim/ with Go, when Go is installed (build-steps/shim.mjs)
  * No network access: everything comes from node_modules (esbuild, bun / @oven/bun-linux-x64).
  */
 import { mkdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { buildDaemon } from './build-daemon.mjs';
 import { buildK8sFallback } from './build-k8s-fallback.mjs';
-import { bundleThin } from './build/bundle.mjs';
-import { ROOT, fail, log, mib, setQuiet, show } from './build/common.mjs';
-import { compile } from './build/compile.mjs';
-import { lock } from './build/lock.mjs';
-import { buildShim } from './build/shim.mjs';
-import { smokeTest } from './build/smoke.mjs';
+import { bundleThin } from './build-steps/bundle.mjs';
+import { ROOT, fail, log, mib, setQuiet, show } from './build-steps/common.mjs';
+import { compile } from './build-steps/compile.mjs';
+import { lock } from './build-steps/lock.mjs';
+import { buildShim } from './build-steps/shim.mjs';
+import { smokeTest } from './build-steps/smoke.mjs';
 
 const t0 = performance.now();
 
