@@ -7,7 +7,16 @@
  * also the executable's base (`--compile-executable-path`), so nothing is downloaded.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fail, log, ms, requireFromRoot, run, show } from './common.mjs';
 
