@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 /**
  * build-daemon.mjs: bundles src/roles.ts (the daemon, hot-plug, plan and install roles; docs/resident.md) into
- * <outdir>/multus-daemon.cjs, a CommonJS file that the single executable carries as a SEA asset and evaluates
- * only for `multus daemon` (src/daemon/load.ts). The thin plugin's bundle never contains the daemon, nor what
+ * <outdir>/multus-daemon.cjs, a CommonJS file that the executable embeds (scripts/build-steps/compile.mjs) and loads
+ * only for those roles (src/daemon/load.ts). The thin plugin's bundle never contains the daemon, nor what
  * only the daemon needs (informers, metrics).
  *
  *   node scripts/build-daemon.mjs [--outdir DIR]
  *
- * build.mjs `import { buildDaemon }`s it; it returns the `assets` entries for sea-config.json.
+ * build.mjs `import { buildDaemon }`s it; it returns the files to embed (name -> path).
  */
 import { mkdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';

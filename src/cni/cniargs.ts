@@ -7,8 +7,8 @@
  * (docs/behaviour.md#delegate-args) from the parsed pairs, never from the process environment, and without
  * Multus' duplicated keys; `formatCniArgs` writes pairs back to the wire form. Errors are CniError(4).
  */
-import { isIP } from 'node:net';
 import { CniCode, CniError } from '../base/errors.ts';
+import { ipFamily } from './ip.ts';
 
 export type ArgPairs = [string, string][];
 
@@ -68,7 +68,7 @@ function parseIgnoreUnknown(value: string): boolean {
  * (Go's ParseIP has no zones; node's isIP accepts "fe80::1%eth0").
  */
 function parseIp(value: string): string {
-  if (value === '' || (isIP(value) !== 0 && !value.includes('%'))) return value;
+  if (value === '' || ipFamily(value) !== 0) return value;
   throw new CniError(
     CniCode.InvalidEnv,
     `CNI_ARGS: invalid value in pair ${JSON.stringify(`IP=${value}`)}: want an IPv4 or IPv6 address`,

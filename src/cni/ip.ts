@@ -3,7 +3,6 @@
  * (net.IP.String, net.IPNet.String): IPv6 compressed, IPv4-mapped shown as IPv4, no leading zeros; and the checks
  * Multus makes with net.ParseIP, net.ParseCIDR and net.ParseMAC on selection requests (pure).
  */
-import { BlockList, isIP } from 'node:net';
 
 export interface Cidr {
   text: string; // Go's IPNet.String() of types.ParseCIDR(s): host bits kept, "a.b.c.d/n" or "v6/n"
@@ -40,6 +39,15 @@ export function parseIPv6(s: string): number[] | null {
   if (halves.length === 1) return head.length === 8 ? head : null;
   const missing = 8 - head.length - tail.length;
   return missing >= 1 ? [...head, ...new Array<number>(missing).fill(0), ...tail] : null; // "::" stands for 1+ groups
+}
+
+/**
+ * 4 for an IPv4 literal, 6 for an IPv6 one, else 0: node:net's isIP for texts without a zone (a zone is 0 here;
+ * every caller refuses zones). Pure, so that parsing an address loads no node:net on the thin path (docs/build.md).
+ */
+export function ipFamily(s: string): 0 | 4 | 6 {
+  if (!s.includes(':')) return parseIPv4(s) ? 4 : 0;
+  return !s.includes('%') && parseIPv6(s) ? 6 : 0;
 }
 
 /** 8 words (IPv4 as IPv4-mapped) and whether the text was IPv4; zones rejected like net.ParseIP. */
@@ -96,7 +104,7 @@ export function macError(s: string): string | null {
 
 /** Go net.ParseIP: an IPv4 (no leading zeros) or IPv6 address, no zone. */
 export function isGoIp(s: string): boolean {
-  return isIP(s) !== 0 && !s.includes('%');
+  return ipFamily(s) !== 0;
 }
 
 /** Go net.ParseCIDR: `<ip>/<decimal prefix>` with the prefix at most 32 (IPv4 text) or 128. */
@@ -105,23 +113,16 @@ export function isGoCidr(s: string): boolean {
   const ip = s.slice(0, slash);
   const bits = s.slice(slash + 1);
   if (slash < 0 || !isGoIp(ip) || !/^\d+$/.test(bits)) return false;
-  return Number(bits) <= (isIP(ip) === 4 ? 32 : 128);
+  return Number(bits) <= (ipFamily(ip) === 4 ? 32 : 128);
 }
-
-// Made on first use: module load creates no native handle (a V8 start-up snapshot could not hold one; it was
-// tried, docs/performance.md "V8 start-up snapshot").
-let v4Mapped: BlockList | undefined;
 
 /** An IPv6 address text in ::ffff:0:0/96 (IPv4-mapped), in any spelling. */
 export function isV4MappedText(ip: string): boolean {
-  if (!v4Mapped) {
-    v4Mapped = new BlockList();
-    v4Mapped.addSubnet('::ffff:0:0', 96, 'ipv6');
-  }
-  return v4Mapped.check(ip, 'ipv6');
+  const w = ip.includes('%') ? null : parseIPv6(ip);
+  return w !== null && isV4Mapped(w);
 }
 
 /** Go's `ip.To4() != nil`: IPv4, or IPv4-mapped IPv6. */
 export function isV4(ip: string): boolean {
-  return isIP(ip) === 4 || isV4MappedText(ip);
+  return ipFamily(ip) === 4 || isV4MappedText(ip);
 }

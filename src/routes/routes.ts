@@ -17,10 +17,9 @@
  *   `null` in the legacy layout), and IPv6 routes are added as `::/0` in every layout (Multus writes `::0/0`
  *   in 0.3.0+ and `::/0` in 0.1.0/0.2.0).
  */
-import { isIP } from 'node:net';
 import { CniCode, CniError } from '../base/errors.ts';
 import { resultFamily } from '../cni/result-model.ts';
-import { isV4MappedText } from '../cni/ip.ts';
+import { ipFamily, isV4MappedText } from '../cni/ip.ts';
 import { isObject } from '../base/json.ts';
 
 export type IpFamily = 4 | 6;
@@ -60,7 +59,7 @@ export interface Gateway {
  * IPv4 and is written dotted, as Go's `ip.To4() != nil` / `IP.String()` treat it (selection.ts agrees).
  */
 export function gatewayFamily(gateway: string): Gateway {
-  const kind = gateway.includes('%') ? 0 : isIP(gateway);
+  const kind = ipFamily(gateway);
   if (kind === 4) return { family: 4, text: gateway };
   if (kind === 6 && isV4MappedText(gateway)) return { family: 4, text: mappedToDotted(gateway) };
   if (kind === 6) return { family: 6, text: gateway };
@@ -124,7 +123,7 @@ export function defaultRouteFamily(dst: string): IpFamily | undefined {
   const slash = dst.indexOf('/');
   if (slash < 0 || !/^\d+$/.test(dst.slice(slash + 1)) || Number(dst.slice(slash + 1)) !== 0) return undefined;
   const address = dst.slice(0, slash);
-  const kind = address.includes('%') ? 0 : isIP(address);
+  const kind = ipFamily(address);
   if (kind === 4) return 4;
   if (kind === 6) return isV4MappedText(address) ? 4 : 6;
   return undefined;

@@ -2,7 +2,8 @@
  * `npm run image` (scripts/image.sh): builds the image into a temp dir and reads the tarball as a runtime
  * would (index -> manifest -> config and layer): the file list is exactly the executable, the libraries ldd
  * lists, the CA bundle; entrypoint `multus install`; version and revision labels. As root, the unpacked layer
- * is a working root: the executable runs there (chroot) with nothing else.
+ * is a working root: the executable runs there (chroot) with nothing else but the /proc that every container
+ * runtime mounts (Bun reads its own /proc/self, and aborts without it).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -93,10 +94,23 @@ describe.runIf(ready)('npm run image', () => {
   });
 
   it.runIf(needs(isRoot()))('is a working root: the executable runs there with nothing else', () => {
-    const out = execFileSync('/usr/sbin/chroot', [join(dir, 'rootfs'), '/usr/src/multus-cni/bin/multus', '--version'], {
-      encoding: 'utf8',
-      env: {},
-    });
-    expect(out).toMatch(/^multus-ts: version:/);
+    const rootfs = join(dir, 'rootfs');
+    mkdirSync(join(rootfs, 'proc'));
+    execFileSync('mount', ['-t', 'proc', 'proc', join(rootfs, 'proc')]);
+    try {
+      const out = execFileSync('/usr/sbin/chroot', [rootfs, '/usr/src/multus-cni/bin/multus', '--version'], {
+        encoding: 'utf8',
+        env: {},
+      });
+      expect(out).toMatch(/^multus-ts: version:/);
+      // the roles' bundle, an embedded file of the executable, loads there too
+      const install = spawnSync('/usr/sbin/chroot', [rootfs, '/usr/src/multus-cni/bin/multus', 'install', '--help'], {
+        encoding: 'utf8',
+        env: {},
+      });
+      expect(install.stdout + install.stderr).toContain('usage: multus install');
+    } finally {
+      execFileSync('umount', [join(rootfs, 'proc')]);
+    }
   });
 });

@@ -1,0 +1,116 @@
+/**
+ * build-steps/compile.mjs: steps 2-3 of scripts/build.mjs: Bun's compiler turns the three esbuild bundles into one
+ * executable (`bun build --compile --bytecode --minify`): the thin bundle is its main module, the roles'
+ * bundle and the client-node fallback are embedded files beside it (`/$bunfs/root/…`, loaded by
+ * src/base/embedded.ts), all three compiled to JavaScriptCore bytecode at build time. The runtime and the
+ * compiler are the one binary of the npm packages `bun` / `@oven/bun-linux-x64` that package.json pins; it is
+ * also the executable's base (`--compile-executable-path`), so nothing is downloaded.
+ */
+import { createHash } from 'node:crypto';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { fail, log, ms, requireFromRoot, run, show } from './common.mjs';
+
+// Bump when this step changes what it produces, so a stale build/multus is not reused.
+const RECIPE = 'multus-ts-bun-1';
+
+/**
+ * What the compiled executable must not read from the machine it runs on: a runtime execs the plugin in its own
+ * working directory, whose `.env` or `bunfig.toml` would otherwise change the plugin's environment or runtime
+ * settings (Bun's compiled executables load both by default).
+ */
+export const COMPILE_FLAGS = [
+  '--compile',
+  '--bytecode',
+  '--minify',
+  '--format=cjs',
+  '--no-compile-autoload-dotenv',
+  '--no-compile-autoload-bunfig',
+  '--no-compile-autoload-tsconfig',
+  '--no-compile-autoload-package-json',
+];
+
+/** The pinned Bun binary. Its postinstall (when npm runs it) moves it from @oven/bun-linux-x64/bin/bun to
+ *  bun/bin/bun.exe; without install scripts it stays where the platform package put it. */
+export function bunBinary() {
+  let pinned;
+  try {
+    pinned = requireFromRoot('bun/package.json').version;
+  } catch {
+    fail('the bun package is not installed (run npm ci)');
+  }
+  const candidates = [];
+  for (const [pkg, file] of [
+    ['@oven/bun-linux-x64', 'bin/bun'],
+    ['bun', 'bin/bun.exe'],
+  ]) {
+    try {
+      candidates.push(join(dirname(requireFromRoot.resolve(`${pkg}/package.json`)), file));
+    } catch {}
+  }
+  for (const path of candidates) {
+    if (!existsSync(path) || statSync(path).size < 1 << 20) continue; // bun.exe is a placeholder until linked
+    const r = run(path, ['--version']);
+    if (r.status === 0 && r.stdout.trim() === pinned) return { path, version: pinned };
+  }
+  return fail(`no runnable Bun ${pinned} in node_modules (looked at ${candidates.join(', ')}; run npm ci)`);
+}
+
+/** The stamp of an executable: the recipe, the compiler, its flags and every embedded byte. */
+function stampOf(bun, files) {
+  const st = statSync(bun.path);
+  const h = createHash('sha256').update(`${RECIPE}\0${bun.version}\0${st.size}\0${st.mtimeMs}\0`);
+  h.update(COMPILE_FLAGS.join(' '));
+  for (const f of files) h.update(`\0${basename(f)}\0`).update(readFileSync(f));
+  return h.digest('hex');
+}
+
+/**
+ * Compiles <outdir>/multus from the thin bundle (main) and the embedded bundles, unless the stamp says the same
+ * inputs made the file there now. Returns whether it built.
+ * @param {{ outdir: string, main: string, embedded: string[], force: boolean }} o
+ */
+export function compile({ outdir, main, embedded, force }) {
+  const bun = bunBinary();
+  const exe = join(outdir, 'multus');
+  const stampFile = join(outdir, 'multus.stamp');
+  const stamp = stampOf(bun, [main, ...embedded]);
+  const exeId = () => {
+    const st = statSync(exe);
+    return `${st.size} ${st.mtimeMs}`;
+  };
+  let upToDate = false;
+  try {
+    upToDate = !force && readFileSync(stampFile, 'utf8').trim() === `${stamp} ${exeId()}`;
+  } catch {}
+  if (upToDate) {
+    log(`${show(exe)} is up to date (same bundles and Bun; --force rebuilds)`);
+    return { built: false, bun };
+  }
+  const t = performance.now();
+  rmSync(stampFile, { force: true });
+  const out = join(outdir, 'multus.compile');
+  rmSync(out, { force: true });
+  const args = ['build', ...COMPILE_FLAGS, `--compile-executable-path=${bun.path}`, `--root=${outdir}`];
+  const r = run(bun.path, [...args, `--outfile=${out}`, main, ...embedded], { cwd: outdir });
+  if (r.status !== 0 || !existsSync(out)) fail(`bun build --compile exited ${r.status}: ${r.stderr}${r.stdout}`);
+  // Bun writes the executable in a few large write(2)s; the page cache then holds it in large folios that a
+  // page fault maps whole, and every run shows more RSS (docs/build.md). A copy leaves an installed file's cache.
+  const fresh = `${exe}.new`;
+  copyFileSync(out, fresh);
+  rmSync(out, { force: true });
+  chmodSync(fresh, 0o755);
+  renameSync(fresh, exe);
+  writeFileSync(stampFile, `${stamp} ${exeId()}\n`);
+  log(`compiled ${[main, ...embedded].map((f) => basename(f)).join(' + ')} with Bun ${bun.version} in ${ms(t)}`);
+  return { built: true, bun };
+}
