@@ -261,7 +261,16 @@ function suiteBody(mode: Mode): void {
       .filter((c: { name: string }) => c.name !== 'install-binaries')
       .map((c: { name: string; started?: boolean }) => `${c.name} ${c.started}`);
     expect(started).toEqual(mode === 'thin' ? ['install true'] : ['kubeconfig true', 'daemon true']);
-    const status = (await cluster.admin.get('/apis/apps/v1/namespaces/kube-system/daemonsets/multus-ts')).status;
+    // the controller writes the DaemonSet's status after it saw the pod Ready: waited for, not raced
+    const dsStatus = async () =>
+      (await cluster.admin.get('/apis/apps/v1/namespaces/kube-system/daemonsets/multus-ts')).status;
+    await until(
+      "the DaemonSet's status counting the ready pod",
+      30_000,
+      async () => ((await dsStatus()).numberReady === 1 ? true : undefined),
+      async () => JSON.stringify(await dsStatus()),
+    );
+    const status = await dsStatus();
     expect([status.desiredNumberScheduled, status.numberReady]).toEqual([1, 1]);
 
     // what it installed, seen from the node
