@@ -113,6 +113,9 @@ func (d *driver) prepare(c *resourceapi.ResourceClaim) kubeletplugin.PrepareResu
 	var st prepared
 	var devs []kubeletplugin.Device
 	var said []string
+	if c.Status.Allocation == nil {
+		return kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s is not allocated", c.Namespace, c.Name)}
+	}
 	for _, r := range c.Status.Allocation.Devices.Results {
 		if r.Driver != d.name {
 			continue
