@@ -98,8 +98,8 @@ if [[ -f test/runtime/build.sh ]]; then
 fi
 
 # 7. The runtime tier's other CRI peers: critest and its images (test/runtime/build-critest.sh), CRI-O and pinns
-#    (test/runtime/build-crio.sh), cached the same way.
-for b in critest crio; do
+#    (test/runtime/build-crio.sh), the kubelet tier's DRA driver (test/runtime/build-dra-driver.sh), cached the same way.
+for b in critest crio dra-driver; do
   if [[ -f "test/runtime/build-$b.sh" ]]; then
     say "$b: $(bash "test/runtime/build-$b.sh")"
   fi

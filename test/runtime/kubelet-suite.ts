@@ -38,7 +38,7 @@ import {
   podEvents,
 } from '../e2e-k8s/world.ts';
 import { run as runProcess } from '../e2e/helpers.ts';
-import { KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
+import { DRA_DRIVER, KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
 import {
   CTR_BIN,
   MULTUS_BIN,
@@ -166,6 +166,9 @@ function suiteBody(mode: Mode): void {
     return lines.filter((l) => l.includes(text));
   };
   const daemonLog = (text: string) => dsLog('daemon', text);
+  /** Lines of the DRA driver's log that contain `text`. */
+  const driverLog = async (text: string): Promise<string[]> =>
+    (await readFile(join(node.dir, 'dra-driver.log'), 'utf8')).split('\n').filter((l) => l.includes(text));
   const dsPods = async () =>
     (await cluster.admin.get(`/api/v1/namespaces/kube-system/pods?labelSelector=app%3Dmultus-ts`)).items as any[];
 
@@ -212,6 +215,7 @@ function suiteBody(mode: Mode): void {
     await tunnel.open(cluster, node.hostNs, node.dir);
     await node.startControlPlane(cluster);
     await node.startKubelet(cluster);
+    await node.startDraDriver(cluster);
 
     // the mode's manifest as it is, but for the API server's address
     const port = new URL(cluster.server).port;
@@ -257,7 +261,16 @@ function suiteBody(mode: Mode): void {
       .filter((c: { name: string }) => c.name !== 'install-binaries')
       .map((c: { name: string; started?: boolean }) => `${c.name} ${c.started}`);
     expect(started).toEqual(mode === 'thin' ? ['install true'] : ['kubeconfig true', 'daemon true']);
-    const status = (await cluster.admin.get('/apis/apps/v1/namespaces/kube-system/daemonsets/multus-ts')).status;
+    // the controller writes the DaemonSet's status after it saw the pod Ready: waited for, not raced
+    const dsStatus = async () =>
+      (await cluster.admin.get('/apis/apps/v1/namespaces/kube-system/daemonsets/multus-ts')).status;
+    await until(
+      "the DaemonSet's status counting the ready pod",
+      30_000,
+      async () => ((await dsStatus()).numberReady === 1 ? true : undefined),
+      async () => JSON.stringify(await dsStatus()),
+    );
+    const status = await dsStatus();
     expect([status.desiredNumberScheduled, status.numberReady]).toEqual([1, 1]);
 
     // what it installed, seen from the node
@@ -460,6 +473,141 @@ function suiteBody(mode: Mode): void {
     await deleteAndExpectNothingLeft(pod);
     if (mode === 'resident') {
       expect(await daemonLog(`DEL ${pod.sb.id}: 200`), 'the DEL served by the daemon').not.toEqual([]);
+    }
+  }, 240_000);
+
+  const DRA = '/apis/resource.k8s.io/v1';
+  const NIC_RESOURCE = 'multus-ts.test/nic';
+  it("DRA: the scheduler allocates a NIC and a GPU from the driver's slice; the NAD gets the NIC's deviceID; nothing is left", async () => {
+    await dsReady(180_000); // multus installed (when this case runs alone)
+    // kubelet's DRA is on (GA in 1.34) and accepted the driver (startDraDriver); its sockets are in the node
+    for (const sock of [`plugins_registry/${DRA_DRIVER}-reg.sock`, `plugins/${DRA_DRIVER}/dra.sock`]) {
+      expect(existsSync(node.path(`/var/lib/kubelet/${sock}`)), `${sock} in the node`).toBe(true);
+      expect(existsSync(`/var/lib/kubelet/${sock}`), `${sock} on the machine`).toBe(false);
+    }
+    // the driver's slice for the node: three NICs with Multus' attributes, a GPU without them
+    const slices = (await cluster.admin.get(`${DRA}/resourceslices?fieldSelector=spec.nodeName%3D${node.nodeName}`))
+      .items as any[];
+    expect(slices.map((sl) => `${sl.spec.driver} ${sl.spec.pool.name}`)).toEqual([`${DRA_DRIVER} ${node.nodeName}`]);
+    const idOf = new Map<string, string | undefined>(
+      slices[0].spec.devices.map((d: any) => [d.name, d.attributes?.['k8s.cni.cncf.io/deviceID']?.string]),
+    );
+    expect([...idOf.keys()]).toEqual(['nic0', 'nic1', 'nic2', 'gpu0']);
+    expect(idOf.get('gpu0')).toBeUndefined();
+
+    // two classes selecting the driver's devices (the NICs by Multus' resourceName), a template with both
+    const cls = (name: string, expression: string) =>
+      cluster.admin
+        .post(`${DRA}/deviceclasses`, {
+          apiVersion: 'resource.k8s.io/v1',
+          kind: 'DeviceClass',
+          metadata: { name },
+          spec: { selectors: [{ cel: { expression: `device.driver == "${DRA_DRIVER}" && ${expression}` } }] },
+        })
+        .catch(() => undefined); // the other mode's suite may have made it (cluster-scoped)
+    await cls('mts-nic', `device.attributes["k8s.cni.cncf.io"].resourceName == "${NIC_RESOURCE}"`);
+    await cls('mts-gpu', `device.attributes["${DRA_DRIVER}"].type == "gpu"`);
+    await cluster.admin.post(`${DRA}/namespaces/${ns}/resourceclaimtemplates`, {
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceClaimTemplate',
+      metadata: { name: 'nic-gpu', namespace: ns },
+      spec: {
+        spec: {
+          devices: {
+            requests: [
+              { name: 'gpu', exactly: { deviceClassName: 'mts-gpu' } },
+              { name: 'nic', exactly: { deviceClassName: 'mts-nic' } },
+            ],
+          },
+        },
+      },
+    });
+    await cluster.admin.post(`/apis/k8s.cni.cncf.io/v1/namespaces/${ns}/network-attachment-definitions`, {
+      apiVersion: 'k8s.cni.cncf.io/v1',
+      kind: 'NetworkAttachmentDefinition',
+      metadata: { name: 'mv-dra', namespace: ns, annotations: { 'k8s.v1.cni.cncf.io/resourceName': NIC_RESOURCE } },
+      spec: {
+        config: JSON.stringify({
+          cniVersion: '1.0.0',
+          name: 'mv-dra',
+          type: 'macvlan',
+          master: NODE_LINK_PEER,
+          mode: 'bridge',
+          ipam: { type: 'host-local', ranges: [[{ subnet: '10.251.3.0/24' }]] },
+        }),
+      },
+    });
+    const created = await cluster.admin.post(podPath(ns), {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'pod-dra', namespace: ns, annotations: { [NETWORKS_ANNOTATION]: 'mv-dra' } },
+      spec: {
+        resourceClaims: [{ name: 'dev', resourceClaimTemplateName: 'nic-gpu' }],
+        containers: [
+          {
+            name: 'pause',
+            image: node.sandboxImage,
+            imagePullPolicy: 'Never',
+            resources: { claims: [{ name: 'dev' }] },
+          },
+        ],
+        terminationGracePeriodSeconds: 1,
+      },
+    });
+    const p: PodRef = { namespace: ns, name: 'pod-dra', uid: created.metadata.uid };
+    const running = await untilRunning(p);
+    const claimName = running.status.resourceClaimStatuses?.[0]?.resourceClaimName as string;
+    expect(claimName, 'the claim the resource claim controller made from the template').toMatch(/^pod-dra-dev-/);
+    const claim = await cluster.admin.get(`${DRA}/namespaces/${ns}/resourceclaims/${claimName}`);
+    const results = claim.status.allocation.devices.results as any[];
+    expect(results.map((r) => `${r.request} ${r.driver} ${r.pool}`)).toEqual([
+      `gpu ${DRA_DRIVER} ${node.nodeName}`,
+      `nic ${DRA_DRIVER} ${node.nodeName}`,
+    ]);
+    expect(results[0].device).toBe('gpu0');
+    const nic = results[1].device as string;
+    const deviceId = idOf.get(nic)!;
+    expect(deviceId, `the deviceID of ${nic}`).toMatch(/^0000:00:1\d\.0$/);
+    // kubelet had the driver prepare the claim before it made the sandbox
+    expect(await driverLog(`prepared ${ns}/${claimName} ${claim.metadata.uid}:`)).toEqual([
+      expect.stringContaining(`${node.nodeName}/gpu0 ${node.nodeName}/${nic}=${deviceId}`),
+    ]);
+
+    // the ID reached the delegate's config (the result cache keeps what macvlan was given) and network-status
+    const sb = await sandboxOf(p);
+    const links = await linksIn(sb);
+    expect([...links.keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
+    const cached = JSON.parse(readFileSync(node.path(`/var/lib/cni/multus/results/mv-dra-${sb.id}-net1`), 'utf8')) as {
+      config: string;
+    };
+    const delegateConf = JSON.parse(Buffer.from(cached.config, 'base64').toString('utf8'));
+    expect([delegateConf.type, delegateConf.deviceID]).toEqual(['macvlan', deviceId]);
+    const st = await networkStatus(cluster, p);
+    const entry = st?.find((e) => e.name === `${ns}/mv-dra`);
+    expect(entry?.interface).toBe('net1');
+    expect((entry as any)?.['device-info'], "the driver's device-info, copied for the NIC's deviceID").toEqual({
+      type: 'pci',
+      version: '1.1.0',
+      pci: { 'pci-address': deviceId },
+    });
+    if (mode === 'resident') {
+      expect(await daemonLog(`ADD ${sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);
+    }
+
+    await deleteAndExpectNothingLeft({ p, sb });
+    // the claim unprepared by kubelet (the driver removed its device-info file) and deleted with the pod
+    await until(
+      'the claim unprepared and deleted',
+      60_000,
+      async () =>
+        (await driverLog(`unprepared ${ns}/${claimName} ${claim.metadata.uid}`)).length === 1 &&
+        (await cluster.admin.request('GET', `${DRA}/namespaces/${ns}/resourceclaims/${claimName}`)).status === 404
+          ? true
+          : undefined,
+      async () => `${await node.tail('dra-driver')}\n${await logs()}`,
+    );
+    for (const d of ['/run/k8s.cni.cncf.io/devinfo/dp', '/run/k8s.cni.cncf.io/devinfo/cni']) {
+      expect(await readdir(node.path(d)).catch(() => []), `device-info files in ${d}`).toEqual([]);
     }
   }, 240_000);
 

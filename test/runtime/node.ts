@@ -1,8 +1,10 @@
 /**
  * A Kubernetes node for tests: the runtime fixture's containerd (runtime.ts) plus a real kubelet, and the two
  * control-plane components a DaemonSet needs besides the API server (kube-controller-manager with only the
- * DaemonSet, service-account, root-CA and node-lifecycle controllers; kube-scheduler). All three are built from Go modules at
- * the API server's release by `bash test/runtime/build.sh --kubelet` (see docs/kubernetes-tests.md, "kubelet").
+ * DaemonSet, service-account, root-CA, node-lifecycle and resource-claim controllers; kube-scheduler), and a
+ * DRA driver of the tests' own (test/runtime/dra-driver). kubelet and the control plane are built from Go modules
+ * at the API server's release by `bash test/runtime/build.sh --kubelet`, the driver by build-dra-driver.sh (see
+ * docs/kubernetes-tests.md, "kubelet").
  *
  * kubelet changes the machine it runs on, not only its own dirs. The node keeps all of it inside namespaces
  * of its own, so the machine is as before whatever happens:
@@ -29,7 +31,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { type Requirement, fileExists } from '../helpers/skip.ts';
 import type { Cluster } from '../k8s/cluster.ts';
 import { RUNTIME_CACHE_DIR, Runtime, childEnv, runOk } from './runtime.ts';
@@ -37,6 +39,10 @@ import { RUNTIME_CACHE_DIR, Runtime, childEnv, runOk } from './runtime.ts';
 export const KUBELET_BIN = join(RUNTIME_CACHE_DIR, 'kubelet');
 export const CONTROLLER_MANAGER_BIN = join(RUNTIME_CACHE_DIR, 'kube-controller-manager');
 export const SCHEDULER_BIN = join(RUNTIME_CACHE_DIR, 'kube-scheduler');
+/** The kubelet tier's DRA driver (test/runtime/dra-driver, built by test/runtime/build-dra-driver.sh). */
+export const DRA_DRIVER_BIN = join(dirname(RUNTIME_CACHE_DIR), 'dra-driver', 'dra-driver');
+/** Its name (the ResourceSlices' spec.driver, the claims' allocation results' driver). */
+export const DRA_DRIVER = 'nic.multus-ts.test';
 
 /** kubelet's kernel tunables (its setupKernelTunables) and the values it wants: masked in the node. */
 export const KUBELET_SYSCTLS: Readonly<Record<string, string>> = {
@@ -60,6 +66,7 @@ export function nodeRequirements(): Requirement[] {
     fileExists(KUBELET_BIN, `kubelet (${build})`),
     fileExists(CONTROLLER_MANAGER_BIN, `kube-controller-manager (${build})`),
     fileExists(SCHEDULER_BIN, `kube-scheduler (${build})`),
+    fileExists(DRA_DRIVER_BIN, 'the DRA driver (bash test/runtime/build-dra-driver.sh)'),
     fileExists('/usr/bin/unshare', 'unshare (util-linux)'),
     fileExists('/usr/bin/umoci', 'umoci, to build the image (apt-get install umoci)'),
   ];
@@ -183,8 +190,9 @@ export class NodeRuntime extends Runtime {
     await this.startProc('kube-controller-manager', CONTROLLER_MANAGER_BIN, [
       `--kubeconfig=${cluster.adminKubeconfig}`,
       '--leader-elect=false',
-      // the node lifecycle controller lifts the not-ready taint kubelet registers the node with
-      '--controllers=daemonset-controller,serviceaccount-controller,root-ca-certificate-publisher-controller,node-lifecycle-controller',
+      // the node lifecycle controller lifts the not-ready taint kubelet registers the node with; the resource
+      // claim controller makes pods' claims from their ResourceClaimTemplates (and deletes them with the pod)
+      '--controllers=daemonset-controller,serviceaccount-controller,root-ca-certificate-publisher-controller,node-lifecycle-controller,resourceclaim-controller',
       `--root-ca-file=${cluster.caFile}`,
       '--use-service-account-credentials=false',
       '--secure-port=0',
@@ -240,6 +248,31 @@ export class NodeRuntime extends Runtime {
     }
   }
 
+  /**
+   * The DRA driver in the node's namespaces (its sockets in the node's /var/lib/kubelet/plugins and
+   * plugins_registry), publishing the node's ResourceSlice. Resolves once kubelet accepted its registration.
+   */
+  async startDraDriver(cluster: Cluster, timeoutMs = 60_000): Promise<void> {
+    const args = [
+      ...this.nsenterArgs(),
+      DRA_DRIVER_BIN,
+      `--kubeconfig=${cluster.adminKubeconfig}`,
+      `--node=${this.nodeName}`,
+      `--driver=${DRA_DRIVER}`,
+    ];
+    const driver = await this.startProc('dra-driver', 'nsenter', args);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const log = await readFile(driver.log, 'utf8').catch(() => '');
+      if (log.includes('registered with kubelet')) return;
+      const gone = driver.child.exitCode !== null || driver.child.signalCode !== null;
+      if (gone || log.includes('kubelet refused') || Date.now() > deadline) {
+        throw new Error(`the DRA driver is not registered with kubelet\n${await this.tail('dra-driver')}`);
+      }
+      await sleep(100);
+    }
+  }
+
   /** The last lines of a process's log (`kubelet`, `kube-scheduler`, ...). */
   async tail(name: string, lines = 40): Promise<string> {
     const text = await readFile(join(this.dir, `${name}.log`), 'utf8').catch(() => '');
@@ -248,7 +281,7 @@ export class NodeRuntime extends Runtime {
 
   /** Stops kubelet and the control plane (SIGTERM, SIGKILL after 10 s), then the runtime; never throws. */
   override async stop(): Promise<void> {
-    for (const name of ['kubelet', 'kube-controller-manager', 'kube-scheduler']) {
+    for (const name of ['dra-driver', 'kubelet', 'kube-controller-manager', 'kube-scheduler']) {
       const p = this.procs.get(name);
       if (!p || p.child.exitCode !== null || p.child.signalCode !== null) continue;
       p.child.kill('SIGTERM');

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds the kubelet tier's DRA driver (test/runtime/dra-driver/main.go: fake NICs carrying Multus' DRA attributes
+# in a ResourceSlice, served to kubelet through the kubelet plugin helper of k8s.io/dynamic-resource-allocation)
+# in its wrapper module test/runtime/dra-driver (go.mod pins the tests' Kubernetes release, v0.34.4).
+#
+# Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/dra-driver/dra-driver, reused while the inputs (go.mod, go.sum,
+# main.go and this script) are unchanged (their hash is kept in build.sha256). Prints timings on stderr and the
+# dir on stdout. See docs/kubernetes-tests.md ("DRA under kubelet").
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
+out_dir="$cache/dra-driver"
+stamp="$out_dir/build.sha256"
+src="$here/dra-driver"
+
+say() { echo "runtime/build-dra-driver.sh: $*" >&2; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
+if ! command -v go >/dev/null 2>&1; then
+  say "go is not installed (needed to build the DRA driver)"
+  exit 1
+fi
+
+hash="$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" "$here/build-dra-driver.sh" | sha256sum | cut -d' ' -f1)"
+if [[ -x "$out_dir/dra-driver" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then
+  say "$out_dir/dra-driver is up to date"
+  echo "$out_dir"
+  exit 0
+fi
+
+mkdir -p "$out_dir"
+chmod 0700 "$out_dir"
+rm -f "$stamp"
+tmp="$(mktemp -d "$out_dir/.build.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+t0="$(now)"
+say "go $(go env GOVERSION); building the DRA driver (k8s.io/dynamic-resource-allocation/kubeletplugin)"
+(cd "$src" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$tmp/dra-driver" .)
+mv -f "$tmp/dra-driver" "$out_dir/dra-driver"
+echo "$hash" >"$stamp"
+say "built dra-driver in $(secs "$t0" "$(now)") s"
+echo "$out_dir"
