@@ -20,6 +20,7 @@ import { type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/clu
 import { fileExists, needs } from '../helpers/skip.ts';
 import { MULTUS_BIN, REPO_ROOT, describeRun, e2eRequirements, reservedIps, run, withSbin } from '../e2e/helpers.ts';
 import { http } from '../daemon/helpers.ts';
+import { summarize, timesToReach } from '../helpers/latency.ts';
 import {
   NETWORKS_ANNOTATION,
   type K8sWorld,
@@ -45,6 +46,8 @@ interface Daemon {
 }
 
 const socketDir = (kw: K8sWorld) => join(kw.dir, 'run');
+/** The node the daemon serves (MULTUS_NODE_NAME): its pod informer follows the pods bound to it. */
+const NODE = 'mts-hotplug-node';
 
 /** The daemon in the world's host namespace, serving `conf` (type multus-shim) as its multus config. */
 async function startDaemon(kw: K8sWorld, conf: string, extra: Record<string, unknown> = {}): Promise<Daemon> {
@@ -61,7 +64,7 @@ async function startDaemon(kw: K8sWorld, conf: string, extra: Record<string, unk
     }),
   );
   const child = spawn('ip', ['netns', 'exec', kw.w.hostNs, MULTUS_BIN, 'daemon', '--config', file], {
-    env: { PATH: withSbin(process.env.PATH) },
+    env: { PATH: withSbin(process.env.PATH), MULTUS_NODE_NAME: NODE },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
@@ -129,6 +132,12 @@ function scratch(kw: K8sWorld, sb: Sandbox): { Name: string; ifnameRequest?: str
   const path = join(kw.w.cniDir, sb.containerId);
   return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as { Name: string }[]) : [];
 }
+
+interface PodObject {
+  metadata: { name: string; annotations?: Record<string, string> };
+}
+const statusOf = (o: PodObject): { interface?: string }[] =>
+  JSON.parse(o.metadata.annotations?.['k8s.v1.cni.cncf.io/network-status'] ?? '[]');
 
 const ifaces = async (kw: K8sWorld, sb: Sandbox) => [...(await kw.podLinks(sb)).keys()].sort();
 
@@ -406,7 +415,21 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
   });
 
   describe('dynamicNetworks: the daemon follows the networks annotation', () => {
-    const DYNAMIC = { dynamicNetworks: true, dynamicNetworksPollSeconds: 1 };
+    // The daemon's informers (its kubeconfig is the multus config's) drive it; the resync is an hour away, so
+    // only the pod informer's updates can make these changes within the tests' waits.
+    const dynamic = () => ({
+      dynamicNetworks: true,
+      dynamicNetworksPollSeconds: 3600,
+      kubeconfig: cluster.multusKubeconfig,
+    });
+    /** Binds the pod to the daemon's node (as the scheduler would): its pod informer then sees it. */
+    const bind = (sb: Sandbox) =>
+      cluster.admin.post(`${podPath(sb.pod.namespace, sb.pod.name)}/binding`, {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name: sb.pod.name, namespace: sb.pod.namespace },
+        target: { apiVersion: 'v1', kind: 'Node', name: NODE },
+      });
 
     /** Polls `probe` until it returns true (bounded: 30 s), then returns; the failure message says what. */
     async function until(what: string, probe: () => Promise<boolean>): Promise<void> {
@@ -430,12 +453,13 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
 
     it('adds, removes, ignores a reorder, reports a bad element once, and survives a restart', async () => {
       await withWorld(cluster, { index: next() }, async (kw) => {
-        const started = await hotplugWorld(kw, cluster, DYNAMIC);
+        const started = await hotplugWorld(kw, cluster, dynamic());
         const conf = started.conf;
         let daemon = started.daemon;
         try {
           await createNad(cluster, kw.ns, 'mv2', kw.macvlan('', 2));
           const sb = await kw.pod('p', { [NETWORKS_ANNOTATION]: 'mv@net1' });
+          await bind(sb);
           await kw.add(conf, sb);
           expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net1']);
 
@@ -466,7 +490,7 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
           // remove (net1), across a restart of the daemon: nothing redone or undone by the restart itself
           await daemon.stop();
           const beforeRestart = await indexes(kw, sb);
-          daemon = await startDaemon(kw, conf, DYNAMIC);
+          daemon = await startDaemon(kw, conf, dynamic());
           await annotate(sb, 'mv2@net2,nosuch@net5,mv@net6');
           await until(
             'net1 unplugged',
@@ -491,5 +515,48 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
         }
       });
     });
+
+    it('10 pods edited at once: each plugged, then unplugged, from the informer (latency printed)', async () => {
+      await withWorld(cluster, { index: next() }, async (kw) => {
+        const { conf, daemon } = await hotplugWorld(kw, cluster, dynamic());
+        try {
+          const pods: Sandbox[] = [];
+          for (let i = 0; i < 10; i++) {
+            const sb = await kw.pod(`d${i}`);
+            await bind(sb);
+            await kw.add(conf, sb);
+            pods.push(sb);
+          }
+          const list = async () =>
+            ((await cluster.admin.get(podPath(kw.ns))).items as PodObject[]).filter((o) =>
+              /^d\d$/.test(o.metadata.name),
+            );
+          const edit = async (value: string) => {
+            const since = new Map<string, number>();
+            await Promise.all(
+              pods.map((sb) => {
+                since.set(sb.pod.name, performance.now());
+                return annotate(sb, value);
+              }),
+            );
+            return since;
+          };
+          const hasNet1 = (o: PodObject) => statusOf(o).some((e) => e.interface === 'net1');
+          const plugged = await timesToReach(await edit('mv@net1'), list, hasNet1, 60_000);
+          for (const sb of pods) expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net1']);
+          const unplugged = await timesToReach(await edit(''), list, (o) => !hasNet1(o), 60_000);
+          for (const sb of pods) expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo']);
+          console.log(
+            `dynamic networks, 10 pods edited at once (annotation PATCH -> network-status; ms): ` +
+              JSON.stringify({ plug: summarize([...plugged.values()]), unplug: summarize([...unplugged.values()]) }),
+          );
+          expect(daemon.log()).not.toContain('NetworkChangeFailed');
+          for (const sb of pods) await kw.del(conf, sb);
+          expect(await reservedIps(kw.w.ipamDir)).toEqual([]);
+        } finally {
+          await daemon.stop();
+        }
+      });
+    }, 180_000);
   });
 });
