@@ -366,6 +366,88 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
     });
   });
 
+  /**
+   * A body exactly as multus-dynamic-networks-controller v0.3.7 marshals it (its pkg/controller/pod.go through
+   * Multus' CreateDelegateRequest): `interfaceAttributes` omitted unless the element has ips, mac or cni-args,
+   * each omitted when empty; the config is the NAD's config with its defaults (name); the same attributes on DEL.
+   */
+  function controllerBody(command: string, sb: Sandbox, ifName: string, config: unknown, ips?: string[], mac?: string) {
+    const attrs = { ...(ips?.length ? { ips } : {}), ...(mac ? { mac } : {}) };
+    return JSON.stringify({
+      env: {
+        CNI_COMMAND: command,
+        CNI_CONTAINERID: sb.containerId,
+        CNI_NETNS: `/var/run/netns/${sb.netns}`,
+        CNI_IFNAME: ifName,
+        CNI_ARGS: `K8S_POD_NAMESPACE=${sb.pod.namespace};K8S_POD_NAME=${sb.pod.name};K8S_POD_UID=${sb.pod.uid}`,
+      },
+      config: Buffer.from(JSON.stringify(config)).toString('base64'),
+      ...(Object.keys(attrs).length ? { interfaceAttributes: attrs } : {}),
+    });
+  }
+
+  it("replays the requests of multus-dynamic-networks-controller v0.3.7's e2e specs against /delegate", async () => {
+    await withWorld(cluster, { index: next() }, async (kw) => {
+      const { conf, daemon } = await hotplugWorld(kw, cluster);
+      try {
+        const sock = join(socketDir(kw), 'multus.sock');
+        const send = async (body: string) => {
+          const r = await http(sock, '/delegate', { body });
+          expect(r.status, r.body).toBe(200);
+          return r.json();
+        };
+        const mv = kw.macvlan('mv', 1);
+        const tenant = kw.macvlan('tenant', 2);
+        const ipam = { ...kw.staticMacvlan('tenant-ipam'), capabilities: { ips: true, mac: true } };
+        await createNad(cluster, kw.ns, 'tenant', tenant);
+        await createNad(cluster, kw.ns, 'tenant-ipam', ipam);
+        const status = async (sb: Sandbox) =>
+          ((await networkStatus(cluster, sb.pod)) ?? []).map((e) => `${e.interface} ${e.name}`).sort();
+
+        // a provisioned pod with one network selection element (net1)
+        const sb = await kw.pod('tiny-winy-pod', { [NETWORKS_ANNOTATION]: 'mv@net1' });
+        await kw.add(conf, sb);
+        // "manages to add a new interface to a running pod": ADD ens58, no attributes
+        expect(await send(controllerBody('ADD', sb, 'ens58', tenant))).toMatchObject({
+          Result: { interfaces: [{ name: 'ens58' }] },
+        });
+        // "manages to remove an interface from a running pod": DEL net1 with the NAD's config
+        await send(controllerBody('DEL', sb, 'net1', mv));
+        expect(await ifaces(kw, sb)).toEqual(['ens58', 'eth0', 'lo']);
+        // "interfaces can be added / removed in the same operation": the controller adds, then removes
+        await send(controllerBody('ADD', sb, 'net2', mv));
+        await send(controllerBody('DEL', sb, 'ens58', tenant));
+        expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net2']);
+        // "a network with IPAM ... can be hotplugged", "... hot unplugged": ips and mac, on ADD and on DEL
+        const ip = `${kw.addr(3, 111)}/24`;
+        const mac = '02:10:10:10:01:11';
+        await send(controllerBody('ADD', sb, 'ens202', ipam, [ip], mac));
+        const link = (await kw.podLinks(sb)).get('ens202');
+        expect([v4(link), link?.address]).toEqual([[ip], mac]);
+        // with `config` (the controller's form) an entry is named by the config's network name (docs/hotplug.md)
+        expect(await status(sb)).toEqual(['ens202 tenant-ipam', 'eth0 mts-cluster', 'net2 mv']);
+        await send(controllerBody('DEL', sb, 'ens202', ipam, [ip], mac));
+        expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net2']);
+        expect(scratch(kw, sb).map((d) => d.Name)).toEqual(['mts-cluster', 'mv']);
+        expect(await status(sb)).toEqual(['eth0 mts-cluster', 'net2 mv']);
+
+        // "a provisioned pod featuring *only* the cluster's default network": ADD ens58 with a MAC
+        const only = await kw.pod('default-only');
+        await kw.add(conf, only);
+        await send(controllerBody('ADD', only, 'ens58', tenant, [], '02:10:10:10:00:58'));
+        expect((await kw.podLinks(only)).get('ens58')?.address).toBe('02:10:10:10:00:58');
+        // (the 7th spec, elements without interface names, makes the controller send nothing)
+
+        // the runtime's DEL of each pod removes what was hot-plugged into it, and nothing is left
+        for (const x of [sb, only]) await kw.del(conf, x);
+        await kw.expectTornDown(sb, { last: false });
+        await kw.expectTornDown(only);
+      } finally {
+        await daemon.stop();
+      }
+    });
+  });
+
   it('multus plan prints what an ADD would do and every error it would hit, writing nothing', async () => {
     await withWorld(cluster, { index: next() }, async (kw) => {
       const conf = await kw.writeConf(kw.multusConfig(cluster.multusKubeconfig, { namespaceIsolation: true }));
