@@ -1,7 +1,7 @@
 /**
  * A Kubernetes node for tests: the runtime fixture's containerd (runtime.ts) plus a real kubelet, and the two
  * control-plane components a DaemonSet needs besides the API server (kube-controller-manager with only the
- * DaemonSet, service-account, root-CA and node-lifecycle controllers; kube-scheduler). All three are built from Go modules at
+ * DaemonSet, service-account, root-CA, node-lifecycle, Deployment and ReplicaSet controllers; kube-scheduler). All three are built from Go modules at
  * the API server's release by `bash test/runtime/build.sh --kubelet` (see docs/kubernetes-tests.md, "kubelet").
  *
  * kubelet changes the machine it runs on, not only its own dirs. The node keeps all of it inside namespaces
@@ -47,6 +47,9 @@ export const KUBELET_SYSCTLS: Readonly<Record<string, string>> = {
   'kernel/keys/root_maxkeys': '1000000',
   'kernel/keys/root_maxbytes': '25000000',
 };
+
+/** Where kubelet reads static pod manifests, as the node sees it. */
+export const STATIC_POD_DIR = '/etc/kubernetes/manifests';
 
 /** The node's address (on a veth end in its network namespace) and the link's names. */
 export const NODE_IP = '10.249.255.1';
@@ -146,7 +149,7 @@ export class NodeRuntime extends Runtime {
       ]);
     }
     await inNode(['mount', '--make-rshared', '/']);
-    await inNode(['mkdir', '-p', '/opt/cni/bin', '/etc/cni/net.d', '/run/netns']);
+    await inNode(['mkdir', '-p', '/opt/cni/bin', '/etc/cni/net.d', '/run/netns', STATIC_POD_DIR]);
     await inNode(['mount', '--bind', this.binDir, '/opt/cni/bin']);
     await inNode(['mount', '--bind', this.confDir, '/etc/cni/net.d']);
     const masks = join(this.dir, 'node', 'sysctl');
@@ -184,7 +187,8 @@ export class NodeRuntime extends Runtime {
       `--kubeconfig=${cluster.adminKubeconfig}`,
       '--leader-elect=false',
       // the node lifecycle controller lifts the not-ready taint kubelet registers the node with
-      '--controllers=daemonset-controller,serviceaccount-controller,root-ca-certificate-publisher-controller,node-lifecycle-controller',
+      // a Deployment's pods (kubelet-peers.ts) need the deployment and replicaset controllers
+      '--controllers=daemonset-controller,serviceaccount-controller,root-ca-certificate-publisher-controller,node-lifecycle-controller,deployment-controller,replicaset-controller',
       `--root-ca-file=${cluster.caFile}`,
       '--use-service-account-credentials=false',
       '--secure-port=0',
@@ -217,6 +221,8 @@ export class NodeRuntime extends Runtime {
       '--eviction-hard=',
       '--image-gc-high-threshold=100',
       '--read-only-port=0',
+      // static pods (kubelet-peers.ts): manifests in the node's /etc (an overlay of the fixture's)
+      `--pod-manifest-path=${STATIC_POD_DIR}`,
       '--healthz-port=0',
       '--v=2',
     ];
