@@ -91,6 +91,12 @@ if [[ -f test/peers/build-gomultus.sh ]]; then
   say "go multus peer: $(bash test/peers/build-gomultus.sh)"
 fi
 
+# 5b. whereabouts v0.9.2 (the IPAM plugin, its reconciler run once, its CRDs), the IPAM of NADs in the Kubernetes
+#     and kubelet tiers. test/peers/build-whereabouts.sh reuses its output while its inputs are unchanged.
+if [[ -f test/peers/build-whereabouts.sh ]]; then
+  say "whereabouts peer: $(bash test/peers/build-whereabouts.sh)"
+fi
+
 # 6. The runtime tier's crictl (Go modules), sandbox image, and the kubelet node's kubelet,
 #    kube-controller-manager and kube-scheduler (test/runtime/build.sh --kubelet, cached the same way).
 if [[ -f test/runtime/build.sh ]]; then

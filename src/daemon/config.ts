@@ -60,7 +60,7 @@ export interface DaemonConfig {
   multusKeys: Record<string, unknown>;
   /** Our key: follow the networks annotation of running pods (docs/hotplug.md). */
   dynamicNetworks: boolean;
-  /** Our key (`dynamicNetworksPollSeconds`, default 5): how often the node's pods are looked at. */
+  /** Our key (`dynamicNetworksPollSeconds`, default 5): the resync period (pod informer updates drive it). */
   dynamicNetworksPollMs: number;
 }
 

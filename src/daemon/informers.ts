@@ -21,6 +21,9 @@
  * watch that ends normally (the API server's timeout) resumes at once from its resourceVersion, and a 410
  * Gone re-lists (client-node's ListWatch does both).
  *
+ * `onPod` hands the pod informer's adds, updates and deletes to a listener (dynamic networks react to a changed
+ * networks annotation with it: daemon/dynamic.ts).
+ *
  * With a warm cache an ADD makes one request (the network-status write) plus its events, a DEL none.
  */
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
@@ -42,9 +45,18 @@ export interface WarmKube {
   synced(): boolean;
   /** Resolves true once synced, false when `timeoutMs` passes first (or the informers are closed). */
   waitForSync(timeoutMs: number): Promise<boolean>;
+  /**
+   * Calls `listener` for each pod of this node the pod informer adds, updates or deletes, after its cache holds
+   * the change (a re-list after 410 Gone replays adds and updates too). Returns the unsubscribe. A listener's
+   * exception is logged and does not stop the informer.
+   */
+  onPod(listener: PodListener): () => void;
   /** Stops the informers and closes the lean client's connections. */
   close(): void;
 }
+
+/** A pod change seen by the pod informer (`deleted`: the pod left the node or the API). */
+export type PodListener = (pod: Pod, deleted: boolean) => void;
 
 export interface WarmKubeOptions extends InformerSource {
   /** This node's name (MULTUS_NODE_NAME or the hostname): the pod informer's field selector. */
@@ -76,6 +88,8 @@ interface Informer {
   readonly name: string;
   synced(): boolean;
   get(namespace: string, name: string): Obj | undefined;
+  /** Subscribes to adds/updates (deleted false) and deletes (deleted true); returns the unsubscribe. */
+  subscribe(listener: (obj: Obj, deleted: boolean) => void): () => void;
   start(): void;
   stop(): void;
 }
@@ -171,6 +185,25 @@ function informer(
     name,
     synced: () => listed && watching,
     get: (namespace, n) => lw.get(n, namespace),
+    subscribe(listener) {
+      const safe = (deleted: boolean) => (obj: Obj) => {
+        try {
+          listener(obj, deleted);
+        } catch (e) {
+          o.log.error(`informer ${name}: a listener failed: ${messageOf(e)}`);
+        }
+      };
+      const changed = safe(false);
+      const deleted = safe(true);
+      lw.on('add', changed);
+      lw.on('update', changed);
+      lw.on('delete', deleted);
+      return () => {
+        lw.off('add', changed);
+        lw.off('update', changed);
+        lw.off('delete', deleted);
+      };
+    },
     start() {
       report();
       void lw.start().catch((e: unknown) => o.log.warn(`informer ${name}: ${messageOf(e)}`));
@@ -351,6 +384,7 @@ export async function startWarmKube(o: WarmKubeOptions): Promise<WarmKube> {
         waiters.add(check);
       });
     },
+    onPod: (listener) => pods.subscribe((obj, deleted) => listener(obj as unknown as Pod, deleted)),
     close() {
       if (closed) return;
       closed = true;

@@ -214,7 +214,17 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
     if (metrics) metricsServer = await serveMetrics(metrics, cfg, log);
     if (cfg.dynamicNetworks) {
       const intervalMs = cfg.dynamicNetworksPollMs;
-      dynamic = startDynamicNetworks({ host: realHost, queue, log, daemonEnv: io.env, multusConf, intervalMs });
+      // with informers, the pod informer's updates drive it and the poll is a resync
+      const events = warm ? { events: warm.onPod } : {};
+      dynamic = startDynamicNetworks({
+        host: realHost,
+        queue,
+        log,
+        daemonEnv: io.env,
+        multusConf,
+        intervalMs,
+        ...events,
+      });
     }
     log.verbose(`multus daemon serving ${socket}`);
   } catch (e) {

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
-import { chmod, lstat, mkdir, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { chmod, link, lstat, mkdir, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { writeFileAtomic } from '../base/files.ts';
 import { InstallError } from './options.ts';
@@ -111,6 +111,23 @@ export async function copyExecutableAtomic(src: string, destDir: string, name: s
     throw new InstallError(`cannot copy ${src} to ${dest} (${errText(e)}): check that ${destDir} is writable`);
   } finally {
     if (fin >= 0) closeSync(fin);
+  }
+}
+
+/**
+ * `<destDir>/<name>` as a hard link to `target` (a file in destDir), through `_<name>.new` renamed over the old
+ * one: the same executable under a second name (the role comes from the name), taking no space.
+ */
+export async function linkExecutableAtomic(target: string, destDir: string, name: string): Promise<void> {
+  const dest = join(destDir, name);
+  const tmp = join(destDir, `_${name}.new`);
+  try {
+    await rm(tmp, { force: true });
+    await link(target, tmp);
+    await rename(tmp, dest);
+  } catch (e) {
+    await unlink(tmp).catch(() => {});
+    throw new InstallError(`cannot link ${dest} to ${target} (${errText(e)}): check that ${destDir} is writable`);
   }
 }
 

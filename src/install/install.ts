@@ -15,6 +15,7 @@ import { dirname, join } from 'node:path';
 import {
   basename,
   copyExecutableAtomic,
+  linkExecutableAtomic,
   errText,
   exists,
   isDir,
@@ -94,11 +95,18 @@ async function verify(o: InstallOptions, deps: InstallDeps): Promise<string | nu
 async function copyBinaries(src: string, o: InstallOptions, deps: InstallDeps): Promise<void> {
   await copyExecutableAtomic(src, o.cniBinDir, 'multus');
   deps.log(`multus binary ${src} is copied to ${join(o.cniBinDir, 'multus')}`);
+  let passthru = false;
   for (const extra of ['passthru', 'multus-shim']) {
     const p = join(dirname(src), extra);
     if (extra === basename(src) || !(await exists(p))) continue;
     await copyExecutableAtomic(p, o.cniBinDir, extra);
     deps.log(`${extra} ${p} is copied to ${join(o.cniBinDir, extra)}`);
+    passthru ||= extra === 'passthru';
+  }
+  // passthru (the auxiliary chain's plugin, docs/behaviour.md#aux-chain) is this executable under that name
+  if (!passthru) {
+    await linkExecutableAtomic(join(o.cniBinDir, 'multus'), o.cniBinDir, 'passthru');
+    deps.log(`passthru is linked to ${join(o.cniBinDir, 'multus')}`);
   }
 }
 

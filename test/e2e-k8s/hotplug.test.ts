@@ -20,6 +20,7 @@ import { type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/clu
 import { fileExists, needs } from '../helpers/skip.ts';
 import { MULTUS_BIN, REPO_ROOT, describeRun, e2eRequirements, reservedIps, run, withSbin } from '../e2e/helpers.ts';
 import { http } from '../daemon/helpers.ts';
+import { summarize, timesToReach } from '../helpers/latency.ts';
 import {
   NETWORKS_ANNOTATION,
   type K8sWorld,
@@ -45,6 +46,8 @@ interface Daemon {
 }
 
 const socketDir = (kw: K8sWorld) => join(kw.dir, 'run');
+/** The node the daemon serves (MULTUS_NODE_NAME): its pod informer follows the pods bound to it. */
+const NODE = 'mts-hotplug-node';
 
 /** The daemon in the world's host namespace, serving `conf` (type multus-shim) as its multus config. */
 async function startDaemon(kw: K8sWorld, conf: string, extra: Record<string, unknown> = {}): Promise<Daemon> {
@@ -61,7 +64,7 @@ async function startDaemon(kw: K8sWorld, conf: string, extra: Record<string, unk
     }),
   );
   const child = spawn('ip', ['netns', 'exec', kw.w.hostNs, MULTUS_BIN, 'daemon', '--config', file], {
-    env: { PATH: withSbin(process.env.PATH) },
+    env: { PATH: withSbin(process.env.PATH), MULTUS_NODE_NAME: NODE },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
@@ -129,6 +132,12 @@ function scratch(kw: K8sWorld, sb: Sandbox): { Name: string; ifnameRequest?: str
   const path = join(kw.w.cniDir, sb.containerId);
   return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as { Name: string }[]) : [];
 }
+
+interface PodObject {
+  metadata: { name: string; annotations?: Record<string, string> };
+}
+const statusOf = (o: PodObject): { interface?: string }[] =>
+  JSON.parse(o.metadata.annotations?.['k8s.v1.cni.cncf.io/network-status'] ?? '[]');
 
 const ifaces = async (kw: K8sWorld, sb: Sandbox) => [...(await kw.podLinks(sb)).keys()].sort();
 
@@ -357,6 +366,88 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
     });
   });
 
+  /**
+   * A body exactly as multus-dynamic-networks-controller v0.3.7 marshals it (its pkg/controller/pod.go through
+   * Multus' CreateDelegateRequest): `interfaceAttributes` omitted unless the element has ips, mac or cni-args,
+   * each omitted when empty; the config is the NAD's config with its defaults (name); the same attributes on DEL.
+   */
+  function controllerBody(command: string, sb: Sandbox, ifName: string, config: unknown, ips?: string[], mac?: string) {
+    const attrs = { ...(ips?.length ? { ips } : {}), ...(mac ? { mac } : {}) };
+    return JSON.stringify({
+      env: {
+        CNI_COMMAND: command,
+        CNI_CONTAINERID: sb.containerId,
+        CNI_NETNS: `/var/run/netns/${sb.netns}`,
+        CNI_IFNAME: ifName,
+        CNI_ARGS: `K8S_POD_NAMESPACE=${sb.pod.namespace};K8S_POD_NAME=${sb.pod.name};K8S_POD_UID=${sb.pod.uid}`,
+      },
+      config: Buffer.from(JSON.stringify(config)).toString('base64'),
+      ...(Object.keys(attrs).length ? { interfaceAttributes: attrs } : {}),
+    });
+  }
+
+  it("replays the requests of multus-dynamic-networks-controller v0.3.7's e2e specs against /delegate", async () => {
+    await withWorld(cluster, { index: next() }, async (kw) => {
+      const { conf, daemon } = await hotplugWorld(kw, cluster);
+      try {
+        const sock = join(socketDir(kw), 'multus.sock');
+        const send = async (body: string) => {
+          const r = await http(sock, '/delegate', { body });
+          expect(r.status, r.body).toBe(200);
+          return r.json();
+        };
+        const mv = kw.macvlan('mv', 1);
+        const tenant = kw.macvlan('tenant', 2);
+        const ipam = { ...kw.staticMacvlan('tenant-ipam'), capabilities: { ips: true, mac: true } };
+        await createNad(cluster, kw.ns, 'tenant', tenant);
+        await createNad(cluster, kw.ns, 'tenant-ipam', ipam);
+        const status = async (sb: Sandbox) =>
+          ((await networkStatus(cluster, sb.pod)) ?? []).map((e) => `${e.interface} ${e.name}`).sort();
+
+        // a provisioned pod with one network selection element (net1)
+        const sb = await kw.pod('tiny-winy-pod', { [NETWORKS_ANNOTATION]: 'mv@net1' });
+        await kw.add(conf, sb);
+        // "manages to add a new interface to a running pod": ADD ens58, no attributes
+        expect(await send(controllerBody('ADD', sb, 'ens58', tenant))).toMatchObject({
+          Result: { interfaces: [{ name: 'ens58' }] },
+        });
+        // "manages to remove an interface from a running pod": DEL net1 with the NAD's config
+        await send(controllerBody('DEL', sb, 'net1', mv));
+        expect(await ifaces(kw, sb)).toEqual(['ens58', 'eth0', 'lo']);
+        // "interfaces can be added / removed in the same operation": the controller adds, then removes
+        await send(controllerBody('ADD', sb, 'net2', mv));
+        await send(controllerBody('DEL', sb, 'ens58', tenant));
+        expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net2']);
+        // "a network with IPAM ... can be hotplugged", "... hot unplugged": ips and mac, on ADD and on DEL
+        const ip = `${kw.addr(3, 111)}/24`;
+        const mac = '02:10:10:10:01:11';
+        await send(controllerBody('ADD', sb, 'ens202', ipam, [ip], mac));
+        const link = (await kw.podLinks(sb)).get('ens202');
+        expect([v4(link), link?.address]).toEqual([[ip], mac]);
+        // with `config` (the controller's form) an entry is named by the config's network name (docs/hotplug.md)
+        expect(await status(sb)).toEqual(['ens202 tenant-ipam', 'eth0 mts-cluster', 'net2 mv']);
+        await send(controllerBody('DEL', sb, 'ens202', ipam, [ip], mac));
+        expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net2']);
+        expect(scratch(kw, sb).map((d) => d.Name)).toEqual(['mts-cluster', 'mv']);
+        expect(await status(sb)).toEqual(['eth0 mts-cluster', 'net2 mv']);
+
+        // "a provisioned pod featuring *only* the cluster's default network": ADD ens58 with a MAC
+        const only = await kw.pod('default-only');
+        await kw.add(conf, only);
+        await send(controllerBody('ADD', only, 'ens58', tenant, [], '02:10:10:10:00:58'));
+        expect((await kw.podLinks(only)).get('ens58')?.address).toBe('02:10:10:10:00:58');
+        // (the 7th spec, elements without interface names, makes the controller send nothing)
+
+        // the runtime's DEL of each pod removes what was hot-plugged into it, and nothing is left
+        for (const x of [sb, only]) await kw.del(conf, x);
+        await kw.expectTornDown(sb, { last: false });
+        await kw.expectTornDown(only);
+      } finally {
+        await daemon.stop();
+      }
+    });
+  });
+
   it('multus plan prints what an ADD would do and every error it would hit, writing nothing', async () => {
     await withWorld(cluster, { index: next() }, async (kw) => {
       const conf = await kw.writeConf(kw.multusConfig(cluster.multusKubeconfig, { namespaceIsolation: true }));
@@ -406,7 +497,21 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
   });
 
   describe('dynamicNetworks: the daemon follows the networks annotation', () => {
-    const DYNAMIC = { dynamicNetworks: true, dynamicNetworksPollSeconds: 1 };
+    // The daemon's informers (its kubeconfig is the multus config's) drive it; the resync is an hour away, so
+    // only the pod informer's updates can make these changes within the tests' waits.
+    const dynamic = () => ({
+      dynamicNetworks: true,
+      dynamicNetworksPollSeconds: 3600,
+      kubeconfig: cluster.multusKubeconfig,
+    });
+    /** Binds the pod to the daemon's node (as the scheduler would): its pod informer then sees it. */
+    const bind = (sb: Sandbox) =>
+      cluster.admin.post(`${podPath(sb.pod.namespace, sb.pod.name)}/binding`, {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name: sb.pod.name, namespace: sb.pod.namespace },
+        target: { apiVersion: 'v1', kind: 'Node', name: NODE },
+      });
 
     /** Polls `probe` until it returns true (bounded: 30 s), then returns; the failure message says what. */
     async function until(what: string, probe: () => Promise<boolean>): Promise<void> {
@@ -430,12 +535,13 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
 
     it('adds, removes, ignores a reorder, reports a bad element once, and survives a restart', async () => {
       await withWorld(cluster, { index: next() }, async (kw) => {
-        const started = await hotplugWorld(kw, cluster, DYNAMIC);
+        const started = await hotplugWorld(kw, cluster, dynamic());
         const conf = started.conf;
         let daemon = started.daemon;
         try {
           await createNad(cluster, kw.ns, 'mv2', kw.macvlan('', 2));
           const sb = await kw.pod('p', { [NETWORKS_ANNOTATION]: 'mv@net1' });
+          await bind(sb);
           await kw.add(conf, sb);
           expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net1']);
 
@@ -466,7 +572,7 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
           // remove (net1), across a restart of the daemon: nothing redone or undone by the restart itself
           await daemon.stop();
           const beforeRestart = await indexes(kw, sb);
-          daemon = await startDaemon(kw, conf, DYNAMIC);
+          daemon = await startDaemon(kw, conf, dynamic());
           await annotate(sb, 'mv2@net2,nosuch@net5,mv@net6');
           await until(
             'net1 unplugged',
@@ -491,5 +597,48 @@ describe.skipIf(!ready)('hot-plug through the daemon with a real kube-apiserver'
         }
       });
     });
+
+    it('10 pods edited at once: each plugged, then unplugged, from the informer (latency printed)', async () => {
+      await withWorld(cluster, { index: next() }, async (kw) => {
+        const { conf, daemon } = await hotplugWorld(kw, cluster, dynamic());
+        try {
+          const pods: Sandbox[] = [];
+          for (let i = 0; i < 10; i++) {
+            const sb = await kw.pod(`d${i}`);
+            await bind(sb);
+            await kw.add(conf, sb);
+            pods.push(sb);
+          }
+          const list = async () =>
+            ((await cluster.admin.get(podPath(kw.ns))).items as PodObject[]).filter((o) =>
+              /^d\d$/.test(o.metadata.name),
+            );
+          const edit = async (value: string) => {
+            const since = new Map<string, number>();
+            await Promise.all(
+              pods.map((sb) => {
+                since.set(sb.pod.name, performance.now());
+                return annotate(sb, value);
+              }),
+            );
+            return since;
+          };
+          const hasNet1 = (o: PodObject) => statusOf(o).some((e) => e.interface === 'net1');
+          const plugged = await timesToReach(await edit('mv@net1'), list, hasNet1, 60_000);
+          for (const sb of pods) expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo', 'net1']);
+          const unplugged = await timesToReach(await edit(''), list, (o) => !hasNet1(o), 60_000);
+          for (const sb of pods) expect(await ifaces(kw, sb)).toEqual(['eth0', 'lo']);
+          console.log(
+            `dynamic networks, 10 pods edited at once (annotation PATCH -> network-status; ms): ` +
+              JSON.stringify({ plug: summarize([...plugged.values()]), unplug: summarize([...unplugged.values()]) }),
+          );
+          expect(daemon.log()).not.toContain('NetworkChangeFailed');
+          for (const sb of pods) await kw.del(conf, sb);
+          expect(await reservedIps(kw.w.ipamDir)).toEqual([]);
+        } finally {
+          await daemon.stop();
+        }
+      });
+    }, 180_000);
   });
 });

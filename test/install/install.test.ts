@@ -57,7 +57,9 @@ describe('multus install', () => {
       [() => expect.fail('--install-binary-only must not wait')],
     );
     expect(r.error).toBeNull();
-    expect(ls(n.bin)).toEqual(['multus', 'multus-shim']);
+    expect(ls(n.bin)).toEqual(['multus', 'multus-shim', 'passthru']);
+    // no passthru beside the executable (the image): passthru is multus under that name, a hard link
+    expect(statSync(join(n.bin, 'passthru')).ino).toBe(statSync(join(n.bin, 'multus')).ino);
     expect(ls(n.netd)).toEqual([]);
   });
 

@@ -260,6 +260,46 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     host.close();
   });
 
+  it("onPod: this node's pods' annotation edits and deletes reach a listener, with the cache already updated", async () => {
+    const seen: string[] = [];
+    let atEvent: Promise<{ value?: string; requests: number }> | undefined;
+    const stop = warm.onPod((pod, deleted) => {
+      if (pod.metadata.namespace !== ns) return;
+      const value = pod.metadata.annotations?.['k8s.v1.cni.cncf.io/networks'] ?? '';
+      seen.push(`${deleted ? 'deleted' : 'changed'} ${pod.metadata.name} ${value}`);
+      if (!deleted && value === 'edited' && !atEvent) {
+        // a lookup made in the listener (synchronously, as dynamic networks' is not) already sees the edit
+        const before = client.requestCount;
+        atEvent = client.getPod(ns, pod.metadata.name, { uid: pod.metadata.uid }).then((got) => ({
+          value: got.metadata.annotations?.['k8s.v1.cni.cncf.io/networks'],
+          requests: client.requestCount - before,
+        }));
+      }
+    });
+    await createPod('evented', NODE);
+    await createPod('evented-elsewhere', OTHER_NODE);
+    const until = async (what: string, probe: () => boolean) => {
+      const deadline = Date.now() + 15_000;
+      while (!probe()) {
+        if (Date.now() > deadline) throw new Error(`${what} not within 15 s: ${JSON.stringify(seen)}`);
+        await sleep(20);
+      }
+    };
+    await until('the add', () => seen.includes('changed evented '));
+    await cluster.admin.patch(podPath(ns, 'evented'), {
+      metadata: { annotations: { 'k8s.v1.cni.cncf.io/networks': 'edited' } },
+    });
+    await until('the update', () => seen.includes('changed evented edited'));
+    // the listener ran after the cache took the change: the lookup answered the edit without a request
+    expect(await atEvent).toEqual({ value: 'edited', requests: 0 });
+    await cluster.admin.del(`${podPath(ns, 'evented')}?gracePeriodSeconds=0`); // no kubelet confirms
+    await until('the delete', () => seen.some((s) => s.startsWith('deleted evented')));
+    stop();
+    await createPod('after-unsubscribe', NODE);
+    await sleep(500); // the watch would have delivered it by now
+    expect(seen.filter((s) => s.includes('elsewhere') || s.includes('after-unsubscribe'))).toEqual([]);
+  });
+
   it('API requests are reported to the metrics by verb, resource and outcome', async () => {
     const body = (await metrics.render()).body;
     expect(body).toMatch(

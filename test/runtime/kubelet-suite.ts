@@ -39,6 +39,7 @@ import {
 } from '../e2e-k8s/world.ts';
 import { run as runProcess } from '../e2e/helpers.ts';
 import { DRA_DRIVER, KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
+import { peerCases } from './kubelet-peers.ts';
 import {
   CTR_BIN,
   MULTUS_BIN,
@@ -53,6 +54,7 @@ import {
 export type Mode = 'thin' | 'resident';
 const MANIFEST: Record<Mode, string> = { thin: 'multus-ts-thin.yml', resident: 'multus-ts-resident.yml' };
 const SHIM_BIN = join(REPO_ROOT, 'build/multus-shim');
+const WHEREABOUTS_BIN = join(process.env.MULTUS_TS_CACHE_DIR || join(REPO_ROOT, '.cache'), 'whereabouts/whereabouts');
 /** Where `multus install` writes the service account kubeconfig on the node (both modes). */
 const KUBECONFIG_PATH = '/etc/cni/net.d/multus.d/multus.kubeconfig';
 
@@ -61,7 +63,7 @@ const BRIDGE = 'mtsklbr0';
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Link {
+export interface Link {
   ifname: string;
   address?: string;
   linkinfo?: { info_kind?: string };
@@ -130,6 +132,7 @@ export function kubeletSuite(mode: Mode): void {
     ...k8sRequirements(),
     ...nodeRequirements(),
     ...(mode === 'resident' ? [fileExists(SHIM_BIN, 'the native shim build/multus-shim (npm run build with Go)')] : []),
+    fileExists(WHEREABOUTS_BIN, 'whereabouts (bash test/peers/build-whereabouts.sh)'),
   );
   describe.skipIf(!ready)(
     `kubelet runs the ${mode} DaemonSet, then a pod with a NAD (containerd, kube-apiserver)`,
@@ -221,10 +224,15 @@ function suiteBody(mode: Mode): void {
     const port = new URL(cluster.server).port;
     for (const o of docs(MANIFEST[mode])) {
       if (o.kind === 'ConfigMap') {
-        // resident: dynamic networks on (an operator's choice, off by default), looked at every second
+        // resident: dynamic networks on (an operator's choice, off by default), driven by the pod informer
+        // alone: the resync is an hour away, so the tests' edits are seen from the informer's updates
         const data = o.data as Record<string, string>;
         const conf = JSON.parse(data['daemon-config.json']!) as Record<string, unknown>;
-        data['daemon-config.json'] = JSON.stringify({ ...conf, dynamicNetworks: true, dynamicNetworksPollSeconds: 1 });
+        data['daemon-config.json'] = JSON.stringify({
+          ...conf,
+          dynamicNetworks: true,
+          dynamicNetworksPollSeconds: 3600,
+        });
       }
       if (o.kind === 'DaemonSet') {
         const spec = (o as any).spec.template.spec;
@@ -671,6 +679,27 @@ function suiteBody(mode: Mode): void {
       expect(removed).toHaveLength(1);
       await deleteAndExpectNothingLeft(pod);
     }, 240_000);
+
+  // whereabouts, dynamic networks under load, Multus' own e2e scenarios (kubelet-peers.ts)
+  peerCases({
+    mode,
+    ns,
+    cluster: () => cluster,
+    node: () => node,
+    clusterNet: CLUSTER_NET,
+    until,
+    logs,
+    daemonLog,
+    createPod: createNadPod,
+    untilRunning,
+    sandboxOf,
+    linksIn,
+    ipIn,
+    cniCaches,
+    reservedIps,
+    dsPods,
+    dsReady,
+  });
 
   it("the DaemonSet's pod gone (an upgrade's gap): config and node-bound token stay, a pod made then gets its NAD", async () => {
     const confName = mode === 'thin' ? '00-multus.conflist' : '00-multus.conf';

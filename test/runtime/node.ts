@@ -1,10 +1,10 @@
 /**
  * A Kubernetes node for tests: the runtime fixture's containerd (runtime.ts) plus a real kubelet, and the two
  * control-plane components a DaemonSet needs besides the API server (kube-controller-manager with only the
- * DaemonSet, service-account, root-CA, node-lifecycle and resource-claim controllers; kube-scheduler), and a
- * DRA driver of the tests' own (test/runtime/dra-driver). kubelet and the control plane are built from Go modules
- * at the API server's release by `bash test/runtime/build.sh --kubelet`, the driver by build-dra-driver.sh (see
- * docs/kubernetes-tests.md, "kubelet").
+ * DaemonSet, service-account, root-CA, node-lifecycle, resource-claim, Deployment and ReplicaSet controllers;
+ * kube-scheduler), and a DRA driver of the tests' own (test/runtime/dra-driver). kubelet and the control plane are
+ * built from Go modules at the API server's release by `bash test/runtime/build.sh --kubelet`, the driver by
+ * build-dra-driver.sh (see docs/kubernetes-tests.md, "kubelet").
  *
  * kubelet changes the machine it runs on, not only its own dirs. The node keeps all of it inside namespaces
  * of its own, so the machine is as before whatever happens:
@@ -53,6 +53,9 @@ export const KUBELET_SYSCTLS: Readonly<Record<string, string>> = {
   'kernel/keys/root_maxkeys': '1000000',
   'kernel/keys/root_maxbytes': '25000000',
 };
+
+/** Where kubelet reads static pod manifests, as the node sees it. */
+export const STATIC_POD_DIR = '/etc/kubernetes/manifests';
 
 /** The node's address (on a veth end in its network namespace) and the link's names. */
 export const NODE_IP = '10.249.255.1';
@@ -153,7 +156,7 @@ export class NodeRuntime extends Runtime {
       ]);
     }
     await inNode(['mount', '--make-rshared', '/']);
-    await inNode(['mkdir', '-p', '/opt/cni/bin', '/etc/cni/net.d', '/run/netns']);
+    await inNode(['mkdir', '-p', '/opt/cni/bin', '/etc/cni/net.d', '/run/netns', STATIC_POD_DIR]);
     await inNode(['mount', '--bind', this.binDir, '/opt/cni/bin']);
     await inNode(['mount', '--bind', this.confDir, '/etc/cni/net.d']);
     const masks = join(this.dir, 'node', 'sysctl');
@@ -191,8 +194,9 @@ export class NodeRuntime extends Runtime {
       `--kubeconfig=${cluster.adminKubeconfig}`,
       '--leader-elect=false',
       // the node lifecycle controller lifts the not-ready taint kubelet registers the node with; the resource
-      // claim controller makes pods' claims from their ResourceClaimTemplates (and deletes them with the pod)
-      '--controllers=daemonset-controller,serviceaccount-controller,root-ca-certificate-publisher-controller,node-lifecycle-controller,resourceclaim-controller',
+      // claim controller makes pods' claims from their ResourceClaimTemplates (and deletes them with the pod); a
+      // Deployment's pods (kubelet-peers.ts) need the deployment and replicaset controllers
+      '--controllers=daemonset-controller,serviceaccount-controller,root-ca-certificate-publisher-controller,node-lifecycle-controller,resourceclaim-controller,deployment-controller,replicaset-controller',
       `--root-ca-file=${cluster.caFile}`,
       '--use-service-account-credentials=false',
       '--secure-port=0',
@@ -225,6 +229,8 @@ export class NodeRuntime extends Runtime {
       '--eviction-hard=',
       '--image-gc-high-threshold=100',
       '--read-only-port=0',
+      // static pods (kubelet-peers.ts): manifests in the node's /etc (an overlay of the fixture's)
+      `--pod-manifest-path=${STATIC_POD_DIR}`,
       '--healthz-port=0',
       '--v=2',
     ];

@@ -3,13 +3,16 @@
  *
  * The runtime names the attachments of the multus network that are still valid
  * (`cni.dev/valid-attachments`, by container ID). Every delegate attachment in multus' own result cache that
- * belongs to another container is stale: it is deleted with the config and arguments recorded at ADD, and
- * that container's scratch cache goes with it. Then every configured or cached network gets GC with its own
+ * belongs to another container is stale: it is deleted with the config and arguments recorded at ADD, then
+ * the attachments that container's scratch cache lists without a result cache (an ADD cut short after a plugin
+ * may have reserved something), and that container's scratch cache goes with them. Then every configured or cached network gets GC with its own
  * attachments that are still valid, and temp files of interrupted writes are swept. Multus declares every cached entry valid, so its cache only grows (Multus #1488); without the
  * runtime's list nothing is deleted (conservative). Failures are collected, never stop the sweep.
  */
+import type { ResultCacheEntry } from '../../store/result-cache.ts';
 import { listResultCaches } from '../../store/result-cache.ts';
-import { removeScratchCache } from '../../store/scratch-cache.ts';
+import { readScratchCache, removeScratchCache } from '../../store/scratch-cache.ts';
+import { fromCachedDelegate, planAttachments } from '../plan.ts';
 import { parseNetwork } from '../../cni/network.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import type { GcAttachment } from '../../cni/libcni.ts';
@@ -86,18 +89,62 @@ function parseValidAttachments(config: Record<string, unknown>): GcAttachment[] 
 }
 
 async function deleteStale(ctx: CallContext, validIds: Set<string>, failures: CniError[]): Promise<void> {
-  const staleIds = new Set<string>();
+  const stale = new Map<string, { entries: ResultCacheEntry[]; ok: boolean }>();
   for (const { path, outcome } of listResultCaches(ctx.conf.cniDir)) {
     if (outcome.kind !== 'ok' || validIds.has(outcome.value.containerId) || !outcome.value.containerId) continue;
     const entry = outcome.value;
+    const container = stale.get(entry.containerId) ?? { entries: [], ok: true };
+    stale.set(entry.containerId, container);
+    container.entries.push(entry);
     try {
       await delNetwork(parseNetwork(entry.config), runtimeConfFromCache(entry), ctx.net);
-      staleIds.add(entry.containerId);
     } catch (e) {
+      container.ok = false;
       failures.push(wrapError(e, `failed to delete stale attachment ${entry.containerId} ${entry.ifName} (${path})`));
     }
   }
-  for (const id of staleIds) removeScratchCache(ctx.conf.cniDir, id);
+  for (const [id, container] of stale) {
+    if (!(await deleteUnrecorded(ctx, id, container.entries, failures)) || !container.ok) continue;
+    removeScratchCache(ctx.conf.cniDir, id);
+  }
+}
+
+/**
+ * The attachments of a stale container that its scratch cache lists but no result cache records: an ADD cut
+ * short (killed, timed out) after the scratch cache was written, whose plugin may hold something already (an
+ * IPAM reservation). Each gets its DEL with the container's netns and arguments from its other attachments'
+ * caches. Returns false when one of them failed (the scratch cache then stays, for the next GC or the DEL).
+ */
+async function deleteUnrecorded(
+  ctx: CallContext,
+  id: string,
+  entries: ResultCacheEntry[],
+  failures: CniError[],
+): Promise<boolean> {
+  const scratch = readScratchCache(ctx.conf.cniDir, id);
+  if (scratch.kind !== 'ok' || !entries[0]) return true;
+  const delegates = scratch.value.map(fromCachedDelegate);
+  const clusterIfName = entries.find((e) => e.networkName === delegates[0]?.network.name)?.ifName ?? 'eth0';
+  const recorded = new Set(entries.map((e) => `${e.networkName}\0${e.ifName}`));
+  let ok = true;
+  let attachments;
+  try {
+    attachments = planAttachments(delegates, clusterIfName);
+  } catch (e) {
+    failures.push(wrapError(e, `the scratch cache of stale container ${id} is unusable`));
+    return false;
+  }
+  for (const a of attachments) {
+    if (recorded.has(`${a.network.name}\0${a.ifName}`)) continue;
+    const rt = { ...runtimeConfFromCache(entries[0]), ifName: a.ifName, capabilityArgs: {} };
+    try {
+      await delNetwork(a.network, rt, ctx.net);
+    } catch (e) {
+      ok = false;
+      failures.push(wrapError(e, `failed to delete stale attachment ${id} ${a.ifName} (an ADD cut short)`));
+    }
+  }
+  return ok;
 }
 
 /**

@@ -299,6 +299,26 @@ describe('STATUS and GC', () => {
     expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
   });
 
+  it('GC also deletes an attachment of a stale container that only its scratch cache lists (an ADD cut short)', async () => {
+    const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
+    const add = request('ADD', multusConf({}, '1.1.0'));
+    await cmdAdd(...withContext(add.req, add.conf, deps(exec)));
+    // killed while "third" ran: its plugin may hold something, but libcni never wrote its result cache
+    rmSync(join(cniDir, 'results', 'third-cid1-net2'));
+    exec.received.length = 0;
+    const { req, conf } = request('GC', multusConf({ 'cni.dev/valid-attachments': [] }, '1.1.0'));
+    await cmdGc(...withContext(req, conf, deps(exec)));
+    expect(
+      exec
+        .calls()
+        .filter((c) => c.startsWith('DEL'))
+        .sort(),
+    ).toEqual(['DEL p0 eth0', 'DEL p1 net1', 'DEL p2 net1', 'DEL p3 net2']);
+    const third = exec.received.find((c) => c.type === 'p3')!;
+    expect([third.args, third.path]).toEqual([expect.stringContaining('K8S_POD_NAME=pod1'), expect.any(String)]);
+    expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
+  });
+
   it("GC without the runtime's list deletes nothing", async () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     const add = request('ADD', multusConf({}, '1.1.0'));

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds whereabouts v0.9.2 as a peer for multus-ts' tests: the IPAM plugin (package
+# github.com/k8snetworkplumbingwg/whereabouts/cmd, installed as `whereabouts`) and whereabouts-reconcile
+# (test/peers/whereabouts/reconcile: whereabouts' IP reconciler run once with a kubeconfig), through the
+# wrapper module in test/peers/whereabouts (its go.mod pins the version), and copies whereabouts' CRDs
+# (doc/crds/whereabouts.cni.cncf.io_*.yaml of the module) beside them.
+#
+# Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/whereabouts/{whereabouts,whereabouts-reconcile,crds/*.yaml},
+# reused while the wrapper module's files and this script are unchanged (their hash is kept in build.sha256).
+# Prints timings on stderr and the output dir on stdout. Needs Go and, on the first build, the module proxy.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+src="$here/whereabouts"
+cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
+out_dir="$cache/whereabouts"
+stamp="$out_dir/build.sha256"
+mod=github.com/k8snetworkplumbingwg/whereabouts
+
+say() { echo "build-whereabouts.sh: $*" >&2; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
+if ! command -v go >/dev/null 2>&1; then
+  say "go is not installed (needed to build whereabouts)"
+  exit 1
+fi
+
+hash="$(cat "$src/go.mod" "$src/go.sum" "$src/tools.go" "$src/reconcile/main.go" "$here/build-whereabouts.sh" |
+  sha256sum | cut -d' ' -f1)"
+if [[ -x "$out_dir/whereabouts" && -x "$out_dir/whereabouts-reconcile" && -f "$stamp" &&
+  "$(cat "$stamp")" == "$hash" ]]; then
+  say "$out_dir/{whereabouts,whereabouts-reconcile,crds} are up to date"
+  echo "$out_dir"
+  exit 0
+fi
+
+mkdir -p "$out_dir"
+rm -f "$stamp"
+tmp="$(mktemp -d "$out_dir/.build.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
+export CGO_ENABLED=0
+
+t_all="$(now)"
+say "go $(go env GOVERSION); downloading modules"
+t0="$(now)"
+(cd "$src" && go mod download)
+say "modules ready in $(secs "$t0" "$(now)") s"
+version="$(cd "$src" && go list -m -f '{{.Version}}' "$mod")"
+moddir="$(cd "$src" && go list -m -f '{{.Dir}}' "$mod")"
+# whereabouts' own build (hack/build-go.sh) stamps the version with -X; without it the plugin's version is empty.
+ldflags="-s -w -X $mod/pkg/version.Version=$version -X $mod/pkg/version.ReleaseStatus=released"
+t0="$(now)"
+(cd "$src" && go build -trimpath -ldflags="$ldflags" -o "$tmp/whereabouts" "$mod/cmd")
+say "built whereabouts ($mod/cmd $version) in $(secs "$t0" "$(now)") s"
+t0="$(now)"
+(cd "$src" && go build -trimpath -ldflags="-s -w" -o "$tmp/whereabouts-reconcile" ./reconcile)
+say "built whereabouts-reconcile in $(secs "$t0" "$(now)") s"
+mkdir -p "$tmp/crds"
+cp "$moddir"/doc/crds/whereabouts.cni.cncf.io_*.yaml "$tmp/crds/"
+chmod 0644 "$tmp"/crds/*.yaml
+# The plugin must answer VERSION before it replaces the cached one.
+say "VERSION: $(echo '{"cniVersion":"1.0.0"}' | CNI_COMMAND=VERSION "$tmp/whereabouts" 2>&1 | head -c 200)"
+rm -rf "$out_dir/crds"
+mv -f "$tmp/whereabouts" "$tmp/whereabouts-reconcile" "$out_dir/"
+mv "$tmp/crds" "$out_dir/crds"
+echo "$hash" >"$stamp"
+say "total $(secs "$t_all" "$(now)") s"
+echo "$out_dir"
