@@ -30,6 +30,7 @@ import {
   readdirSync,
   readlinkSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -286,11 +287,14 @@ function leftovers() {
     n.startsWith(podNsPrefix),
   );
   const processes = [];
+  // ours run in the soak's own host netns (other test files may run build/multus meanwhile: not counted)
+  const hostNsLink = existsSync(`/var/run/netns/${hostNs}`) ? `net:[${statSync(`/var/run/netns/${hostNs}`).ino}]` : '';
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       const exe = readlinkSync(`/proc/${pid}/exe`);
       if (Number(pid) === daemon?.pid) continue;
-      if (exe === MULTUS || exe === SHIM || exe.startsWith(`${PLUGIN_DIR}/`)) processes.push(`${pid}:${exe}`);
+      const ours = exe.startsWith(`${PLUGIN_DIR}/`) || readlinkSync(`/proc/${pid}/ns/net`) === hostNsLink;
+      if (ours && (exe === MULTUS || exe === SHIM || exe.startsWith(`${PLUGIN_DIR}/`))) processes.push(`${pid}:${exe}`);
     } catch {
       // gone, or a kernel thread
     }
