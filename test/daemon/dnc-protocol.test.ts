@@ -52,7 +52,10 @@ const CONTROLLER_BODIES = {
   // {"name":"tenant-network-ipam",...,"interface":"ens202","ips":["10.10.10.111/24"],"mac":...} (the IPAM specs)
   addIpam: `{"env":{"CNI_ARGS":"K8S_POD_NAMESPACE=NS;K8S_POD_NAME=POD;K8S_POD_UID=UID","CNI_COMMAND":"ADD","CNI_CONTAINERID":"CID","CNI_IFNAME":"ens202","CNI_NETNS":"NETNS"},"config":"${STATIC_IPAM_B64}","interfaceAttributes":{"ips":["10.10.10.111/24"],"mac":"02:00:00:00:00:05","cni-args":null}}`,
   delIpam: `{"env":{"CNI_ARGS":"K8S_POD_NAMESPACE=NS;K8S_POD_NAME=POD;K8S_POD_UID=UID","CNI_COMMAND":"DEL","CNI_CONTAINERID":"CID","CNI_IFNAME":"ens202","CNI_NETNS":"NETNS"},"config":"${STATIC_IPAM_B64}","interfaceAttributes":{"ips":["10.10.10.111/24"],"mac":"02:00:00:00:00:05","cni-args":null}}`,
-  // lower case "del" (CreateDelegateRequest upper-cases it) and cni-args only
+  // an element without "interface" whose attachment the controller cannot find in network-status (its spec
+  // "elements without interface names"): CNI_IFNAME is empty
+  addNoIfname: `{"env":{"CNI_ARGS":"K8S_POD_NAMESPACE=NS;K8S_POD_NAME=POD;K8S_POD_UID=UID","CNI_COMMAND":"ADD","CNI_CONTAINERID":"CID","CNI_IFNAME":"","CNI_NETNS":"NETNS"},"config":"${NO_IPAM_B64}"}`,
+  // a DEL with cni-args only; IFNAME is set per test
   delArgs: `{"env":{"CNI_ARGS":"K8S_POD_NAMESPACE=NS;K8S_POD_NAME=POD;K8S_POD_UID=UID","CNI_COMMAND":"DEL","CNI_CONTAINERID":"CID","CNI_IFNAME":"IFNAME","CNI_NETNS":"NETNS"},"config":"${NO_IPAM_B64}","interfaceAttributes":{"cni-args":{"foo":"bar"}}}`,
 };
 
@@ -276,6 +279,16 @@ describe("multus-dynamic-networks-controller v0.3.7's requests against /delegate
     const call = exec.received.find((c) => c.command === 'DEL' && c.type === 'macvlan')!;
     expect(call.ifName).toBe('ens99');
     expect(call.stdin.args).toEqual({ cni: { foo: 'bar' } }); // cni-args merged as at pod creation
+    expect(scratchIfaces()).toEqual(['']);
+  });
+
+  it('an ADD with an empty CNI_IFNAME is refused (400, code 4) before any plugin runs', async () => {
+    const before = exec.calls().length;
+    const add = await send('addNoIfname');
+    expect(add.status).toBe(400);
+    expect(add.json()).toMatchObject({ code: 4, msg: expect.stringContaining('CNI_IFNAME') });
+    expect(() => controllerReading(add.status, add.body, 'ns1/tenant-network')).toThrow(/status 400/);
+    expect(exec.calls().length).toBe(before);
     expect(scratchIfaces()).toEqual(['']);
   });
 
