@@ -21,6 +21,7 @@ import type { Env } from '../cni/request.ts';
 import type { CniAnswer } from '../host/handle.ts';
 import { handle } from '../host/handle.ts';
 import type { Host } from '../host/host.ts';
+import type { SandboxLinks } from '../multus/hotplug.ts';
 import { serveDelegate } from './hotplug-http.ts';
 import type { Metrics } from './metrics.ts';
 import type { RequestQueue } from './queue.ts';
@@ -40,6 +41,8 @@ export interface ServerDeps {
   maxBodyBytes?: number;
   /** The multus config the daemon serves; when set, `/delegate` (hot-plug, docs/hotplug.md) is served. */
   multusConf?: () => Buffer;
+  /** `/delegate`'s view of a sandbox's links (default: nsenter + ip); tests give a fake. */
+  links?: SandboxLinks;
 }
 
 /** A distinct queue key for calls without a container (STATUS, GC, bad requests): they run in parallel. */
