@@ -119,6 +119,9 @@ function expectedFromGo(go: Record<string, string>): Record<string, string> {
   for (const [k, v] of Object.entries(go)) {
     out[k] = k === 'net.d/multus.d/' ? '700' : v.replace(/\n {8}"cniConf": /, '\n        "confDir": ');
   }
+  // ours also links passthru to the executable when none is beside it (the auxiliary chain's plugin;
+  // docs/install.md); Multus' thin entrypoint copies none (its thick image's install_multus copies its own)
+  if (out['bin/multus'] && !out['bin/passthru']) out['bin/passthru'] = out['bin/multus'];
   return out;
 }
 
