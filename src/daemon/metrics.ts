@@ -165,25 +165,16 @@ export function createMetrics(): Metrics {
  */
 function multusMetrics(register: Registry) {
   const registers = [register];
+  const counter = <L extends string>(name: string, help: string, labelNames: L[]) =>
+    new Counter<L>({ name, help, labelNames, registers });
   return {
-    serverTotal: new Counter({
-      name: 'multus_server_request_total',
-      help: 'Counter of HTTP requests',
-      labelNames: ['handler', 'code', 'method'],
-      registers,
-    }),
-    lookupTotal: new Counter({
-      name: 'multus_cni_plugin_lookup_total',
-      help: 'Counter of CNI plugin lookups',
-      labelNames: ['plugin', 'outcome'],
-      registers,
-    }),
-    execTotal: new Counter({
-      name: 'multus_cni_plugin_execution_total',
-      help: 'Counter of CNI plugin process executions',
-      labelNames: ['plugin', 'command', 'outcome'],
-      registers,
-    }),
+    serverTotal: counter('multus_server_request_total', 'Counter of HTTP requests', ['handler', 'code', 'method']),
+    lookupTotal: counter('multus_cni_plugin_lookup_total', 'Counter of CNI plugin lookups', ['plugin', 'outcome']),
+    execTotal: counter('multus_cni_plugin_execution_total', 'Counter of CNI plugin process executions', [
+      'plugin',
+      'command',
+      'outcome',
+    ]),
     execSeconds: new Histogram({
       name: 'multus_cni_plugin_execution_duration_seconds',
       help: 'Duration of CNI plugin process executions',
