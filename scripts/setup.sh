@@ -95,4 +95,9 @@ fi
 if [[ -f test/runtime/build.sh ]]; then
   say "runtime peers: $(bash test/runtime/build.sh --kubelet)"
 fi
+
+# 7. kube-burner v2.7.3, the driver of the density bench (`npm run bench -- --scenario density`).
+if [[ -f test/peers/build-kube-burner.sh ]]; then
+  say "kube-burner: $(bash test/peers/build-kube-burner.sh)"
+fi
 say "done"
