@@ -2,7 +2,8 @@
 import { resolve } from 'node:path';
 
 /** The scenarios `--scenario` names (`all` runs delegates-only and kubernetes). */
-export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident'];
+export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'density'];
+const DENSITY_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'];
 
 export function usage(code) {
   process.stderr.write(
@@ -19,7 +20,10 @@ export function usage(code) {
       `  --rss-pairs A,B      ADD/DEL pairs after which the daemons' RSS is read, default 1000,10000\n` +
       `  --concurrency N      concurrent ADDs of different containers, default 100\n` +
       `  --gomultus DIR       Go Multus v4.3.0 binaries, default .cache/gomultus (test/peers/build-gomultus.sh)\n` +
-      `  --rss-go             also run the RSS pairs through Go Multus thick's daemon\n`,
+      `  --rss-go             also run the RSS pairs through Go Multus thick's daemon\n` +
+      `scenario density (only when asked for: --scenario density; root, the kubelet node's peers, kube-burner):\n` +
+      `  --pods N             pods per run, default 100\n` +
+      `  --density-modes A,B  modes, in this order (then reversed), default ${DENSITY_MODES.join(',')}\n`,
   );
   process.exit(code);
 }
@@ -37,6 +41,8 @@ function defaults() {
     concurrency: 100,
     gomultus: null,
     rssGo: false,
+    pods: 100,
+    densityModes: DENSITY_MODES,
   };
 }
 
@@ -60,7 +66,11 @@ export function parseArgs(argv) {
     else if (k === '--concurrency') o.concurrency = int();
     else if (k === '--gomultus') o.gomultus = resolve(next());
     else if (k === '--rss-go') o.rssGo = true;
-    else if (k === '--rss-pairs') {
+    else if (k === '--pods') o.pods = int();
+    else if (k === '--density-modes') {
+      o.densityModes = next().split(',');
+      if (!o.densityModes.every((m) => DENSITY_MODES.includes(m))) usage(2);
+    } else if (k === '--rss-pairs') {
       o.rssPairs = next().split(',').map(Number);
       if (!o.rssPairs.every((n) => Number.isInteger(n) && n > 0)) usage(2);
     } else if (k === '-h' || k === '--help') usage(0);

@@ -1,0 +1,154 @@
+/**
+ * The density bench's node: a fresh kubelet node of the runtime tier (test/runtime/node.ts: containerd, kubelet,
+ * kube-controller-manager's DaemonSet controller, kube-scheduler) per measured run, with the images imported and
+ * the API server relayed in; a mode installed by its DaemonSet; what is left on the node after the pods are gone
+ * (host-local leases, CNI caches, links in the node's network namespace, pod network namespaces); the daemon's
+ * process and its peak RSS.
+ */
+import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ApiTunnel } from '../../../test/e2e-k8s/world.ts';
+import type { Cluster } from '../../../test/k8s/cluster.ts';
+import { NODE_LINK, NODE_LINK_PEER, NodeRuntime } from '../../../test/runtime/node.ts';
+import { CTR_BIN, runOk } from '../../../test/runtime/runtime.ts';
+import { DS, type Mode, modeObjects } from './modes.ts';
+
+export const CLUSTER_NET = 'density-cluster';
+export const BRIDGE = 'mtsdnbr0';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface Node {
+  node: NodeRuntime;
+  tunnel: ApiTunnel;
+}
+
+/** Polls `check` every 250 ms until it gives a value; throws `what` after `timeoutMs`. */
+export async function until<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
+    await sleep(250);
+  }
+}
+
+/** A new node with the cluster network (bridge + host-local), the images, kubelet Ready. */
+export async function startNode(cluster: Cluster, images: string[]): Promise<Node> {
+  const node = await new NodeRuntime().prepare();
+  await rm(join(node.binDir, 'multus')); // the DaemonSet installs the plugin
+  await node.writeConf('10-cluster.conflist', {
+    cniVersion: '1.0.0',
+    name: CLUSTER_NET,
+    plugins: [
+      {
+        type: 'bridge',
+        bridge: BRIDGE,
+        isGateway: true,
+        isDefaultGateway: true,
+        ipam: { type: 'host-local', ranges: [[{ subnet: '10.240.0.0/16' }]] },
+      },
+    ],
+  });
+  await node.start();
+  for (const tar of images) await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', tar]);
+  const tunnel = new ApiTunnel();
+  await tunnel.open(cluster, node.hostNs, node.dir);
+  await node.startControlPlane(cluster);
+  await node.startKubelet(cluster, 120_000);
+  return { node, tunnel };
+}
+
+/** The mode's DaemonSet pod on the node, once Ready. */
+export async function install(cluster: Cluster, mode: Mode, timeoutMs = 240_000): Promise<any> {
+  const port = new URL(cluster.server).port;
+  for (const { url, obj } of modeObjects(mode, port)) {
+    const r = await cluster.admin.request('POST', url, obj);
+    if (r.status === 409) await cluster.admin.put(`${url}/${obj.metadata.name}`, obj);
+    else if (r.status >= 300) throw new Error(`POST ${url}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+  }
+  return until(`the ${mode} DaemonSet pod Ready`, timeoutMs, async () => {
+    const pods = (await dsPods(cluster, mode)).filter((p) => !p.metadata.deletionTimestamp);
+    const ready = pods.find((p) =>
+      (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True'),
+    );
+    return ready;
+  });
+}
+
+export async function dsPods(cluster: Cluster, mode: Mode): Promise<any[]> {
+  const sel = encodeURIComponent(DS[mode].label);
+  return (await cluster.admin.get(`/api/v1/namespaces/kube-system/pods?labelSelector=${sel}`)).items as any[];
+}
+
+/** Removes the mode's DaemonSet (and its ConfigMaps); waits until its pods are gone. */
+export async function uninstall(cluster: Cluster, mode: Mode): Promise<void> {
+  const port = new URL(cluster.server).port;
+  for (const { url, obj } of modeObjects(mode, port)) {
+    if (obj.kind === 'DaemonSet' || obj.kind === 'ConfigMap')
+      await cluster.admin.request('DELETE', `${url}/${obj.metadata.name}`);
+  }
+  for (const p of await dsPods(cluster, mode))
+    await cluster.admin.request(
+      'DELETE',
+      `/api/v1/namespaces/kube-system/pods/${p.metadata.name}?gracePeriodSeconds=0`,
+    );
+  await until(`the ${mode} DaemonSet pods gone`, 60_000, async () =>
+    (await dsPods(cluster, mode)).length === 0 ? true : undefined,
+  );
+}
+
+/** Stops the node (kubelet, control plane, containerd; cleanup.sh) and removes its Node object. */
+export async function stopNode(cluster: Cluster, n: Node): Promise<void> {
+  await n.node.stop();
+  await n.tunnel.close();
+  await cluster.admin.request('DELETE', `/api/v1/nodes/${n.node.nodeName}`);
+}
+
+/** What the pods left on the node: host-local leases, CNI cache files, links, pod network namespaces. */
+export async function leaks(n: Node): Promise<{ ips: number; caches: number; links: number; netns: number }> {
+  const node = n.node;
+  let ips = 0;
+  const nets = node.path('/var/lib/cni/networks');
+  for (const net of await readdir(nets).catch(() => [] as string[])) {
+    ips += (await readdir(join(nets, net)).catch(() => [] as string[])).filter((f) => /^[0-9a-f.:]+$/.test(f)).length;
+  }
+  let caches = 0;
+  for (const d of ['/var/lib/cni/multus', '/var/lib/cni/multus/results', '/var/lib/cni/results']) {
+    const names = await readdir(node.path(d), { withFileTypes: true }).catch(() => []);
+    caches += names.filter((e) => e.isFile()).length;
+  }
+  const links = JSON.parse(await runOk('ip', ['-n', node.hostNs, '-j', 'link', 'show'])) as { ifname: string }[];
+  const known = new Set(['lo', NODE_LINK, NODE_LINK_PEER, BRIDGE]);
+  return {
+    ips,
+    caches,
+    links: links.filter((l) => !known.has(l.ifname)).length,
+    netns: (await node.netnsFiles()).length,
+  };
+}
+
+/** The pid of the mode's daemon process in the node's cgroup (resident modes), if it runs. */
+export async function daemonPid(n: Node, mode: Mode): Promise<number | undefined> {
+  if (mode !== 'resident_ts' && mode !== 'go_thick') return undefined;
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const cmd = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
+    const argv = cmd.split('\0');
+    const isDaemon =
+      mode === 'go_thick' ? argv[0]?.endsWith('/multus-daemon') : argv[0]?.endsWith('/multus') && argv[1] === 'daemon';
+    if (!isDaemon) continue;
+    const cg = await readFile(`/proc/${name}/cgroup`, 'utf8').catch(() => '');
+    if (cg.includes(n.node.cgroupParent)) return Number(name);
+  }
+  return undefined;
+}
+
+/** VmHWM of a process in MiB; `reset` first clears it (clear_refs 5), so the next read is the peak since. */
+export async function peakRssMib(pid: number | undefined, reset = false): Promise<number | undefined> {
+  if (!pid) return undefined;
+  if (reset) await writeFile(`/proc/${pid}/clear_refs`, '5').catch(() => {});
+  const s = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kib = Number(/VmHWM:\s+(\d+)/.exec(s)?.[1]);
+  return Number.isFinite(kib) ? Math.round((kib / 1024) * 10) / 10 : undefined;
+}
