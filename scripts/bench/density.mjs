@@ -41,7 +41,15 @@ export async function runDensity({ opts, node, tmp }) {
   for (const b of ['multus', 'multus-shim', 'multus-daemon', 'thin_entrypoint'])
     if (!existsSync(join(go, b))) fail(`${join(go, b)} is missing (bash test/peers/build-gomultus.sh)`);
   const dir = join(tmp, 'density');
-  const args = { pods: opts.pods, modes: opts.densityModes, images: images(dir, go), dir };
+  const args = {
+    pods: opts.pods,
+    modes: opts.densityModes,
+    images: images(dir, go),
+    dir,
+    burst: opts.burst,
+    faults: opts.faults,
+    faultModes: opts.faultModes,
+  };
   say(`density: ${opts.pods} pods per run, modes ${opts.densityModes.join(' ')}`);
   // transform, not strip: test/e2e-k8s/world.ts has parameter properties
   const flags = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning'];

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 /** The scenarios `--scenario` names (`all` runs delegates-only and kubernetes). */
 export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'density'];
 const DENSITY_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'];
+const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'];
 
 export function usage(code) {
   process.stderr.write(
@@ -23,7 +24,10 @@ export function usage(code) {
       `  --rss-go             also run the RSS pairs through Go Multus thick's daemon\n` +
       `scenario density (only when asked for: --scenario density; root, the kubelet node's peers, kube-burner):\n` +
       `  --pods N             pods per run, default 100\n` +
-      `  --density-modes A,B  modes, in this order (then reversed), default ${DENSITY_MODES.join(',')}\n`,
+      `  --density-modes A,B  modes, in this order (then reversed), default ${DENSITY_MODES.join(',')}\n` +
+      `  --no-burst           no reboot burst (and no faults) in each mode's second run\n` +
+      `  --faults A,B|none    faults, each in a burst of its own, default ${FAULTS.join(',')}\n` +
+      `  --fault-modes A,B    the modes that get the faults, default thin_ts,resident_ts (the modes we ship)\n`,
   );
   process.exit(code);
 }
@@ -43,6 +47,9 @@ function defaults() {
     rssGo: false,
     pods: 100,
     densityModes: DENSITY_MODES,
+    burst: true,
+    faults: FAULTS,
+    faultModes: ['thin_ts', 'resident_ts'],
   };
 }
 
@@ -67,7 +74,15 @@ export function parseArgs(argv) {
     else if (k === '--gomultus') o.gomultus = resolve(next());
     else if (k === '--rss-go') o.rssGo = true;
     else if (k === '--pods') o.pods = int();
-    else if (k === '--density-modes') {
+    else if (k === '--no-burst') o.burst = false;
+    else if (k === '--faults') {
+      const v = next();
+      o.faults = v === 'none' ? [] : v.split(',');
+      if (!o.faults.every((f) => FAULTS.includes(f))) usage(2);
+    } else if (k === '--fault-modes') {
+      o.faultModes = next().split(',');
+      if (!o.faultModes.every((m) => DENSITY_MODES.includes(m))) usage(2);
+    } else if (k === '--density-modes') {
       o.densityModes = next().split(',');
       if (!o.densityModes.every((m) => DENSITY_MODES.includes(m))) usage(2);
     } else if (k === '--rss-pairs') {

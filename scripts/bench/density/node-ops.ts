@@ -50,6 +50,10 @@ export async function startNode(cluster: Cluster, images: string[]): Promise<Nod
       },
     ],
   });
+  // the CNI caches on a filesystem of their own, so that the cache-full fault can fill it (burst.ts)
+  await runOk('nsenter', ['-t', String(node.holderPid), '--mount', '--', 'mkdir', '-p', '/var/lib/cni']);
+  const tmpfs = ['mount', '-t', 'tmpfs', '-o', 'size=256m,mode=0755', 'tmpfs', '/var/lib/cni'];
+  await runOk('nsenter', ['-t', String(node.holderPid), '--mount', '--', ...tmpfs]);
   await node.start();
   for (const tar of images) await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', tar]);
   const tunnel = new ApiTunnel();
@@ -98,6 +102,15 @@ export async function uninstall(cluster: Cluster, mode: Mode): Promise<void> {
   );
 }
 
+/** Restarts of the DaemonSet pod's containers so far, and the last termination reasons (OOMKilled, ...). */
+export async function dsRestarts(cluster: Cluster, mode: Mode): Promise<{ restarts: number; reasons: string[] }> {
+  const statuses = (await dsPods(cluster, mode)).flatMap((p) => p.status?.containerStatuses ?? []);
+  return {
+    restarts: statuses.reduce((s: number, c: any) => s + (c.restartCount ?? 0), 0),
+    reasons: statuses.map((c: any) => c.lastState?.terminated?.reason).filter(Boolean),
+  };
+}
+
 /** Stops the node (kubelet, control plane, containerd; cleanup.sh) and removes its Node object. */
 export async function stopNode(cluster: Cluster, n: Node): Promise<void> {
   await n.node.stop();
@@ -106,18 +119,19 @@ export async function stopNode(cluster: Cluster, n: Node): Promise<void> {
 }
 
 /** What the pods left on the node: host-local leases, CNI cache files, links, pod network namespaces. */
-export async function leaks(n: Node): Promise<{ ips: number; caches: number; links: number; netns: number }> {
+export async function leaks(n: Node): Promise<any> {
   const node = n.node;
   let ips = 0;
   const nets = node.path('/var/lib/cni/networks');
   for (const net of await readdir(nets).catch(() => [] as string[])) {
     ips += (await readdir(join(nets, net)).catch(() => [] as string[])).filter((f) => /^[0-9a-f.:]+$/.test(f)).length;
   }
-  let caches = 0;
+  const cacheFiles: string[] = [];
   for (const d of ['/var/lib/cni/multus', '/var/lib/cni/multus/results', '/var/lib/cni/results']) {
     const names = await readdir(node.path(d), { withFileTypes: true }).catch(() => []);
-    caches += names.filter((e) => e.isFile()).length;
+    cacheFiles.push(...names.filter((e) => e.isFile()).map((e) => join(d, e.name)));
   }
+  const caches = cacheFiles.length;
   const links = JSON.parse(await runOk('ip', ['-n', node.hostNs, '-j', 'link', 'show'])) as { ifname: string }[];
   const known = new Set(['lo', NODE_LINK, NODE_LINK_PEER, BRIDGE]);
   return {
@@ -125,7 +139,24 @@ export async function leaks(n: Node): Promise<{ ips: number; caches: number; lin
     caches,
     links: links.filter((l) => !known.has(l.ifname)).length,
     netns: (await node.netnsFiles()).length,
+    ...(caches ? { cache_files: cacheFiles.slice(0, 10) } : {}),
   };
+}
+
+/** The last lines of the DaemonSet pod's container logs on the node (for a run with failures). */
+export async function dsLogTail(n: Node, mode: Mode, lines = 15): Promise<string> {
+  const base = n.node.path('/var/log/pods');
+  const prefix = `kube-system_${DS[mode].name}-`;
+  const out: string[] = [];
+  for (const pod of (await readdir(base).catch(() => [] as string[])).filter((d) => d.startsWith(prefix))) {
+    for (const c of await readdir(join(base, pod)).catch(() => [] as string[])) {
+      for (const f of await readdir(join(base, pod, c)).catch(() => [] as string[])) {
+        const text = await readFile(join(base, pod, c, f), 'utf8').catch(() => '');
+        out.push(`${c}/${f}:`, ...text.trimEnd().split('\n').slice(-lines));
+      }
+    }
+  }
+  return out.join('\n').slice(-4000);
 }
 
 /** The pid of the mode's daemon process in the node's cgroup (resident modes), if it runs. */

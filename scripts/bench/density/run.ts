@@ -15,8 +15,22 @@ import { createNad, ensureNamespace } from '../../../test/e2e-k8s/world.ts';
 import { type Cluster, startCluster } from '../../../test/k8s/cluster.ts';
 import { NODE_LINK_PEER } from '../../../test/runtime/node.ts';
 import { runBurner } from './burner.ts';
+import { type Fault, burst } from './burst.ts';
 import { type Mode, daemonLimitMib } from './modes.ts';
-import { type Node, daemonPid, install, leaks, peakRssMib, startNode, stopNode, uninstall, until } from './node-ops.ts';
+import {
+  type Node,
+  daemonPid,
+  dsLogTail,
+  dsPods,
+  dsRestarts,
+  install,
+  leaks,
+  peakRssMib,
+  startNode,
+  stopNode,
+  uninstall,
+  until,
+} from './node-ops.ts';
 
 const say = (s: string) => process.stderr.write(`bench density: ${s}\n`);
 const NADS = ['density-a', 'density-b'];
@@ -26,6 +40,11 @@ interface Args {
   modes: Mode[];
   images: string[];
   dir: string;
+  /** the reboot burst in each mode's second run */
+  burst: boolean;
+  /** the faults, each in a burst of its own, in the second run of these modes */
+  faults: Fault[];
+  faultModes: Mode[];
 }
 
 /** A namespace with its default service account and the two NADs (macvlan on the node's veth, host-local). */
@@ -49,7 +68,7 @@ async function workloadNamespace(cluster: Cluster, ns: string): Promise<void> {
 }
 
 /** Pods of the workload: how many are Ready, and how many have a network-status with all three networks. */
-async function podCheck(cluster: Cluster, ns: string): Promise<{ pods: number; ready: number; netstatus_ok: number }> {
+async function podCheck(cluster: Cluster, ns: string): Promise<any> {
   const items = (await cluster.admin.get(`/api/v1/namespaces/${ns}/pods`)).items as any[];
   const ready = items.filter((p) =>
     (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True'),
@@ -59,7 +78,14 @@ async function podCheck(cluster: Cluster, ns: string): Promise<{ pods: number; r
     const names = st.filter((e) => (e.ips ?? []).length > 0).map((e) => e.name);
     return names.length === 3 && NADS.every((n) => names.includes(`${ns}/${n}`));
   });
-  return { pods: items.length, ready: ready.length, netstatus_ok: ok.length };
+  const bad = ready.find((p) => !ok.includes(p));
+  const sample = bad?.metadata?.annotations?.['k8s.v1.cni.cncf.io/network-status'] ?? (bad ? '(none)' : undefined);
+  return {
+    pods: items.length,
+    ready: ready.length,
+    netstatus_ok: ok.length,
+    ...(sample ? { netstatus_wrong_example: String(sample).slice(0, 1500) } : {}),
+  };
 }
 
 /** Deletes every pod of the namespace; waits until the API has none. */
@@ -80,12 +106,53 @@ async function apiRequests(cluster: Cluster, t0: number, t1: number): Promise<nu
   }).length;
 }
 
-/** One measured run of a mode on a fresh node. */
+/** The reboot burst, then each fault in a burst of its own, with the pods of the run; their figures. */
+async function bursts(cluster: Cluster, a: Args, n: Node, mode: Mode, ns: string): Promise<any> {
+  const ctx = { n, cluster, mode, ns, nads: NADS, pods: a.pods };
+  const before = await dsRestarts(cluster, mode);
+  say(`${mode}: reboot burst`);
+  const b = await burst(ctx);
+  const after = await dsRestarts(cluster, mode);
+  const out: any = {
+    burst: { ...b, daemon_restarts: after.restarts - before.restarts, daemon_exit_reasons: after.reasons },
+    faults: {},
+  };
+  if (!a.faultModes.includes(mode)) return out;
+  for (const f of a.faults) {
+    say(`${mode}: reboot burst with fault ${f}`);
+    out.faults[f] = await burst(ctx, f);
+  }
+  return out;
+}
+
+/** A run whose DaemonSet pod never became Ready: every pod counts as failed; what the DaemonSet pod says. */
+async function installFailure(cluster: Cluster, a: Args, n: Node, mode: Mode, error: string): Promise<any> {
+  say(`${mode}: ${error}`);
+  const pods = await dsPods(cluster, mode).catch(() => []);
+  const status = pods.map((p) => ({
+    phase: p.status?.phase,
+    init: (p.status?.initContainerStatuses ?? []).map((c: any) => c.state),
+    containers: (p.status?.containerStatuses ?? []).map((c: any) => ({ state: c.state, last: c.lastState })),
+  }));
+  return {
+    mode,
+    error,
+    failed_pods: a.pods,
+    daemonset_pod: JSON.stringify(status).slice(0, 2000),
+    daemonset_log: await dsLogTail(n, mode),
+  };
+}
+
+/** One measured run of a mode on a fresh node (the second run of a mode also runs the bursts). */
 async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Promise<any> {
   say(`run ${k}: ${mode}: starting a node`);
   const n: Node = await startNode(cluster, a.images);
   try {
-    await install(cluster, mode);
+    const installed = await install(cluster, mode).then(
+      () => undefined,
+      (e: Error) => e.message,
+    );
+    if (installed) return await installFailure(cluster, a, n, mode, installed);
     const ns = `density-${k}`;
     await workloadNamespace(cluster, ns);
     const pid = await daemonPid(n, mode);
@@ -97,8 +164,12 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     const t1 = Date.now();
     const check = await podCheck(cluster, ns);
     const rss = await peakRssMib(pid);
+    const dsLog = check.netstatus_ok < a.pods ? await dsLogTail(n, mode) : undefined;
     const requests = await apiRequests(cluster, t0, t1);
-    say(`run ${k}: ${mode}: ${JSON.stringify(burner.pod_ready_ms)} ${JSON.stringify(check)}; deleting the pods`);
+    say(`run ${k}: ${mode}: ${JSON.stringify(burner.pod_ready_ms)} ${JSON.stringify(check)}`);
+    const second = k > a.modes.length;
+    const b = second && a.burst && check.ready === a.pods ? await bursts(cluster, a, n, mode, ns) : undefined;
+    say(`run ${k}: ${mode}: deleting the pods`);
     await deletePods(cluster, ns);
     await new Promise((r) => setTimeout(r, 2000));
     const left = await leaks(n);
@@ -112,6 +183,8 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
       daemon_peak_rss_mib: rss,
       leaked: left,
       ...(burner.pod_ready_ms ? {} : { kube_burner_log: burner.log }),
+      ...(b ? { bursts: b } : {}),
+      ...(dsLog ? { daemonset_log: dsLog } : {}),
       seconds: Math.round((t1 - t0) / 100) / 10,
     };
   } finally {
@@ -135,12 +208,17 @@ function summary(runs: any[], modes: Mode[]): any {
     out.modes[m] = {
       pod_ready_ms: { p50: avg(ok.map((r) => r.pod_ready_ms.p50)), p99: avg(ok.map((r) => r.pod_ready_ms.p99)) },
       failed_pods: rs.reduce((s, r) => s + r.failed_pods, 0),
-      api_requests_per_pod: avg(rs.map((r) => r.api_requests_per_pod)),
+      api_requests_per_pod: avg(ok.map((r) => r.api_requests_per_pod)),
       leaked: sumLeaks(rs),
       runs: rs.map(({ mode: _m, ...r }) => r),
     };
     const rss = rs.map((r) => r.daemon_peak_rss_mib).filter((x) => typeof x === 'number');
     if (rss.length) out.daemon_peak_rss_mib[m] = { peak: Math.max(...rss), limit: daemonLimitMib(m) };
+    const b = rs.find((r) => r.bursts)?.bursts;
+    if (b) {
+      (out.burst ??= {})[m] = { ...b.burst, daemon_limit_mib: daemonLimitMib(m) };
+      if (Object.keys(b.faults).length) (out.faults ??= {})[m] = b.faults;
+    }
   }
   return out;
 }
