@@ -158,7 +158,7 @@ export async function burst(ctx: BurstCtx, fault?: Fault): Promise<any> {
   const kubeletUp = n.node.startKubelet(cluster, 300_000);
   const injected = fault ? inject(fault, ctx, progress) : Promise.resolve('');
   await kubeletUp.catch(() => {}); // with the API away it is not Ready within its wait; the pods say when it is
-  const deadline = t0 + 600_000;
+  const deadline = t0 + 300_000;
   let ready = 0;
   while ((ready = await progress()) < pods && Date.now() < deadline) await sleep(500);
   const seconds = Math.round((Date.now() - t0) / 100) / 10;

@@ -6,7 +6,8 @@
 # Contents: the binaries test/peers/build-gomultus.sh built (multus, multus-shim, multus-daemon, thin_entrypoint)
 # at /usr/src/multus-cni/bin/ and thin_entrypoint also at /, as Multus' own images have them; busybox (Debian's
 # busybox-static) as /bin/cp for the thick DaemonSet's init container, which in Multus' image runs
-# install_multus (not built here) to copy the shim. Named ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0.
+# install_multus (not built here) to copy the shim; /etc/passwd and /etc/group with root (Multus' image is Debian's).
+# Named ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0.
 set -euo pipefail
 out="$1"
 go="$2"
@@ -28,6 +29,11 @@ install -m 0755 "$go/thin_entrypoint" "$rootfs/thin_entrypoint"
 install -m 0755 /usr/bin/busybox "$rootfs/bin/busybox"
 ln -s busybox "$rootfs/bin/cp"
 ln -s ../run "$rootfs/var/run"
+# multus-daemon checks it runs as root with os/user, which (without cgo) reads /etc/passwd; without the file it
+# dereferences a nil user and panics (cmd/multus-daemon/main.go, startMultusDaemon)
+install -d -m 0755 "$rootfs/etc"
+echo 'root:x:0:0:root:/root:/bin/sh' >"$rootfs/etc/passwd"
+echo 'root:x:0:' >"$rootfs/etc/group"
 umoci repack --image "$layout:v4.3.0" "$work/bundle" >/dev/null
 umoci config --image "$layout:v4.3.0" --os linux --architecture amd64 \
   --config.entrypoint /usr/src/multus-cni/bin/multus-daemon --config.env PATH=/usr/sbin:/usr/bin:/sbin:/bin \

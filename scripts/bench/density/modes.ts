@@ -26,7 +26,7 @@ export const DS: Record<Mode, { name: string; label: string }> = {
 const res = (cpu: string, memory: string) => ({ requests: { cpu, memory }, limits: { cpu, memory } });
 const hostPath = (name: string, path: string) => ({ name, hostPath: { path } });
 
-function goDaemonSet(containers: unknown[], initContainers: unknown[], volumes: unknown[]): Obj {
+function goDaemonSet(containers: unknown[], initContainers: unknown[], volumes: unknown[], hostPID = false): Obj {
   const labels = { tier: 'node', app: 'multus', name: 'multus' };
   const o: any = {
     apiVersion: 'apps/v1',
@@ -39,6 +39,7 @@ function goDaemonSet(containers: unknown[], initContainers: unknown[], volumes: 
         metadata: { labels },
         spec: {
           hostNetwork: true,
+          ...(hostPID ? { hostPID: true } : {}),
           tolerations: [
             { operator: 'Exists', effect: 'NoSchedule' },
             { operator: 'Exists', effect: 'NoExecute' },
@@ -145,7 +146,7 @@ function goThick(): Obj[] {
     hostPath('host-run-netns', '/run/netns/'),
     hostPath('multus-conf-dir', '/etc/cni/multus/net.d'),
   ];
-  return [configMap, goDaemonSet([daemon], [install], volumes)];
+  return [configMap, goDaemonSet([daemon], [install], volumes, true)];
 }
 
 /** The objects of a mode, with the API server's address in every container's environment. */

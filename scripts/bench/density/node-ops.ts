@@ -63,8 +63,8 @@ export async function startNode(cluster: Cluster, images: string[]): Promise<Nod
   return { node, tunnel };
 }
 
-/** The mode's DaemonSet pod on the node, once Ready. */
-export async function install(cluster: Cluster, mode: Mode, timeoutMs = 240_000): Promise<any> {
+/** The mode's DaemonSet pod on the node, once Ready and its 00-multus.conf(list) is on the node. */
+export async function install(cluster: Cluster, n: Node, mode: Mode, timeoutMs = 300_000): Promise<any> {
   const port = new URL(cluster.server).port;
   for (const { url, obj } of modeObjects(mode, port)) {
     const r = await cluster.admin.request('POST', url, obj);
@@ -76,7 +76,8 @@ export async function install(cluster: Cluster, mode: Mode, timeoutMs = 240_000)
     const ready = pods.find((p) =>
       (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True'),
     );
-    return ready;
+    const confs = await readdir(n.node.path('/etc/cni/net.d')).catch(() => [] as string[]);
+    return ready && confs.some((f) => f.startsWith('00-multus.conf')) ? ready : undefined;
   });
 }
 

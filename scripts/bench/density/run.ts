@@ -112,6 +112,7 @@ async function bursts(cluster: Cluster, a: Args, n: Node, mode: Mode, ns: string
   const before = await dsRestarts(cluster, mode);
   say(`${mode}: reboot burst`);
   const b = await burst(ctx);
+  say(`${mode}: burst: ${JSON.stringify(b)}`);
   const after = await dsRestarts(cluster, mode);
   const out: any = {
     burst: { ...b, daemon_restarts: after.restarts - before.restarts, daemon_exit_reasons: after.reasons },
@@ -121,6 +122,7 @@ async function bursts(cluster: Cluster, a: Args, n: Node, mode: Mode, ns: string
   for (const f of a.faults) {
     say(`${mode}: reboot burst with fault ${f}`);
     out.faults[f] = await burst(ctx, f);
+    say(`${mode}: ${f}: ${JSON.stringify(out.faults[f])}`);
   }
   return out;
 }
@@ -148,7 +150,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
   say(`run ${k}: ${mode}: starting a node`);
   const n: Node = await startNode(cluster, a.images);
   try {
-    const installed = await install(cluster, mode).then(
+    const installed = await install(cluster, n, mode).then(
       () => undefined,
       (e: Error) => e.message,
     );
