@@ -19,6 +19,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import type { Cluster } from '../../../test/k8s/cluster.ts';
 import { runOk } from '../../../test/runtime/runtime.ts';
 import type { Mode } from './modes.ts';
+import { hasAllNetworks, isReady } from './pods.ts';
 import { BRIDGE, type Node, daemonPid, peakRssMib } from './node-ops.ts';
 import { NODE_LINK, NODE_LINK_PEER } from '../../../test/runtime/node.ts';
 
@@ -78,14 +79,7 @@ async function powerOff(n: Node): Promise<void> {
 /** The workload's pods that are Ready since `since` (ms) with all three networks in their network-status. */
 export async function recovered(cluster: Cluster, ns: string, nads: string[], since: number): Promise<number> {
   const items = (await cluster.admin.get(`/api/v1/namespaces/${ns}/pods`)).items as any[];
-  return items.filter((p) => {
-    const ready = (p.status?.conditions ?? []).find((c: any) => c.type === 'Ready');
-    if (ready?.status !== 'True' || Date.parse(ready.lastTransitionTime) < Math.floor(since / 1000) * 1000)
-      return false;
-    const st = JSON.parse(p.metadata?.annotations?.['k8s.v1.cni.cncf.io/network-status'] ?? '[]') as any[];
-    const names = st.filter((e) => (e.ips ?? []).length > 0).map((e) => e.name);
-    return names.length === 3 && nads.every((x) => names.includes(`${ns}/${x}`));
-  }).length;
+  return items.filter((p) => isReady(p, since) && hasAllNetworks(p, nads)).length;
 }
 
 /** Injects `fault` while the burst runs; resolves when the fault is over. */

@@ -17,6 +17,7 @@ import { NODE_LINK_PEER } from '../../../test/runtime/node.ts';
 import { runBurner } from './burner.ts';
 import { type Fault, burst } from './burst.ts';
 import { type Mode, daemonLimitMib } from './modes.ts';
+import { hasAllNetworks, isReady } from './pods.ts';
 import {
   type Node,
   daemonPid,
@@ -70,14 +71,8 @@ async function workloadNamespace(cluster: Cluster, ns: string): Promise<void> {
 /** Pods of the workload: how many are Ready, and how many have a network-status with all three networks. */
 async function podCheck(cluster: Cluster, ns: string): Promise<any> {
   const items = (await cluster.admin.get(`/api/v1/namespaces/${ns}/pods`)).items as any[];
-  const ready = items.filter((p) =>
-    (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True'),
-  );
-  const ok = ready.filter((p) => {
-    const st = JSON.parse(p.metadata?.annotations?.['k8s.v1.cni.cncf.io/network-status'] ?? '[]') as any[];
-    const names = st.filter((e) => (e.ips ?? []).length > 0).map((e) => e.name);
-    return names.length === 3 && NADS.every((n) => names.includes(`${ns}/${n}`));
-  });
+  const ready = items.filter((p) => isReady(p));
+  const ok = ready.filter((p) => hasAllNetworks(p, NADS));
   const bad = ready.find((p) => !ok.includes(p));
   const sample = bad?.metadata?.annotations?.['k8s.v1.cni.cncf.io/network-status'] ?? (bad ? '(none)' : undefined);
   return {
