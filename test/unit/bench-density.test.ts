@@ -61,7 +61,7 @@ describe('density: the DaemonSet of each mode', () => {
       securityContext: { privileged: true },
       resources: { limits: { memory: '50Mi' } },
     });
-    expect(spec.initContainers[0].command.at(-1)).toBe('/host/opt/cni/bin/multus-shim');
+    expect(spec.initContainers[0].command.at(-1)).toMatch(/&& mv -f \S+ \/host\/opt\/cni\/bin\/multus-shim$/);
     const cm = objs.find((o) => o.obj.kind === 'ConfigMap')!.obj as any;
     expect(JSON.parse(cm.data['daemon-config.json'])).toMatchObject({
       chrootDir: '/hostroot',

@@ -5,7 +5,7 @@
 #
 # Contents: the binaries test/peers/build-gomultus.sh built (multus, multus-shim, multus-daemon, thin_entrypoint)
 # at /usr/src/multus-cni/bin/ and thin_entrypoint also at /, as Multus' own images have them; busybox (Debian's
-# busybox-static) as /bin/cp for the thick DaemonSet's init container, which in Multus' image runs
+# busybox-static) as /bin/sh, cp and mv for the thick DaemonSet's init container, which in Multus' image runs
 # install_multus (not built here) to copy the shim; /etc/passwd and /etc/group with root (Multus' image is Debian's).
 # Named ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0.
 set -euo pipefail
@@ -27,7 +27,7 @@ for b in multus multus-shim multus-daemon thin_entrypoint; do
 done
 install -m 0755 "$go/thin_entrypoint" "$rootfs/thin_entrypoint"
 install -m 0755 /usr/bin/busybox "$rootfs/bin/busybox"
-ln -s busybox "$rootfs/bin/cp"
+for t in sh cp mv; do ln -s busybox "$rootfs/bin/$t"; done
 ln -s ../run "$rootfs/var/run"
 # multus-daemon checks it runs as root with os/user, which (without cgo) reads /etc/passwd; without the file it
 # dereferences a nil user and panics (cmd/multus-daemon/main.go, startMultusDaemon)

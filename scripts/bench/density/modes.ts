@@ -126,7 +126,14 @@ function goThick(): Obj[] {
     name: 'install-multus-binary',
     image: GO_IMAGE,
     imagePullPolicy: 'Never',
-    command: ['/bin/cp', '/usr/src/multus-cni/bin/multus-shim', '/host/opt/cni/bin/multus-shim'],
+    // what install_multus does: a copy beside it, then a rename (a plain copy over a shim that runs fails with
+    // ETXTBSY, and after a reboot the runtime runs shims while this container starts)
+    command: [
+      '/bin/sh',
+      '-c',
+      'cp /usr/src/multus-cni/bin/multus-shim /host/opt/cni/bin/.multus-shim.new && ' +
+        'mv -f /host/opt/cni/bin/.multus-shim.new /host/opt/cni/bin/multus-shim',
+    ],
     resources: res('10m', '15Mi'),
     securityContext: { privileged: true },
     volumeMounts: [{ name: 'cnibin', mountPath: '/host/opt/cni/bin', mountPropagation: 'Bidirectional' }],
