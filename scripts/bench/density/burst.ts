@@ -20,7 +20,7 @@ import type { Cluster } from '../../../test/k8s/cluster.ts';
 import { runOk } from '../../../test/runtime/runtime.ts';
 import type { Mode } from './modes.ts';
 import { hasAllNetworks, isReady } from './pods.ts';
-import { BRIDGE, type Node, daemonPid, peakRssMib } from './node-ops.ts';
+import { BRIDGE, type Node, containerPids, daemonPid, peakRssMib } from './node-ops.ts';
 import { NODE_LINK, NODE_LINK_PEER } from '../../../test/runtime/node.ts';
 
 export const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'] as const;
@@ -31,14 +31,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const inNode = (n: Node, script: string) =>
   runOk('nsenter', ['-t', String(n.node.holderPid), '--mount', '--', 'sh', '-c', script]);
 
-/** Pids whose /proc/<pid>/<file> matches. */
-async function pidsWhere(test: (cmdline: string[], cgroup: string) => boolean): Promise<number[]> {
+/** Pids whose command line matches. */
+async function pidsWhere(test: (cmdline: string[]) => boolean): Promise<number[]> {
   const out: number[] = [];
   for (const name of await readdir('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     const cmd = (await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    const cg = await readFile(`/proc/${name}/cgroup`, 'utf8').catch(() => '');
-    if (test(cmd, cg)) out.push(Number(name));
+    if (test(cmd)) out.push(Number(name));
   }
   return out;
 }
@@ -64,10 +63,13 @@ async function killKubelet(n: Node): Promise<void> {
 
 /** Power off: kubelet, containerd, every container, the pods' network namespaces, the runtime dirs of /run. */
 async function powerOff(n: Node): Promise<void> {
+  const ids = async (args: string[]) => (await n.node.crictl(args)).stdout.split('\n').filter(Boolean);
+  const containers = [...(await ids(['pods', '-q'])), ...(await ids(['ps', '-a', '-q']))];
   await killKubelet(n);
   await n.node.stopContainerd();
   const socket = n.node.socket;
-  kill(await pidsWhere((cmd, cg) => cmd.includes(socket) || cg.includes(`/${n.node.cgroupParent}/`)));
+  kill(await pidsWhere((cmd) => cmd.includes(socket))); // the shims
+  kill(await containerPids(containers)); // what ran in the containers (a shim's death leaves them)
   await sleep(500);
   await inNode(
     n,
@@ -97,7 +99,7 @@ async function inject(fault: Fault, ctx: BurstCtx, progress: () => Promise<numbe
   if (fault === 'daemon-kill') {
     if (mode !== 'resident_ts' && mode !== 'go_thick') return 'n/a (no daemon)';
     let pid: number | undefined;
-    for (let i = 0; i < 2400 && !(pid = await daemonPid(n, mode)); i++) await sleep(250);
+    for (let i = 0; i < 480 && !(pid = await daemonPid(cluster, mode)); i++) await sleep(250);
     if (pid) kill([pid]);
     return pid ? `daemon pid ${pid} SIGKILLed` : 'the daemon never came back';
   }
@@ -158,7 +160,7 @@ export async function burst(ctx: BurstCtx, fault?: Fault): Promise<any> {
   const seconds = Math.round((Date.now() - t0) / 100) / 10;
   const what = await injected;
   await sleep(2000);
-  const rss = await peakRssMib(await daemonPid(n, mode));
+  const rss = await peakRssMib(await daemonPid(cluster, mode));
   return {
     ...(fault ? { fault: what } : {}),
     recovered: `${ready}/${pods}`,

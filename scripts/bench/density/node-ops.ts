@@ -160,18 +160,32 @@ export async function dsLogTail(n: Node, mode: Mode, lines = 15): Promise<string
   return out.join('\n').slice(-4000);
 }
 
-/** The pid of the mode's daemon process in the node's cgroup (resident modes), if it runs. */
-export async function daemonPid(n: Node, mode: Mode): Promise<number | undefined> {
-  if (mode !== 'resident_ts' && mode !== 'go_thick') return undefined;
+/** Pids of the processes in the cgroups of the node's containers (containerd puts them under /k8s.io/<id>). */
+export async function containerPids(ids: string[]): Promise<number[]> {
+  const out: number[] = [];
+  if (ids.length === 0) return out;
   for (const name of await readdir('/proc')) {
     if (!/^\d+$/.test(name)) continue;
-    const cmd = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
-    const argv = cmd.split('\0');
+    const cg = await readFile(`/proc/${name}/cgroup`, 'utf8').catch(() => '');
+    const id = /\/k8s\.io\/([0-9a-f]{64})/.exec(cg)?.[1];
+    if (id && ids.includes(id)) out.push(Number(name));
+  }
+  return out;
+}
+
+/** The pid of the mode's daemon process (resident modes; the daemon container of its DaemonSet pod), if it runs. */
+export async function daemonPid(cluster: Cluster, mode: Mode): Promise<number | undefined> {
+  if (mode !== 'resident_ts' && mode !== 'go_thick') return undefined;
+  const name = mode === 'go_thick' ? 'kube-multus' : 'daemon';
+  const ids = (await dsPods(cluster, mode).catch(() => [] as any[]))
+    .flatMap((p) => p.status?.containerStatuses ?? [])
+    .filter((c: any) => c.name === name && c.state?.running)
+    .map((c: any) => String(c.containerID ?? '').replace(/^containerd:\/\//, ''));
+  for (const pid of await containerPids(ids)) {
+    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
     const isDaemon =
       mode === 'go_thick' ? argv[0]?.endsWith('/multus-daemon') : argv[0]?.endsWith('/multus') && argv[1] === 'daemon';
-    if (!isDaemon) continue;
-    const cg = await readFile(`/proc/${name}/cgroup`, 'utf8').catch(() => '');
-    if (cg.includes(n.node.cgroupParent)) return Number(name);
+    if (isDaemon) return pid;
   }
   return undefined;
 }

@@ -152,7 +152,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     if (installed) return await installFailure(cluster, a, n, mode, installed);
     const ns = `density-${k}`;
     await workloadNamespace(cluster, ns);
-    const pid = await daemonPid(n, mode);
+    const pid = await daemonPid(cluster, mode);
     await peakRssMib(pid, true);
     say(`run ${k}: ${mode}: kube-burner, ${a.pods} pods`);
     const t0 = Date.now();
