@@ -114,9 +114,14 @@ async function inject(fault: Fault, ctx: BurstCtx, progress: () => Promise<numbe
     await n.node.startKubelet(cluster, 300_000);
     return 'kubelet restarted';
   }
-  await inNode(n, 'dd if=/dev/zero of=/var/lib/cni/.density-fill bs=1M 2>/dev/null; true');
+  // 1 MiB blocks, then 512-byte ones for what a last partial block leaves (a few hundred KiB)
+  await inNode(
+    n,
+    'dd if=/dev/zero of=/var/lib/cni/.density-fill bs=1M 2>/dev/null; ' +
+      'dd if=/dev/zero of=/var/lib/cni/.density-fill2 bs=512 2>/dev/null; true',
+  );
   await sleep(20_000);
-  await inNode(n, 'rm -f /var/lib/cni/.density-fill');
+  await inNode(n, 'rm -f /var/lib/cni/.density-fill /var/lib/cni/.density-fill2');
   return '/var/lib/cni full for 20 s';
 }
 
