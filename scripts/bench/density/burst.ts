@@ -11,7 +11,7 @@
  *                fallback serves meanwhile)
  *   containerd   containerd restarted once a third of the pods are Ready
  *   kubelet      kubelet restarted once a third of the pods are Ready
- *   cache-full   the node's /var/lib/cni (a 256 MiB tmpfs in every run) filled up for 20 s
+ *   cache-full   the node's /var/lib/cni (a 256 MiB tmpfs in every run) full from the power-on for 20 s
  * Then: pods recovered / N, seconds to recover, and what is left beyond the N pods' own (host-local leases,
  * network namespaces, links, CNI plugin processes still running).
  */
@@ -84,6 +84,14 @@ export async function recovered(cluster: Cluster, ns: string, nads: string[], si
   return items.filter((p) => isReady(p, since) && hasAllNetworks(p, nads)).length;
 }
 
+/** Fills the node's /var/lib/cni: 1 MiB blocks, then 512-byte ones for what a last partial block leaves. */
+const fillCache = (n: Node) =>
+  inNode(
+    n,
+    'dd if=/dev/zero of=/var/lib/cni/.density-fill bs=1M 2>/dev/null; ' +
+      'dd if=/dev/zero of=/var/lib/cni/.density-fill2 bs=512 2>/dev/null; true',
+  );
+
 /** Injects `fault` while the burst runs; resolves when the fault is over. */
 async function inject(fault: Fault, ctx: BurstCtx, progress: () => Promise<number>): Promise<string> {
   const { n, cluster, mode, pods } = ctx;
@@ -114,12 +122,7 @@ async function inject(fault: Fault, ctx: BurstCtx, progress: () => Promise<numbe
     await n.node.startKubelet(cluster, 300_000);
     return 'kubelet restarted';
   }
-  // 1 MiB blocks, then 512-byte ones for what a last partial block leaves (a few hundred KiB)
-  await inNode(
-    n,
-    'dd if=/dev/zero of=/var/lib/cni/.density-fill bs=1M 2>/dev/null; ' +
-      'dd if=/dev/zero of=/var/lib/cni/.density-fill2 bs=512 2>/dev/null; true',
-  );
+  // filled before the power-on (fillCache): full for the first 20 s of the burst
   await sleep(20_000);
   await inNode(n, 'rm -f /var/lib/cni/.density-fill /var/lib/cni/.density-fill2');
   return '/var/lib/cni full for 20 s';
@@ -153,6 +156,7 @@ async function excess(ctx: BurstCtx): Promise<Record<string, number>> {
 export async function burst(ctx: BurstCtx, fault?: Fault): Promise<any> {
   const { n, cluster, ns, nads, pods, mode } = ctx;
   await powerOff(n);
+  if (fault === 'cache-full') await fillCache(n); // full from the power-on, not after the first ADDs
   const t0 = Date.now();
   await n.node.start();
   const progress = () => recovered(cluster, ns, nads, t0).catch(() => 0);
