@@ -122,8 +122,13 @@ async function inject(fault: Fault, ctx: BurstCtx, progress: () => Promise<numbe
     await n.node.startKubelet(cluster, 300_000);
     return 'kubelet restarted';
   }
-  // filled before the power-on (fillCache): full for the first 20 s of the burst
-  await sleep(20_000);
+  // filled before the power-on (fillCache), and kept full for 20 s: the burst's first DELs (the dead sandboxes')
+  // free pages, which the ADDs after them would use
+  await inNode(
+    n,
+    'end=$(( $(date +%s) + 20 )); while [ "$(date +%s)" -lt "$end" ]; do ' +
+      'dd if=/dev/zero of=/var/lib/cni/.density-fill2 bs=512 oflag=append conv=notrunc 2>/dev/null; sleep 0.1; done',
+  );
   await inNode(n, 'rm -f /var/lib/cni/.density-fill /var/lib/cni/.density-fill2');
   return '/var/lib/cni full for 20 s';
 }
