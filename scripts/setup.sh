@@ -110,4 +110,9 @@ for b in critest crio dra-driver; do
     say "$b: $(bash "test/runtime/build-$b.sh")"
   fi
 done
+
+# 8. kube-burner v2.7.3, the driver of the density bench (`npm run bench -- --scenario density`).
+if [[ -f test/peers/build-kube-burner.sh ]]; then
+  say "kube-burner: $(bash test/peers/build-kube-burner.sh)"
+fi
 say "done"

@@ -6,11 +6,14 @@
  * "Auxiliary chain"); `--version` prints the version; `daemon` runs the resident daemon (docs/resident.md, its
  * own bundle, loaded only for that role), as are `hotplug` and `plan` (docs/hotplug.md); `install` is the
  * DaemonSet entrypoint and `--is-default-ready` the readiness check (docs/install.md; both loaded only in their
- * role); otherwise it is the CNI plugin and serves one request with `handle()`.
+ * role); otherwise it is the CNI plugin and serves one request with `handle()`. As the plugin (and passthru),
+ * SIGTERM, SIGINT and SIGHUP kill the running delegates' process groups before the process ends
+ * (docs/reliability.md, "Signals end the delegates too").
  */
 import { basename } from 'node:path';
 import { CniCode, CniError, toCniError } from './base/errors.ts';
 import { CURRENT_VERSION } from './base/versions.ts';
+import { exitOnStopSignals } from './cni/exec.ts';
 import { parseCommand } from './cni/request.ts';
 import { VERSION, handle } from './host/handle.ts';
 import { createHost } from './host/host.ts';
@@ -81,6 +84,7 @@ async function runRole(argv: string[]): Promise<number> {
   }
   if (argv[0] === 'install') return (await loadDaemonModule()).installMain(argv.slice(1));
   if (argv.includes('--is-default-ready')) return (await loadDaemonModule()).readyMain(argv);
+  exitOnStopSignals();
   if (basename(process.argv0) === 'passthru') {
     const code = await runPassthru();
     if (code >= 0) return code;

@@ -5,6 +5,12 @@
  * writes its stdin, collects stdout and stderr (bounded), kills it after a timeout, and retries
  * "text file busy" (ETXTBSY) like libcni's raw_exec.go: 5 attempts, 1 s apart. It never interprets the
  * output; result.ts does that.
+ *
+ * Each plugin runs in a process group of its own (so a timeout kills what it started too), which also means
+ * nothing else kills that group when we are ended: the running groups are kept in `running`, and
+ * `killRunningDelegates()` (called on SIGTERM, SIGINT and SIGHUP by the plugin's edge, cli.ts, and at the end of
+ * the daemon's shutdown) SIGKILLs every one of them. SIGKILL of our own process leaves them: see
+ * docs/reliability.md, "Signals end the delegates too".
  */
 import { spawn } from 'node:child_process';
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
@@ -110,6 +116,8 @@ function runOnce(
     assertExecutableFormat(path);
     // A process group of its own, so a timeout kills whatever the plugin started too.
     const child = spawn(path, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const pid = child.pid;
+    if (pid !== undefined) running.add(pid);
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     collect(child.stdout, out, { left: MAX_OUTPUT_BYTES });
@@ -143,12 +151,15 @@ function runOnce(
       }, DRAIN_GRACE_MS);
     }, timeoutMs);
     child.on('error', (e) => {
+      if (pid !== undefined) running.delete(pid);
       clearTimeout(timer);
       settled = true;
       reject(e);
     });
     // 'exit' fires when the plugin is gone; 'close' only once every holder of its pipes is gone too.
     child.on('exit', (code, signal) => {
+      // The plugin is gone: what it left running in its group (a daemon it started) is not ours to kill.
+      if (pid !== undefined) running.delete(pid);
       exit = { code, signal };
       drain = setTimeout(finish, DRAIN_GRACE_MS);
     });
@@ -157,6 +168,36 @@ function runOnce(
     child.stdin.on('error', () => {});
     child.stdin.end(stdin);
   });
+}
+
+/** The process groups (leader pids) of the plugins running now. */
+const running = new Set<number>();
+
+/**
+ * SIGKILLs the process group of every plugin still running (our own process is about to end, or the daemon's
+ * shutdown grace is over). Returns how many groups it signalled.
+ */
+export function killRunningDelegates(): number {
+  const groups = [...running];
+  running.clear();
+  for (const pid of groups) killGroup(pid);
+  return groups.length;
+}
+
+/** The signals after which `exitOnStopSignals` kills the running delegates (what a runtime or a shell sends). */
+export const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
+/**
+ * For a process that serves one call (the thin plugin, passthru): on SIGTERM, SIGINT or SIGHUP, kill every running
+ * delegate's group, then end by the same signal as before (the listener is gone, so the default action runs).
+ */
+export function exitOnStopSignals(): void {
+  const onSignal = (sig: NodeJS.Signals) => {
+    for (const s of STOP_SIGNALS) process.removeListener(s, onSignal);
+    killRunningDelegates();
+    process.kill(process.pid, sig);
+  };
+  for (const s of STOP_SIGNALS) process.on(s, onSignal);
 }
 
 function killGroup(pid: number | undefined): void {

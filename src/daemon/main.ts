@@ -3,12 +3,14 @@
  *
  * Start-up: read and check daemon-config.json (a bad value is one line on stderr and exit 2), build one Host
  * (plugin exec wrapped for chrootDir and metrics; the warm Kubernetes client when available), keep
- * 00-multus.conf written, listen on <socketDir>/multus.sock, serve /metrics when asked. SIGTERM/SIGINT: /readyz
- * turns 500 while the daemon serves on for shutdownDrainSeconds, then it stops accepting, lets in-flight
- * requests finish (bounded by shutdownGraceSeconds), removes the socket (and the generated config with
- * cleanupConfigOnExit), closes the Host, exit 0.
+ * 00-multus.conf written, listen on <socketDir>/multus.sock, serve /metrics when asked. SIGTERM/SIGINT/SIGHUP:
+ * /readyz turns 500 while the daemon serves on for shutdownDrainSeconds, then it stops accepting, lets in-flight
+ * requests finish (bounded by shutdownGraceSeconds; a second signal ends the wait), kills the process groups of
+ * delegates still running, removes the socket (and the generated config with cleanupConfigOnExit), closes the
+ * Host, exit 0.
  *
- * This module is its own bundle (a SEA asset, scripts/build-daemon.mjs): the thin plugin never loads it.
+ * This module is its own bundle (an embedded file of the executable, scripts/build-daemon.mjs): the thin plugin
+ * never loads it.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -18,7 +20,7 @@ import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
-import { realExec } from '../cni/exec.ts';
+import { STOP_SIGNALS, killRunningDelegates, realExec } from '../cni/exec.ts';
 import { createHost } from '../host/host.ts';
 import type { KubeClient } from '../k8s/types.ts';
 import type { MultusConf } from '../multus/conf.ts';
@@ -45,8 +47,10 @@ export { runPlanCli } from './plan-cli.ts';
 export interface DaemonIo {
   env: Env;
   writeStderr(s: string): void;
-  /** Resolves on the first SIGTERM/SIGINT (tests pass their own). */
+  /** Resolves on the first SIGTERM/SIGINT/SIGHUP (tests pass their own). */
   stopSignal?: Promise<string>;
+  /** Resolves on the next stop signal after the first: the shutdown stops waiting for in-flight calls. */
+  againSignal?: () => Promise<string>;
   isRoot?: () => boolean;
 }
 
@@ -81,11 +85,14 @@ function readConfig(path: string): DaemonConfig {
   }
 }
 
+/** The next SIGTERM, SIGINT or SIGHUP; while waiting, none of them ends the process by its default action. */
 function signalPromise(): Promise<string> {
   return new Promise((resolve) => {
-    const on = (sig: string) => () => resolve(sig);
-    process.once('SIGTERM', on('SIGTERM'));
-    process.once('SIGINT', on('SIGINT'));
+    const on = (sig: NodeJS.Signals) => {
+      for (const s of STOP_SIGNALS) process.removeListener(s, on);
+      resolve(sig);
+    };
+    for (const s of STOP_SIGNALS) process.on(s, on);
   });
 }
 
@@ -141,6 +148,7 @@ const processIo: DaemonIo = { env: process.env, writeStderr: (s) => process.stde
 
 export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promise<number> {
   const stop = io.stopSignal ?? signalPromise();
+  const again = io.againSignal ?? (io.stopSignal ? () => new Promise<string>(() => {}) : signalPromise);
   let cfg: DaemonConfig;
   let exec: Exec = realExec;
   try {
@@ -238,11 +246,14 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   }
 
   const sig = await stop;
+  // Listening at once: a second signal during the shutdown must not end the process with its delegates running.
+  const second = again();
   stopping = true;
   await dynamic?.stop();
   if (cfg.shutdownDrainMs > 0) {
     log.verbose(`caught ${sig}: /readyz answers 500, serving ${cfg.shutdownDrainMs / 1000} s more before closing`);
-    await new Promise((r) => setTimeout(r, cfg.shutdownDrainMs));
+    // a second signal cuts the drain short as it does the grace below
+    await Promise.race([new Promise((r) => setTimeout(r, cfg.shutdownDrainMs)), second]);
   }
   log.verbose(`caught ${sig}, stopping: ${queue.pending()} request(s) in flight`);
   const http = server.http;
@@ -252,11 +263,16 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   const grace = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => resolve('timeout'), cfg.shutdownGraceMs);
   });
-  if ((await Promise.race([queue.idle().then(() => 'idle' as const), grace])) === 'timeout') {
-    log.error(`${queue.pending()} request(s) still running after ${cfg.shutdownGraceMs / 1000} s: stopping anyway`);
+  const interrupted = second.then((s) => `caught ${s} again`);
+  const waited = await Promise.race([queue.idle().then(() => 'idle' as const), grace, interrupted]);
+  if (waited !== 'idle') {
+    const why = waited === 'timeout' ? `after ${cfg.shutdownGraceMs / 1000} s` : `(${waited})`;
+    log.error(`${queue.pending()} request(s) still running ${why}: stopping anyway`);
     http.closeAllConnections();
   }
   clearTimeout(timer);
+  const killed = killRunningDelegates();
+  if (killed > 0) log.error(`killed the process groups of ${killed} delegate(s) still running`);
   await Promise.race([closed, new Promise((r) => setTimeout(r, 1000))]);
   removeSocket(socket);
   writer.stop({ remove: cfg.cleanupConfigOnExit });

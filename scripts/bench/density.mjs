@@ -1,0 +1,68 @@
+/**
+ * Scenario `density` of scripts/bench.mjs (only when asked for: `--scenario density [--pods N]`): pod-ready
+ * latency on the runtime tier's kubelet node with Multus installed by its DaemonSet, side by side for thin_ts,
+ * resident_ts, go_thin and go_thick, N pods with two NADs each created by kube-burner (docs/performance.md,
+ * "Density"). This side builds the two images offline (scripts/image.sh for ours, density/go-image.sh for Go
+ * Multus v4.3.0) and runs scripts/bench/density/run.ts, which prints the `density` object.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, fail, parseJson, say } from './common.mjs';
+import { gomultusDir } from './resident.mjs';
+
+const RUNNER = join(ROOT, 'scripts/bench/density/run.ts');
+
+export const description =
+  'pod-ready latency (kube-burner v2.7.3 podLatency, node-density-cni-like job) of N pods with two macvlan + ' +
+  'host-local NADs each on a kubelet + containerd node, Multus installed by its DaemonSet: thin_ts, resident_ts, ' +
+  'go_thin, go_thick (Go Multus v4.3.0), interleaved A B C D D C B A';
+
+/** Builds the two images into `dir`; their tarballs. */
+function images(dir, go) {
+  const ours = join(dir, 'image-ts');
+  const r = spawnSync('bash', [join(ROOT, 'scripts/image.sh')], {
+    env: { ...process.env, MULTUS_TS_IMAGE_DIR: ours },
+    stdio: ['ignore', 2, 2],
+  });
+  if (r.status !== 0) fail(`scripts/image.sh failed (exit ${r.status})`);
+  const tar = readdirSync(ours).find((f) => f.endsWith('.tar'));
+  const g = spawnSync('bash', [join(ROOT, 'scripts/bench/density/go-image.sh'), join(dir, 'image-go'), go], {
+    stdio: ['ignore', 'pipe', 2],
+    encoding: 'utf8',
+  });
+  if (g.status !== 0) fail(`density/go-image.sh failed (exit ${g.status})`);
+  return [join(ours, tar), g.stdout.trim()];
+}
+
+/** Runs the density scenario (`ctx` = {opts, node, tmp}); the object under the `density` key. */
+export async function runDensity({ opts, node, tmp }) {
+  const go = gomultusDir(ROOT, opts.gomultus);
+  for (const b of ['multus', 'multus-shim', 'multus-daemon', 'thin_entrypoint'])
+    if (!existsSync(join(go, b))) fail(`${join(go, b)} is missing (bash test/peers/build-gomultus.sh)`);
+  const dir = join(tmp, 'density');
+  const args = {
+    pods: opts.pods,
+    modes: opts.densityModes,
+    images: images(dir, go),
+    dir,
+    burst: opts.burst,
+    faults: opts.faults,
+    faultModes: opts.faultModes,
+  };
+  say(`density: ${opts.pods} pods per run, modes ${opts.densityModes.join(' ')}`);
+  // transform, not strip: test/e2e-k8s/world.ts has parameter properties
+  const flags = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning'];
+  const out = await new Promise((resolve, reject) => {
+    const c = spawn(node, [...flags, RUNNER, JSON.stringify(args)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
+    let stdout = '';
+    c.stdout.on('data', (b) => (stdout += b));
+    c.on('error', reject);
+    c.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`density/run.ts exited ${code}`))));
+  });
+  const line = String(out).trim().split('\n').pop();
+  return { scenario_description: description, ...(parseJson(line) ?? fail(`density: not JSON: ${line}`)) };
+}

@@ -1,0 +1,188 @@
+/**
+ * The four ways the density bench installs Multus on the node, each by its own DaemonSet layout:
+ *   thin_ts, resident_ts  deployments/multus-ts-thin.yml and multus-ts-resident.yml as they are
+ *   go_thin               Go Multus v4.3.0's deployments/multus-daemonset.yml layout: thin_entrypoint writes the
+ *                         config and the kubeconfig and copies the plugin (the init container's install_multus
+ *                         copy is thin_entrypoint's own copy here)
+ *   go_thick              its deployments/multus-daemonset-thick.yml layout: an init container copies the shim,
+ *                         multus-daemon runs with the daemon-config of that manifest (chrootDir /hostroot)
+ * with Multus' own resource requests and limits. The one change to every manifest, the one an operator without
+ * kube-proxy makes: the containers' KUBERNETES_SERVICE_HOST/PORT name the API server's address.
+ */
+import { collection, docs, type Obj } from '../../../test/helpers/manifests.ts';
+
+export const MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'] as const;
+export type Mode = (typeof MODES)[number];
+export const GO_IMAGE = 'ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0';
+
+/** The label of each mode's DaemonSet pods, and the DaemonSet's name. */
+export const DS: Record<Mode, { name: string; label: string }> = {
+  thin_ts: { name: 'multus-ts', label: 'app=multus-ts' },
+  resident_ts: { name: 'multus-ts', label: 'app=multus-ts' },
+  go_thin: { name: 'kube-multus-ds', label: 'app=multus' },
+  go_thick: { name: 'kube-multus-ds', label: 'app=multus' },
+};
+
+const res = (cpu: string, memory: string) => ({ requests: { cpu, memory }, limits: { cpu, memory } });
+const hostPath = (name: string, path: string) => ({ name, hostPath: { path } });
+
+function goDaemonSet(containers: unknown[], initContainers: unknown[], volumes: unknown[], hostPID = false): Obj {
+  const labels = { tier: 'node', app: 'multus', name: 'multus' };
+  const o: any = {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSet',
+    metadata: { name: 'kube-multus-ds', namespace: 'kube-system', labels },
+    spec: {
+      selector: { matchLabels: { name: 'multus' } },
+      updateStrategy: { type: 'RollingUpdate' },
+      template: {
+        metadata: { labels },
+        spec: {
+          hostNetwork: true,
+          ...(hostPID ? { hostPID: true } : {}),
+          tolerations: [
+            { operator: 'Exists', effect: 'NoSchedule' },
+            { operator: 'Exists', effect: 'NoExecute' },
+          ],
+          serviceAccountName: 'multus',
+          containers,
+          initContainers,
+          terminationGracePeriodSeconds: 10,
+          volumes,
+        },
+      },
+    },
+  };
+  return o as Obj;
+}
+
+function goThin(): Obj[] {
+  const container = {
+    name: 'kube-multus',
+    image: GO_IMAGE,
+    imagePullPolicy: 'Never',
+    command: ['/thin_entrypoint'],
+    args: [
+      '--multus-conf-file=auto',
+      '--multus-autoconfig-dir=/host/etc/cni/net.d',
+      '--cni-conf-dir=/host/etc/cni/net.d',
+    ],
+    resources: res('100m', '50Mi'),
+    securityContext: { privileged: true },
+    volumeMounts: [
+      { name: 'cni', mountPath: '/host/etc/cni/net.d' },
+      { name: 'cnibin', mountPath: '/host/opt/cni/bin' },
+    ],
+  };
+  return [goDaemonSet([container], [], [hostPath('cni', '/etc/cni/net.d'), hostPath('cnibin', '/opt/cni/bin')])];
+}
+
+function goThick(): Obj[] {
+  const daemonConfig = {
+    chrootDir: '/hostroot',
+    cniVersion: '0.3.1',
+    logLevel: 'verbose',
+    logToStderr: true,
+    cniConfigDir: '/host/etc/cni/net.d',
+    multusAutoconfigDir: '/host/etc/cni/net.d',
+    multusConfigFile: 'auto',
+    socketDir: '/host/run/multus/',
+  };
+  const configMap: any = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'multus-daemon-config', namespace: 'kube-system', labels: { tier: 'node', app: 'multus' } },
+    data: { 'daemon-config.json': JSON.stringify(daemonConfig, null, 2) },
+  };
+  const mounts: [string, string][] = [
+    ['cni', '/host/etc/cni/net.d'],
+    ['cnibin', '/opt/cni/bin'],
+    ['host-run', '/host/run'],
+    ['host-var-lib-cni-multus', '/var/lib/cni/multus'],
+    ['host-var-lib-kubelet', '/var/lib/kubelet'],
+    ['host-run-k8s-cni-cncf-io', '/run/k8s.cni.cncf.io'],
+    ['host-run-netns', '/run/netns'],
+    ['multus-daemon-config', '/etc/cni/net.d/multus.d'],
+    ['hostroot', '/hostroot'],
+    ['multus-conf-dir', '/etc/cni/multus/net.d'],
+  ];
+  const hostToContainer = new Set(['host-var-lib-kubelet', 'host-run-netns', 'hostroot']);
+  const daemon = {
+    name: 'kube-multus',
+    image: GO_IMAGE,
+    imagePullPolicy: 'Never',
+    command: ['/usr/src/multus-cni/bin/multus-daemon'],
+    resources: res('100m', '50Mi'),
+    securityContext: { privileged: true },
+    volumeMounts: mounts.map(([name, mountPath]) => ({
+      name,
+      mountPath,
+      ...(hostToContainer.has(name) ? { mountPropagation: 'HostToContainer' } : {}),
+      ...(name === 'multus-daemon-config' ? { readOnly: true } : {}),
+    })),
+    env: [{ name: 'MULTUS_NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }],
+  };
+  const install = {
+    name: 'install-multus-binary',
+    image: GO_IMAGE,
+    imagePullPolicy: 'Never',
+    // what install_multus does: a copy beside it, then a rename (a plain copy over a shim that runs fails with
+    // ETXTBSY, and after a reboot the runtime runs shims while this container starts)
+    command: [
+      '/bin/sh',
+      '-c',
+      'cp /usr/src/multus-cni/bin/multus-shim /host/opt/cni/bin/.multus-shim.new && ' +
+        'mv -f /host/opt/cni/bin/.multus-shim.new /host/opt/cni/bin/multus-shim',
+    ],
+    resources: res('10m', '15Mi'),
+    securityContext: { privileged: true },
+    volumeMounts: [{ name: 'cnibin', mountPath: '/host/opt/cni/bin', mountPropagation: 'Bidirectional' }],
+  };
+  const volumes = [
+    hostPath('cni', '/etc/cni/net.d'),
+    hostPath('cnibin', '/opt/cni/bin'),
+    hostPath('hostroot', '/'),
+    {
+      name: 'multus-daemon-config',
+      configMap: { name: 'multus-daemon-config', items: [{ key: 'daemon-config.json', path: 'daemon-config.json' }] },
+    },
+    hostPath('host-run', '/run'),
+    hostPath('host-var-lib-cni-multus', '/var/lib/cni/multus'),
+    hostPath('host-var-lib-kubelet', '/var/lib/kubelet'),
+    hostPath('host-run-k8s-cni-cncf-io', '/run/k8s.cni.cncf.io'),
+    hostPath('host-run-netns', '/run/netns/'),
+    hostPath('multus-conf-dir', '/etc/cni/multus/net.d'),
+  ];
+  return [configMap, goDaemonSet([daemon], [install], volumes, true)];
+}
+
+/** The objects of a mode, with the API server's address in every container's environment. */
+export function modeObjects(mode: Mode, apiPort: string): { url: string; obj: Obj }[] {
+  const objs =
+    mode === 'go_thin'
+      ? goThin()
+      : mode === 'go_thick'
+        ? goThick()
+        : docs(mode === 'thin_ts' ? 'multus-ts-thin.yml' : 'multus-ts-resident.yml');
+  for (const o of objs) {
+    if (o.kind !== 'DaemonSet') continue;
+    const spec = (o as any).spec.template.spec;
+    for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+      c.env = [
+        ...(c.env ?? []),
+        { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+        { name: 'KUBERNETES_SERVICE_PORT', value: apiPort },
+      ];
+    }
+  }
+  return objs.map((obj) => ({ url: collection(obj), obj }));
+}
+
+/** The memory limit of the mode's daemon container (resident modes), in MiB. */
+export function daemonLimitMib(mode: Mode): number | undefined {
+  if (mode === 'go_thick') return 50;
+  if (mode !== 'resident_ts') return undefined;
+  const ds = docs('multus-ts-resident.yml').find((o) => o.kind === 'DaemonSet') as any;
+  const daemon = ds.spec.template.spec.containers.find((c: any) => c.name === 'daemon');
+  return Number(/^(\d+)Mi$/.exec(daemon?.resources?.limits?.memory ?? '')?.[1]) || undefined;
+}

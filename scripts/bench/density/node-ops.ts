@@ -1,0 +1,200 @@
+/**
+ * The density bench's node: a fresh kubelet node of the runtime tier (test/runtime/node.ts: containerd, kubelet,
+ * kube-controller-manager's DaemonSet controller, kube-scheduler) per measured run, with the images imported and
+ * the API server relayed in; a mode installed by its DaemonSet; what is left on the node after the pods are gone
+ * (host-local leases, CNI caches, links in the node's network namespace, pod network namespaces); the daemon's
+ * process and its peak RSS.
+ */
+import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ApiTunnel } from '../../../test/e2e-k8s/world.ts';
+import type { Cluster } from '../../../test/k8s/cluster.ts';
+import { NODE_LINK, NODE_LINK_PEER, NodeRuntime } from '../../../test/runtime/node.ts';
+import { CTR_BIN, runOk } from '../../../test/runtime/runtime.ts';
+import { DS, type Mode, modeObjects } from './modes.ts';
+
+export const CLUSTER_NET = 'density-cluster';
+export const BRIDGE = 'mtsdnbr0';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface Node {
+  node: NodeRuntime;
+  tunnel: ApiTunnel;
+}
+
+/** Polls `check` every 250 ms until it gives a value; throws `what` after `timeoutMs`. */
+export async function until<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
+    await sleep(250);
+  }
+}
+
+/** A new node with the cluster network (bridge + host-local), the images, kubelet Ready. */
+export async function startNode(cluster: Cluster, images: string[]): Promise<Node> {
+  const node = await new NodeRuntime().prepare();
+  await rm(join(node.binDir, 'multus')); // the DaemonSet installs the plugin
+  await node.writeConf('10-cluster.conflist', {
+    cniVersion: '1.0.0',
+    name: CLUSTER_NET,
+    plugins: [
+      {
+        type: 'bridge',
+        bridge: BRIDGE,
+        isGateway: true,
+        isDefaultGateway: true,
+        ipam: { type: 'host-local', ranges: [[{ subnet: '10.240.0.0/16' }]] },
+      },
+    ],
+  });
+  // the CNI caches on a filesystem of their own, so that the cache-full fault can fill it (burst.ts)
+  await runOk('nsenter', ['-t', String(node.holderPid), '--mount', '--', 'mkdir', '-p', '/var/lib/cni']);
+  const tmpfs = ['mount', '-t', 'tmpfs', '-o', 'size=256m,mode=0755', 'tmpfs', '/var/lib/cni'];
+  await runOk('nsenter', ['-t', String(node.holderPid), '--mount', '--', ...tmpfs]);
+  await node.start();
+  for (const tar of images) await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', tar]);
+  const tunnel = new ApiTunnel();
+  await tunnel.open(cluster, node.hostNs, node.dir);
+  await node.startControlPlane(cluster);
+  await node.startKubelet(cluster, 120_000);
+  return { node, tunnel };
+}
+
+/** The mode's DaemonSet pod on the node, once Ready and its 00-multus.conf(list) is on the node. */
+export async function install(cluster: Cluster, n: Node, mode: Mode, timeoutMs = 300_000): Promise<any> {
+  const port = new URL(cluster.server).port;
+  for (const { url, obj } of modeObjects(mode, port)) {
+    const r = await cluster.admin.request('POST', url, obj);
+    if (r.status === 409) await cluster.admin.put(`${url}/${obj.metadata.name}`, obj);
+    else if (r.status >= 300) throw new Error(`POST ${url}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+  }
+  return until(`the ${mode} DaemonSet pod Ready`, timeoutMs, async () => {
+    const pods = (await dsPods(cluster, mode)).filter((p) => !p.metadata.deletionTimestamp);
+    const ready = pods.find((p) =>
+      (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True'),
+    );
+    const confs = await readdir(n.node.path('/etc/cni/net.d')).catch(() => [] as string[]);
+    return ready && confs.some((f) => f.startsWith('00-multus.conf')) ? ready : undefined;
+  });
+}
+
+export async function dsPods(cluster: Cluster, mode: Mode): Promise<any[]> {
+  const sel = encodeURIComponent(DS[mode].label);
+  return (await cluster.admin.get(`/api/v1/namespaces/kube-system/pods?labelSelector=${sel}`)).items as any[];
+}
+
+/** Removes the mode's DaemonSet (and its ConfigMaps); waits until its pods are gone. */
+export async function uninstall(cluster: Cluster, mode: Mode): Promise<void> {
+  const port = new URL(cluster.server).port;
+  for (const { url, obj } of modeObjects(mode, port)) {
+    if (obj.kind === 'DaemonSet' || obj.kind === 'ConfigMap')
+      await cluster.admin.request('DELETE', `${url}/${obj.metadata.name}`);
+  }
+  for (const p of await dsPods(cluster, mode))
+    await cluster.admin.request(
+      'DELETE',
+      `/api/v1/namespaces/kube-system/pods/${p.metadata.name}?gracePeriodSeconds=0`,
+    );
+  await until(`the ${mode} DaemonSet pods gone`, 60_000, async () =>
+    (await dsPods(cluster, mode)).length === 0 ? true : undefined,
+  );
+}
+
+/** Restarts of the DaemonSet pod's containers so far, and the last termination reasons (OOMKilled, ...). */
+export async function dsRestarts(cluster: Cluster, mode: Mode): Promise<{ restarts: number; reasons: string[] }> {
+  const statuses = (await dsPods(cluster, mode)).flatMap((p) => p.status?.containerStatuses ?? []);
+  return {
+    restarts: statuses.reduce((s: number, c: any) => s + (c.restartCount ?? 0), 0),
+    reasons: statuses.map((c: any) => c.lastState?.terminated?.reason).filter(Boolean),
+  };
+}
+
+/** Stops the node (kubelet, control plane, containerd; cleanup.sh) and removes its Node object. */
+export async function stopNode(cluster: Cluster, n: Node): Promise<void> {
+  await n.node.stop();
+  await n.tunnel.close();
+  await cluster.admin.request('DELETE', `/api/v1/nodes/${n.node.nodeName}`);
+}
+
+/** What the pods left on the node: host-local leases, CNI cache files, links, pod network namespaces. */
+export async function leaks(n: Node): Promise<any> {
+  const node = n.node;
+  let ips = 0;
+  const nets = node.path('/var/lib/cni/networks');
+  for (const net of await readdir(nets).catch(() => [] as string[])) {
+    ips += (await readdir(join(nets, net)).catch(() => [] as string[])).filter((f) => /^[0-9a-f.:]+$/.test(f)).length;
+  }
+  const cacheFiles: string[] = [];
+  for (const d of ['/var/lib/cni/multus', '/var/lib/cni/multus/results', '/var/lib/cni/results']) {
+    const names = await readdir(node.path(d), { withFileTypes: true }).catch(() => []);
+    cacheFiles.push(...names.filter((e) => e.isFile()).map((e) => join(d, e.name)));
+  }
+  const caches = cacheFiles.length;
+  const links = JSON.parse(await runOk('ip', ['-n', node.hostNs, '-j', 'link', 'show'])) as { ifname: string }[];
+  const known = new Set(['lo', NODE_LINK, NODE_LINK_PEER, BRIDGE]);
+  return {
+    ips,
+    caches,
+    links: links.filter((l) => !known.has(l.ifname)).length,
+    netns: (await node.netnsFiles()).length,
+    ...(caches ? { cache_files: cacheFiles.slice(0, 10) } : {}),
+  };
+}
+
+/** The last lines of the DaemonSet pod's container logs on the node (for a run with failures). */
+export async function dsLogTail(n: Node, mode: Mode, lines = 15): Promise<string> {
+  const base = n.node.path('/var/log/pods');
+  const prefix = `kube-system_${DS[mode].name}-`;
+  const out: string[] = [];
+  for (const pod of (await readdir(base).catch(() => [] as string[])).filter((d) => d.startsWith(prefix))) {
+    for (const c of await readdir(join(base, pod)).catch(() => [] as string[])) {
+      for (const f of await readdir(join(base, pod, c)).catch(() => [] as string[])) {
+        const text = await readFile(join(base, pod, c, f), 'utf8').catch(() => '');
+        out.push(`${c}/${f}:`, ...text.trimEnd().split('\n').slice(-lines));
+      }
+    }
+  }
+  return out.join('\n').slice(-4000);
+}
+
+/** Pids of the processes in the cgroups of the node's containers (containerd puts them under /k8s.io/<id>). */
+export async function containerPids(ids: string[]): Promise<number[]> {
+  const out: number[] = [];
+  if (ids.length === 0) return out;
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const cg = await readFile(`/proc/${name}/cgroup`, 'utf8').catch(() => '');
+    const id = /\/k8s\.io\/([0-9a-f]{64})/.exec(cg)?.[1];
+    if (id && ids.includes(id)) out.push(Number(name));
+  }
+  return out;
+}
+
+/** The pid of the mode's daemon process (resident modes; the daemon container of its DaemonSet pod), if it runs. */
+export async function daemonPid(cluster: Cluster, mode: Mode): Promise<number | undefined> {
+  if (mode !== 'resident_ts' && mode !== 'go_thick') return undefined;
+  const name = mode === 'go_thick' ? 'kube-multus' : 'daemon';
+  const ids = (await dsPods(cluster, mode).catch(() => [] as any[]))
+    .flatMap((p) => p.status?.containerStatuses ?? [])
+    .filter((c: any) => c.name === name && c.state?.running)
+    .map((c: any) => String(c.containerID ?? '').replace(/^containerd:\/\//, ''));
+  for (const pid of await containerPids(ids)) {
+    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    const isDaemon =
+      mode === 'go_thick' ? argv[0]?.endsWith('/multus-daemon') : argv[0]?.endsWith('/multus') && argv[1] === 'daemon';
+    if (isDaemon) return pid;
+  }
+  return undefined;
+}
+
+/** VmHWM of a process in MiB; `reset` first clears it (clear_refs 5), so the next read is the peak since. */
+export async function peakRssMib(pid: number | undefined, reset = false): Promise<number | undefined> {
+  if (!pid) return undefined;
+  if (reset) await writeFile(`/proc/${pid}/clear_refs`, '5').catch(() => {});
+  const s = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kib = Number(/VmHWM:\s+(\d+)/.exec(s)?.[1]);
+  return Number.isFinite(kib) ? Math.round((kib / 1024) * 10) / 10 : undefined;
+}

@@ -1,0 +1,103 @@
+/** The command line of scripts/bench.mjs: its options, their defaults, and the usage text. */
+import { resolve } from 'node:path';
+
+/** The scenarios `--scenario` names (`all` runs delegates-only and kubernetes). */
+export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'density'];
+const DENSITY_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'];
+const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'];
+
+export function usage(code) {
+  process.stderr.write(
+    'usage: node scripts/bench.mjs [--rounds N] [--k8s-rounds N] [--warmup N] [--rss-samples N] [--scenario NAME] [--exe FILE]\n' +
+      `  --rounds N        measured rounds of delegates-only, default 60 (the figures need at least 50)\n` +
+      `  --k8s-rounds N    measured rounds of kubernetes, default 40 (the figures need at least 30)\n` +
+      `  --warmup N        rounds run first and discarded (each scenario), default 5\n` +
+      `  --rss-samples N   runs of each command in the peak-RSS phase, default 5\n` +
+      `  --scenario NAME   delegates-only, kubernetes or all (default all when test/k8s/build.sh's binaries\n` +
+      `                    exist, else delegates-only)\n` +
+      `  --exe FILE        the executable to measure, default build/multus (built first if missing)\n` +
+      `scenario resident (only when asked for: --scenario resident):\n` +
+      `  --resident-rounds N  measured rounds, default 40\n` +
+      `  --rss-pairs A,B      ADD/DEL pairs after which the daemons' RSS is read, default 1000,10000\n` +
+      `  --concurrency N      concurrent ADDs of different containers, default 100\n` +
+      `  --gomultus DIR       Go Multus v4.3.0 binaries, default .cache/gomultus (test/peers/build-gomultus.sh)\n` +
+      `  --rss-go             also run the RSS pairs through Go Multus thick's daemon\n` +
+      `scenario density (only when asked for: --scenario density; root, the kubelet node's peers, kube-burner):\n` +
+      `  --pods N             pods per run, default 100\n` +
+      `  --density-modes A,B  modes, in this order (then reversed), default ${DENSITY_MODES.join(',')}\n` +
+      `  --no-burst           no reboot burst (and no faults) in each mode's second run\n` +
+      `  --faults A,B|none    faults, each in a burst of its own, default ${FAULTS.join(',')}\n` +
+      `  --fault-modes A,B    the modes that get the faults, default thin_ts,resident_ts (the modes we ship)\n`,
+  );
+  process.exit(code);
+}
+
+function defaults() {
+  return {
+    rounds: 60,
+    k8sRounds: 40,
+    warmup: 5,
+    rssSamples: 5,
+    scenario: null,
+    exe: null,
+    residentRounds: 40,
+    rssPairs: [1000, 10000],
+    concurrency: 100,
+    gomultus: null,
+    rssGo: false,
+    pods: 100,
+    densityModes: DENSITY_MODES,
+    burst: true,
+    faults: FAULTS,
+    faultModes: ['thin_ts', 'resident_ts'],
+  };
+}
+
+export function parseArgs(argv) {
+  const o = defaults();
+  for (let i = 0; i < argv.length; i++) {
+    let [k, v] = argv[i].split(/=(.*)/s);
+    const next = () => v ?? argv[++i] ?? usage(2);
+    const int = () => {
+      const n = Number(next());
+      if (!Number.isInteger(n) || n < 0) usage(2);
+      return n;
+    };
+    if (k === '--rounds') o.rounds = int();
+    else if (k === '--k8s-rounds') o.k8sRounds = int();
+    else if (k === '--warmup') o.warmup = int();
+    else if (k === '--rss-samples') o.rssSamples = int();
+    else if (k === '--scenario') o.scenario = next();
+    else if (k === '--exe') o.exe = resolve(next());
+    else if (k === '--resident-rounds') o.residentRounds = int();
+    else if (k === '--concurrency') o.concurrency = int();
+    else if (k === '--gomultus') o.gomultus = resolve(next());
+    else if (k === '--rss-go') o.rssGo = true;
+    else if (k === '--pods') o.pods = int();
+    else if (k === '--no-burst') o.burst = false;
+    else if (k === '--faults') {
+      const v = next();
+      o.faults = v === 'none' ? [] : v.split(',');
+      if (!o.faults.every((f) => FAULTS.includes(f))) usage(2);
+    } else if (k === '--fault-modes') {
+      o.faultModes = next().split(',');
+      if (!o.faultModes.every((m) => DENSITY_MODES.includes(m))) usage(2);
+    } else if (k === '--density-modes') {
+      o.densityModes = next().split(',');
+      if (!o.densityModes.every((m) => DENSITY_MODES.includes(m))) usage(2);
+    } else if (k === '--rss-pairs') {
+      o.rssPairs = next().split(',').map(Number);
+      if (!o.rssPairs.every((n) => Number.isInteger(n) && n > 0)) usage(2);
+    } else if (k === '-h' || k === '--help') usage(0);
+    else {
+      process.stderr.write(`bench: unknown argument ${argv[i]}\n`);
+      usage(2);
+    }
+  }
+  if (o.rounds < 1 || o.k8sRounds < 1) usage(2);
+  if (o.scenario !== null && !['all', ...SCENARIO_NAMES].includes(o.scenario)) {
+    process.stderr.write(`bench: unknown scenario ${o.scenario}\n`);
+    usage(2);
+  }
+  return o;
+}

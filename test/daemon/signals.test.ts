@@ -1,0 +1,121 @@
+/**
+ * build/multus daemon stopped while a delegate hangs with a child (`sleep 3600 & sleep 3600`): on SIGTERM, SIGINT
+ * or SIGHUP it waits shutdownGraceSeconds for the call, then kills the delegate's process group and exits 0; a
+ * second signal ends the wait at once. Without the kill, the group (its own, as exec.ts runs every plugin) would
+ * outlive the daemon. docs/reliability.md, "Signals end the delegates too". Needs root and build/multus.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { groupGone, hangingPlugin, hungGroup } from '../helpers/groups.ts';
+import { fileExists, isRoot, needs } from '../helpers/skip.ts';
+import { cniBody, http } from './helpers.ts';
+
+const EXE = resolve('build/multus');
+const ready = () => needs(isRoot(), fileExists(EXE, 'the built executable (npm run build)'));
+
+let dir: string;
+let child: ChildProcess | undefined;
+let left: number[] = [];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'mts-daemon-sig-'));
+  mkdirSync(join(dir, 'net.d'));
+  mkdirSync(join(dir, 'bin'));
+  writeFileSync(join(dir, 'netns'), '');
+});
+afterEach(() => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  child = undefined;
+  for (const pgid of left) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  left = [];
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  if (!cond()) throw new Error(`timed out waiting for ${what}`);
+}
+
+/** A daemon whose cluster network hangs in ADD, with one ADD in flight; the hung group's pgid. */
+async function hungDaemon(graceSeconds: number) {
+  const plugin = hangingPlugin(join(dir, 'bin'), 'hang', ['ADD']);
+  writeFileSync(join(dir, 'net.d', '10-hang.conf'), JSON.stringify({ cniVersion: '1.0.0', name: 'h', type: 'hang' }));
+  const config = join(dir, 'daemon-config.json');
+  const socketDir = join(dir, 'run');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      socketDir,
+      cniConfigDir: join(dir, 'net.d'),
+      binDir: join(dir, 'bin'),
+      cniDir: join(dir, 'cache'),
+      shutdownGraceSeconds: graceSeconds,
+    }),
+  );
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+  const c = spawn(EXE, ['daemon', '--config', config], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  child = c;
+  let stderr = '';
+  c.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<{ code: number | null; stderr: string }>((r) =>
+    c.on('exit', (code) => r({ code, stderr })),
+  );
+  const socket = join(socketDir, 'multus.sock');
+  const generated = join(dir, 'net.d', '00-multus.conf');
+  await until(() => existsSync(socket) && existsSync(generated), 'the daemon to listen');
+  const callEnv = {
+    CNI_COMMAND: 'ADD',
+    CNI_CONTAINERID: 'c1',
+    CNI_NETNS: join(dir, 'netns'),
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: join(dir, 'bin'),
+  };
+  const conf = {
+    cniVersion: '1.0.0',
+    name: 'm',
+    type: 'multus-shim',
+    clusterNetwork: join(dir, 'net.d', '10-hang.conf'),
+  };
+  http(socket, '/cni', { body: cniBody(callEnv, conf) }).catch(() => {}); // cut when the daemon stops
+  const pgid = await hungGroup(plugin, 'ADD');
+  left.push(pgid);
+  return { child: c, exited, pgid };
+}
+
+describe('multus daemon stopped with a delegate hung', () => {
+  it.each(['SIGTERM', 'SIGINT', 'SIGHUP'] as const)(
+    '%s: after the grace the hung group is killed, exit 0',
+    async (signal) => {
+      if (!ready()) return;
+      const d = await hungDaemon(1);
+      d.child.kill(signal);
+      const { code, stderr } = await d.exited;
+      expect(code).toBe(0);
+      expect(stderr).toMatch(/killed the process groups of 1 delegate/);
+      expect(await groupGone(d.pgid), `left running in group ${d.pgid}`).toEqual([]);
+    },
+  );
+
+  it('a second signal ends the wait for the call at once, and the group is killed', async () => {
+    if (!ready()) return;
+    const d = await hungDaemon(3600);
+    d.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(d.child.exitCode).toBe(null); // still waiting for the call
+    d.child.kill('SIGINT');
+    const { code, stderr } = await d.exited;
+    expect(code).toBe(0);
+    expect(stderr).toMatch(/caught SIGINT again/);
+    expect(await groupGone(d.pgid)).toEqual([]);
+  });
+});
