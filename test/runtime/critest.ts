@@ -269,6 +269,9 @@ export async function critestThrough(rt: Runtime, mode: Mode, label: string, hel
     await runOk('nsenter', [...rt.nsenterArgs(), 'iptables', ...masq]);
   }
 
+  // a node is NotReady until its runtime says NetworkReady (CRI-O: after its start-up GC and a STATUS that
+  // succeeded), and the runtime-conditions spec reads the conditions once: start critest on a ready runtime
+  await rt.waitNetworkReady();
   const r = await runCritest(rt, label);
   const skips = skipsOf(rt);
   console.log(
