@@ -120,6 +120,9 @@ describe.skipIf(!ready)('edge cases with real plugins', () => {
     await deleteNetns(w.podNs); // the runtime tore the sandbox down first (CNI_NETNS now names nothing)
     const del = await w.driver('del', conf);
     expect(del.code, describeRun(del)).toBe(0);
+    // the host end of the bridge's veth goes with the netns, which the kernel tears down in the background
+    // (cleanup_net): give it a moment on a loaded machine before asserting it is gone
+    for (let i = 0; i < 50 && (await pluginVeths()).length > 0; i++) await new Promise((r) => setTimeout(r, 100));
     await expectNothingLeft();
   });
 
