@@ -19,28 +19,14 @@ cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
 out_dir="$cache/k8s"
 stamp="$out_dir/build.sha256"
 
-say() { echo "k8s/build.sh: $*" >&2; }
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+me="k8s/build.sh"
+# shellcheck source=../helpers/build-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/build-lib.sh"
 
 # openssl: cluster.ts makes the CA, serving and client certificates with it.
-if ! command -v openssl >/dev/null 2>&1; then
-  if [[ "$(id -u)" != 0 ]]; then
-    say "openssl is missing; run this script as root to apt-get install it"
-    exit 1
-  fi
-  say "apt-get install openssl"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends openssl >&2 || { apt-get update >&2 && apt-get install -y --no-install-recommends openssl >&2; }
-fi
+need_packages openssl
 
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  export PATH="/usr/local/go/bin:$PATH"
-fi
-if ! command -v go >/dev/null 2>&1; then
-  say "go is not installed (needed to build kube-apiserver and etcd)"
-  exit 1
-fi
+need_go "kube-apiserver and etcd"
 
 hash="$(cat "$src/go.mod" "$src/go.sum" "$here/build.sh" | sha256sum | cut -d' ' -f1)"
 if [[ -x "$out_dir/kube-apiserver" && -x "$out_dir/etcd" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then

@@ -19,17 +19,11 @@ out_dir="$cache/gomultus"
 stamp="$out_dir/build.sha256"
 bins=(multus multus-shim multus-daemon thin_entrypoint)
 
-say() { echo "build-gomultus.sh: $*" >&2; }
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+me="build-gomultus.sh"
+# shellcheck source=../helpers/build-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/build-lib.sh"
 
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  export PATH="/usr/local/go/bin:$PATH"
-fi
-if ! command -v go >/dev/null 2>&1; then
-  say "go is not installed (needed to build Go Multus)"
-  exit 1
-fi
+need_go "Go Multus"
 
 hash="$(cat "$src/go.mod" "$src/go.sum" "$here/build-gomultus.sh" | sha256sum | cut -d' ' -f1)"
 up_to_date=true

@@ -19,17 +19,11 @@ out_dir="$cache/kube-burner"
 stamp="$out_dir/build.sha256"
 mod=github.com/kube-burner/kube-burner/v2
 
-say() { echo "build-kube-burner.sh: $*" >&2; }
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+me="build-kube-burner.sh"
+# shellcheck source=../helpers/build-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/build-lib.sh"
 
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  export PATH="/usr/local/go/bin:$PATH"
-fi
-if ! command -v go >/dev/null 2>&1; then
-  say "go is not installed (needed to build kube-burner)"
-  exit 1
-fi
+need_go "kube-burner"
 
 hash="$(cat "$src/go.mod" "$src/go.sum" "$here/build-kube-burner.sh" | sha256sum | cut -d' ' -f1)"
 if [[ -x "$out_dir/kube-burner" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then

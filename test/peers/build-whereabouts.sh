@@ -18,17 +18,11 @@ out_dir="$cache/whereabouts"
 stamp="$out_dir/build.sha256"
 mod=github.com/k8snetworkplumbingwg/whereabouts
 
-say() { echo "build-whereabouts.sh: $*" >&2; }
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+me="build-whereabouts.sh"
+# shellcheck source=../helpers/build-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/build-lib.sh"
 
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  export PATH="/usr/local/go/bin:$PATH"
-fi
-if ! command -v go >/dev/null 2>&1; then
-  say "go is not installed (needed to build whereabouts)"
-  exit 1
-fi
+need_go "whereabouts"
 
 hash="$(cat "$src/go.mod" "$src/go.sum" "$src/tools.go" "$src/reconcile/main.go" "$here/build-whereabouts.sh" |
   sha256sum | cut -d' ' -f1)"

@@ -23,33 +23,13 @@ out_dir="$cache/crio"
 stamp="$out_dir/build.sha256"
 tags="containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper containers_image_ostree_stub seccomp"
 
-say() { echo "runtime/build-crio.sh: $*" >&2; }
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+me="runtime/build-crio.sh"
+# shellcheck source=../helpers/build-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/build-lib.sh"
 
-packages=(conmon runc libseccomp-dev pkg-config gcc libc6-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  if [[ "$(id -u)" != 0 ]]; then
-    say "missing packages ${missing[*]}; run this script as root to apt-get install them"
-    exit 1
-  fi
-  say "apt-get install ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends "${missing[@]}" >&2 ||
-    { apt-get update >&2 && apt-get install -y --no-install-recommends "${missing[@]}" >&2; }
-fi
+need_packages conmon runc libseccomp-dev pkg-config gcc libc6-dev
 
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  export PATH="/usr/local/go/bin:$PATH"
-fi
-if ! command -v go >/dev/null 2>&1; then
-  say "go is not installed (needed to build CRI-O)"
-  exit 1
-fi
+need_go "CRI-O"
 
 hash="$(cat "$here/crio/go.mod" "$here/crio/go.sum" "$here/build-crio.sh" | sha256sum | cut -d' ' -f1)"
 if [[ -x "$out_dir/crio" && -x "$out_dir/pinns" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then

@@ -22,33 +22,13 @@ stamp="$out_dir/build.sha256"
 # the images' repository; runtime fixtures import images.tar under it (one tag per image)
 image_repo="localhost/critest"
 
-say() { echo "runtime/build-critest.sh: $*" >&2; }
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+me="runtime/build-critest.sh"
+# shellcheck source=../helpers/build-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/build-lib.sh"
 
-packages=(busybox-static umoci skopeo)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  if [[ "$(id -u)" != 0 ]]; then
-    say "missing packages ${missing[*]}; run this script as root to apt-get install them"
-    exit 1
-  fi
-  say "apt-get install ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends "${missing[@]}" >&2 ||
-    { apt-get update >&2 && apt-get install -y --no-install-recommends "${missing[@]}" >&2; }
-fi
+need_packages busybox-static umoci skopeo
 
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  export PATH="/usr/local/go/bin:$PATH"
-fi
-if ! command -v go >/dev/null 2>&1; then
-  say "go is not installed (needed to build critest)"
-  exit 1
-fi
+need_go "critest"
 
 busybox_version="$(dpkg-query -W -f='${Version}' busybox-static)"
 hash="$({ cat "$here/critest/go.mod" "$here/critest/go.sum" "$here/build-critest.sh"; echo "$busybox_version"; } |

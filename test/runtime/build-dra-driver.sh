@@ -15,17 +15,11 @@ out_dir="$cache/dra-driver"
 stamp="$out_dir/build.sha256"
 src="$here/dra-driver"
 
-say() { echo "runtime/build-dra-driver.sh: $*" >&2; }
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+me="runtime/build-dra-driver.sh"
+# shellcheck source=../helpers/build-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/build-lib.sh"
 
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  export PATH="/usr/local/go/bin:$PATH"
-fi
-if ! command -v go >/dev/null 2>&1; then
-  say "go is not installed (needed to build the DRA driver)"
-  exit 1
-fi
+need_go "the DRA driver"
 
 hash="$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" "$here/build-dra-driver.sh" | sha256sum | cut -d' ' -f1)"
 if [[ -x "$out_dir/dra-driver" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then

@@ -26,33 +26,13 @@ image_tag="3.10-multus-ts"
 with_kubelet=false
 [[ "${1:-}" == "--kubelet" ]] && with_kubelet=true
 
-say() { echo "runtime/build.sh: $*" >&2; }
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+me="runtime/build.sh"
+# shellcheck source=../helpers/build-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/build-lib.sh"
 
-packages=(containerd runc umoci gcc libc6-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  if [[ "$(id -u)" != 0 ]]; then
-    say "missing packages ${missing[*]}; run this script as root to apt-get install them"
-    exit 1
-  fi
-  say "apt-get install ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends "${missing[@]}" >&2 ||
-    { apt-get update >&2 && apt-get install -y --no-install-recommends "${missing[@]}" >&2; }
-fi
+need_packages containerd runc umoci gcc libc6-dev
 
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  export PATH="/usr/local/go/bin:$PATH"
-fi
-if ! command -v go >/dev/null 2>&1; then
-  say "go is not installed (needed to build crictl)"
-  exit 1
-fi
+need_go "crictl"
 
 # kubelet and the control plane's DaemonSet controller and scheduler (only with --kubelet): stamped with their
 # release like kube-apiserver in test/k8s/build.sh; one `go build` so the shared packages compile once
