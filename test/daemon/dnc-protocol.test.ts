@@ -19,11 +19,10 @@ import { createCniServer } from '../../src/daemon/server.ts';
 import { listenUnix } from '../../src/daemon/socket.ts';
 import { handle } from '../../src/host/handle.ts';
 import type { Host } from '../../src/host/host.ts';
-import { createHost } from '../../src/host/host.ts';
 import type { FakeCall } from '../helpers/fake-exec.ts';
 import { FakeExec } from '../helpers/fake-exec.ts';
 import { FakeKube } from '../helpers/fake-kube.ts';
-import { closeServer, http } from './helpers.ts';
+import { closeServer, fakeHost, http } from './helpers.ts';
 
 // The NAD configs of the controller's e2e specs (e2e/e2e_test.go), master eth0.
 const NO_IPAM =
@@ -180,13 +179,7 @@ beforeEach(async () => {
   exec.returns['macvlan ADD'] = macvlan;
   kube = new FakeKube();
   kube.addPod('ns1', 'tiny-winy-pod', 'uid-1');
-  host = createHost({
-    writeStderr: () => {},
-    exec,
-    readiness: { exists: async () => true, sleep: async () => {} },
-    clock: { now: () => 0, sleep: async () => {} },
-    connectKube: async () => kube,
-  });
+  host = fakeHost(exec, kube);
   const env = {
     CNI_COMMAND: 'ADD',
     CNI_CONTAINERID: 'cid1',

@@ -9,13 +9,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fileExists, isRoot, needs } from '../helpers/skip.ts';
 import type { HttpAnswer } from './helpers.ts';
-import { cniBody, http } from './helpers.ts';
+import { cniBody, connectError, http } from './helpers.ts';
 
 const EXE = resolve('build/multus');
 const ready = () => needs(isRoot(), fileExists(EXE, 'the built executable (npm run build)'));
@@ -69,17 +68,6 @@ function callEnv(command: string): Record<string, string> {
     CNI_PATH: join(dir, 'bin'),
     CNI_ARGS: 'IgnoreUnknown=1',
   };
-}
-
-function connectError(socket: string): Promise<string> {
-  return new Promise((r) => {
-    const s = connect(socket);
-    s.on('connect', () => {
-      s.destroy();
-      r('CONNECTED');
-    });
-    s.on('error', (e: NodeJS.ErrnoException) => r(e.code ?? 'error'));
-  });
 }
 
 async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {

@@ -16,7 +16,7 @@ import { startDynamicNetworks } from '../../src/daemon/dynamic.ts';
 import { createQueue } from '../../src/daemon/queue.ts';
 import { handle } from '../../src/host/handle.ts';
 import type { Host } from '../../src/host/host.ts';
-import { createHost } from '../../src/host/host.ts';
+import { fakeHost } from './helpers.ts';
 import type { Pod } from '../../src/k8s/types.ts';
 import { FakeExec, cniErrorReply } from '../helpers/fake-exec.ts';
 import { FakeKube } from '../helpers/fake-kube.ts';
@@ -98,13 +98,7 @@ beforeEach(() => {
   exec = new FakeExec('p0', 'mv');
   kube = new FakeKube();
   kube.addNad('ns', 'mv', { cniVersion: '1.0.0', type: 'mv' });
-  host = createHost({
-    writeStderr: () => {},
-    exec,
-    readiness: { exists: async () => true, sleep: async () => {} },
-    clock: { now: () => 0, sleep: async () => {} },
-    connectKube: async () => kube,
-  });
+  host = fakeHost(exec, kube);
   listener = undefined;
   unsubscribed = 0;
 });

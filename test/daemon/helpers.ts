@@ -1,6 +1,11 @@
-/** Helpers for the daemon's tests: HTTP over a unix socket, and a started in-process server. */
+/** Helpers for the daemon's tests: HTTP over a unix socket, a started in-process server, a host of fakes. */
 import type { Server } from 'node:http';
 import { request } from 'node:http';
+import { connect } from 'node:net';
+import type { Host } from '../../src/host/host.ts';
+import { createHost } from '../../src/host/host.ts';
+import type { KubeClient } from '../../src/k8s/types.ts';
+import type { FakeExec } from '../helpers/fake-exec.ts';
 
 export interface HttpAnswer {
   status: number;
@@ -39,5 +44,28 @@ export function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {
     server.closeAllConnections();
     server.close(() => resolve());
+  });
+}
+
+/** A Host over fakes: the plugins' exec, a ready readiness file, a frozen clock, and the given Kubernetes client. */
+export function fakeHost(exec: FakeExec, kube: KubeClient): Host {
+  return createHost({
+    writeStderr: () => {},
+    exec,
+    readiness: { exists: async () => true, sleep: async () => {} },
+    clock: { now: () => 0, sleep: async () => {} },
+    connectKube: async () => kube,
+  });
+}
+
+/** 'CONNECTED' when the socket accepts a connection, else the connect error's code. */
+export function connectError(socket: string): Promise<string> {
+  return new Promise((r) => {
+    const s = connect(socket);
+    s.on('connect', () => {
+      s.destroy();
+      r('CONNECTED');
+    });
+    s.on('error', (e: NodeJS.ErrnoException) => r(e.code ?? 'error'));
   });
 }

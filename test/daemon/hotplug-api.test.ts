@@ -16,11 +16,10 @@ import { createCniServer } from '../../src/daemon/server.ts';
 import { listenUnix } from '../../src/daemon/socket.ts';
 import { handle } from '../../src/host/handle.ts';
 import type { Host } from '../../src/host/host.ts';
-import { createHost } from '../../src/host/host.ts';
 import type { CniError } from '../../src/base/errors.ts';
 import { FakeExec, cniErrorReply } from '../helpers/fake-exec.ts';
 import { FakeKube, FakeKubeError } from '../helpers/fake-kube.ts';
-import { closeServer, http } from './helpers.ts';
+import { closeServer, fakeHost, http } from './helpers.ts';
 
 const STATUS = 'k8s.v1.cni.cncf.io/network-status';
 let dir: string;
@@ -46,13 +45,7 @@ beforeEach(async () => {
   kube = new FakeKube();
   kube.addPod('ns', 'p', 'uid-1');
   kube.addNad('ns', 'mv', { cniVersion: '1.0.0', type: 'mv' });
-  host = createHost({
-    writeStderr: () => {},
-    exec,
-    readiness: { exists: async () => true, sleep: async () => {} },
-    clock: { now: () => 0, sleep: async () => {} },
-    connectKube: async () => kube,
-  });
+  host = fakeHost(exec, kube);
   // the pod's ADD, as the runtime makes it
   const env = {
     CNI_COMMAND: 'ADD',
