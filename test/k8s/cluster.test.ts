@@ -136,12 +136,21 @@ describe.skipIf(!ready)('real kube-apiserver harness', () => {
     expect((await auditOf(cluster, NO_ROLE_USER, 2)).length).toBe(2);
   });
 
-  it('stopApiserver() makes the server refuse connections, stop() removes everything', async () => {
+  it('stopApiserver() makes the server refuse connections; startApiserver() serves the same objects again', async () => {
     await cluster.stopApiserver();
     await expect(multus.request('GET', podPath(NS, 'pod1'), undefined, undefined, 5_000)).rejects.toMatchObject({
       code: 'ECONNREFUSED',
     });
+    await cluster.startApiserver();
+    expect((await multus.get(podPath(NS, 'pod1'))).metadata.name).toBe('pod1');
+    await cluster.stopApiserver();
+  });
+
+  it('stop() removes everything, the restarted kube-apiserver included', async () => {
     const dir = cluster.dir;
+    const now = readFileSync(`${dir}/pids`, 'utf8').trim().split(/\s+/).map(Number);
+    expect(now.length).toBe(pids.length);
+    pids = [...new Set([...pids, ...now])];
     await cluster.stop();
     expect(existsSync(dir)).toBe(false);
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();

@@ -308,6 +308,8 @@ export interface Cluster {
   auditEvents(username?: string): Promise<AuditEvent[]>;
   /** Stops kube-apiserver only (etcd keeps running); the server then refuses connections. */
   stopApiserver(): Promise<void>;
+  /** Starts kube-apiserver again after stopApiserver(), on the same port and flags; resolves once /readyz is 200. */
+  startApiserver(): Promise<void>;
   /** Stops everything and removes the temp dir. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -484,8 +486,8 @@ interface Proc {
   exitInfo?: string;
 }
 
-function startProcess(bin: string, args: string[], log: string): Proc {
-  const out = createWriteStream(log);
+function startProcess(bin: string, args: string[], log: string, append = false): Proc {
+  const out = createWriteStream(log, { flags: append ? 'a' : 'w' });
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
   child.stdout!.pipe(out, { end: false });
   child.stderr!.pipe(out, { end: false });
@@ -634,42 +636,39 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
     phase('etcd');
 
     // kube-apiserver
+    const apiserverArgs = (port: number) => [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${port}`,
+      `--tls-cert-file=${file('apiserver.crt')}`,
+      `--tls-private-key-file=${file('apiserver.key')}`,
+      `--client-ca-file=${file('ca.crt')}`,
+      `--token-auth-file=${file('tokens.csv')}`,
+      '--authorization-mode=Node,RBAC',
+      `--service-account-key-file=${file('sa.pub')}`,
+      `--service-account-signing-key-file=${file('sa.key')}`,
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      // Only a range to allocate Service IPs from; no traffic goes there.
+      '--service-cluster-ip-range=10.96.0.0/24',
+      // The "kubernetes" Service endpoints may not be a loopback address: do not reconcile them.
+      '--endpoint-reconciler-type=none',
+      // No controller-manager creates the "default" service account of new namespaces, which the
+      // ServiceAccount admission plugin requires before it admits a pod (unless the caller runs one).
+      ...(opts.serviceAccountAdmission ? [] : ['--disable-admission-plugins=ServiceAccount']),
+      '--enable-priority-and-fairness=false',
+      '--profiling=false',
+      `--audit-log-path=${auditLog}`,
+      `--audit-policy-file=${file('audit-policy.yaml')}`,
+      '--audit-log-mode=blocking',
+      ...(opts.apiserverArgs ?? []),
+    ];
     let server = '';
     let admin: KubeClient | undefined;
     for (let attempt = 1; ; attempt++) {
       const [port] = await freePorts(1);
       server = `https://127.0.0.1:${port}`;
-      apiserver = startProcess(
-        KUBE_APISERVER_BIN,
-        [
-          `--etcd-servers=${etcdUrl}`,
-          '--bind-address=127.0.0.1',
-          '--advertise-address=127.0.0.1',
-          `--secure-port=${port}`,
-          `--tls-cert-file=${file('apiserver.crt')}`,
-          `--tls-private-key-file=${file('apiserver.key')}`,
-          `--client-ca-file=${file('ca.crt')}`,
-          `--token-auth-file=${file('tokens.csv')}`,
-          '--authorization-mode=Node,RBAC',
-          `--service-account-key-file=${file('sa.pub')}`,
-          `--service-account-signing-key-file=${file('sa.key')}`,
-          '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-          // Only a range to allocate Service IPs from; no traffic goes there.
-          '--service-cluster-ip-range=10.96.0.0/24',
-          // The "kubernetes" Service endpoints may not be a loopback address: do not reconcile them.
-          '--endpoint-reconciler-type=none',
-          // No controller-manager creates the "default" service account of new namespaces, which the
-          // ServiceAccount admission plugin requires before it admits a pod (unless the caller runs one).
-          ...(opts.serviceAccountAdmission ? [] : ['--disable-admission-plugins=ServiceAccount']),
-          '--enable-priority-and-fairness=false',
-          '--profiling=false',
-          `--audit-log-path=${auditLog}`,
-          `--audit-policy-file=${file('audit-policy.yaml')}`,
-          '--audit-log-mode=blocking',
-          ...(opts.apiserverArgs ?? []),
-        ],
-        file('kube-apiserver.log'),
-      );
+      apiserver = startProcess(KUBE_APISERVER_BIN, apiserverArgs(port!), file('kube-apiserver.log'));
       await recordPid('apiserver', apiserver);
       const client = new KubeClient(server, ca, { cert: adminCert, key: adminKey });
       const ok = await waitFor(
@@ -775,7 +774,22 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
     });
 
     phase('rbac');
-    const apiserverProc = apiserver;
+    const readyClient = admin;
+    const startApiserver = async () => {
+      if (apiserver && apiserver.exitInfo === undefined) return;
+      const port = Number(new URL(server).port);
+      apiserver = startProcess(KUBE_APISERVER_BIN, apiserverArgs(port), file('kube-apiserver.log'), true);
+      await recordPid('apiserver', apiserver);
+      await waitFor(
+        'kube-apiserver /readyz (restarted)',
+        opts.readyTimeoutMs ?? 60_000,
+        apiserver,
+        [apiserver.log, etcd!.log],
+        async () =>
+          (await readyClient.request('GET', '/readyz', undefined, undefined, 5_000).catch(() => undefined))?.status ===
+          200,
+      );
+    };
     return {
       server,
       caFile: file('ca.crt'),
@@ -802,7 +816,8 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
           .map((l) => JSON.parse(l) as AuditEvent);
         return username === undefined ? events : events.filter((e) => e.user?.username === username);
       },
-      stopApiserver: () => stopProcess(apiserverProc),
+      stopApiserver: () => stopProcess(apiserver),
+      startApiserver,
       stop,
     };
   } catch (e) {

@@ -4,7 +4,7 @@
  * container). The bench itself needs a kubelet node and minutes; these run anywhere.
  */
 import { describe, expect, it } from 'vitest';
-import { MODES, daemonLimitMib, modeObjects } from '../../scripts/bench/density/modes.ts';
+import { MODES, daemonLimitMib, hasDaemon, modeObjects } from '../../scripts/bench/density/modes.ts';
 import { hasAllNetworks, isReady } from '../../scripts/bench/density/pods.ts';
 
 const pod = (status: unknown, ready = 'True', at = '2026-12-01T10:00:05Z') => ({
@@ -68,6 +68,19 @@ describe('density: the DaemonSet of each mode', () => {
       socketDir: '/host/run/multus/',
     });
     expect(daemonLimitMib('go_thick')).toBe(50);
+  });
+
+  it("go_thick_300mi: the same layout with our daemon's resources (no CPU limit, 300Mi)", () => {
+    const thick = ds('go_thick').spec.template.spec;
+    const roomy = ds('go_thick_300mi').spec.template.spec;
+    expect(roomy.containers[0].resources).toEqual({
+      requests: { cpu: '100m', memory: '100Mi' },
+      limits: { memory: '300Mi' },
+    });
+    expect({ ...roomy.containers[0], resources: undefined }).toEqual({ ...thick.containers[0], resources: undefined });
+    expect(thick.containers[0].resources.limits.cpu).toBe('100m');
+    expect(daemonLimitMib('go_thick_300mi')).toBe(300);
+    expect(MODES.filter(hasDaemon)).toEqual(['resident_ts', 'go_thick', 'go_thick_300mi']);
   });
 
   it('go_thin: thin_entrypoint, no hostPID; ours come from deployments/', () => {

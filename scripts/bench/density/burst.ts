@@ -5,8 +5,8 @@
  * them), /run/multus and /run/k8s.cni.cncf.io emptied, /var/lib/cni kept as on disk; then containerd and kubelet
  * started again, and the time until every pod is Ready again (a Ready transition after the start) with all its
  * networks in its network-status. One fault may run in the burst:
- *   api          the API server unreachable from the node for 30 s (its relay into the node stopped; the
- *                kube-apiserver process itself keeps running for the bench's own client)
+ *   api          kube-apiserver stopped (SIGTERM) as the burst starts and started again 30 s later, on the same
+ *                port and etcd (test/k8s/cluster.ts startApiserver); the bench's own polls fail meanwhile
  *   daemon-kill  the resident daemon SIGKILLed once it serves again (kubelet restarts its container; the shim's
  *                fallback serves meanwhile)
  *   containerd   containerd restarted once a third of the pods are Ready
@@ -18,9 +18,9 @@
 import { readFile, readdir } from 'node:fs/promises';
 import type { Cluster } from '../../../test/k8s/cluster.ts';
 import { runOk } from '../../../test/runtime/runtime.ts';
-import type { Mode } from './modes.ts';
+import { type Mode, hasDaemon } from './modes.ts';
 import { hasAllNetworks, isReady } from './pods.ts';
-import { BRIDGE, type Node, containerPids, daemonPid, peakRssMib } from './node-ops.ts';
+import { BRIDGE, type Node, containerPids, daemonPid, dsLogGrep, peakRssMib } from './node-ops.ts';
 import { NODE_LINK, NODE_LINK_PEER } from '../../../test/runtime/node.ts';
 
 export const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'] as const;
@@ -99,13 +99,14 @@ async function inject(fault: Fault, ctx: BurstCtx, progress: () => Promise<numbe
     for (let i = 0; i < 2400 && (await progress()) < pods / 3; i++) await sleep(250);
   };
   if (fault === 'api') {
-    await n.tunnel.close();
+    await cluster.stopApiserver();
+    const t = Date.now();
     await sleep(30_000);
-    await n.tunnel.open(cluster, n.node.hostNs, n.node.dir);
-    return 'API unreachable from the node for 30 s';
+    await cluster.startApiserver();
+    return `kube-apiserver stopped for 30 s (serving again after ${Math.round((Date.now() - t) / 100) / 10} s)`;
   }
   if (fault === 'daemon-kill') {
-    if (mode !== 'resident_ts' && mode !== 'go_thick') return 'n/a (no daemon)';
+    if (!hasDaemon(mode)) return 'n/a (no daemon)';
     let pid: number | undefined;
     for (let i = 0; i < 480 && !(pid = await daemonPid(cluster, mode)); i++) await sleep(250);
     if (pid) kill([pid]);
@@ -175,11 +176,14 @@ export async function burst(ctx: BurstCtx, fault?: Fault): Promise<any> {
   const what = await injected;
   await sleep(2000);
   const rss = await peakRssMib(await daemonPid(cluster, mode));
+  const over = await excess(ctx);
+  const errors = (over.ips ?? 0) > 0 ? await dsLogGrep(n, mode, /error|fail/i, 10) : [];
   return {
     ...(fault ? { fault: what } : {}),
     recovered: `${ready}/${pods}`,
     seconds,
     daemon_peak_rss_mib: rss,
-    excess: await excess(ctx),
+    excess: over,
+    ...(errors.length ? { daemonset_errors: errors } : {}),
   };
 }

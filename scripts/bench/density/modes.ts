@@ -6,12 +6,15 @@
  *                         copy is thin_entrypoint's own copy here)
  *   go_thick              its deployments/multus-daemonset-thick.yml layout: an init container copies the shim,
  *                         multus-daemon runs with the daemon-config of that manifest (chrootDir /hostroot)
+ *   go_thick_300mi        the same with our daemon's resources instead of Multus' (requests 100m / 100Mi, a 300Mi
+ *                         memory limit, no CPU limit): Go thick's own peak and latency when its limits do not
+ *                         cap them (Multus' 50Mi limit OOM-kills it at N = 100, and 100m of CPU throttles it)
  * with Multus' own resource requests and limits. The one change to every manifest, the one an operator without
  * kube-proxy makes: the containers' KUBERNETES_SERVICE_HOST/PORT name the API server's address.
  */
 import { collection, docs, type Obj } from '../../../test/helpers/manifests.ts';
 
-export const MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'] as const;
+export const MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick', 'go_thick_300mi'] as const;
 export type Mode = (typeof MODES)[number];
 export const GO_IMAGE = 'ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0';
 
@@ -21,7 +24,16 @@ export const DS: Record<Mode, { name: string; label: string }> = {
   resident_ts: { name: 'multus-ts', label: 'app=multus-ts' },
   go_thin: { name: 'kube-multus-ds', label: 'app=multus' },
   go_thick: { name: 'kube-multus-ds', label: 'app=multus' },
+  go_thick_300mi: { name: 'kube-multus-ds', label: 'app=multus' },
 };
+
+/** The modes with a resident daemon (a process the bench measures, and the daemon-kill fault kills). */
+export const hasDaemon = (mode: Mode): boolean => mode === 'resident_ts' || mode.startsWith('go_thick');
+/** The resources of Go thick's daemon container: Multus' own, or, for go_thick_300mi, those of ours. */
+const goThickResources = (mode: Mode) =>
+  mode === 'go_thick_300mi'
+    ? { requests: { cpu: '100m', memory: '100Mi' }, limits: { memory: '300Mi' } }
+    : res('100m', '50Mi');
 
 const res = (cpu: string, memory: string) => ({ requests: { cpu, memory }, limits: { cpu, memory } });
 const hostPath = (name: string, path: string) => ({ name, hostPath: { path } });
@@ -77,7 +89,7 @@ function goThin(): Obj[] {
   return [goDaemonSet([container], [], [hostPath('cni', '/etc/cni/net.d'), hostPath('cnibin', '/opt/cni/bin')])];
 }
 
-function goThick(): Obj[] {
+function goThick(mode: Mode): Obj[] {
   const daemonConfig = {
     chrootDir: '/hostroot',
     cniVersion: '0.3.1',
@@ -112,7 +124,7 @@ function goThick(): Obj[] {
     image: GO_IMAGE,
     imagePullPolicy: 'Never',
     command: ['/usr/src/multus-cni/bin/multus-daemon'],
-    resources: res('100m', '50Mi'),
+    resources: goThickResources(mode),
     securityContext: { privileged: true },
     volumeMounts: mounts.map(([name, mountPath]) => ({
       name,
@@ -161,8 +173,8 @@ export function modeObjects(mode: Mode, apiPort: string): { url: string; obj: Ob
   const objs =
     mode === 'go_thin'
       ? goThin()
-      : mode === 'go_thick'
-        ? goThick()
+      : mode.startsWith('go_thick')
+        ? goThick(mode)
         : docs(mode === 'thin_ts' ? 'multus-ts-thin.yml' : 'multus-ts-resident.yml');
   for (const o of objs) {
     if (o.kind !== 'DaemonSet') continue;
@@ -180,7 +192,7 @@ export function modeObjects(mode: Mode, apiPort: string): { url: string; obj: Ob
 
 /** The memory limit of the mode's daemon container (resident modes), in MiB. */
 export function daemonLimitMib(mode: Mode): number | undefined {
-  if (mode === 'go_thick') return 50;
+  if (mode.startsWith('go_thick')) return Number(/^(\d+)Mi$/.exec(goThickResources(mode).limits.memory)?.[1]);
   if (mode !== 'resident_ts') return undefined;
   const ds = docs('multus-ts-resident.yml').find((o) => o.kind === 'DaemonSet') as any;
   const daemon = ds.spec.template.spec.containers.find((c: any) => c.name === 'daemon');

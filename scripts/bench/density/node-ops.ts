@@ -11,7 +11,7 @@ import { ApiTunnel } from '../../../test/e2e-k8s/world.ts';
 import type { Cluster } from '../../../test/k8s/cluster.ts';
 import { NODE_LINK, NODE_LINK_PEER, NodeRuntime } from '../../../test/runtime/node.ts';
 import { CTR_BIN, runOk } from '../../../test/runtime/runtime.ts';
-import { DS, type Mode, modeObjects } from './modes.ts';
+import { DS, type Mode, hasDaemon, modeObjects } from './modes.ts';
 
 export const CLUSTER_NET = 'density-cluster';
 export const BRIDGE = 'mtsdnbr0';
@@ -160,6 +160,27 @@ export async function dsLogTail(n: Node, mode: Mode, lines = 15): Promise<string
   return out.join('\n').slice(-4000);
 }
 
+/** The DaemonSet pod's log lines (all its containers, this boot's and the ones before) that match `re`, the last `max`. */
+export async function dsLogGrep(n: Node, mode: Mode, re: RegExp, max = 20): Promise<string[]> {
+  const base = n.node.path('/var/log/pods');
+  const prefix = `kube-system_${DS[mode].name}-`;
+  const out: string[] = [];
+  for (const pod of (await readdir(base).catch(() => [] as string[])).filter((d) => d.startsWith(prefix))) {
+    for (const c of await readdir(join(base, pod)).catch(() => [] as string[])) {
+      for (const f of await readdir(join(base, pod, c)).catch(() => [] as string[])) {
+        const text = await readFile(join(base, pod, c, f), 'utf8').catch(() => '');
+        out.push(
+          ...text
+            .split('\n')
+            .filter((l) => re.test(l))
+            .map((l) => `${c}: ${l.slice(0, 600)}`),
+        );
+      }
+    }
+  }
+  return out.slice(-max);
+}
+
 /** Pids of the processes in the cgroups of the node's containers (containerd puts them under /k8s.io/<id>). */
 export async function containerPids(ids: string[]): Promise<number[]> {
   const out: number[] = [];
@@ -175,16 +196,18 @@ export async function containerPids(ids: string[]): Promise<number[]> {
 
 /** The pid of the mode's daemon process (resident modes; the daemon container of its DaemonSet pod), if it runs. */
 export async function daemonPid(cluster: Cluster, mode: Mode): Promise<number | undefined> {
-  if (mode !== 'resident_ts' && mode !== 'go_thick') return undefined;
-  const name = mode === 'go_thick' ? 'kube-multus' : 'daemon';
+  if (!hasDaemon(mode)) return undefined;
+  const goThick = mode !== 'resident_ts';
+  const name = goThick ? 'kube-multus' : 'daemon';
   const ids = (await dsPods(cluster, mode).catch(() => [] as any[]))
     .flatMap((p) => p.status?.containerStatuses ?? [])
     .filter((c: any) => c.name === name && c.state?.running)
     .map((c: any) => String(c.containerID ?? '').replace(/^containerd:\/\//, ''));
   for (const pid of await containerPids(ids)) {
     const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    const isDaemon =
-      mode === 'go_thick' ? argv[0]?.endsWith('/multus-daemon') : argv[0]?.endsWith('/multus') && argv[1] === 'daemon';
+    const isDaemon = goThick
+      ? argv[0]?.endsWith('/multus-daemon')
+      : argv[0]?.endsWith('/multus') && argv[1] === 'daemon';
     if (isDaemon) return pid;
   }
   return undefined;

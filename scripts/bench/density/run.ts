@@ -9,7 +9,7 @@
  *
  * Prints one JSON line (the `density` object) on stdout; progress on stderr.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createNad, ensureNamespace } from '../../../test/e2e-k8s/world.ts';
 import { type Cluster, startCluster } from '../../../test/k8s/cluster.ts';
@@ -21,6 +21,7 @@ import { hasAllNetworks, isReady } from './pods.ts';
 import {
   type Node,
   daemonPid,
+  dsLogGrep,
   dsLogTail,
   dsPods,
   dsRestarts,
@@ -180,6 +181,8 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     await deletePods(cluster, ns);
     await new Promise((r) => setTimeout(r, 2000));
     const left = await leaks(n);
+    // what the mode's own log says went wrong, when it left something (the DELs' errors)
+    const leakLog = left.ips || left.caches ? await dsLogGrep(n, mode, /error|fail/i) : undefined;
     return {
       mode,
       kube_burner_exit: burner.exitCode,
@@ -192,6 +195,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
       ...(burner.pod_ready_ms ? {} : { kube_burner_log: burner.log }),
       ...(b ? { bursts: b } : {}),
       ...(dsLog ? { daemonset_log: dsLog } : {}),
+      ...(leakLog?.length ? { daemonset_errors: leakLog } : {}),
       seconds: Math.round((t1 - t0) / 100) / 10,
     };
   } finally {
@@ -244,7 +248,11 @@ async function main(): Promise<void> {
   const cluster = await startCluster({ serviceAccountAdmission: true, apiserverArgs: ['--allow-privileged=true'] });
   const runs: any[] = [];
   try {
-    for (const [k, mode] of order.entries()) runs.push(await measuredRun(cluster, a, mode, k + 1));
+    for (const [k, mode] of order.entries()) {
+      runs.push(await measuredRun(cluster, a, mode, k + 1));
+      // each run's record as soon as it is there: a long run stopped midway keeps what it measured
+      await writeFile(join(a.dir, `run-${k + 1}-${mode}.json`), JSON.stringify(runs.at(-1)) + '\n');
+    }
   } finally {
     await cluster.stop();
   }
