@@ -34,6 +34,18 @@ describe('density: a pod with all its networks', () => {
     expect(isReady(p, Date.parse('2026-12-01T10:00:06Z'))).toBe(false);
     expect(isReady(pod([], 'False'))).toBe(false);
   });
+
+  it('with `since`, also counts a pod whose containers all started since, its Ready condition never flipped', () => {
+    const p: any = pod([], 'True', '2026-12-01T09:00:00Z');
+    const since = Date.parse('2026-12-01T10:00:00Z');
+    expect(isReady(p, since)).toBe(false);
+    p.status.containerStatuses = [{ state: { running: { startedAt: '2026-12-01T10:00:03Z' } } }];
+    expect(isReady(p, since)).toBe(true);
+    p.status.containerStatuses.push({ state: { running: { startedAt: '2026-12-01T09:00:00Z' } } });
+    expect(isReady(p, since)).toBe(false);
+    p.status.containerStatuses = [{ state: { waiting: { reason: 'ContainerCreating' } } }];
+    expect(isReady(p, since)).toBe(false);
+  });
 });
 
 describe('density: the DaemonSet of each mode', () => {

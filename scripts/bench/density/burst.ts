@@ -20,7 +20,16 @@ import type { Cluster } from '../../../test/k8s/cluster.ts';
 import { runOk } from '../../../test/runtime/runtime.ts';
 import { type Mode, hasDaemon } from './modes.ts';
 import { hasAllNetworks, isReady } from './pods.ts';
-import { BRIDGE, type Node, containerPids, daemonPid, dsLogGrep, peakRssMib } from './node-ops.ts';
+import {
+  BRIDGE,
+  type Node,
+  containerPids,
+  daemonCgroupPeak,
+  daemonPid,
+  dsLogGrep,
+  peakRssMib,
+  rssSplitMib,
+} from './node-ops.ts';
 import { NODE_LINK, NODE_LINK_PEER } from '../../../test/runtime/node.ts';
 
 export const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'] as const;
@@ -82,6 +91,20 @@ async function powerOff(n: Node): Promise<void> {
 export async function recovered(cluster: Cluster, ns: string, nads: string[], since: number): Promise<number> {
   const items = (await cluster.admin.get(`/api/v1/namespaces/${ns}/pods`)).items as any[];
   return items.filter((p) => isReady(p, since) && hasAllNetworks(p, nads)).length;
+}
+
+/** Up to three of the workload's pods not counted as recovered since `since`: what their status says. */
+async function notRecovered(cluster: Cluster, ns: string, nads: string[], since: number): Promise<any[]> {
+  const items = (await cluster.admin.get(`/api/v1/namespaces/${ns}/pods`).catch(() => ({ items: [] }))).items as any[];
+  return items
+    .filter((p) => !(isReady(p, since) && hasAllNetworks(p, nads)))
+    .slice(0, 3)
+    .map((p) => ({
+      name: p.metadata.name,
+      ready: (p.status?.conditions ?? []).find((c: any) => c.type === 'Ready'),
+      containers: (p.status?.containerStatuses ?? []).map((c: any) => c.state),
+      network_status: String(p.metadata.annotations?.['k8s.v1.cni.cncf.io/network-status'] ?? '(none)').slice(0, 600),
+    }));
 }
 
 /** Fills the node's /var/lib/cni: 1 MiB blocks, then 512-byte ones for what a last partial block leaves. */
@@ -173,9 +196,14 @@ export async function burst(ctx: BurstCtx, fault?: Fault): Promise<any> {
   let ready = 0;
   while ((ready = await progress()) < pods && Date.now() < deadline) await sleep(500);
   const seconds = Math.round((Date.now() - t0) / 100) / 10;
+  const missing = ready < pods ? await notRecovered(cluster, ns, nads, t0) : [];
   const what = await injected;
   await sleep(2000);
-  const rss = await peakRssMib(await daemonPid(cluster, mode));
+  const pid = await daemonPid(cluster, mode);
+  const rss = await peakRssMib(pid);
+  const split = await rssSplitMib(pid);
+  // the container's cgroup is new after the power-on (its first peak is the burst's), unless the fault killed it
+  const cgroup = await daemonCgroupPeak(cluster, mode);
   const over = await excess(ctx);
   const errors = (over.ips ?? 0) > 0 ? await dsLogGrep(n, mode, /error|fail/i, 10) : [];
   return {
@@ -183,7 +211,10 @@ export async function burst(ctx: BurstCtx, fault?: Fault): Promise<any> {
     recovered: `${ready}/${pods}`,
     seconds,
     daemon_peak_rss_mib: rss,
+    ...(split ? { daemon_rss_now_mib: split } : {}),
+    ...(cgroup ? { daemon_cgroup_peak_mib: cgroup.peak_mib, daemon_cgroup_oom_kills: cgroup.oom_kills } : {}),
     excess: over,
     ...(errors.length ? { daemonset_errors: errors } : {}),
+    ...(missing.length ? { not_recovered: missing } : {}),
   };
 }

@@ -194,15 +194,20 @@ export async function containerPids(ids: string[]): Promise<number[]> {
   return out;
 }
 
-/** The pid of the mode's daemon process (resident modes; the daemon container of its DaemonSet pod), if it runs. */
-export async function daemonPid(cluster: Cluster, mode: Mode): Promise<number | undefined> {
-  if (!hasDaemon(mode)) return undefined;
-  const goThick = mode !== 'resident_ts';
-  const name = goThick ? 'kube-multus' : 'daemon';
-  const ids = (await dsPods(cluster, mode).catch(() => [] as any[]))
+/** The IDs of the mode's running daemon containers (resident modes), as the API reports them. */
+async function daemonContainerIds(cluster: Cluster, mode: Mode): Promise<string[]> {
+  if (!hasDaemon(mode)) return [];
+  const name = mode === 'resident_ts' ? 'daemon' : 'kube-multus';
+  return (await dsPods(cluster, mode).catch(() => [] as any[]))
     .flatMap((p) => p.status?.containerStatuses ?? [])
     .filter((c: any) => c.name === name && c.state?.running)
     .map((c: any) => String(c.containerID ?? '').replace(/^containerd:\/\//, ''));
+}
+
+/** The pid of the mode's daemon process (resident modes; the daemon container of its DaemonSet pod), if it runs. */
+export async function daemonPid(cluster: Cluster, mode: Mode): Promise<number | undefined> {
+  const goThick = mode !== 'resident_ts';
+  const ids = await daemonContainerIds(cluster, mode);
   for (const pid of await containerPids(ids)) {
     const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
     const isDaemon = goThick
@@ -220,4 +225,40 @@ export async function peakRssMib(pid: number | undefined, reset = false): Promis
   const s = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
   const kib = Number(/VmHWM:\s+(\d+)/.exec(s)?.[1]);
   return Number.isFinite(kib) ? Math.round((kib / 1024) * 10) / 10 : undefined;
+}
+
+/**
+ * The daemon container's memory cgroup, what its memory limit is enforced on: the daemon, the delegate plugins it
+ * runs (they are its children, in its cgroup) and the page cache they add; the peak since the last reset (`reset`
+ * clears it first) and the cgroup's OOM kills, in MiB. cgroup v1 (memory.max_usage_in_bytes) or v2 (memory.peak).
+ */
+export async function daemonCgroupPeak(
+  cluster: Cluster,
+  mode: Mode,
+  reset = false,
+): Promise<{ peak_mib: number; oom_kills: number } | undefined> {
+  const [id] = await daemonContainerIds(cluster, mode);
+  if (!id) return undefined;
+  const v1 = `/sys/fs/cgroup/memory/k8s.io/${id}`;
+  const v2 = `/sys/fs/cgroup/k8s.io/${id}`;
+  const read = (f: string) => readFile(f, 'utf8').catch(() => undefined);
+  const isV1 = (await read(`${v1}/memory.max_usage_in_bytes`)) !== undefined;
+  const peakFile = isV1 ? `${v1}/memory.max_usage_in_bytes` : `${v2}/memory.peak`;
+  if (reset) await writeFile(peakFile, isV1 ? '0' : 'reset\n').catch(() => {});
+  const bytes = Number((await read(peakFile))?.trim());
+  if (!Number.isFinite(bytes)) return undefined;
+  const events = (await read(isV1 ? `${v1}/memory.oom_control` : `${v2}/memory.events`)) ?? '';
+  return {
+    peak_mib: Math.round((bytes / 1048576) * 10) / 10,
+    oom_kills: Number(/oom_kill (\d+)/.exec(events)?.[1] ?? 0),
+  };
+}
+
+/** The process's resident memory now, split: its own (anonymous) pages and the mapped files' (its executable's). */
+export async function rssSplitMib(pid: number | undefined): Promise<{ anon: number; file: number } | undefined> {
+  if (!pid) return undefined;
+  const s = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const mib = (k: string) => Math.round((Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1]) / 1024) * 10) / 10;
+  const [anon, file] = [mib('RssAnon'), mib('RssFile')];
+  return Number.isFinite(anon) && Number.isFinite(file) ? { anon, file } : undefined;
 }

@@ -20,6 +20,7 @@ import { type Mode, daemonLimitMib } from './modes.ts';
 import { hasAllNetworks, isReady } from './pods.ts';
 import {
   type Node,
+  daemonCgroupPeak,
   daemonPid,
   dsLogGrep,
   dsLogTail,
@@ -28,6 +29,7 @@ import {
   install,
   leaks,
   peakRssMib,
+  rssSplitMib,
   startNode,
   stopNode,
   uninstall,
@@ -165,6 +167,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     await workloadNamespace(cluster, ns);
     const pid = await daemonPid(cluster, mode);
     await peakRssMib(pid, true);
+    await daemonCgroupPeak(cluster, mode, true);
     say(`run ${k}: ${mode}: kube-burner, ${a.pods} pods`);
     const t0 = Date.now();
     const w = { namespace: ns, networks: NADS.join(','), image: n.node.sandboxImage, nodeName: n.node.nodeName };
@@ -172,6 +175,8 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     const t1 = Date.now();
     const check = await podCheck(cluster, ns);
     const rss = await peakRssMib(pid);
+    const cgroup = await daemonCgroupPeak(cluster, mode);
+    const split = await rssSplitMib(pid);
     const dsLog = check.netstatus_ok < a.pods ? await dsLogTail(n, mode) : undefined;
     const requests = await apiRequests(cluster, t0, t1);
     say(`run ${k}: ${mode}: ${JSON.stringify(burner.pod_ready_ms)} ${JSON.stringify(check)}`);
@@ -191,6 +196,8 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
       failed_pods: a.pods - check.netstatus_ok,
       api_requests_per_pod: Math.round((requests / a.pods) * 100) / 100,
       daemon_peak_rss_mib: rss,
+      ...(split ? { daemon_rss_now_mib: split } : {}),
+      ...(cgroup ? { daemon_cgroup_peak_mib: cgroup.peak_mib, daemon_cgroup_oom_kills: cgroup.oom_kills } : {}),
       leaked: left,
       ...(burner.pod_ready_ms ? {} : { kube_burner_log: burner.log }),
       ...(b ? { bursts: b } : {}),
@@ -215,22 +222,36 @@ function summary(runs: any[], modes: Mode[]): any {
   const out: any = { modes: {}, daemon_peak_rss_mib: {} };
   for (const m of modes) {
     const rs = runs.filter((r) => r.mode === m);
-    const ok = rs.filter((r) => r.pod_ready_ms);
-    const api = rs.filter((r) => r.pod_ready_ms_from_api);
+    // a run with failed pods has quantiles of the few pods that got Ready: not comparable, left out
+    const ok = rs.filter((r) => r.pod_ready_ms && r.failed_pods === 0);
+    const api = rs.filter((r) => r.pod_ready_ms_from_api && r.failed_pods === 0);
     out.modes[m] = {
-      pod_ready_ms: { p50: avg(ok.map((r) => r.pod_ready_ms.p50)), p99: avg(ok.map((r) => r.pod_ready_ms.p99)) },
+      // null, not 0, when kube-burner measured no run of the mode
+      pod_ready_ms: ok.length
+        ? { p50: avg(ok.map((r) => r.pod_ready_ms.p50)), p99: avg(ok.map((r) => r.pod_ready_ms.p99)) }
+        : null,
       kube_burner_runs_measured: `${ok.length}/${rs.length}`,
-      pod_ready_ms_from_api: {
-        p50: avg(api.map((r) => r.pod_ready_ms_from_api.p50)),
-        p99: avg(api.map((r) => r.pod_ready_ms_from_api.p99)),
-      },
+      pod_ready_ms_from_api: api.length
+        ? {
+            p50: avg(api.map((r) => r.pod_ready_ms_from_api.p50)),
+            p99: avg(api.map((r) => r.pod_ready_ms_from_api.p99)),
+          }
+        : null,
       failed_pods: rs.reduce((s, r) => s + r.failed_pods, 0),
-      api_requests_per_pod: avg(ok.map((r) => r.api_requests_per_pod)),
+      api_requests_per_pod: avg(
+        rs.filter((r) => typeof r.api_requests_per_pod === 'number').map((r) => r.api_requests_per_pod),
+      ),
       leaked: sumLeaks(rs),
       runs: rs.map(({ mode: _m, ...r }) => r),
     };
     const rss = rs.map((r) => r.daemon_peak_rss_mib).filter((x) => typeof x === 'number');
-    if (rss.length) out.daemon_peak_rss_mib[m] = { peak: Math.max(...rss), limit: daemonLimitMib(m) };
+    const cg = rs.map((r) => r.daemon_cgroup_peak_mib).filter((x) => typeof x === 'number');
+    if (rss.length)
+      out.daemon_peak_rss_mib[m] = {
+        peak: Math.max(...rss),
+        limit: daemonLimitMib(m),
+        ...(cg.length ? { container_cgroup_peak: Math.max(...cg) } : {}),
+      };
     const b = rs.find((r) => r.bursts)?.bursts;
     if (b) {
       (out.burst ??= {})[m] = { ...b.burst, daemon_limit_mib: daemonLimitMib(m) };
