@@ -144,40 +144,39 @@ export async function leaks(n: Node): Promise<any> {
   };
 }
 
-/** The last lines of the DaemonSet pod's container logs on the node (for a run with failures). */
-export async function dsLogTail(n: Node, mode: Mode, lines = 15): Promise<string> {
+/** The DaemonSet pod's container log files on the node (every container, this boot's and the ones before). */
+async function dsLogs(n: Node, mode: Mode): Promise<{ container: string; file: string; text: string }[]> {
   const base = n.node.path('/var/log/pods');
   const prefix = `kube-system_${DS[mode].name}-`;
-  const out: string[] = [];
+  const out: { container: string; file: string; text: string }[] = [];
   for (const pod of (await readdir(base).catch(() => [] as string[])).filter((d) => d.startsWith(prefix))) {
-    for (const c of await readdir(join(base, pod)).catch(() => [] as string[])) {
-      for (const f of await readdir(join(base, pod, c)).catch(() => [] as string[])) {
-        const text = await readFile(join(base, pod, c, f), 'utf8').catch(() => '');
-        out.push(`${c}/${f}:`, ...text.trimEnd().split('\n').slice(-lines));
+    for (const container of await readdir(join(base, pod)).catch(() => [] as string[])) {
+      for (const file of await readdir(join(base, pod, container)).catch(() => [] as string[])) {
+        const text = await readFile(join(base, pod, container, file), 'utf8').catch(() => '');
+        out.push({ container, file, text });
       }
     }
   }
+  return out;
+}
+
+/** The last lines of the DaemonSet pod's container logs on the node (for a run with failures). */
+export async function dsLogTail(n: Node, mode: Mode, lines = 15): Promise<string> {
+  const out = (await dsLogs(n, mode)).flatMap(({ container, file, text }) => [
+    `${container}/${file}:`,
+    ...text.trimEnd().split('\n').slice(-lines),
+  ]);
   return out.join('\n').slice(-4000);
 }
 
-/** The DaemonSet pod's log lines (all its containers, this boot's and the ones before) that match `re`, the last `max`. */
+/** The DaemonSet pod's log lines that match `re` (every container and boot), the last `max`. */
 export async function dsLogGrep(n: Node, mode: Mode, re: RegExp, max = 20): Promise<string[]> {
-  const base = n.node.path('/var/log/pods');
-  const prefix = `kube-system_${DS[mode].name}-`;
-  const out: string[] = [];
-  for (const pod of (await readdir(base).catch(() => [] as string[])).filter((d) => d.startsWith(prefix))) {
-    for (const c of await readdir(join(base, pod)).catch(() => [] as string[])) {
-      for (const f of await readdir(join(base, pod, c)).catch(() => [] as string[])) {
-        const text = await readFile(join(base, pod, c, f), 'utf8').catch(() => '');
-        out.push(
-          ...text
-            .split('\n')
-            .filter((l) => re.test(l))
-            .map((l) => `${c}: ${l.slice(0, 600)}`),
-        );
-      }
-    }
-  }
+  const out = (await dsLogs(n, mode)).flatMap(({ container, text }) =>
+    text
+      .split('\n')
+      .filter((l) => re.test(l))
+      .map((l) => `${container}: ${l.slice(0, 600)}`),
+  );
   return out.slice(-max);
 }
 
