@@ -17,7 +17,6 @@ root="$(cd "$here/../.." && pwd)"
 src="$here/apiserver"
 cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
 out_dir="$cache/k8s"
-stamp="$out_dir/build.sha256"
 
 me="k8s/build.sh"
 # shellcheck source=../helpers/build-lib.sh
@@ -28,17 +27,8 @@ need_packages openssl
 
 need_go "kube-apiserver and etcd"
 
-hash="$(cat "$src/go.mod" "$src/go.sum" "$here/build.sh" | sha256sum | cut -d' ' -f1)"
-if [[ -x "$out_dir/kube-apiserver" && -x "$out_dir/etcd" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then
-  say "$out_dir/{kube-apiserver,etcd} are up to date"
-  echo "$out_dir"
-  exit 0
-fi
-
-mkdir -p "$out_dir"
-rm -f "$stamp"
-tmp="$(mktemp -d "$out_dir/.build.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+hash="$(files_hash "$src/go.mod" "$src/go.sum" "$here/build.sh")"
+begin_build "$out_dir" "$hash" kube-apiserver etcd
 
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
 export CGO_ENABLED=0
@@ -52,10 +42,7 @@ build() { # name package [ldflags...]
 }
 
 t_all="$(now)"
-say "go $(go env GOVERSION); downloading modules"
-t0="$(now)"
-(cd "$src" && go mod download)
-say "modules ready in $(secs "$t0" "$(now)") s"
+go_mod_download "$src"
 build etcd go.etcd.io/etcd/server/v3
 # Without -X the binary says it is v0.0.0-master (GET /version, the User-Agent of its loopback clients): stamp the
 # pinned release the way Kubernetes' own build (hack/lib/version.sh) does.

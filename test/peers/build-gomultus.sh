@@ -16,7 +16,6 @@ root="$(cd "$here/../.." && pwd)"
 src="$here/gomultus"
 cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
 out_dir="$cache/gomultus"
-stamp="$out_dir/build.sha256"
 bins=(multus multus-shim multus-daemon thin_entrypoint)
 
 me="build-gomultus.sh"
@@ -25,29 +24,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/../helpers/build-lib.sh"
 
 need_go "Go Multus"
 
-hash="$(cat "$src/go.mod" "$src/go.sum" "$here/build-gomultus.sh" | sha256sum | cut -d' ' -f1)"
-up_to_date=true
-for b in "${bins[@]}"; do [[ -x "$out_dir/$b" ]] || up_to_date=false; done
-if $up_to_date && [[ -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then
-  say "$out_dir/{$(IFS=,; echo "${bins[*]}")} are up to date"
-  echo "$out_dir"
-  exit 0
-fi
-
-mkdir -p "$out_dir"
-rm -f "$stamp"
-tmp="$(mktemp -d "$out_dir/.build.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+hash="$(files_hash "$src/go.mod" "$src/go.sum" "$here/build-gomultus.sh")"
+begin_build "$out_dir" "$hash" "${bins[@]}"
 
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
 export CGO_ENABLED=0
 mod=gopkg.in/k8snetworkplumbingwg/multus-cni.v4
 
 t_all="$(now)"
-say "go $(go env GOVERSION); downloading modules"
-t0="$(now)"
-(cd "$src" && go mod download)
-say "modules ready in $(secs "$t0" "$(now)") s"
+go_mod_download "$src"
 version="$(cd "$src" && go list -m -f '{{.Version}}' "$mod")"
 # Multus' own build (hack/build-go.sh) stamps the version with -X; without it `multus -v` says "master".
 ldflags="-s -w -X $mod/pkg/multus.version=$version"

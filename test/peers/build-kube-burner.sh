@@ -16,7 +16,6 @@ root="$(cd "$here/../.." && pwd)"
 src="$here/kubeburner"
 cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
 out_dir="$cache/kube-burner"
-stamp="$out_dir/build.sha256"
 mod=github.com/kube-burner/kube-burner/v2
 
 me="build-kube-burner.sh"
@@ -25,26 +24,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/../helpers/build-lib.sh"
 
 need_go "kube-burner"
 
-hash="$(cat "$src/go.mod" "$src/go.sum" "$here/build-kube-burner.sh" | sha256sum | cut -d' ' -f1)"
-if [[ -x "$out_dir/kube-burner" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then
-  say "$out_dir/kube-burner is up to date"
-  echo "$out_dir"
-  exit 0
-fi
-
-mkdir -p "$out_dir"
-rm -f "$stamp"
-tmp="$(mktemp -d "$out_dir/.build.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+hash="$(files_hash "$src/go.mod" "$src/go.sum" "$here/build-kube-burner.sh")"
+begin_build "$out_dir" "$hash" kube-burner
 
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
 export CGO_ENABLED=0
 
 t_all="$(now)"
-say "go $(go env GOVERSION); downloading modules"
-t0="$(now)"
-(cd "$src" && go mod download)
-say "modules ready in $(secs "$t0" "$(now)") s"
+go_mod_download "$src"
 version="$(cd "$src" && go list -m -f '{{.Version}}' "$mod")"
 # kube-burner's Makefile stamps its version through go-commons' version package; without it `version` is empty.
 vpkg=github.com/cloud-bulldozer/go-commons/v2/version

@@ -15,7 +15,6 @@ root="$(cd "$here/../.." && pwd)"
 src="$here/whereabouts"
 cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
 out_dir="$cache/whereabouts"
-stamp="$out_dir/build.sha256"
 mod=github.com/k8snetworkplumbingwg/whereabouts
 
 me="build-whereabouts.sh"
@@ -24,28 +23,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/../helpers/build-lib.sh"
 
 need_go "whereabouts"
 
-hash="$(cat "$src/go.mod" "$src/go.sum" "$src/tools.go" "$src/reconcile/main.go" "$here/build-whereabouts.sh" |
-  sha256sum | cut -d' ' -f1)"
-if [[ -x "$out_dir/whereabouts" && -x "$out_dir/whereabouts-reconcile" && -f "$stamp" &&
-  "$(cat "$stamp")" == "$hash" ]]; then
-  say "$out_dir/{whereabouts,whereabouts-reconcile,crds} are up to date"
-  echo "$out_dir"
-  exit 0
-fi
-
-mkdir -p "$out_dir"
-rm -f "$stamp"
-tmp="$(mktemp -d "$out_dir/.build.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+hash="$(files_hash "$src/go.mod" "$src/go.sum" "$src/tools.go" "$src/reconcile/main.go" "$here/build-whereabouts.sh")"
+begin_build "$out_dir" "$hash" whereabouts whereabouts-reconcile
 
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
 export CGO_ENABLED=0
 
 t_all="$(now)"
-say "go $(go env GOVERSION); downloading modules"
-t0="$(now)"
-(cd "$src" && go mod download)
-say "modules ready in $(secs "$t0" "$(now)") s"
+go_mod_download "$src"
 version="$(cd "$src" && go list -m -f '{{.Version}}' "$mod")"
 moddir="$(cd "$src" && go list -m -f '{{.Dir}}' "$mod")"
 # whereabouts' own build (hack/build-go.sh) stamps the version with -X; without it the plugin's version is empty.

@@ -20,7 +20,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
 out_dir="$cache/crio"
-stamp="$out_dir/build.sha256"
 tags="containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper containers_image_ostree_stub seccomp"
 
 me="runtime/build-crio.sh"
@@ -31,18 +30,8 @@ need_packages conmon runc libseccomp-dev pkg-config gcc libc6-dev
 
 need_go "CRI-O"
 
-hash="$(cat "$here/crio/go.mod" "$here/crio/go.sum" "$here/build-crio.sh" | sha256sum | cut -d' ' -f1)"
-if [[ -x "$out_dir/crio" && -x "$out_dir/pinns" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then
-  say "$out_dir/{crio,pinns} are up to date"
-  echo "$out_dir"
-  exit 0
-fi
-
-mkdir -p "$out_dir"
-chmod 0700 "$out_dir"
-rm -f "$stamp"
-tmp="$(mktemp -d "$out_dir/.build.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+hash="$(files_hash "$here/crio/go.mod" "$here/crio/go.sum" "$here/build-crio.sh")"
+begin_build "$out_dir" "$hash" crio pinns
 t0="$(now)"
 export GONOSUMDB="github.com/containerd/nri,github.com/CloudNativeAI/model-spec"
 export GOFLAGS=-mod=mod

@@ -18,7 +18,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
 out_dir="$cache/critest"
-stamp="$out_dir/build.sha256"
 # the images' repository; runtime fixtures import images.tar under it (one tag per image)
 image_repo="localhost/critest"
 
@@ -33,17 +32,7 @@ need_go "critest"
 busybox_version="$(dpkg-query -W -f='${Version}' busybox-static)"
 hash="$({ cat "$here/critest/go.mod" "$here/critest/go.sum" "$here/build-critest.sh"; echo "$busybox_version"; } |
   sha256sum | cut -d' ' -f1)"
-if [[ -x "$out_dir/critest" && -f "$out_dir/images.tar" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then
-  say "$out_dir/{critest,images.tar,images.yaml} are up to date"
-  echo "$out_dir"
-  exit 0
-fi
-
-mkdir -p "$out_dir"
-chmod 0700 "$out_dir"
-rm -f "$stamp"
-tmp="$(mktemp -d "$out_dir/.build.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+begin_build "$out_dir" "$hash" critest images.tar
 t_all="$(now)"
 
 t0="$(now)"

@@ -12,7 +12,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
 out_dir="$cache/dra-driver"
-stamp="$out_dir/build.sha256"
 src="$here/dra-driver"
 
 me="runtime/build-dra-driver.sh"
@@ -21,18 +20,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../helpers/build-lib.sh"
 
 need_go "the DRA driver"
 
-hash="$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" "$here/build-dra-driver.sh" | sha256sum | cut -d' ' -f1)"
-if [[ -x "$out_dir/dra-driver" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then
-  say "$out_dir/dra-driver is up to date"
-  echo "$out_dir"
-  exit 0
-fi
-
-mkdir -p "$out_dir"
-chmod 0700 "$out_dir"
-rm -f "$stamp"
-tmp="$(mktemp -d "$out_dir/.build.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+hash="$(files_hash "$src/go.mod" "$src/go.sum" "$src/main.go" "$here/build-dra-driver.sh")"
+begin_build "$out_dir" "$hash" dra-driver
 t0="$(now)"
 say "go $(go env GOVERSION); building the DRA driver (k8s.io/dynamic-resource-allocation/kubeletplugin)"
 (cd "$src" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$tmp/dra-driver" .)

@@ -19,7 +19,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
 out_dir="$cache/runtime"
-stamp="$out_dir/build.sha256"
 # The name the image is imported under; runtime.ts points containerd's sandbox_image at it.
 image_tag="3.10-multus-ts"
 
@@ -67,18 +66,8 @@ if $with_kubelet; then
   build_kubelet
 fi
 
-hash="$(cat "$here/crictl/go.mod" "$here/crictl/go.sum" "$here/pause.c" "$here/build.sh" | sha256sum | cut -d' ' -f1)"
-if [[ -x "$out_dir/crictl" && -f "$out_dir/pause.tar" && -f "$stamp" && "$(cat "$stamp")" == "$hash" ]]; then
-  say "$out_dir/{crictl,pause.tar} are up to date"
-  echo "$out_dir"
-  exit 0
-fi
-
-mkdir -p "$out_dir"
-chmod 0700 "$out_dir"
-rm -f "$stamp"
-tmp="$(mktemp -d "$out_dir/.build.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+hash="$(files_hash "$here/crictl/go.mod" "$here/crictl/go.sum" "$here/pause.c" "$here/build.sh")"
+begin_build "$out_dir" "$hash" crictl pause.tar
 t_all="$(now)"
 
 # crictl
