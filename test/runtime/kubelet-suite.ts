@@ -22,7 +22,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { readFile, readdir, rm } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
@@ -180,22 +180,7 @@ function suiteBody(mode: Mode): void {
     // privileged: the resident daemon runs delegates in pods' namespaces, as on any node
     cluster = await startCluster({ serviceAccountAdmission: true, apiserverArgs: ['--allow-privileged=true'] });
     node = await new NodeRuntime().prepare();
-    // the DaemonSet installs the plugin: the fixture's copy goes
-    await rm(join(node.binDir, 'multus'));
-    // the node's default network, which multus wraps into its 00-multus.conf(list)
-    await node.writeConf('10-cluster.conflist', {
-      cniVersion: '1.0.0',
-      name: CLUSTER_NET,
-      plugins: [
-        {
-          type: 'bridge',
-          bridge: BRIDGE,
-          isGateway: true,
-          isDefaultGateway: true,
-          ipam: { type: 'host-local', ranges: [[{ subnet: '10.251.0.0/24' }]] },
-        },
-      ],
-    });
+    await node.forDaemonSet(CLUSTER_NET, BRIDGE, '10.251.0.0/24');
     // the image, made from the current build/multus
     const imageDir = join(node.dir, 'image');
     const env = childEnv({ MULTUS_TS_IMAGE_DIR: imageDir });

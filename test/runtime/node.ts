@@ -30,7 +30,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
-import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { type Requirement, fileExists } from '../helpers/skip.ts';
 import type { Cluster } from '../k8s/cluster.ts';
@@ -88,6 +88,28 @@ export class NodeRuntime extends Runtime {
   readonly nodeName = `mts-node-${this.id}`;
   private holder: ChildProcess | undefined;
   private readonly procs = new Map<string, Proc>();
+
+  /**
+   * Makes the node one a Multus DaemonSet installs: the fixture's copy of the plugin removed (the DaemonSet puts
+   * its own in /opt/cni/bin), and the node's default network `name` written as 10-cluster.conflist (a bridge with
+   * host-local IPAM on `subnet`), which multus wraps into its 00-multus.conf(list).
+   */
+  async forDaemonSet(name: string, bridge: string, subnet: string): Promise<void> {
+    await rm(join(this.binDir, 'multus'));
+    await this.writeConf('10-cluster.conflist', {
+      cniVersion: '1.0.0',
+      name,
+      plugins: [
+        {
+          type: 'bridge',
+          bridge,
+          isGateway: true,
+          isDefaultGateway: true,
+          ipam: { type: 'host-local', ranges: [[{ subnet }]] },
+        },
+      ],
+    });
+  }
 
   /** PID of the process holding the node's mount namespace. */
   get holderPid(): number {

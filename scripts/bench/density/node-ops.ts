@@ -5,7 +5,7 @@
  * (host-local leases, CNI caches, links in the node's network namespace, pod network namespaces); the daemon's
  * process and its peak RSS.
  */
-import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApiTunnel } from '../../../test/e2e-k8s/world.ts';
 import type { Cluster } from '../../../test/k8s/cluster.ts';
@@ -36,20 +36,7 @@ export async function until<T>(what: string, timeoutMs: number, check: () => Pro
 /** A new node with the cluster network (bridge + host-local), the images, kubelet Ready. */
 export async function startNode(cluster: Cluster, images: string[]): Promise<Node> {
   const node = await new NodeRuntime().prepare();
-  await rm(join(node.binDir, 'multus')); // the DaemonSet installs the plugin
-  await node.writeConf('10-cluster.conflist', {
-    cniVersion: '1.0.0',
-    name: CLUSTER_NET,
-    plugins: [
-      {
-        type: 'bridge',
-        bridge: BRIDGE,
-        isGateway: true,
-        isDefaultGateway: true,
-        ipam: { type: 'host-local', ranges: [[{ subnet: '10.240.0.0/16' }]] },
-      },
-    ],
-  });
+  await node.forDaemonSet(CLUSTER_NET, BRIDGE, '10.240.0.0/16');
   // the CNI caches on a filesystem of their own, so that the cache-full fault can fill it (burst.ts)
   await runOk('nsenter', ['-t', String(node.holderPid), '--mount', '--', 'mkdir', '-p', '/var/lib/cni']);
   const tmpfs = ['mount', '-t', 'tmpfs', '-o', 'size=256m,mode=0755', 'tmpfs', '/var/lib/cni'];
