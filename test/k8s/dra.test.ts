@@ -1,5 +1,5 @@
 /**
- * DRA device IDs (src/devices/dra.ts) against a real kube-apiserver 1.34 with resource.k8s.io/v1: the tests
+ * DRA device IDs (src/devices/dra.ts) against a real kube-apiserver (1.37) with resource.k8s.io/v1: the tests
  * create ResourceSlices as a driver would, ResourceClaims allocated through their status subresource as the
  * scheduler does, and pods whose status names them, as the kubelet does. An in-process ADD through handle()
  * (delegates are the fake exec) in thin mode (the lean client from the kubeconfig) and resident mode (the
@@ -257,7 +257,17 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRole',
       metadata: { name: 'multus-claim-status' },
-      rules: [{ apiGroups: ['resource.k8s.io'], resources: ['resourceclaims/status'], verbs: ['patch'] }],
+      rules: [
+        { apiGroups: ['resource.k8s.io'], resources: ['resourceclaims/status'], verbs: ['patch'] },
+        // Kubernetes 1.36+ (granular status authorization): this token is bound to no node and these claims name
+        // no node, so the per-driver rule must allow any node; dra-select.test.ts runs the node-bound rule
+        {
+          apiGroups: ['resource.k8s.io'],
+          resources: ['resourceclaims/driver'],
+          verbs: ['arbitrary-node:patch'],
+          resourceNames: [NIC],
+        },
+      ],
     });
     await cluster.admin.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
       apiVersion: 'rbac.authorization.k8s.io/v1',

@@ -49,7 +49,7 @@ export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniRe
   await moveDefaultRoutes(ctx, attachments, deps);
   if (kube && pod.kind === 'found') await reportAttachments(ctx, kube, pod.pod, attachments, results);
   if (kube && pod.kind === 'found' && conf.publishClaimNetworkData) {
-    await publishClaimNetworkData(kube, req.containerId, attachments, results, ctx.net.log);
+    await publishClaimNetworkData(kube, pod.pod, req.containerId, attachments, results, ctx.net.log);
   }
   return normalizeResult(convertResult(results[0]!, conf.cniVersion));
 }
