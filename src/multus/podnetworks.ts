@@ -135,6 +135,15 @@ function missingNad(sel: NadRef, fix: string): CniError {
  * failure to read it code 11 (try again), a NAD whose config does not load code 7.
  */
 export async function nadDelegate(kube: KubeClient, confDir: string, sel: NadRef, fix: string): Promise<Delegate> {
+  if (sel.request.resourceNameRequest !== undefined || sel.request.claimRequest !== undefined) {
+    // docs/hotplug.md: a hot-plugged attachment gets no device, so an element that asks for one is refused
+    const key = sel.request.claimRequest !== undefined ? 'resourceClaim' : 'resourceName';
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `network ${sel.namespace}/${sel.name}: "${key}" is not supported for a hot-plugged attachment (no device is assigned after the pod started)`,
+      { details: `attach it when the pod is created, or drop "${key}"` },
+    );
+  }
   const nad = await fetchNad(kube, sel.namespace, sel.name);
   if (!nad) throw missingNad(sel, fix);
   return delegateFromNad(nad, confDir, sel.request);

@@ -8,7 +8,9 @@ import { CniCode } from '../../../src/base/errors.ts';
 import type { Nad } from '../../../src/k8s/types.ts';
 import { PoolRefused, delegateFromNad } from '../../../src/multus/nad.ts';
 import { parseNetworkSelections } from '../../../src/multus/selection.ts';
-import { thrown } from '../../helpers/errors.ts';
+import { rejection, thrown } from '../../helpers/errors.ts';
+import { FakeKube } from '../../helpers/fake-kube.ts';
+import { nadDelegate } from '../../../src/multus/podnetworks.ts';
 
 const parse = (elements: unknown[]) => parseNetworkSelections(JSON.stringify(elements), 'ns1');
 
@@ -106,5 +108,21 @@ describe("an element's pool against the NAD (docs/behaviour.md#device-pool)", ()
       'resourceName "intel.com/c" of the selection element for network ns1/sriov is not in the NAD\'s k8s.v1.cni.cncf.io/allowedResourceNames (intel.com/a, nvidia.com/b)',
     );
     expect(thrown(() => pool({ [ALLOWED]: '' }, 'intel.com/a')).msg).toContain('allowedResourceNames (empty)');
+  });
+});
+
+describe('hot-plug (nadDelegate)', () => {
+  it.each([
+    ['resourceName', { resourceNameRequest: 'intel.com/sriov' }],
+    ['resourceClaim', { claimRequest: { claimName: 'c', requestName: 'r' } }],
+  ])('refuses an element with %s with code 7 before reading the NAD', async (key, request) => {
+    const kube = new FakeKube();
+    kube.addNad('ns1', 'sriov', { cniVersion: '1.0.0', type: 'sriov' });
+    const err = await rejection(nadDelegate(kube, '/nonexistent', { namespace: 'ns1', name: 'sriov', request }, 'fix'));
+    expect([err.code, err.msg]).toEqual([
+      CniCode.InvalidConfig,
+      `network ns1/sriov: "${key}" is not supported for a hot-plugged attachment (no device is assigned after the pod started)`,
+    ]);
+    expect(kube.received).toEqual([]);
   });
 });
