@@ -26,7 +26,15 @@ import { createHost } from '../../src/host/host.ts';
 import { FakeExec } from '../helpers/fake-exec.ts';
 import { docs } from '../helpers/manifests.ts';
 import { needs } from '../helpers/skip.ts';
-import { type Cluster, MULTUS_NAMESPACE, MULTUS_SA, k8sRequirements, nadPath, podPath, startCluster } from './cluster.ts';
+import {
+  type Cluster,
+  MULTUS_NAMESPACE,
+  MULTUS_SA,
+  k8sRequirements,
+  nadPath,
+  podPath,
+  startCluster,
+} from './cluster.ts';
 
 const ready = needs(...k8sRequirements());
 const NODE = 'node-select';
@@ -108,7 +116,10 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
     });
     pod.status = {
       ...pod.status,
-      resourceClaimStatuses: Object.entries(claims).map(([entry, claim]) => ({ name: entry, resourceClaimName: claim })),
+      resourceClaimStatuses: Object.entries(claims).map(([entry, claim]) => ({
+        name: entry,
+        resourceClaimName: claim,
+      })),
     };
     const updated = await cluster.admin.put(`${podPath(ns, name)}/status`, pod);
     return { name, uid: updated.metadata.uid as string, status: updated.status as Record<string, unknown> };
@@ -215,7 +226,11 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
     const devinfo = { type: 'pci', version: '1.1.0', pci: { 'pci-address': '0000:3b:00.2' } };
     writeFileSync(join(dir, 'dp', 'example.com-vf-a-0000:3b:00.2-device.json'), JSON.stringify(devinfo));
     await cluster.admin.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-    const node = await cluster.admin.post('/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE } });
+    const node = await cluster.admin.post('/api/v1/nodes', {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: NODE },
+    });
     await cluster.admin.post(`${DRA}/deviceclasses`, {
       apiVersion: 'resource.k8s.io/v1',
       kind: 'DeviceClass',
@@ -294,12 +309,16 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
   });
 
   describe.each(['thin', 'resident'] as const)('%s: "resourceClaim"', (mode) => {
-    it("the element naming the NIC request of a NIC+GPU claim takes that device, and no other attachment gets it", async () => {
+    it('the element naming the NIC request of a NIC+GPU claim takes that device, and no other attachment gets it', async () => {
       const claim = `gpu-nic-${mode}`;
-      await createClaim(claim, ['nic', 'gpu'], [
-        ['nic', NIC, 'vf0'],
-        ['gpu', GPU, 'gpu0'],
-      ]);
+      await createClaim(
+        claim,
+        ['nic', 'gpu'],
+        [
+          ['nic', NIC, 'vf0'],
+          ['gpu', GPU, 'gpu0'],
+        ],
+      );
       const pod = await createPod(
         claim,
         [{ name: 'sriov-net', resourceClaim: { claimName: 'gpu-nic', requestName: 'nic' } }, { name: 'sriov-net' }],
@@ -319,33 +338,54 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
     });
 
     it.each([
-      ['an unknown claim entry', 'nic-claim', 'nic', 'pod NS/P has no spec.resourceClaims entry named "nic-claim" (it has: gpu-nic)'],
+      [
+        'an unknown claim entry',
+        'nic-claim',
+        'nic',
+        'pod NS/P has no spec.resourceClaims entry named "nic-claim" (it has: gpu-nic)',
+      ],
       ['an unknown request', 'gpu-nic', 'vf', 'ResourceClaim NS/C has no request "vf" (its requests: nic, gpu)'],
-      ['the GPU request', 'gpu-nic', 'gpu', `device gpu1 (driver ${GPU}, pool ${NODE}) of ResourceClaim NS/C has no k8s.cni.cncf.io/deviceID attribute`],
-    ])('%s is code 7 naming the claim and the request, and nothing is attached', async (what, claimName, requestName, problem) => {
-      const claim = `bad-${mode}-${requestName}-${claimName}`;
-      await createClaim(claim, ['nic', 'gpu'], [
-        ['nic', NIC, 'vf1'],
-        ['gpu', GPU, 'gpu1'],
-      ]);
-      const pod = await createPod(claim, [{ name: 'sriov-net', resourceClaim: { claimName, requestName } }], {
-        'gpu-nic': claim,
-      });
-      const r = await add(mode, pod);
-      expect(r.error?.code, what).toBe(7);
-      expect(r.error?.msg).toBe(
-        `pod ${ns}/${claim}: the selection element for network ${ns}/sriov-net: resourceClaim {claimName: "${claimName}", requestName: "${requestName}"}: ` +
-          problem.replace('NS/P', `${ns}/${claim}`).replace('NS/C', `${ns}/${claim}`),
-      );
-      expect(r.calls).toEqual([]);
-    });
+      [
+        'the GPU request',
+        'gpu-nic',
+        'gpu',
+        `device gpu1 (driver ${GPU}, pool ${NODE}) of ResourceClaim NS/C has no k8s.cni.cncf.io/deviceID attribute`,
+      ],
+    ])(
+      '%s is code 7 naming the claim and the request, and nothing is attached',
+      async (what, claimName, requestName, problem) => {
+        const claim = `bad-${mode}-${requestName}-${claimName}`;
+        await createClaim(
+          claim,
+          ['nic', 'gpu'],
+          [
+            ['nic', NIC, 'vf1'],
+            ['gpu', GPU, 'gpu1'],
+          ],
+        );
+        const pod = await createPod(claim, [{ name: 'sriov-net', resourceClaim: { claimName, requestName } }], {
+          'gpu-nic': claim,
+        });
+        const r = await add(mode, pod);
+        expect(r.error?.code, what).toBe(7);
+        expect(r.error?.msg).toBe(
+          `pod ${ns}/${claim}: the selection element for network ${ns}/sriov-net: resourceClaim {claimName: "${claimName}", requestName: "${requestName}"}: ` +
+            problem.replace('NS/P', `${ns}/${claim}`).replace('NS/C', `${ns}/${claim}`),
+        );
+        expect(r.calls).toEqual([]);
+      },
+    );
 
     it('an unallocated claim is code 7 naming both, and nothing is attached', async () => {
       const claim = `unallocated-${mode}`;
       await createClaim(claim, ['nic']);
-      const pod = await createPod(claim, [{ name: 'sriov-net', resourceClaim: { claimName: 'c', requestName: 'nic' } }], {
-        c: claim,
-      });
+      const pod = await createPod(
+        claim,
+        [{ name: 'sriov-net', resourceClaim: { claimName: 'c', requestName: 'nic' } }],
+        {
+          c: claim,
+        },
+      );
       const r = await add(mode, pod);
       expect([r.error?.code, r.error?.msg]).toEqual([
         7,
@@ -358,10 +398,14 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
   describe.each(['thin', 'resident'] as const)('%s: "resourceName"', (mode) => {
     it("each element takes a device of the pool it picked among the NAD's allowed ones", async () => {
       const claim = `pools-${mode}`;
-      await createClaim(claim, ['a', 'b'], [
-        ['a', NIC, 'vf2'],
-        ['b', NIC, 'vf4'],
-      ]);
+      await createClaim(
+        claim,
+        ['a', 'b'],
+        [
+          ['a', NIC, 'vf2'],
+          ['b', NIC, 'vf4'],
+        ],
+      );
       const pod = await createPod(claim, [{ name: 'multi-net', resourceName: POOL_B }, { name: 'multi-net' }], {
         nics: claim,
       });
@@ -372,7 +416,7 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
 
     it.each([
       [
-        'a conflict with the NAD\'s resourceName',
+        "a conflict with the NAD's resourceName",
         { name: 'sriov-net', resourceName: POOL_B },
         `conflicting resourceName for network NS/sriov-net: NAD annotation "${POOL_A}" does not match NetworkSelectionElement request "${POOL_B}"`,
         'ResourceNameConflict',
@@ -426,13 +470,21 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
   describe.each(['thin', 'resident'] as const)('%s: KEP-4817 network data under granular authorization', (mode) => {
     it("writes the claim's status.devices through a node-bound token, and it agrees with network-status", async () => {
       const claim = `kep-${mode}`;
-      await createClaim(claim, ['nic', 'gpu'], [
-        ['nic', NIC, mode === 'thin' ? 'vf0' : 'vf1'],
-        ['gpu', GPU, 'gpu0'],
-      ]);
-      const pod = await createPod(claim, [{ name: 'sriov-net', resourceClaim: { claimName: 'c', requestName: 'nic' } }], {
-        c: claim,
-      });
+      await createClaim(
+        claim,
+        ['nic', 'gpu'],
+        [
+          ['nic', NIC, mode === 'thin' ? 'vf0' : 'vf1'],
+          ['gpu', GPU, 'gpu0'],
+        ],
+      );
+      const pod = await createPod(
+        claim,
+        [{ name: 'sriov-net', resourceClaim: { claimName: 'c', requestName: 'nic' } }],
+        {
+          c: claim,
+        },
+      );
       const r = await add(mode, pod, { publish: true });
       expect(r.answer.exitCode, r.answer.stdout).toBe(0);
       const devices = (await cluster.admin.get(`${DRA}/namespaces/${ns}/resourceclaims/${claim}`)).status.devices;
@@ -468,21 +520,30 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
       () => cluster.multusKubeconfig,
       'multus\' token is not bound to the claim\'s node (the API tried only "arbitrary-node:patch")',
     ],
-  ])('thin, %s: %s: the claim is not written, and the ADD says why in a Warning event', async (tag, _, kubeconfig, why) => {
-    const claim = `kep-refused-${tag}`;
-    await createClaim(claim, ['nic'], [['nic', NIC, 'vf3']]);
-    const pod = await createPod(claim, [{ name: 'sriov-net', resourceClaim: { claimName: 'c', requestName: 'nic' } }], {
-      c: claim,
-    });
-    const r = await add('thin', pod, { publish: true, kubeconfig: kubeconfig() });
-    expect(r.answer.exitCode, r.answer.stdout).toBe(0);
-    expect((await cluster.admin.get(`${DRA}/namespaces/${ns}/resourceclaims/${claim}`)).status.devices).toBeUndefined();
-    const [event, ...more] = await events(claim);
-    expect(more).toEqual([]);
-    expect(event![0]).toBe('ClaimNetworkDataFailed');
-    expect(event![1]).toContain(
-      `cannot write the network data of ResourceClaim ${ns}/${claim} (status.devices): the API server's granular claim status authorization refused it: `,
-    );
-    expect(event![1]).toContain(why);
-  });
+  ])(
+    'thin, %s: %s: the claim is not written, and the ADD says why in a Warning event',
+    async (tag, _, kubeconfig, why) => {
+      const claim = `kep-refused-${tag}`;
+      await createClaim(claim, ['nic'], [['nic', NIC, 'vf3']]);
+      const pod = await createPod(
+        claim,
+        [{ name: 'sriov-net', resourceClaim: { claimName: 'c', requestName: 'nic' } }],
+        {
+          c: claim,
+        },
+      );
+      const r = await add('thin', pod, { publish: true, kubeconfig: kubeconfig() });
+      expect(r.answer.exitCode, r.answer.stdout).toBe(0);
+      expect(
+        (await cluster.admin.get(`${DRA}/namespaces/${ns}/resourceclaims/${claim}`)).status.devices,
+      ).toBeUndefined();
+      const [event, ...more] = await events(claim);
+      expect(more).toEqual([]);
+      expect(event![0]).toBe('ClaimNetworkDataFailed');
+      expect(event![1]).toContain(
+        `cannot write the network data of ResourceClaim ${ns}/${claim} (status.devices): the API server's granular claim status authorization refused it: `,
+      );
+      expect(event![1]).toContain(why);
+    },
+  );
 });

@@ -642,7 +642,9 @@ function suiteBody(mode: Mode): void {
 
     const sb = await sandboxOf(p);
     expect([...(await linksIn(sb)).keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
-    const cached = JSON.parse(readFileSync(node.path(`/var/lib/cni/multus/results/mv-claim-${sb.id}-net1`), 'utf8')) as {
+    const cached = JSON.parse(
+      readFileSync(node.path(`/var/lib/cni/multus/results/mv-claim-${sb.id}-net1`), 'utf8'),
+    ) as {
       config: string;
     };
     const delegateConf = JSON.parse(Buffer.from(cached.config, 'base64').toString('utf8'));
