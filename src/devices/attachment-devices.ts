@@ -16,10 +16,11 @@ import type { Pod } from '../k8s/types.ts';
 import type { ClaimRequestDevice, ClaimRequestRef } from './claim-request.ts';
 import { claimRequestDevices } from './claim-request.ts';
 import type { ResourceMap, ResourceMapDeps } from './devices.ts';
-import { DeviceAllocator, readResourceMap } from './devices.ts';
+import { DeviceAllocator, readResourceMap, registeredPools } from './devices.ts';
 import type { DraApi, DraDeviceRef } from './dra.ts';
 import { DraLookup, addDraDevices, hasDraClaims } from './dra.ts';
-import { DRA_RESOURCE_NAME_ATTRIBUTE } from './dra-objects.ts';
+import { DRA_RESOURCE_NAME_ATTRIBUTE, stringAttribute } from './dra-objects.ts';
+import { isObject } from '../base/json.ts';
 
 export interface DeviceWant {
   /** How messages name the attachment, e.g. `the selection element for network ns/sriov-net`. */
@@ -93,21 +94,62 @@ async function namedGrants(
   return out;
 }
 
-function poolRefusal(want: DeviceWant, pool: string, resources: ResourceMap, pod: Pod): CniError {
+/**
+ * The pools the node has, for the message only: device-plugin resources registered with the kubelet (its
+ * checkpoint) and the resource names DRA drivers publish in the node's slices. `complete` when both were read.
+ */
+async function nodePools(pod: Pod, deps: GrantDeps): Promise<{ pools: Set<string>; complete: boolean }> {
+  const fromKubelet = registeredPools(deps.devices?.checkpointFile);
+  const node = typeof pod.spec?.nodeName === 'string' ? pod.spec.nodeName : '';
+  const slices =
+    deps.kube && node !== '' ? await deps.kube.listResourceSlices(node, '').catch(() => undefined) : undefined;
+  const pools = new Set(fromKubelet ?? []);
+  for (const slice of slices ?? []) {
+    const devices = Array.isArray(slice.spec?.devices) ? (slice.spec.devices as unknown[]) : [];
+    for (const d of devices) {
+      const name = isObject(d) ? stringAttribute(d, DRA_RESOURCE_NAME_ATTRIBUTE) : '';
+      if (name !== '') pools.add(name);
+    }
+  }
+  return { pools, complete: fromKubelet !== undefined && slices !== undefined };
+}
+
+async function poolRefusal(
+  want: DeviceWant,
+  pool: string,
+  resources: ResourceMap,
+  pod: Pod,
+  deps: GrantDeps,
+): Promise<CniError> {
   const had = resources.get(pool)?.length ?? 0;
+  const at = `${want.label}: pool ${JSON.stringify(pool)}`;
   if (had > 0) {
     return new CniError(
       CniCode.InvalidConfig,
-      `${want.label}: no free device in pool ${JSON.stringify(pool)}: the pod's ${had} device(s) of it went to earlier attachments`,
-      { details: `request one more ${pool} in the pod's resources, or attach fewer networks from this pool` },
+      `${at} has no free device: the pod's ${had} device(s) of it went to earlier attachments`,
+      {
+        details: `request one more ${pool} in the pod's resources, or attach fewer networks from this pool`,
+      },
     );
   }
-  const known = [...resources.keys()].filter((k) => (resources.get(k)?.length ?? 0) > 0);
+  const has = [...resources.keys()].filter((k) => (resources.get(k)?.length ?? 0) > 0).join(', ') || 'none';
+  const node = typeof pod.spec?.nodeName === 'string' && pod.spec.nodeName !== '' ? pod.spec.nodeName : 'this node';
+  const onNode = await nodePools(pod, deps);
+  if (onNode.complete && !onNode.pools.has(pool)) {
+    return new CniError(
+      CniCode.InvalidConfig,
+      `${at} is not on node ${node}: no device plugin registered it and no DRA driver publishes it there (the node has: ${[...onNode.pools].sort().join(', ') || 'none'})`,
+      {
+        details: `pick a pool of this node, or request ${pool} in the pod's resources so that it is scheduled where the pool is`,
+      },
+    );
+  }
+  const where = onNode.pools.has(pool) ? `on the node, but` : `unknown to pod ${podName(pod)}:`;
   return new CniError(
     CniCode.InvalidConfig,
-    `${want.label}: pool ${JSON.stringify(pool)} is unknown to pod ${podName(pod)}: neither its device plugins nor its DRA claims gave it a device of that pool (it has: ${known.join(', ') || 'none'}); the node may not have that pool at all`,
+    `${at} is ${where} neither its device plugins nor its DRA claims gave the pod a device of it (the pod has: ${has})`,
     {
-      details: `request ${pool} in a container's resources.limits (device plugin) or in a ResourceClaim whose device carries ${DRA_RESOURCE_NAME_ATTRIBUTE} "${pool}", on a node that has it`,
+      details: `request ${pool} in a container's resources.limits (device plugin) or in a ResourceClaim whose device carries ${DRA_RESOURCE_NAME_ATTRIBUTE} "${pool}"`,
     },
   );
 }
@@ -161,7 +203,8 @@ export async function grantDevices(
   const empty: Pool = { resources: new Map(), sources: new Map() };
   const { resources, sources } = pooling ? await pooledResources(pod, deps, lookup, taken) : empty;
   const allocator = new DeviceAllocator(resources);
-  return wants.map((w, i) => {
+  let refusal: { want: DeviceWant; pool: string } | undefined;
+  const grants = wants.map((w, i): DeviceGrant | undefined => {
     const device = named.get(i);
     if (device)
       return {
@@ -172,10 +215,12 @@ export async function grantDevices(
     if (w.claim || !w.resourceName) return undefined;
     const id = allocator.next(w.resourceName);
     if (id === undefined) {
-      if (w.strict) throw poolRefusal(w, w.resourceName, resources, pod);
+      if (w.strict) refusal ??= { want: w, pool: w.resourceName };
       return undefined;
     }
     const source = sources.get(id);
     return { deviceId: id, resourceName: w.resourceName, ...(source ? { claimDevice: { ...source } } : {}) };
   });
+  if (refusal) throw await poolRefusal(refusal.want, refusal.pool, resources, pod, deps);
+  return grants;
 }

@@ -220,7 +220,9 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
     cluster = await startCluster();
     dir = mkdtempSync(join(tmpdir(), 'mts-select-'));
     writeFileSync(join(dir, 'netns'), '');
-    writeFileSync(join(dir, 'checkpoint'), JSON.stringify({ Data: { PodDeviceEntries: null }, Checksum: 0 }));
+    // the kubelet's checkpoint: no device plugin on this node, so its pools are the DRA drivers'
+    const checkpoint = { Data: { PodDeviceEntries: null, RegisteredDevices: {} }, Checksum: 0 };
+    writeFileSync(join(dir, 'checkpoint'), JSON.stringify(checkpoint));
     // the device plugin's device-info of vf0, which network-status carries for the attachment that gets it
     mkdirSync(join(dir, 'dp'));
     const devinfo = { type: 'pci', version: '1.1.0', pci: { 'pci-address': '0000:3b:00.2' } };
@@ -439,31 +441,35 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
       expect(await events(claim)).toContainEqual([reason, text]);
     });
 
-    it('a pool the pod has no device of, and one with no device left, are code 7 naming element and pool', async () => {
+    it('a pool the node does not have, one the pod has no device of, and one with no device left are code 7', async () => {
       const claim = `nodev-${mode}`;
       await createClaim(claim, ['b'], [['b', NIC, 'vf5']]);
-      const none = await createPod(`${claim}-none`, [{ name: 'any-net', resourceName: 'example.com/vf-z' }], {
-        nics: claim,
-      });
-      let r = await add(mode, none);
-      expect([r.error?.code, r.error?.msg]).toEqual([
-        7,
-        `pod ${ns}/${claim}-none: the selection element for network ${ns}/any-net: pool "example.com/vf-z" is unknown to pod ${ns}/${claim}-none: neither its device plugins nor its DRA claims gave it a device of that pool (it has: ${POOL_B}); the node may not have that pool at all`,
-      ]);
-      const twice = await createPod(
-        `${claim}-twice`,
+      const tries: [string, unknown[], string][] = [
         [
-          { name: 'any-net', resourceName: POOL_B },
-          { name: 'multi-net', resourceName: POOL_B },
+          'none',
+          [{ name: 'any-net', resourceName: 'example.com/vf-z' }],
+          `the selection element for network ${ns}/any-net: pool "example.com/vf-z" is not on node ${NODE}: no device plugin registered it and no DRA driver publishes it there (the node has: ${POOL_A}, ${POOL_B})`,
         ],
-        { nics: claim },
-      );
-      r = await add(mode, twice);
-      expect([r.error?.code, r.error?.msg]).toEqual([
-        7,
-        `pod ${ns}/${claim}-twice: the selection element for network ${ns}/multi-net: no free device in pool "${POOL_B}": the pod's 1 device(s) of it went to earlier attachments`,
-      ]);
-      expect(r.calls).toEqual([]);
+        [
+          'other',
+          [{ name: 'multi-net', resourceName: POOL_A }],
+          `the selection element for network ${ns}/multi-net: pool "${POOL_A}" is on the node, but neither its device plugins nor its DRA claims gave the pod a device of it (the pod has: ${POOL_B})`,
+        ],
+        [
+          'twice',
+          [
+            { name: 'any-net', resourceName: POOL_B },
+            { name: 'multi-net', resourceName: POOL_B },
+          ],
+          `the selection element for network ${ns}/multi-net: pool "${POOL_B}" has no free device: the pod's 1 device(s) of it went to earlier attachments`,
+        ],
+      ];
+      for (const [tag, networks, msg] of tries) {
+        const pod = await createPod(`${claim}-${tag}`, networks, { nics: claim });
+        const r = await add(mode, pod);
+        expect([r.error?.code, r.error?.msg]).toEqual([7, `pod ${ns}/${claim}-${tag}: ${msg}`]);
+        expect(r.calls).toEqual([]);
+      }
     });
   });
 

@@ -15,7 +15,7 @@ import type { DeviceWant } from '../../../src/devices/attachment-devices.ts';
 import { grantDevices } from '../../../src/devices/attachment-devices.ts';
 import type { DraObject, Pod } from '../../../src/k8s/types.ts';
 import { rejection } from '../../helpers/errors.ts';
-import { FakeKube } from '../../helpers/fake-kube.ts';
+import { FakeKube, FakeKubeError } from '../../helpers/fake-kube.ts';
 
 const NODE = 'node-1';
 const NIC = 'nic.example.com';
@@ -24,15 +24,18 @@ const POOL = 'example.com/sriov';
 const dir = mkdtempSync(join(tmpdir(), 'mts-attach-dev-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** The kubelet's view: a checkpoint where the pod has `ids` of `intel.com/sriov`. */
-function kubelet(ids: string[]) {
-  const checkpointFile = join(dir, `checkpoint-${ids.length}`);
+/** The kubelet's view: a checkpoint where the pod has `ids` of `intel.com/sriov`, and the node `registered`. */
+function kubelet(ids: string[], registered: Record<string, string[]> = { 'intel.com/sriov': ids }) {
+  const checkpointFile = join(
+    dir,
+    `checkpoint-${ids.length}-${Object.keys(registered).join('+').replaceAll('/', '_')}`,
+  );
   const entries = ids.length
     ? [{ PodUID: 'u', ContainerName: 'c', ResourceName: 'intel.com/sriov', DeviceIDs: { '0': ids } }]
     : [];
   writeFileSync(
     checkpointFile,
-    JSON.stringify({ Data: { PodDeviceEntries: entries, RegisteredDevices: {} }, Checksum: 1 }),
+    JSON.stringify({ Data: { PodDeviceEntries: entries, RegisteredDevices: registered }, Checksum: 1 }),
   );
   return { podResourcesSocket: join(dir, 'no.sock'), checkpointFile };
 }
@@ -247,19 +250,42 @@ describe('an element picking a pool', () => {
     const err = await rejection(grantDevices([wants[0]!, { ...wants[1]!, strict: true }], noClaims, deps));
     expect([err.code, err.msg]).toEqual([
       CniCode.InvalidConfig,
-      'b: no free device in pool "intel.com/sriov": the pod\'s 1 device(s) of it went to earlier attachments',
+      'b: pool "intel.com/sriov" has no free device: the pod\'s 1 device(s) of it went to earlier attachments',
     ]);
   });
 
-  it('refuses a pool the pod has no device of, naming the element, the pool and what the pod has', async () => {
-    const deps = { kube: new FakeKube(), log: silentLogger, devices: kubelet(['0000:af:00.1']) };
+  it('refuses a pool the node does not have, naming the element, the pool and what the node has', async () => {
+    const kube = new FakeKube();
+    kube.slices.push(slice(NIC, { vf0: nic('0000:3b:00.2') }));
+    const deps = { kube, log: silentLogger, devices: kubelet(['0000:af:00.1']) };
     const err = await rejection(
       grantDevices([want('element 1', { resourceName: 'nvidia.com/vf', strict: true })], noClaims, deps),
     );
     expect([err.code, err.msg]).toEqual([
       CniCode.InvalidConfig,
-      'element 1: pool "nvidia.com/vf" is unknown to pod ns/p: neither its device plugins nor its DRA claims gave it a device of that pool (it has: intel.com/sriov); the node may not have that pool at all',
+      `element 1: pool "nvidia.com/vf" is not on node ${NODE}: no device plugin registered it and no DRA driver publishes it there (the node has: ${POOL}, intel.com/sriov)`,
     ]);
+    expect(kube.received).toContain(`listResourceSlices ${NODE} `);
+  });
+
+  it('refuses a pool of the node the pod was given no device of; an unreadable node view says "unknown"', async () => {
+    const kube = new FakeKube();
+    const onNode = {
+      kube,
+      log: silentLogger,
+      devices: kubelet(['0000:af:00.1'], { 'nvidia.com/vf': ['x'], 'intel.com/sriov': ['y'] }),
+    };
+    const w = want('element 1', { resourceName: 'nvidia.com/vf', strict: true });
+    let err = await rejection(grantDevices([w], noClaims, onNode));
+    expect([err.code, err.msg]).toEqual([
+      CniCode.InvalidConfig,
+      'element 1: pool "nvidia.com/vf" is on the node, but neither its device plugins nor its DRA claims gave the pod a device of it (the pod has: intel.com/sriov)',
+    ]);
+    kube.failures.listResourceSlices = [new FakeKubeError(403, 'forbidden')];
+    err = await rejection(grantDevices([w], noClaims, { ...onNode, devices: kubelet(['0000:af:00.1']) }));
+    expect(err.msg).toBe(
+      'element 1: pool "nvidia.com/vf" is unknown to pod ns/p: neither its device plugins nor its DRA claims gave the pod a device of it (the pod has: intel.com/sriov)',
+    );
   });
 
   it('asks neither the kubelet nor the API when nothing wants a device', async () => {
