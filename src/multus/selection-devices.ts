@@ -7,7 +7,7 @@
  * docs/behaviour.md#claim-request). Here only their shape is checked; whether the pool or the request exists is
  * for the device lookup at ADD (devices/attachment-devices.ts). The caller wraps a problem into its message.
  */
-import type { AttachmentRequest } from '../store/fields.ts';
+import type { AttachmentRequest } from './fields.ts';
 import { isObject } from '../base/json.ts';
 
 /** What is wrong with an element's device keys: the core of the message and what to write instead. */
