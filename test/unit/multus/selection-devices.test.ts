@@ -11,6 +11,7 @@ import { parseNetworkSelections } from '../../../src/multus/selection.ts';
 import { rejection, thrown } from '../../helpers/errors.ts';
 import { FakeKube } from '../../helpers/fake-kube.ts';
 import { nadDelegate } from '../../../src/multus/podnetworks.ts';
+import { formatExplanation } from '../../../src/multus/explain.ts';
 
 const parse = (elements: unknown[]) => parseNetworkSelections(JSON.stringify(elements), 'ns1');
 
@@ -124,5 +125,28 @@ describe('hot-plug (nadDelegate)', () => {
       `network ns1/sriov: "${key}" is not supported for a hot-plugged attachment (no device is assigned after the pod started)`,
     ]);
     expect(kube.received).toEqual([]);
+  });
+});
+
+describe('multus plan (formatExplanation)', () => {
+  it('names the claim request whose device an attachment will take', () => {
+    const text = formatExplanation({
+      pod: { namespace: 'ns1', name: 'p', uid: 'u', found: true },
+      attachments: [
+        {
+          ifName: 'net1',
+          network: 'sriov',
+          displayName: 'ns1/sriov',
+          isClusterNetwork: false,
+          plugins: [{ type: 'sriov', runtimeConfig: {} }],
+          cniArgs: 'K8S_POD_NAME=p',
+          resourceClaim: { claimName: 'gpu-nic', requestName: 'nic' },
+        },
+      ],
+      defaultRoutes: undefined,
+      warnings: [],
+      errors: [],
+    });
+    expect(text).toContain('       device: the one of request "nic" of the pod\'s claim "gpu-nic" (read at ADD)');
   });
 });
