@@ -320,12 +320,14 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
   });
 
   describe.each(['thin', 'resident'] as const)('%s: "resourceClaim"', (mode) => {
-    it('the element naming the NIC request of a NIC+GPU claim takes that device, and no other attachment gets it', async () => {
+    it("the element naming the NIC request of a NIC+GPU claim takes that device, not the claim's first NIC, and no other attachment gets it", async () => {
       const claim = `gpu-nic-${mode}`;
+      // "first" is allocated first: handed out in order (the pooled lookup), net1 would get vf2, not vf0
       await createClaim(
         claim,
-        ['nic', 'gpu'],
+        ['first', 'nic', 'gpu'],
         [
+          ['first', NIC, 'vf2'],
           ['nic', NIC, 'vf0'],
           ['gpu', GPU, 'gpu0'],
         ],
@@ -337,8 +339,8 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
       );
       const r = await add(mode, pod);
       expect(r.answer.exitCode, r.answer.stdout).toBe(0);
-      // net2 asks the NAD's pool: the pod's only vf-a device went to net1, so net2 gets none (as Multus)
-      expect(r.devices).toEqual(['net1=0000:3b:00.2', 'net2=-']);
+      // net2 asks the NAD's pool: vf0 is net1's, so it gets the pod's other vf-a device, vf2 (as Multus would)
+      expect(r.devices).toEqual(['net1=0000:3b:00.2', 'net2=0000:3b:00.4']);
       const status = await networkStatus(claim);
       expect(status[1]).toMatchObject({
         name: `${ns}/sriov-net`,
