@@ -7,12 +7,12 @@
  */
 import { statSync } from 'node:fs';
 import { CniCode, CniError } from '../base/errors.ts';
-import type { CniRequest } from './request.ts';
+import type { CallEnv } from './request.ts';
 
 const OWN_NETNS = '/proc/self/ns/net';
 
 /** `mustExist`: ADD and CHECK need the namespace; DEL of one that is already gone is normal. */
-export function checkNetns(req: CniRequest, mustExist: boolean): void {
+export function checkNetns(req: CallEnv, mustExist: boolean): void {
   if (!req.netns) return;
   let target;
   try {

@@ -34,7 +34,7 @@ export function auxiliaryChain(conf: MultusConf, log: Logger): Delegate | undefi
   }
   try {
     const network = loadChain(conf, name);
-    return network.plugins.length > 1 ? { network, displayName: name, request: {} } : undefined;
+    return network.plugins.length > 1 ? { network, displayName: name, request: {}, source: 'auxiliary' } : undefined;
   } catch (e) {
     log.error(`auxiliary chain "${name}" skipped: ${messageOf(e)}`);
     return undefined;

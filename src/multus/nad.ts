@@ -11,7 +11,7 @@ import type { Network } from '../cni/network.ts';
 import { findNetworkInDir, parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, wrapError } from '../base/errors.ts';
 import type { Nad } from '../k8s/types.ts';
-import type { Delegate } from './plan.ts';
+import type { AttachmentSource, Delegate } from './plan.ts';
 import type { AttachmentRequest } from './fields.ts';
 import { isObject } from '../base/json.ts';
 
@@ -74,7 +74,12 @@ export function mergeConfigArgs(network: Network, configArgs: Record<string, unk
 }
 
 /** A delegate for one NAD, with the selection's requests (and the NAD's resource name, for device IDs). */
-export function delegateFromNad(nad: Nad, confDir: string, request: AttachmentRequest): Delegate {
+export function delegateFromNad(
+  nad: Nad,
+  confDir: string,
+  request: AttachmentRequest,
+  source: AttachmentSource,
+): Delegate {
   const loaded = networkFromNad(nad, confDir);
   const network = request.configArgs ? mergeConfigArgs(loaded, request.configArgs) : loaded;
   const resourceName = nad.metadata.annotations?.[RESOURCE_NAME_ANNOTATION];
@@ -82,5 +87,6 @@ export function delegateFromNad(nad: Nad, confDir: string, request: AttachmentRe
     network,
     displayName: `${nad.metadata.namespace}/${nad.metadata.name}`,
     request: resourceName ? { ...request, resourceName } : { ...request },
+    source,
   };
 }

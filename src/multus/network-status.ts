@@ -22,6 +22,9 @@ import type { CniResult } from '../cni/result-model.ts';
 import type { ResultInterface, ResultIp } from '../cni/result.ts';
 import { convertResult, normalizeResult } from '../cni/result.ts';
 
+/** The annotation this module writes (named here only). */
+export const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';
+
 export interface NetworkStatusDns {
   nameservers?: string[];
   domain?: string;
@@ -177,4 +180,24 @@ export function formatNetworkStatus(statuses: NetworkStatus[]): string {
     JSON.stringify(ordered(s), null, 4).replace(/[<>&\u2028\u2029]/g, (c) => GO_ESCAPES[c]!),
   );
   return `[${entries.join(',')}]`;
+}
+
+/** The network-status entries of an annotation value (unparseable or absent: none). */
+export function parseStatusEntries(value: string | undefined): NetworkStatus[] {
+  if (!value) return [];
+  try {
+    const parsed = JSON.parse(value) as unknown;
+    return Array.isArray(parsed) ? parsed.filter((e): e is NetworkStatus => typeof e === 'object' && e !== null) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The entries with those of `ifName` replaced by `added` (appended) and those of each `removed` name gone. */
+export function editStatusEntries(
+  current: NetworkStatus[],
+  edit: { remove: string[]; add: NetworkStatus[] },
+): NetworkStatus[] {
+  const gone = new Set([...edit.remove, ...edit.add.map((e) => e.interface).filter((n): n is string => !!n)]);
+  return [...current.filter((e) => !(e.interface && gone.has(e.interface))), ...edit.add];
 }

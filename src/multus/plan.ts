@@ -19,15 +19,24 @@ import { decodeObject } from '../base/keys.ts';
 import { DEFAULT_VERSION } from '../base/versions.ts';
 import { validateIfName } from '../base/names.ts';
 
+/**
+ * Where an attachment comes from: the cluster network (the config's, or the pod's default-network override), one
+ * of the config's defaultNetworks (or its other `delegates`), an element of the pod's networks annotation, the
+ * auxiliary chain, or a hot-plug request (`/delegate`, `multus hotplug`).
+ */
+export type AttachmentSource = 'cluster' | 'default' | 'selection' | 'auxiliary' | 'hotplug';
+
 export interface Delegate {
   network: Network;
   /** The name users see: "<namespace>/<nad>" for NADs, the network name otherwise. */
   displayName: string;
   request: AttachmentRequest;
+  source: AttachmentSource;
 }
 
 export interface Attachment extends Delegate {
   ifName: string;
+  /** `source === 'cluster'`: it gets CNI_IFNAME and ignores selection requests. */
   isClusterNetwork: boolean;
 }
 
@@ -35,7 +44,7 @@ export interface Attachment extends Delegate {
 export function planAttachments(delegates: Delegate[], clusterIfName: string): Attachment[] {
   const byName = new Map<string, string>();
   return delegates.map((delegate, index) => {
-    const isClusterNetwork = index === 0;
+    const isClusterNetwork = delegate.source === 'cluster';
     const ifName = delegate.request.ifname || (isClusterNetwork ? clusterIfName : `net${index}`);
     validateIfName(ifName);
     const previous = byName.get(ifName);
@@ -146,9 +155,51 @@ export function toCachedDelegate(attachment: Attachment): CachedDelegate {
   };
 }
 
-export function fromCachedDelegate(cached: CachedDelegate): Delegate {
-  const network = parseNetwork(cached.bytes);
-  return { network, displayName: cached.name || network.name, request: cached.request };
+/**
+ * The delegates a scratch cache records, each with its source. The cache keeps Go Multus' bytes, which do not
+ * record it, so it is recovered here, the one place that reads it back: the first record is the cluster network;
+ * the auxiliary chain is the record named `auxiliaryCNIChainName` whose first plugin is passthru; the next
+ * `defaults` records are the config's defaultNetworks (`defaultsFor`); the rest are selections (an annotation's or
+ * a hot-plug request's, which the cache does not tell apart).
+ */
+export function fromCachedDelegates(cached: CachedDelegate[], roles: CachedRoles = {}): Delegate[] {
+  return cached.map((record, index) => {
+    const network = parseNetwork(record.bytes);
+    const displayName = record.name || network.name;
+    let source: AttachmentSource = 'selection';
+    if (index === 0) source = 'cluster';
+    else if (roles.auxiliaryName && displayName === roles.auxiliaryName && network.plugins[0]?.type === 'passthru')
+      source = 'auxiliary';
+    else if (index <= (roles.defaults ?? 0)) source = 'default';
+    return { network, displayName, request: record.request, source };
+  });
+}
+
+/** What tells the records of a scratch cache apart (fromCachedDelegates). */
+export interface CachedRoles {
+  /** How many of the config's defaultNetworks follow the cluster network (none for a pod in systemNamespaces). */
+  defaults?: number;
+  auxiliaryName?: string;
+}
+
+/** The roles of a pod's cached records under `conf` (its defaultNetworks unless the pod is in systemNamespaces). */
+export function cachedRoles(
+  conf: {
+    defaultNetworks: string[];
+    systemNamespaces: string[];
+    auxiliaryCNIChainName: string;
+    clusterNetwork: string;
+    delegates: unknown[];
+  },
+  podNamespace: string,
+): CachedRoles {
+  const defaults =
+    conf.clusterNetwork === ''
+      ? Math.max(0, conf.delegates.length - 1)
+      : conf.systemNamespaces.includes(podNamespace)
+        ? 0
+        : conf.defaultNetworks.length;
+  return { defaults, ...(conf.auxiliaryCNIChainName ? { auxiliaryName: conf.auxiliaryCNIChainName } : {}) };
 }
 
 /**

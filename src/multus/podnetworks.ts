@@ -24,16 +24,16 @@ import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../
 import type { DraDeviceRef } from '../devices/dra.ts';
 import { addDraDevices, hasDraClaims } from '../devices/dra.ts';
 import { delegateFromNad } from './nad.ts';
-import type { Delegate } from './plan.ts';
+import type { AttachmentSource, Delegate } from './plan.ts';
 import type { NetworkSelection } from './selection.ts';
 import {
+  NETWORKS_ANNOTATION,
   checkNamespaceIsolation,
   parseDefaultNetworkAnnotation,
   parseNetworkSelections,
   validateDefaultRoutes,
 } from './selection.ts';
 
-export const NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
 export const DEFAULT_NETWORK_ANNOTATION = 'v1.multus-cni.io/default-network';
 const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
 
@@ -130,10 +130,16 @@ function missingNad(sel: NadRef, fix: string): CniError {
  * The delegate of the NAD `sel` names (one GET), with the selection's request: a missing NAD is code 7, another
  * failure to read it code 11 (try again), a NAD whose config does not load code 7.
  */
-export async function nadDelegate(kube: KubeClient, confDir: string, sel: NadRef, fix: string): Promise<Delegate> {
+export async function nadDelegate(
+  kube: KubeClient,
+  confDir: string,
+  sel: NadRef,
+  fix: string,
+  source: AttachmentSource,
+): Promise<Delegate> {
   const nad = await fetchNad(kube, sel.namespace, sel.name);
   if (!nad) throw missingNad(sel, fix);
-  return delegateFromNad(nad, confDir, sel.request);
+  return delegateFromNad(nad, confDir, sel.request, source);
 }
 
 /** clusterNetwork/defaultNetworks: NADs in multusNamespace for plain names, else config names or paths. */
@@ -147,7 +153,7 @@ async function clusterDelegates(
     const names = [conf.clusterNetwork, ...(conf.systemNamespaces.includes(podNamespace) ? [] : conf.defaultNetworks)];
     for (const name of new Set(names.filter((n) => n && !n.includes('/')))) {
       const nad = await fetchNad(kube, conf.multusNamespace, name);
-      if (nad) found.set(name, delegateFromNad(nad, conf.confDir, {}));
+      if (nad) found.set(name, delegateFromNad(nad, conf.confDir, {}, 'default'));
     }
   }
   return resolveStaticNetworks(conf, { podNamespace, lookup: (name) => found.get(name) });
@@ -160,6 +166,7 @@ async function selectionDelegate(
   pod: Pod,
   sel: NadRef,
   annotation: string,
+  source: AttachmentSource,
 ): Promise<Delegate> {
   const nad = await fetchNad(deps.kube!, sel.namespace, sel.name);
   if (!nad) {
@@ -167,7 +174,7 @@ async function selectionDelegate(
     await deps.warn(pod, 'NoNetworkFound', error.msg);
     throw error;
   }
-  return withPod(pod, 'error loading k8s delegates', () => delegateFromNad(nad, conf.confDir, sel.request));
+  return withPod(pod, 'error loading k8s delegates', () => delegateFromNad(nad, conf.confDir, sel.request, source));
 }
 
 /**
@@ -207,7 +214,7 @@ export async function resolvePodDelegates(
     // honours an @ifname here, which would hide eth0 from the runtime (docs/compatibility.md).
     const sel = { ...override, request: {} };
     const replaced = await attempt(undefined, () =>
-      selectionDelegate(conf, deps, pod, sel, DEFAULT_NETWORK_ANNOTATION),
+      selectionDelegate(conf, deps, pod, sel, DEFAULT_NETWORK_ANNOTATION, 'cluster'),
     );
     if (replaced) delegates[0] = replaced;
   }
@@ -226,7 +233,7 @@ export async function resolvePodDelegates(
           checkNamespaceIsolation([sel], pod.metadata.namespace, conf.globalNamespaces),
         );
       }
-      return selectionDelegate(conf, deps, pod, sel, NETWORKS_ANNOTATION);
+      return selectionDelegate(conf, deps, pod, sel, NETWORKS_ANNOTATION, 'selection');
     });
     if (delegate) delegates.push(delegate);
   }

@@ -12,7 +12,7 @@
 import type { ResultCacheEntry } from '../../cni/result-cache.ts';
 import { listResultCaches } from '../../cni/result-cache.ts';
 import { readScratchCache, removeScratchCache } from '../scratch-cache.ts';
-import { fromCachedDelegate, planAttachments } from '../plan.ts';
+import { fromCachedDelegates, planAttachments } from '../plan.ts';
 import { parseNetwork } from '../../cni/network.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import type { GcAttachment } from '../../cni/libcni.ts';
@@ -22,9 +22,9 @@ import type { Network } from '../../cni/network.ts';
 import { sweepCacheTemps } from '../sweep.ts';
 import type { CniRequest } from '../../cni/request.ts';
 import type { Delegate } from '../plan.ts';
-import type { CallContext, CommandDeps } from './context.ts';
+import type { CallContext } from './context.ts';
 
-export async function cmdGc(ctx: CallContext<CniRequest>, _deps: CommandDeps): Promise<void> {
+export async function cmdGc(ctx: CallContext<CniRequest>): Promise<void> {
   const { req, conf } = ctx;
   const valid = parseValidAttachments(req.config);
   const failures: CniError[] = [];
@@ -123,7 +123,7 @@ async function deleteUnrecorded(
 ): Promise<boolean> {
   const scratch = readScratchCache(ctx.conf.cniDir, id);
   if (scratch.kind !== 'ok' || !entries[0]) return true;
-  const delegates = scratch.value.map(fromCachedDelegate);
+  const delegates = fromCachedDelegates(scratch.value);
   const clusterIfName = entries.find((e) => e.networkName === delegates[0]?.network.name)?.ifName ?? 'eth0';
   const recorded = new Set(entries.map((e) => `${e.networkName}\0${e.ifName}`));
   let ok = true;

@@ -9,9 +9,9 @@
 import { resolveStaticNetworks } from '../conf.ts';
 import { PluginNotRunnable, statusNetwork } from '../../cni/libcni.ts';
 import { CniError, wrapError } from '../../base/errors.ts';
-import type { CallContext, CommandDeps } from './context.ts';
+import type { CallContext } from './context.ts';
 
-export async function cmdStatus(ctx: CallContext, _deps: CommandDeps): Promise<void> {
+export async function cmdStatus(ctx: CallContext): Promise<void> {
   const { conf } = ctx;
   const cluster = resolveStaticNetworks(conf, { clusterOnly: true })[0];
   if (!cluster) return;

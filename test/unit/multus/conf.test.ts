@@ -946,7 +946,9 @@ describe('resolveStaticNetworks (docs/behaviour.md#cluster-network)', () => {
       const calls: string[] = [];
       const lookup = (name: string): Delegate | undefined => {
         calls.push(name);
-        return name === 'nad1' ? { network: nad, displayName: 'kube-system/nad1', request: {} } : undefined;
+        return name === 'nad1'
+          ? { network: nad, displayName: 'kube-system/nad1', request: {}, source: 'default' }
+          : undefined;
       };
       const parsed = clusterConf({ clusterNetwork: 'nad1', defaultNetworks: ['gamma', at('files/single.conf')] });
       expect(names(resolveStaticNetworks(parsed, { lookup }))).toEqual([
