@@ -22,12 +22,23 @@ export function sortKeys(value: Json): Json {
   return out;
 }
 
+/** compat: what Go's json.Marshal escapes inside strings besides JSON's own (HTML safety, JS line terminators). */
+export const GO_HTML_ESCAPES: Readonly<Record<string, string>> = {
+  '<': '\\u003c',
+  '>': '\\u003e',
+  '&': '\\u0026',
+  '\u2028': '\\u2028',
+  '\u2029': '\\u2029',
+};
+
+/** JSON text with Go's HTML-safe escapes (those characters can only be inside its strings). The one place. */
+export function goHtmlEscape(json: string): string {
+  return json.replace(/[<>&\u2028\u2029]/g, (c) => GO_HTML_ESCAPES[c]!);
+}
+
 /** JSON.stringify plus Go's HTML-safe escapes, so our bytes equal Go's for the same value. */
 export function goJson(value: unknown): string {
-  return JSON.stringify(value).replace(
-    /[<>&\u2028\u2029]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return goHtmlEscape(JSON.stringify(value));
 }
 
 export function isObject(value: unknown): value is Json {

@@ -9,6 +9,7 @@
  */
 import { isAbsolute } from 'node:path';
 import { messageOf } from '../base/errors.ts';
+import { isObject } from '../base/json.ts';
 import type { LogLevel } from '../base/log.ts';
 import { parseLogLevel } from '../base/log.ts';
 import { isSupportedVersion, SUPPORTED_VERSIONS } from '../base/versions.ts';
@@ -66,8 +67,6 @@ export interface DaemonConfig {
 
 export class DaemonConfigError extends Error {}
 Object.defineProperty(DaemonConfigError.prototype, 'name', { value: 'DaemonConfigError', enumerable: false });
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function bad(key: string, what: string): DaemonConfigError {
   return new DaemonConfigError(`daemon config: \`${key}\` must be ${what}`);

@@ -75,9 +75,8 @@ class BoundedValues {
   }
 }
 
-export function createMetrics(): Metrics {
-  const register = new Registry();
-  collectDefaultMetrics({ register });
+/** The registry's instruments: ours (`multus_ts_*`) and Multus' own names (multusMetrics). */
+function instruments(register: Registry) {
   /** One metric of this registry: `multus_ts_<name>`, its help text and label names. */
   const spec = <L extends string>(name: string, help: string, labelNames: L[]) => ({
     name: `${METRIC_PREFIX}${name}`,
@@ -106,7 +105,13 @@ export function createMetrics(): Metrics {
   const synced = new Gauge(
     spec('informer_synced', '1 when the informer has listed and is watching, 0 otherwise', ['informer']),
   );
-  const multus = multusMetrics(register);
+  return { requests, requestSeconds, inFlight, delegateSeconds, apiSeconds, synced, multus: multusMetrics(register) };
+}
+
+export function createMetrics(): Metrics {
+  const register = new Registry();
+  collectDefaultMetrics({ register });
+  const { requests, requestSeconds, inFlight, delegateSeconds, apiSeconds, synced, multus } = instruments(register);
   const pluginTypes = new BoundedValues();
   const resources = new BoundedValues();
   const informers = new BoundedValues();

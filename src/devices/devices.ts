@@ -14,7 +14,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import type { Network } from '../cni/network.ts';
-import { parseNetwork } from '../cni/network.ts';
+import { editNetwork } from '../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { ListPodResourcesResponse } from './podresources.ts';
@@ -306,6 +306,5 @@ export function injectDeviceId(config: Json, deviceId: string): Json {
 
 /** `injectDeviceId` on a delegate network; the new bytes (cached for DEL) carry the device ID. */
 export function injectDeviceIdIntoNetwork(network: Network, deviceId: string): Network {
-  const config = JSON.parse(network.bytes.toString('utf8')) as Json;
-  return parseNetwork(Buffer.from(JSON.stringify(injectDeviceId(config, deviceId))));
+  return editNetwork(network, (config) => injectDeviceId(config, deviceId));
 }

@@ -19,7 +19,6 @@ import { parseNetwork } from '../cni/network.ts';
 import type { K8sArgs } from '../cni/cniargs.ts';
 import type { CallEnv, Env, RequestCommand } from '../cni/request.ts';
 import type { CniResult } from '../cni/result-model.ts';
-import { convertResult } from '../cni/result.ts';
 import type { Host } from '../host/host.ts';
 import { prepare } from '../host/prepare.ts';
 import type { KubeClient } from '../k8s/types.ts';
@@ -28,7 +27,7 @@ import { parseMultusConf } from '../multus/conf.ts';
 import type { SandboxLinks } from '../routes/nsenter.ts';
 import { checkedPod, hotplugAdd, hotplugCheck, hotplugDel } from './hotplug.ts';
 import { mergeConfigArgs } from '../multus/nad.ts';
-import type { Delegate } from '../multus/plan.ts';
+import type { Delegate } from '../multus/attachments.ts';
 import { nadDelegate } from '../multus/podnetworks.ts';
 import type { NetworkSelection } from '../multus/selection.ts';
 import { checkNamespaceIsolation, parseNetworkSelections } from '../multus/selection.ts';
@@ -140,9 +139,9 @@ export async function runDelegate(call: DelegateCall, deps: DelegateDeps): Promi
     const delegate = await delegateFor(req, conf, kube, ctx.k8s.podNamespace, call.selection);
     const result = await hotplugAdd(ctx, pod, delegate, hdeps);
     try {
-      return convertResult(result, '1.0.0');
+      return result.as('1.0.0');
     } catch {
-      return result;
+      return result.raw; // a 0.1.0/0.2.0 result without an IP has no 1.0.0 form
     }
   }
   if (req.command === 'CHECK') {

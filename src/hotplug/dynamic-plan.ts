@@ -2,7 +2,7 @@
  * dynamic-plan.ts: what to plug and unplug so a running pod's attachments follow its networks annotation
  * (pure; the daemon's dynamic networks, docs/hotplug.md).
  *
- * The pod's current attachments are its scratch cache, each with its source (multus/plan.ts
+ * The pod's current attachments are its scratch cache, each with its source (multus/attachments.ts
  * `fromCachedDelegates`). Those made from the config (the cluster network, the defaultNetworks, the auxiliary
  * chain) and those not made from a NAD (a hot-plugged config) are never touched. The others are matched with the
  * annotation's elements by
@@ -10,7 +10,7 @@
  * the same NAD, and when it has none it gets the first `net<N>` nobody uses or asks for. Unmatched attachments
  * are removed, unmatched elements added, in annotation order. Reordering the annotation changes nothing.
  */
-import type { Attachment } from '../multus/plan.ts';
+import type { Attachment } from '../multus/attachments.ts';
 import type { NetworkSelection } from '../multus/selection.ts';
 
 export interface DynamicChange {

@@ -30,7 +30,7 @@ import type { DynamicChange } from './dynamic-plan.ts';
 import { changeKey, planDynamicChanges } from './dynamic-plan.ts';
 import type { SandboxLinks } from '../routes/nsenter.ts';
 import { cachedAttachments, clusterIfNameOf } from './hotplug.ts';
-import { cachedRoles } from '../multus/plan.ts';
+import { cachedRoles } from '../multus/attachments.ts';
 import { podK8sArgs } from '../cni/cniargs.ts';
 import { NETWORKS_ANNOTATION } from '../multus/selection.ts';
 import { emitEvents } from '../multus/publish.ts';

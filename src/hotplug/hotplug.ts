@@ -16,7 +16,7 @@
  */
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import { addNetwork, checkNetwork, delNetwork } from '../cni/libcni.ts';
-import type { CniResult } from '../cni/result-model.ts';
+import type { PluginResult } from '../cni/result.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';
 import { httpStatusOf as apiStatus } from '../k8s/types.ts';
 import { listResultCaches } from '../cni/result-cache.ts';
@@ -25,8 +25,8 @@ import { readScratchCache, writeScratchCache } from '../multus/scratch-cache.ts'
 import type { CallContext } from '../multus/commands/context.ts';
 import { podTag, runtimeConfFor } from '../multus/commands/context.ts';
 import { buildNetworkStatuses, editStatusEntries } from '../multus/network-status.ts';
-import type { Attachment, CachedRoles, Delegate } from '../multus/plan.ts';
-import { fromCachedDelegates, planAttachments, toCachedDelegate } from '../multus/plan.ts';
+import type { Attachment, CachedRoles, Delegate } from '../multus/attachments.ts';
+import { fromCachedDelegates, planAttachments, toCachedDelegate } from '../multus/attachments.ts';
 import { addedInterfaceEvents, editNetworkStatus, emitEvents, removedInterfaceEvent } from '../multus/publish.ts';
 import type { SandboxLinks } from '../routes/nsenter.ts';
 
@@ -199,7 +199,7 @@ export async function hotplugAdd(
   pod: Pod,
   delegate: Delegate,
   deps: HotplugDeps,
-): Promise<CniResult> {
+): Promise<PluginResult> {
   const cached = readSandboxCache(ctx);
   const clusterIfName = clusterIfNameOf(ctx.conf.cniDir, ctx.req.containerId, cached);
   const links = await deps.links.names(ctx.req.netns);
@@ -216,7 +216,7 @@ export async function hotplugAdd(
       ctx.log.error(`${podTag(ctx)}: rollback of ${name}/${attachment.ifName} failed: ${messageOf(e)}`);
     }
   };
-  let result: CniResult;
+  let result: PluginResult;
   try {
     result = await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx.net);
   } catch (e) {

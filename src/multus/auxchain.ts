@@ -15,7 +15,7 @@ import { parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { VALID_NAME } from '../base/names.ts';
 import type { Logger } from '../base/log.ts';
-import type { Delegate } from './plan.ts';
+import type { Delegate } from './attachments.ts';
 import { SUPPORTED_VERSIONS } from '../base/versions.ts';
 
 /**

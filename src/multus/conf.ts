@@ -36,7 +36,7 @@ import {
   withContext,
 } from '../base/keys.ts';
 import type { Network } from '../cni/network.ts';
-import type { AttachmentSource, Delegate } from './plan.ts';
+import type { AttachmentSource, Delegate } from './attachments.ts';
 import { findNetworkInDir, loadNetworkPath, parseNetwork } from '../cni/network.ts';
 import { SUPPORTED_VERSIONS, isSupportedVersion, versionOrDefault } from '../base/versions.ts';
 import type { LogLevel, LogOptions } from '../base/log.ts';

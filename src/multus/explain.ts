@@ -17,8 +17,8 @@ import type { KubeClient, Pod } from '../k8s/types.ts';
 import { httpStatusOf as apiStatus } from '../k8s/types.ts';
 import type { RoutePlan } from '../routes/routes.ts';
 import type { MultusConf } from './conf.ts';
-import type { Attachment } from './plan.ts';
-import { capabilityArgsFor, delegateArgsFor } from './plan.ts';
+import type { Attachment } from './attachments.ts';
+import { capabilityArgsFor, delegateArgsFor } from './attachments.ts';
 import { planAdd } from './plan-add.ts';
 import type { PodLookup } from './podnetworks.ts';
 

@@ -17,8 +17,8 @@ import type { RoutePlan } from '../routes/routes.ts';
 import { planDefaultRoutes } from '../routes/routes.ts';
 import { auxiliaryChain } from './auxchain.ts';
 import type { MultusConf } from './conf.ts';
-import type { Attachment } from './plan.ts';
-import { inheritListVersion, planAttachments, undeclaredCapabilities } from './plan.ts';
+import type { Attachment } from './attachments.ts';
+import { inheritListVersion, planAttachments, undeclaredCapabilities } from './attachments.ts';
 import type { PodLookup, ResolveDeps } from './podnetworks.ts';
 import { resolvePodDelegates } from './podnetworks.ts';
 

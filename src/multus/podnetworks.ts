@@ -24,7 +24,7 @@ import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../
 import type { DraDeviceRef } from '../devices/dra.ts';
 import { addDraDevices, hasDraClaims } from '../devices/dra.ts';
 import { delegateFromNad } from './nad.ts';
-import type { AttachmentSource, Delegate } from './plan.ts';
+import type { AttachmentSource, Delegate } from './attachments.ts';
 import type { NetworkSelection } from './selection.ts';
 import {
   NETWORKS_ANNOTATION,

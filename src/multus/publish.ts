@@ -11,8 +11,7 @@
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
-import type { CniResult } from '../cni/result-model.ts';
-import { resultInterfaces, resultIps } from '../cni/result.ts';
+import type { PluginResult } from '../cni/result.ts';
 import type { NetworkStatus } from './network-status.ts';
 import { NETWORK_STATUS_ANNOTATION, formatNetworkStatus, parseStatusEntries } from './network-status.ts';
 import { httpStatusOf } from '../k8s/types.ts';
@@ -95,10 +94,10 @@ export async function emitEvents(kube: KubeClient, pod: Pod, events: PodEvent[],
  */
 export function addedInterfaceEvents(
   attachment: { ifName: string; displayName: string },
-  result: CniResult,
+  result: PluginResult,
 ): PodEvent[] {
-  const addresses = resultIps(result).map((ip) => ip.address);
-  if (addresses.length === 0 && resultInterfaces(result).length === 0) return [];
+  const addresses = result.ips().map((ip) => ip.address);
+  if (addresses.length === 0 && result.interfaces().length === 0) return [];
   const from = attachment.displayName ? ` from ${attachment.displayName}` : '';
   const message = `Add ${attachment.ifName} [${addresses.join(' ')}]${from}`;
   return [{ type: 'Normal', reason: 'AddedInterface', message }];

@@ -16,15 +16,15 @@ import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/device-info.
 import { messageOf, wrapError } from '../../base/errors.ts';
 import type { KubeClient, Pod } from '../../k8s/types.ts';
 import { buildNetworkStatuses } from '../network-status.ts';
-import type { Attachment } from '../plan.ts';
-import { toCachedDelegate } from '../plan.ts';
+import type { Attachment } from '../attachments.ts';
+import { toCachedDelegate } from '../attachments.ts';
 import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-routes.ts';
 import { lookupPod } from '../podnetworks.ts';
 import { publishClaimNetworkData } from '../claim-status.ts';
 import type { RoutePlan } from '../../routes/routes.ts';
 import { addedInterfaceEvents, editNetworkStatus, emitEvents } from '../publish.ts';
 import type { CniResult } from '../../cni/result-model.ts';
-import { convertResult, normalizeResult } from '../../cni/result.ts';
+import type { PluginResult } from '../../cni/result.ts';
 import type { CallContext } from './context.ts';
 import { deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from './context.ts';
 
@@ -53,11 +53,11 @@ export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
   if (kube && lookup.kind === 'found' && conf.publishClaimNetworkData) {
     await publishClaimNetworkData(kube, req.containerId, attachments, results, ctx.log);
   }
-  return normalizeResult(convertResult(results[0]!, conf.cniVersion));
+  return results[0]!.as(conf.cniVersion);
 }
 
-async function addAttachments(ctx: CallContext, attachments: Attachment[]): Promise<CniResult[]> {
-  const results: CniResult[] = [];
+async function addAttachments(ctx: CallContext, attachments: Attachment[]): Promise<PluginResult[]> {
+  const results: PluginResult[] = [];
   for (const [index, attachment] of attachments.entries()) {
     try {
       copyDeviceInfo(ctx, attachment);
@@ -111,7 +111,7 @@ async function reportAttachments(
   kube: KubeClient,
   pod: Pod,
   attachments: Attachment[],
-  results: CniResult[],
+  results: PluginResult[],
 ): Promise<void> {
   // Pods in systemNamespaces get no network-status (docs/behaviour.md#network-status; Multus compares the pod's *name*
   // there, #1205).

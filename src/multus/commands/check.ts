@@ -11,8 +11,8 @@ import { resolveStaticNetworks } from '../conf.ts';
 import { checkNetwork, joinErrors } from '../../cni/libcni.ts';
 import type { CniError } from '../../base/errors.ts';
 import { wrapError } from '../../base/errors.ts';
-import type { Delegate } from '../plan.ts';
-import { cachedRoles, fromCachedDelegates, inheritListVersion, planAttachments } from '../plan.ts';
+import type { Delegate } from '../attachments.ts';
+import { cachedRoles, fromCachedDelegates, inheritListVersion, planAttachments } from '../attachments.ts';
 import type { CallContext } from './context.ts';
 import { podTag, runtimeConfFor } from './context.ts';
 

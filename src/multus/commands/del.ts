@@ -20,9 +20,9 @@ import { delNetwork, runtimeConfFromCache, joinErrors } from '../../cni/libcni.t
 import { removeDeviceInfo } from '../../devices/device-info.ts';
 import type { Network } from '../../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
-import type { Attachment, Delegate } from '../plan.ts';
+import type { Attachment, Delegate } from '../attachments.ts';
 import { clearClaimNetworkData } from '../claim-status.ts';
-import { cachedRoles, fromCachedDelegates, inheritListVersion, planAttachments } from '../plan.ts';
+import { cachedRoles, fromCachedDelegates, inheritListVersion, planAttachments } from '../attachments.ts';
 import type { CallContext } from './context.ts';
 import { podTag, resolveDeps, runtimeConfFor } from './context.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';

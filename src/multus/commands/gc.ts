@@ -12,7 +12,7 @@
 import type { ResultCacheEntry } from '../../cni/result-cache.ts';
 import { listResultCaches } from '../../cni/result-cache.ts';
 import { readScratchCache, removeScratchCache } from '../scratch-cache.ts';
-import { fromCachedDelegates, planAttachments } from '../plan.ts';
+import { fromCachedDelegates, planAttachments } from '../attachments.ts';
 import { parseNetwork } from '../../cni/network.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import type { GcAttachment } from '../../cni/libcni.ts';
@@ -21,7 +21,7 @@ import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Network } from '../../cni/network.ts';
 import { sweepCacheTemps } from '../sweep.ts';
 import type { CniRequest } from '../../cni/request.ts';
-import type { Delegate } from '../plan.ts';
+import type { Delegate } from '../attachments.ts';
 import type { CallContext } from './context.ts';
 
 export async function cmdGc(ctx: CallContext<CniRequest>): Promise<void> {

@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { parseNetwork } from '../../../src/cni/network.ts';
 import { planDynamicChanges } from '../../../src/hotplug/dynamic-plan.ts';
 import { cachedAttachments } from '../../../src/hotplug/hotplug.ts';
-import type { Delegate } from '../../../src/multus/plan.ts';
-import { toCachedDelegate } from '../../../src/multus/plan.ts';
+import type { Delegate } from '../../../src/multus/attachments.ts';
+import { toCachedDelegate } from '../../../src/multus/attachments.ts';
 
 function delegate(name: string, request: Delegate['request'] = {}, displayName = name): Delegate {
   return {

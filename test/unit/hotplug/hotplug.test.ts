@@ -4,8 +4,8 @@ import { CniError } from '../../../src/base/errors.ts';
 import { parseNetwork } from '../../../src/cni/network.ts';
 import { cachedAttachments, planHotplugAdd, planHotplugDel } from '../../../src/hotplug/hotplug.ts';
 import { editStatusEntries, parseStatusEntries } from '../../../src/multus/network-status.ts';
-import type { Delegate } from '../../../src/multus/plan.ts';
-import { toCachedDelegate } from '../../../src/multus/plan.ts';
+import type { Delegate } from '../../../src/multus/attachments.ts';
+import { toCachedDelegate } from '../../../src/multus/attachments.ts';
 
 function delegate(name: string, request: Delegate['request'] = {}, displayName = name): Delegate {
   return {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MultusConf } from '../../../src/multus/conf.ts';
-import type { Delegate } from '../../../src/multus/plan.ts';
+import type { Delegate } from '../../../src/multus/attachments.ts';
 import type { Network } from '../../../src/cni/network.ts';
 import { findNetworkInDir, loadNetworkFile, loadNetworkPath, parseNetwork } from '../../../src/cni/network.ts';
 import { parseMultusConf, resolveStaticNetworks } from '../../../src/multus/conf.ts';

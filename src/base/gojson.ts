@@ -7,6 +7,7 @@
  * bytes for any value `JSON.parse` returns, so the two generated files can be compared byte for byte
  * (docs/install.md, "Generated config").
  */
+import { GO_HTML_ESCAPES } from './json.ts';
 
 const ESCAPES: Record<string, string> = {
   '"': '\\"',
@@ -14,11 +15,7 @@ const ESCAPES: Record<string, string> = {
   '\n': '\\n',
   '\r': '\\r',
   '\t': '\\t',
-  '<': '\\u003c',
-  '>': '\\u003e',
-  '&': '\\u0026',
-  '\u2028': '\\u2028',
-  '\u2029': '\\u2029',
+  ...GO_HTML_ESCAPES,
 };
 
 /** A string as Go's json.Marshal quotes it (HTML-safe; other control characters as \u00XX). */

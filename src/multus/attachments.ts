@@ -1,5 +1,5 @@
 /**
- * plan.ts: which attachments a call makes, and what each delegate is given (pure).
+ * attachments.ts: which attachments a call makes, and what each delegate is given (pure).
  *
  * An attachment is one delegate network bound to one interface name in the pod: the cluster network first (CNI_IFNAME),
  * then the others as net<i> by position unless they ask for a name (docs/behaviour.md#ordering). For each attachment
@@ -13,9 +13,8 @@ import type { CachedDelegate } from './scratch-cache.ts';
 import type { ArgPairs, K8sArgs } from '../cni/cniargs.ts';
 import { buildDelegateArgs } from '../cni/cniargs.ts';
 import type { Network } from '../cni/network.ts';
-import { parseNetwork } from '../cni/network.ts';
+import { editNetwork, parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError } from '../base/errors.ts';
-import { decodeObject } from '../base/keys.ts';
 import { DEFAULT_VERSION } from '../base/versions.ts';
 import { validateIfName } from '../base/names.ts';
 
@@ -211,9 +210,12 @@ export function inheritListVersion(delegates: Delegate[], version: string): Dele
   if (version === DEFAULT_VERSION) return delegates;
   return delegates.map((delegate) => {
     if (!delegate.network.isList) return delegate;
-    const obj = decodeObject(delegate.network.bytes, 'network config');
-    if (typeof obj.cniVersion === 'string' && obj.cniVersion !== '') return delegate;
-    const network = parseNetwork(Buffer.from(JSON.stringify({ ...obj, cniVersion: version })));
-    return { ...delegate, network };
+    let changed = false;
+    const network = editNetwork(delegate.network, (obj) => {
+      if (typeof obj.cniVersion === 'string' && obj.cniVersion !== '') return;
+      changed = true;
+      return { ...obj, cniVersion: version };
+    });
+    return changed ? { ...delegate, network } : delegate;
   });
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { K8sArgs } from '../../../src/cni/cniargs.ts';
 import { parseNetwork } from '../../../src/cni/network.ts';
 import { CniError } from '../../../src/base/errors.ts';
-import type { Delegate } from '../../../src/multus/plan.ts';
+import type { Delegate } from '../../../src/multus/attachments.ts';
 import {
   capabilityArgsFor,
   delegateArgsFor,
@@ -10,7 +10,7 @@ import {
   planAttachments as planAll,
   toCachedDelegate,
   undeclaredCapabilities,
-} from '../../../src/multus/plan.ts';
+} from '../../../src/multus/attachments.ts';
 
 function delegate(name: string, request: Delegate['request'] = {}, displayName = name): Delegate {
   const network = parseNetwork({ cniVersion: '1.0.0', name, type: 'bridge' });
