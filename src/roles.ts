@@ -2,6 +2,7 @@
  * roles.ts: the entry of the second bundle (build/multus-daemon.cjs, a SEA asset): every role of the executable
  * other than the CNI plugin itself. cli.ts loads it through load-roles.ts only when argv asks for one of them,
  * so a CNI call never parses this code.
+ * Tested by test/daemon/bundle.test.ts.
  */
 export { runDaemon } from './daemon/main.ts';
 export { runHotplugCli } from './operator/hotplug-cli.ts';

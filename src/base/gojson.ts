@@ -6,6 +6,7 @@
  * `&`, U+2028 and U+2029 escaped as `\u003c`..., and numbers in Go's float64 form. `goMarshal` writes the same
  * bytes for any value `JSON.parse` returns, so the two generated files can be compared byte for byte
  * (docs/install.md, "Generated config").
+ * Tested by test/unit/install/install-conf.test.ts (goMarshal, goNumber).
  */
 import { GO_HTML_ESCAPES } from './json.ts';
 

@@ -2,6 +2,7 @@
  * base/json.ts: the decoding kit (pure). JSON text to objects, and typed field reads with Go encoding/json's
  * rules: an absent or null key is the zero value, a wrong type is an error naming the key. Also the Go-compatible
  * encoding helpers (sorted map keys, HTML-safe escapes) that make our cache bytes equal Go's.
+ * Tested by test/unit/cni/request.test.ts (decoding), test/unit/multus/network-status.test.ts (Go's escapes).
  */
 import { CniCode, CniError, messageOf } from './errors.ts';
 

@@ -10,6 +10,7 @@
  *
  * Deliberate difference from libcni: DEL keeps going through a chain after a plugin fails (libcni stops), so
  * an IPAM plugin earlier in the chain still releases its address; the errors are joined (docs/compatibility.md).
+ * Tested by test/unit/multus/commands.test.ts (chains, prevResult, caches, DEL, GC), test/e2e/ with the real libcni.
  */
 import type { RequestCommand } from './request.ts';
 import type { ResultCacheEntry } from './result-cache.ts';

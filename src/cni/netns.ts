@@ -4,6 +4,7 @@
  * ADD and CHECK need a network namespace that exists. No command may be pointed at the plugin's own
  * namespace: the delegates would then configure (or, on DEL, delete) the host's interfaces. libcni's skel
  * rejects that with code 8 unless CNI_NETNS_OVERRIDE is set; we check before running anything.
+ * Tested by test/unit/host/handle.test.ts (the netns rule per command).
  */
 import { statSync } from 'node:fs';
 import { CniCode, CniError } from '../base/errors.ts';

@@ -5,6 +5,7 @@
  * or objects and return new values. `loadNetworkFile`, `loadNetworkPath` and `findNetworkInDir` only read files
  * and directories and hand the bytes to the parsers, as libcni's FromBytes/FromFile split does
  * (docs/behaviour.md, "Delegate configs").
+ * Tested by test/unit/multus/conf.test.ts (parseNetwork, files, conflists), test/unit/multus/nad.test.ts.
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -48,7 +48,8 @@ export interface DaemonConfig {
   shutdownGraceMs: number;
   /**
    * Our key (`shutdownDrainSeconds`, default 2): after SIGTERM the daemon keeps serving this long with `/readyz`
-   * answering 500 (Multus HEAD #1525 waits 10 s), so a shim that checked readiness just before is still served.
+   * answering 500 (k8snetworkplumbingwg/multus-cni#1525, after v4.3.0, waits 10 s), so a shim that checked readiness
+   * just before is still served.
    */
   shutdownDrainMs: number;
   /**

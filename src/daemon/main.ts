@@ -11,6 +11,8 @@
  *
  * This module is its own bundle (an embedded file of the executable, scripts/build-daemon.mjs): the thin plugin
  * never loads it.
+ * Tested by test/daemon/process.test.ts, test/daemon/signals.test.ts, test/daemon/drain.test.ts (the daemon as
+ * a process).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';

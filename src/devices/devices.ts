@@ -128,7 +128,8 @@ function sortIds(ids: readonly string[]): string[] {
 }
 
 /**
- * Multus #1539 (after #1540 reverted v4.3.0's pod-wide sort, #1481): per resource name, each container's IDs
+ * k8snetworkplumbingwg/multus-cni#1539 (after #1540 reverted v4.3.0's pod-wide sort, #1481): per resource name, each
+ * container's IDs
  * (all its entries of that resource, NUMA nodes included) sorted, the containers appended in their order, so
  * the n-th attachment of a resource gets a device of the container it belongs with
  * (docs/behaviour.md#device-ids). The entries are not changed.

@@ -5,6 +5,7 @@
  * resident daemon builds one and serves every request with it. It owns the plugin exec seam, the clock, the
  * readiness waiter, a logger factory, and a cache of Kubernetes clients keyed by kubeconfig path (so a daemon
  * keeps one keep-alive connection per API server), closed by `close()`.
+ * Tested by test/unit/host/handle.test.ts.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../base/log.ts';

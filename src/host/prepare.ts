@@ -6,6 +6,8 @@
  * same steps in the same order: the request's logger from the multus config, the config's warnings, a CNI_*
  * value Node could not carry (refused but on DEL), the netns rule of the command, the call context (CNI_ARGS
  * parsed once), and the readiness rule of the command (docs/design.md, "The path of one request").
+ * Tested by test/unit/host/handle.test.ts (the CNI path), test/unit/hotplug/delegate.test.ts and
+ * test/unit/hotplug/dynamic.test.ts (the other two doors).
  */
 import type { CniError } from '../base/errors.ts';
 import type { K8sArgs } from '../cni/cniargs.ts';

@@ -3,6 +3,7 @@
  * (I/O: HTTPS). Listing is paged (500 at a time); it counts as synced once listed and watching; an error stops
  * the watch, reports "not synced", and restarts it with backoff (1 s doubling to 30 s, jittered). Every list is
  * reported to the metrics. informers.ts builds the pod and NAD informers from it.
+ * Tested by test/k8s/warm.test.ts (against a real kube-apiserver: sync, restarts, metrics).
  */
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import type { KubernetesListObject } from '@kubernetes/client-node/dist/types.js';
@@ -51,8 +52,13 @@ async function listPaged(kc: KubeConfig, path: string, fieldSelector: string | u
   return list;
 }
 
-/** `run`, reported to the metrics as one list of `name` (seconds, success). */
-async function timed<T>(metrics: InformerMetrics | undefined, name: string, run: () => Promise<T>): Promise<T> {
+/** `run`, one API request reported to the metrics (verb, resource, seconds, success). */
+export async function timedCall<T>(
+  metrics: InformerMetrics | undefined,
+  verb: string,
+  resource: string,
+  run: () => Promise<T>,
+): Promise<T> {
   const t0 = performance.now();
   let ok = false;
   try {
@@ -60,7 +66,7 @@ async function timed<T>(metrics: InformerMetrics | undefined, name: string, run:
     ok = true;
     return out;
   } finally {
-    metrics?.apiCall('list', name, (performance.now() - t0) / 1000, ok);
+    metrics?.apiCall(verb, resource, (performance.now() - t0) / 1000, ok);
   }
 }
 
@@ -135,7 +141,7 @@ export function informer(
   const begin = (): void => void lw.start().catch((e: unknown) => o.log.warn(`informer ${name}: ${messageOf(e)}`));
 
   const list = async (): Promise<KubernetesListObject<Obj>> => {
-    const all = await timed(o.metrics, name, () => listPaged(kc, path, fieldSelector));
+    const all = await timedCall(o.metrics, 'list', name, () => listPaged(kc, path, fieldSelector));
     listed = true;
     return all;
   };

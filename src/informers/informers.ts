@@ -25,6 +25,7 @@
  * networks annotation with it: hotplug/dynamic.ts).
  *
  * With a warm cache an ADD makes one request (the network-status write) plus its events, a DEL none.
+ * Tested by test/k8s/warm.test.ts (against a real kube-apiserver), test/k8s/dra.test.ts.
  */
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
@@ -34,7 +35,7 @@ import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, P
 import type { ClientNode, InformerMetrics, InformerSource } from './informer-config.ts';
 import { informerConfig } from './informer-config.ts';
 import type { Informer, InformerOptions } from './informer.ts';
-import { informer } from './informer.ts';
+import { informer, timedCall } from './informer.ts';
 
 export interface WarmKube {
   client: KubeClient;
@@ -78,17 +79,8 @@ async function loadClientNode(): Promise<ClientNode> {
 
 /** The lean client with every request reported to `metrics.apiCall`. */
 function measured(lean: KubeClient, metrics: InformerMetrics | undefined): KubeClient {
-  const timed = async <T>(verb: string, resource: string, call: () => Promise<T>): Promise<T> => {
-    const t0 = performance.now();
-    let ok = false;
-    try {
-      const r = await call();
-      ok = true;
-      return r;
-    } finally {
-      metrics?.apiCall(verb, resource, (performance.now() - t0) / 1000, ok);
-    }
-  };
+  const timed = <T>(verb: string, resource: string, call: () => Promise<T>): Promise<T> =>
+    timedCall(metrics, verb, resource, call);
   return {
     getPod: (ns, name, opts) => timed('get', 'pods', () => lean.getPod(ns, name, opts)),
     getNad: (ns, name, opts) => timed('get', NAD_INFORMER, () => lean.getNad(ns, name, opts)),

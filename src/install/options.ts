@@ -5,6 +5,7 @@
  * for strings, `--name` or `--name=true|false` for booleans. The multus-ts additions are documented in
  * docs/install.md: `--multus-cni-conf-dir-host`, `--service-account-dir`, `--install-binary-only`,
  * `--skip-multus-conf`. A bad option is an InstallError naming the option and what to write instead.
+ * Tested by test/unit/install/install-conf.test.ts, test/unit/install/install.test.ts.
  */
 import { parseCniVersion } from '../multus/generate-conf.ts';
 

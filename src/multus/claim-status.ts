@@ -10,6 +10,7 @@
  * removes exactly what ADD wrote. Both are best effort: a failure is logged and never fails the pod's ADD or DEL.
  * RBAC: `patch` on `resourceclaims/status` (from Kubernetes 1.36 also the `resourceclaims/driver` verbs the
  * API requires of a node agent: docs/install.md).
+ * Tested by test/k8s/dra.test.ts (against a real kube-apiserver).
  */
 import { createHash } from 'node:crypto';
 import { messageOf } from '../base/errors.ts';

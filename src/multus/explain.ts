@@ -7,6 +7,7 @@
  * the default-route moves. `formatExplanation` prints it for people. A pod that does not exist is planned as ADD
  * plans it: the configured networks only. Device IDs (resourceName) are assigned from the kubelet at ADD time and
  * are only named here.
+ * Tested by test/unit/multus/plan-add.test.ts, test/e2e-k8s/hotplug.test.ts (`multus plan`).
  */
 import { toCniError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';

@@ -9,7 +9,7 @@
  * or an error with strictCapabilities), the result cache file names, and the default-route moves. ADD stops at the
  * first error; with `collect` (`multus plan`) every error is handed to it and planning goes on past it.
  */
-import { CniCode, CniError, toCniError, wrapError } from '../base/errors.ts';
+import { CniCode, CniError, wrapError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { K8sArgs } from '../cni/cniargs.ts';
 import { assertResultCacheFits } from '../cni/result-cache.ts';
@@ -20,7 +20,7 @@ import type { MultusConf } from './conf.ts';
 import type { Attachment } from './attachments.ts';
 import { inheritListVersion, planAttachments, undeclaredCapabilities } from './attachments.ts';
 import type { PodLookup, ResolveDeps } from './podnetworks.ts';
-import { resolvePodDelegates } from './podnetworks.ts';
+import { attempt, resolvePodDelegates } from './podnetworks.ts';
 
 export interface AddPlanInput {
   conf: MultusConf;
@@ -42,17 +42,6 @@ export interface AddPlan {
   defaultRoutes: RoutePlan[] | undefined;
   /** Requests that are ignored (capabilities no plugin declares, without strictCapabilities). */
   warnings: string[];
-}
-
-/** Runs `step`; with `collect`, an error is handed to it and `fallback` returned instead. */
-async function attempt<T>(collect: ((e: CniError) => void) | undefined, fallback: T, step: () => T | Promise<T>) {
-  if (!collect) return step();
-  try {
-    return await step();
-  } catch (e) {
-    collect(toCniError(e));
-    return fallback;
-  }
 }
 
 export async function planAdd(input: AddPlanInput, collect?: (error: CniError) => void): Promise<AddPlan> {

@@ -10,6 +10,7 @@
  * at the first failure, before a delegate runs, and `multus plan` collects them all. `nadDelegate` is the one NAD
  * fetch (hot-plug uses it too), with the one "cannot find" message. API economy: one GET for the pod and one per NAD
  * (at most N+2 requests per ADD with the status write).
+ * Tested by test/unit/multus/kube-commands.test.ts, test/e2e-k8s/pod-networks.test.ts.
  */
 import type { K8sArgs } from '../cni/cniargs.ts';
 import type { MultusConf } from './conf.ts';
@@ -177,6 +178,21 @@ async function selectionDelegate(
   return withPod(pod, 'error loading k8s delegates', () => delegateFromNad(nad, conf.confDir, sel.request, source));
 }
 
+/** Runs `step`; with `collect` (`multus plan`), an error is handed to it and `fallback` returned instead. */
+export async function attempt<T>(
+  collect: ((error: CniError) => void) | undefined,
+  fallback: T,
+  step: () => T | Promise<T>,
+): Promise<T> {
+  if (!collect) return step();
+  try {
+    return await step();
+  } catch (e) {
+    collect(toCniError(e));
+    return fallback;
+  }
+}
+
 /**
  * The ordered delegate list of a pod (docs/behaviour.md#ordering), the one resolver of ADD, DEL and `multus plan`.
  * ADD stops at the first error; with `collect` (`multus plan`) each error is handed to it and the resolution goes
@@ -190,20 +206,11 @@ export async function resolvePodDelegates(
   deps: ResolveDeps,
   collect?: (error: CniError) => void,
 ): Promise<Delegate[]> {
-  const attempt = async <T>(fallback: T, step: () => T | Promise<T>): Promise<T> => {
-    if (!collect) return step();
-    try {
-      return await step();
-    } catch (e) {
-      collect(toCniError(e));
-      return fallback;
-    }
-  };
-  const delegates = await attempt([], () => clusterDelegates(conf, k8s.podNamespace, deps.kube));
+  const delegates = await attempt(collect, [], () => clusterDelegates(conf, k8s.podNamespace, deps.kube));
   if (lookup.kind !== 'found') return delegates;
   const pod = lookup.pod;
   const annotations = pod.metadata.annotations ?? {};
-  const override = await attempt(undefined, () =>
+  const override = await attempt(collect, undefined, () =>
     withPod(pod, 'error in loading the default network from the pod annotation', () =>
       parseDefaultNetworkAnnotation(annotations[DEFAULT_NETWORK_ANNOTATION], conf.multusNamespace),
     ),
@@ -213,12 +220,12 @@ export async function resolvePodDelegates(
     // (docs/behaviour.md#default-network-annotation, docs/behaviour.md#runtime-config); Multus
     // honours an @ifname here, which would hide eth0 from the runtime (docs/compatibility.md).
     const sel = { ...override, request: {} };
-    const replaced = await attempt(undefined, () =>
+    const replaced = await attempt(collect, undefined, () =>
       selectionDelegate(conf, deps, pod, sel, DEFAULT_NETWORK_ANNOTATION, 'cluster'),
     );
     if (replaced) delegates[0] = replaced;
   }
-  const selections = await attempt([], () =>
+  const selections = await attempt(collect, [], () =>
     withPod(pod, 'error loading k8s delegates', () => {
       const parsed = parseNetworkSelections(annotations[NETWORKS_ANNOTATION], pod.metadata.namespace);
       validateDefaultRoutes(parsed);
@@ -227,7 +234,7 @@ export async function resolvePodDelegates(
   );
   for (const sel of selections) {
     // Multus' order: each element's namespace isolation, then its NAD
-    const delegate = await attempt(undefined, () => {
+    const delegate = await attempt(collect, undefined, () => {
       if (conf.namespaceIsolation) {
         withPod(pod, 'error loading k8s delegates', () =>
           checkNamespaceIsolation([sel], pod.metadata.namespace, conf.globalNamespaces),

@@ -7,6 +7,7 @@
  * (client-go DefaultRetry). A pod deleted meanwhile is tolerated by status code, not message text
  * (k8snetworkplumbingwg/multus-cni#1407).
  * `emitEvents` posts the AddedInterface / NoNetworkFound events: best effort, errors only logged.
+ * Tested by test/unit/multus/kube-commands.test.ts (409s, deleted pods), test/unit/hotplug/delegate.test.ts.
  */
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';

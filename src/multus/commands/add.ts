@@ -114,7 +114,7 @@ async function reportAttachments(
   results: PluginResult[],
 ): Promise<void> {
   // Pods in systemNamespaces get no network-status (docs/behaviour.md#network-status; Multus compares the pod's *name*
-  // there, #1205).
+  // there, k8snetworkplumbingwg/multus-cni#1205).
   if (!ctx.conf.systemNamespaces.includes(pod.metadata.namespace)) {
     const statuses = attachments.flatMap((a, i) =>
       buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork, deviceInfoOf(ctx, a)),

@@ -5,6 +5,7 @@
  * (Multus checks only the static `delegates`, so annotation networks were never checked: docs/compatibility.md).
  * Without a scratch cache it checks the config's delegates. Networks below 0.4.0 cannot CHECK and are
  * skipped. All failures are reported together.
+ * Tested by test/unit/multus/commands.test.ts.
  */
 import { readScratchCache } from '../scratch-cache.ts';
 import { resolveStaticNetworks } from '../conf.ts';

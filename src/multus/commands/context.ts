@@ -6,6 +6,7 @@
  * (built by host/prepare.ts, the one front door) gathers the request, the multus config, the parsed CNI_ARGS,
  * the logger, the seams and the settings every delegate call shares; `runtimeConfFor` turns an attachment into
  * libcni's RuntimeConf with its own copy of runtimeConfig.
+ * Tested by test/unit/multus/commands.test.ts, test/unit/multus/kube-commands.test.ts.
  */
 import type { ArgPairs, K8sArgs } from '../../cni/cniargs.ts';
 import { parseCniArgs, parseK8sArgs, podRef } from '../../cni/cniargs.ts';

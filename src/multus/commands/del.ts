@@ -7,7 +7,8 @@
  * attachments a corrupt scratch cache lost). With a scratch cache no API request is made. Then it
  * deletes all of them in reverse order, keeps going past failures, and returns one error naming each failed
  * attachment (docs/behaviour.md#npwg). A corrupt cache is logged and removed once its attachments are gone, never a
- * silent success (Multus #948, #1087); a corrupt result cache that nothing else explains fails the DEL.
+ * silent success (k8snetworkplumbingwg/multus-cni#948, #1087); a corrupt result cache that nothing else explains fails
+ * the DEL.
  */
 import { listResultCaches } from '../../cni/result-cache.ts';
 import { readScratchCache, removeScratchCache } from '../scratch-cache.ts';

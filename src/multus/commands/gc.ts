@@ -1,13 +1,15 @@
 /**
  * commands/gc.ts: CNI GC (orchestration, CNI spec 1.1).
  *
- * The runtime names the attachments of the multus network that are still valid
- * (`cni.dev/valid-attachments`, by container ID). Every delegate attachment in multus' own result cache that
- * belongs to another container is stale: it is deleted with the config and arguments recorded at ADD, then
- * the attachments that container's scratch cache lists without a result cache (an ADD cut short after a plugin
- * may have reserved something), and that container's scratch cache goes with them. Then every configured or cached network gets GC with its own
- * attachments that are still valid, and temp files of interrupted writes are swept. Multus declares every cached entry valid, so its cache only grows (Multus #1488); without the
- * runtime's list nothing is deleted (conservative). Failures are collected, never stop the sweep.
+ * The runtime names the attachments of the multus network that are still valid (`cni.dev/valid-attachments`,
+ * by container ID). Every delegate attachment in multus' own result cache that belongs to another container is
+ * stale: it is deleted with the config and arguments recorded at ADD, then the attachments that container's
+ * scratch cache lists without a result cache (an ADD cut short after a plugin may have reserved something), and
+ * that container's scratch cache goes with them. Then every configured or cached network gets GC with its own
+ * attachments that are still valid, and temp files of interrupted writes are swept. Multus declares every cached
+ * entry valid, so its cache only grows (k8snetworkplumbingwg/multus-cni#1488); without the runtime's list nothing
+ * is deleted (conservative). Failures are collected, never stop the sweep.
+ * Tested by test/unit/multus/commands.test.ts, test/unit/multus/reliability.test.ts.
  */
 import type { ResultCacheEntry } from '../../cni/result-cache.ts';
 import { listResultCaches } from '../../cni/result-cache.ts';

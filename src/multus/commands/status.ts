@@ -5,6 +5,7 @@
  * ADD; a delegate's own error (code 50, 51, ... and its message) passes through unchanged, as Multus returns
  * libcni's *types.Error as it is; only a plugin that could not be run gets the network's name as context.
  * A cluster network below 1.1.0 cannot answer STATUS and is taken as ready, as libcni does.
+ * Tested by test/unit/multus/commands.test.ts.
  */
 import { resolveStaticNetworks } from '../conf.ts';
 import { PluginNotRunnable, statusNetwork } from '../../cni/libcni.ts';
