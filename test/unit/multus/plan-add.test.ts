@@ -15,7 +15,7 @@ import { cmdAdd } from '../../../src/multus/commands/add.ts';
 import type { CommandDeps } from '../../../src/multus/commands/context.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
 import { explainAdd } from '../../../src/multus/explain.ts';
-import { withContext } from '../../helpers/commands.ts';
+import { kubeDeps, withContext } from '../../helpers/commands.ts';
 import { FakeExec } from '../../helpers/fake-exec.ts';
 import { FakeKube } from '../../helpers/fake-kube.ts';
 
@@ -110,14 +110,7 @@ function world(c: Case) {
     ...c.conf,
   };
   const exec = new FakeExec('p0', 'pa', 'pb', 'pc', 'pk', 'passthru', 'tuning');
-  const deps: CommandDeps = {
-    exec,
-    log: silentLogger,
-    readiness: { exists: async () => true, sleep: async () => {} },
-    env: {},
-    kube: async () => kube,
-    clock: { now: () => Date.now(), sleep: async () => {} },
-  };
+  const deps: CommandDeps = kubeDeps(exec, kube);
   const stdin = Buffer.from(JSON.stringify(conf));
   const env = {
     CNI_CONTAINERID: 'c1d'.repeat(21) + 'f', // 64 hex characters, as runtimes send

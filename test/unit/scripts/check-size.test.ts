@@ -2,28 +2,11 @@
  * scripts/check-size.mjs (run by `npm run check`) on planted trees: it must fail on a function over 80 lines (a
  * declaration, a method, an arrow function) and on a file over 400 lines, naming each; a tree within both passes.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { plantedCheck } from '../../helpers/planted-tree.ts';
 
-const SCRIPT = join(import.meta.dirname, '../../../scripts/check-size.mjs');
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function check(files: Record<string, string>): { status: number | null; stderr: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'size-'));
-  dirs.push(dir);
-  for (const [path, text] of Object.entries(files)) {
-    mkdirSync(dirname(join(dir, path)), { recursive: true });
-    writeFileSync(join(dir, path), text);
-  }
-  const out = spawnSync(process.execPath, [SCRIPT, dir], { encoding: 'utf8' });
-  return { status: out.status, stderr: out.stderr };
-}
+const check = plantedCheck(join(import.meta.dirname, '../../../scripts/check-size.mjs'));
 
 /** A body of `n` statement lines. */
 const body = (n: number): string => Array.from({ length: n }, (_, i) => `  const v${i} = ${i};\n`).join('');
