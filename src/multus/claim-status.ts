@@ -11,15 +11,15 @@
  * pod) and never fails the pod's ADD or DEL. RBAC: `patch` on `resourceclaims/status`, and from Kubernetes 1.36
  * `associated-node:patch` on `resourceclaims/driver` for each driver, through a token bound to the node
  * (docs/install.md#claim-network-data); a refusal of the latter is spelled out.
+ * Tested by test/k8s/dra.test.ts and test/k8s/dra-select.test.ts (against a real kube-apiserver).
  */
 import { createHash } from 'node:crypto';
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
-import type { CniResult } from '../cni/result-model.ts';
-import { resultInterfaces, resultIps } from '../cni/result.ts';
+import type { PluginResult } from '../cni/result.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';
 import { httpStatusOf } from '../k8s/types.ts';
-import type { Attachment } from './plan.ts';
+import type { Attachment } from './attachments.ts';
 import { emitEvents } from './publish.ts';
 
 interface ClaimRef {
@@ -49,10 +49,11 @@ function refOf(attachment: Attachment): (ClaimRef & { driver: string; pool: stri
 }
 
 /** The attachment's interface in the pod: its addresses (CIDR) and MAC from the result. */
-function networkData(attachment: Attachment, result: CniResult): Record<string, unknown> {
-  const ifaces = resultInterfaces(result);
+function networkData(attachment: Attachment, result: PluginResult): Record<string, unknown> {
+  const ifaces = result.interfaces();
   const index = ifaces.findIndex((i) => i.name === attachment.ifName && i.sandbox);
-  const ips = resultIps(result)
+  const ips = result
+    .ips()
     .filter((ip) => index < 0 || ip.interface === undefined || ip.interface === index)
     .map((ip) => ip.address);
   const mac = index < 0 ? undefined : ifaces[index]!.mac;
@@ -66,7 +67,7 @@ function networkData(attachment: Attachment, result: CniResult): Record<string, 
 /** status.devices[] entries per claim ("namespace/claim") for the attachments made from claim devices. */
 function claimDeviceEntries(
   attachments: Attachment[],
-  results: CniResult[],
+  results: PluginResult[],
   now: Date,
 ): Map<string, { ref: ClaimRef; devices: Record<string, unknown>[] }> {
   const byClaim = new Map<string, { ref: ClaimRef; devices: Record<string, unknown>[] }>();
@@ -121,7 +122,7 @@ export async function publishClaimNetworkData(
   pod: Pod,
   containerId: string,
   attachments: Attachment[],
-  results: CniResult[],
+  results: PluginResult[],
   log: Logger,
 ): Promise<void> {
   const manager = claimFieldManager(containerId);

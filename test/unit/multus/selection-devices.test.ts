@@ -79,8 +79,8 @@ const ALLOWED = 'k8s.v1.cni.cncf.io/allowedResourceNames';
 
 describe("an element's pool against the NAD (docs/behaviour.md#device-pool)", () => {
   const pool = (annotations: Record<string, string>, requested?: string) =>
-    delegateFromNad(nad(annotations), '/nonexistent', requested ? { resourceNameRequest: requested } : {}).request
-      .resourceName;
+    delegateFromNad(nad(annotations), '/nonexistent', requested ? { resourceNameRequest: requested } : {}, 'selection')
+      .request.resourceName;
 
   it("takes the NAD's pool without an element pool, the element's when the NAD has none or the same", () => {
     expect(pool({ [RN]: 'intel.com/a' })).toBe('intel.com/a');
@@ -119,7 +119,9 @@ describe('hot-plug (nadDelegate)', () => {
   ])('refuses an element with %s with code 7 before reading the NAD', async (key, request) => {
     const kube = new FakeKube();
     kube.addNad('ns1', 'sriov', { cniVersion: '1.0.0', type: 'sriov' });
-    const err = await rejection(nadDelegate(kube, '/nonexistent', { namespace: 'ns1', name: 'sriov', request }, 'fix'));
+    const err = await rejection(
+      nadDelegate(kube, '/nonexistent', { namespace: 'ns1', name: 'sriov', request }, 'fix', 'hotplug'),
+    );
     expect([err.code, err.msg]).toEqual([
       CniCode.InvalidConfig,
       `network ns1/sriov: "${key}" is not supported for a hot-plugged attachment (no device is assigned after the pod started)`,
