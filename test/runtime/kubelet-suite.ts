@@ -551,6 +551,31 @@ function suiteBody(mode: Mode): void {
       },
     });
 
+  /**
+   * The DRA pod's net1 got `deviceId`: in the config its delegate was given (the result cache keeps it) and in
+   * network-status' device-info (`why`); resident: the ADD was the daemon's. The pod's sandbox.
+   */
+  async function expectDeviceOnNet1(p: PodRef, nad: string, deviceId: string, why: string) {
+    const sb = await sandboxOf(p);
+    expect([...(await linksIn(sb)).keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
+    const cached = JSON.parse(readFileSync(node.path(`/var/lib/cni/multus/results/${nad}-${sb.id}-net1`), 'utf8')) as {
+      config: string;
+    };
+    const delegateConf = JSON.parse(Buffer.from(cached.config, 'base64').toString('utf8'));
+    expect([delegateConf.type, delegateConf.deviceID, delegateConf.pciBusID]).toEqual(['macvlan', deviceId, deviceId]);
+    const entry = (await networkStatus(cluster, p))?.find((e) => e.name === `${ns}/${nad}`);
+    expect(entry?.interface).toBe('net1');
+    expect((entry as any)?.['device-info'], why).toEqual({
+      type: 'pci',
+      version: '1.1.0',
+      pci: { 'pci-address': deviceId },
+    });
+    if (mode === 'resident') {
+      expect(await daemonLog(`ADD ${sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);
+    }
+    return sb;
+  }
+
   /** After the pod's deletion: kubelet had the driver unprepare the claim, which went with the pod. */
   async function claimGone(claimName: string, uid: string): Promise<void> {
     await until(
@@ -598,25 +623,12 @@ function suiteBody(mode: Mode): void {
     ]);
 
     // the ID reached the delegate's config (the result cache keeps what macvlan was given) and network-status
-    const sb = await sandboxOf(p);
-    const links = await linksIn(sb);
-    expect([...links.keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
-    const cached = JSON.parse(readFileSync(node.path(`/var/lib/cni/multus/results/mv-dra-${sb.id}-net1`), 'utf8')) as {
-      config: string;
-    };
-    const delegateConf = JSON.parse(Buffer.from(cached.config, 'base64').toString('utf8'));
-    expect([delegateConf.type, delegateConf.deviceID]).toEqual(['macvlan', deviceId]);
-    const st = await networkStatus(cluster, p);
-    const entry = st?.find((e) => e.name === `${ns}/mv-dra`);
-    expect(entry?.interface).toBe('net1');
-    expect((entry as any)?.['device-info'], "the driver's device-info, copied for the NIC's deviceID").toEqual({
-      type: 'pci',
-      version: '1.1.0',
-      pci: { 'pci-address': deviceId },
-    });
-    if (mode === 'resident') {
-      expect(await daemonLog(`ADD ${sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);
-    }
+    const sb = await expectDeviceOnNet1(
+      p,
+      'mv-dra',
+      deviceId,
+      "the driver's device-info, copied for the NIC's deviceID",
+    );
 
     await deleteAndExpectNothingLeft({ p, sb });
     // the claim unprepared by kubelet (the driver removed its device-info file) and deleted with the pod
@@ -640,25 +652,12 @@ function suiteBody(mode: Mode): void {
     const deviceId = idOf.get(nic)!;
     expect(deviceId, `the deviceID of ${nic}`).toMatch(/^0000:00:1\d\.0$/);
 
-    const sb = await sandboxOf(p);
-    expect([...(await linksIn(sb)).keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
-    const cached = JSON.parse(
-      readFileSync(node.path(`/var/lib/cni/multus/results/mv-claim-${sb.id}-net1`), 'utf8'),
-    ) as {
-      config: string;
-    };
-    const delegateConf = JSON.parse(Buffer.from(cached.config, 'base64').toString('utf8'));
-    expect([delegateConf.type, delegateConf.deviceID, delegateConf.pciBusID]).toEqual(['macvlan', deviceId, deviceId]);
-    const entry = (await networkStatus(cluster, p))?.find((e) => e.name === `${ns}/mv-claim`);
-    expect(entry?.interface).toBe('net1');
-    expect((entry as any)?.['device-info'], "the driver's device-info of the NIC request's device").toEqual({
-      type: 'pci',
-      version: '1.1.0',
-      pci: { 'pci-address': deviceId },
-    });
-    if (mode === 'resident') {
-      expect(await daemonLog(`ADD ${sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);
-    }
+    const sb = await expectDeviceOnNet1(
+      p,
+      'mv-claim',
+      deviceId,
+      "the driver's device-info of the NIC request's device",
+    );
     await deleteAndExpectNothingLeft({ p, sb });
     await claimGone(claimName, claim.metadata.uid);
   }, 240_000);
