@@ -4,6 +4,7 @@
  * option); SIGTERM and SIGINT stop the installer (exit 0).
  */
 import { setTimeout as delay } from 'node:timers/promises';
+import { formatTimestamp } from '../base/log.ts';
 import { realReadinessDeps } from '../multus/readiness.ts';
 import { runInstall } from './install.ts';
 import { InstallError, parseInstallArgs, usage } from './options.ts';
@@ -35,7 +36,7 @@ export async function installMain(argv: readonly string[]): Promise<number> {
     await runInstall(opts, {
       env: process.env,
       execPath: process.execPath,
-      log: (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`),
+      log: (line) => process.stdout.write(`${formatTimestamp(new Date())} ${line}\n`), // Multus' stamp (docs/install.md)
       stopped: () => stop.signal.aborted,
       async sleep(ms) {
         try {

@@ -35,6 +35,8 @@ export interface InstallOptions {
   readinessIndicatorFile: string;
   renameConfFile: boolean;
   skipConfigWatch: boolean;
+  /** Multus #1532: watch even without --cleanup-config-on-exit; ours always watches with `auto`, so it changes nothing */
+  forceConfigWatch: boolean;
   skipMultusBinaryCopy: boolean;
   skipTlsVerify: boolean;
   forceCniVersion: boolean;
@@ -131,6 +133,12 @@ export const FLAGS: Record<string, Flag> = {
     bool: true,
     def: false,
     help: 'dont watch for config (master cni and kubeconfig) changes (used only with --multus-conf-file=auto)',
+  },
+  'force-config-watch': {
+    key: 'forceConfigWatch',
+    bool: true,
+    def: false,
+    help: 'watch for config changes even without --cleanup-config-on-exit (always so here: accepted for Multus #1532)',
   },
   'rename-conf-file': {
     key: 'renameConfFile',

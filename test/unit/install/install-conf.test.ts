@@ -35,6 +35,7 @@ describe('parseInstallArgs', () => {
       overrideNetworkName: false,
       cleanupConfigOnExit: false,
       skipConfigWatch: false,
+      forceConfigWatch: false,
       renameConfFile: false,
       readinessIndicatorFile: '',
       additionalBinDir: '',
@@ -52,6 +53,7 @@ describe('parseInstallArgs', () => {
       '--cleanup-config-on-exit=T',
       '--multus-bin-file=/x',
       '--multus-cni-conf-dir=/m',
+      '--force-config-watch',
     ]);
     expect(o).toMatchObject({
       cniBinDir: '/b',
@@ -62,6 +64,7 @@ describe('parseInstallArgs', () => {
       multusBinFile: '/x',
       multusBinFileSet: true,
       multusCniConfDirHost: '/m',
+      forceConfigWatch: true,
     });
   });
 
@@ -87,6 +90,7 @@ describe('parseInstallArgs', () => {
       'readiness-indicator-file',
       'rename-conf-file',
       'skip-config-watch',
+      'force-config-watch', // Multus #1532 (HEAD, not v4.3.0)
       'skip-multus-binary-copy',
     ]) {
       expect(FLAGS[name], name).toBeDefined();
