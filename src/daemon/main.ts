@@ -134,11 +134,13 @@ function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise
       (e: unknown) => res.writeHead(500).end(messageOf(e)),
     );
   });
+  // No address: every address of the node, as Multus' ":<metricsPort>" (docs/resident.md#metrics).
+  const host = cfg.metricsBindAddress || undefined;
+  const where = host === undefined ? `every address, port ${cfg.metricsPort}` : `${host} port ${cfg.metricsPort}`;
   return new Promise((resolve, reject) => {
-    const where = `${cfg.metricsBindAddress}:${cfg.metricsPort}`;
     server.once('error', (e) => reject(new StartError(`cannot serve /metrics on ${where}: ${messageOf(e)}`)));
-    server.listen(cfg.metricsPort, cfg.metricsBindAddress, () => {
-      log.verbose(`metrics on http://${cfg.metricsBindAddress}:${cfg.metricsPort}/metrics`);
+    server.listen(cfg.metricsPort, host, () => {
+      log.verbose(`metrics on ${where}: /metrics`);
       resolve(server);
     });
   });
@@ -190,6 +192,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
       exec = timedExec(exec, metrics);
     }
     warm = await startWarm(cfg, io.env, log, metrics);
+    if (warm && metrics) warm.onPod(metrics.podNetworks); // pod_network_name_info (docs/resident.md#metrics)
     const warmKubeconfig = typeof cfg.multusKeys.kubeconfig === 'string' ? cfg.multusKeys.kubeconfig : '';
     const connectKube = kubeConnector(warm, warmKubeconfig);
     const realHost = createHost({ writeStderr: io.writeStderr, exec, connectKube });
