@@ -9,8 +9,9 @@
  * the daemon config, so a thin call with the same file behaves like the daemon (the shim's fallback).
  *
  * I/O part: `startConfigWriter` watches the directory (fs.watch, plus a poll because inotify misses changes
- * on some mounts), writes the file atomically (0600, as Multus) when its content changes, removes it when the
- * master disappears, and on `stop()` removes the file if it wrote it, unless told `{ remove: false }` (the
+ * on some mounts), writes the file atomically (0600, as Multus) when its content changes or it went missing (when
+ * another CNI renamed it away, Cilium's `.cilium_bak`, it also warns in the log and by a node event), removes it
+ * when the master disappears, and on `stop()` removes the file if it wrote it, unless told `{ remove: false }` (the
  * daemon passes its `cleanupConfigOnExit`, false by default: the file outlives the daemon, docs/resident.md).
  */
 import type { FSWatcher } from 'node:fs';
@@ -20,6 +21,7 @@ import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { writeFileAtomic } from '../base/files.ts';
 import type { DaemonConfig } from './config.ts';
+import { RENAMED_REASON, renamedAway, renamedAwayMessage } from '../multus/renamed-conf.ts';
 
 export const GENERATED_NAME = '00-multus.conf';
 const EXTS = ['.conf', '.conflist', '.json'];
@@ -98,7 +100,14 @@ export interface ConfigWriterOptions {
   cfg: DaemonConfig;
   log: Logger;
   pollMs?: number;
+  /** A Warning event on the node (best effort): the file we wrote was renamed away by another program. */
+  warnNode?(reason: string, message: string): void;
+  /** The clock (ms) of the renamed-file warning's interval (default Date.now). */
+  now?(): number;
 }
+
+/** A renamed-away 00-multus.conf is reported at most this often (another CNI may rename it again and again). */
+const RENAMED_WARNING_MS = 10 * 60_000;
 
 function readOrUndefined(path: string): Buffer | undefined {
   try {
@@ -147,6 +156,24 @@ export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
     return { text: generateMultusConf(cfg, path, master), master: path };
   };
 
+  let renamedWarnedAt: number | undefined;
+  /** Our file is gone: if another program renamed it (Cilium's `.cilium_bak`), say so (multus/renamed-conf.ts). */
+  const noteRenamedAway = (path: string): void => {
+    let names: string[];
+    try {
+      names = readdirSync(dirname(path));
+    } catch {
+      return;
+    }
+    const found = renamedAway(names, [basename(path)]);
+    const now = (o.now ?? Date.now)();
+    if (!found || (renamedWarnedAt !== undefined && now - renamedWarnedAt < RENAMED_WARNING_MS)) return;
+    renamedWarnedAt = now;
+    const message = renamedAwayMessage(dirname(path), found);
+    log.warn(message);
+    o.warnNode?.(RENAMED_REASON, message);
+  };
+
   const servedPath = (): string =>
     cfg.multusConfigFile !== 'auto' && resolve(dirname(cfg.multusConfigFile)) === resolve(cfg.cniConfigDir)
       ? cfg.multusConfigFile
@@ -170,7 +197,9 @@ export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
         lastMaster = want.master;
         return; // already where the runtime reads it
       }
-      if (written === want.text && readOrUndefined(path)?.toString('utf8') === want.text) return;
+      const onDisk = readOrUndefined(path);
+      if (written === want.text && onDisk?.toString('utf8') === want.text) return;
+      if (written !== undefined && onDisk === undefined) noteRenamedAway(path);
       writeFileAtomic(path, want.text, 0o600);
       if (want.master !== lastMaster) log.verbose(`wrote ${path} for the master CNI config ${want.master}`);
       written = want.text;

@@ -141,7 +141,10 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
   if (logLevel === undefined) throw bad('logLevel', `one of panic, error, verbose, debug (got "${levelText}")`);
   const metricsBindAddress = str(raw, 'metricsBindAddress', '');
   if (metricsBindAddress !== '' && isIP(metricsBindAddress) === 0) {
-    throw bad('metricsBindAddress', `an IP address of the node, such as "127.0.0.1" or "::" (got "${metricsBindAddress}")`);
+    throw bad(
+      'metricsBindAddress',
+      `an IP address of the node, such as "127.0.0.1" or "::" (got "${metricsBindAddress}")`,
+    );
   }
   const multusKeys = Object.fromEntries(Object.entries(raw).filter(([k]) => MULTUS_KEYS.includes(k)));
   checkMultusKeys(multusKeys);

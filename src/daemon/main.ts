@@ -22,6 +22,7 @@ import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
 import { STOP_SIGNALS, killRunningDelegates, realExec } from '../cni/exec.ts';
 import { createHost } from '../host/host.ts';
+import { nodeEvent } from '../k8s/calls.ts';
 import type { KubeClient } from '../k8s/types.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { ConfigWriter } from './autoconf.ts';
@@ -197,7 +198,11 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
     const connectKube = kubeConnector(warm, warmKubeconfig);
     const realHost = createHost({ writeStderr: io.writeStderr, exec, connectKube });
     host.close = () => realHost.close();
-    writer = startConfigWriter({ cfg, log });
+    const node = io.env.MULTUS_NODE_NAME || hostname();
+    const kube = warm?.client; // events about the node: Warning MultusConfigRenamed (docs/install.md)
+    const warnNode =
+      kube && ((reason: string, msg: string) => void kube.createEvent(nodeEvent(node, 'Warning', reason, msg)));
+    writer = startConfigWriter({ cfg, log, ...(warnNode ? { warnNode } : {}) });
     const notReady = (): string | undefined => {
       const indicator = cfg.readinessIndicatorFile;
       if (indicator && !existsSync(indicator)) return `waiting for ${indicator}`;

@@ -6,7 +6,8 @@
  * copy the given 00-multus conf, or (`auto`) wait for the master CNI config and generate 00-multus.conf(list)
  * from it (multusconf.ts). Then keep running: every second (unless --skip-config-watch) rewrite the kubeconfig
  * when the token or CA changed and regenerate when the master changed, was replaced by another or our file
- * went missing; on stop (SIGTERM), remove the generated file when --cleanup-config-on-exit. With
+ * went missing (renamed away by another CNI, Cilium's `.cilium_bak`: a warning in the log and a Warning event on
+ * the node, renamed-conf.ts); on stop (SIGTERM), remove the generated file when --cleanup-config-on-exit. With
  * --token-binding=node the kubeconfig's token is one bound to the node (node-token.ts), renewed at 80% of its life.
  * The clock, the stop signal, the environment and the log are `InstallDeps`, so tests drive it step by step.
  */
@@ -36,6 +37,7 @@ import {
 } from './node-token.ts';
 import { GENERATED_FILES, generateMultusConf, pickMaster } from './multusconf.ts';
 import { InstallError, type InstallOptions } from './options.ts';
+import { RENAMED_REASON, renamedAway, renamedAwayMessage } from '../multus/renamed-conf.ts';
 import type { Env } from '../cni/request.ts';
 
 export interface InstallDeps {
@@ -50,7 +52,12 @@ export interface InstallDeps {
   now?(): number;
   /** the TokenRequest of --token-binding=node (default: node-token.ts's requestNodeToken) */
   requestNodeToken?(r: NodeTokenRequest): Promise<NodeToken>;
+  /** posts a Warning event on this node with the kubeconfig just written (best effort: never throws) */
+  warnNode?(w: { kubeconfig: string; reason: string; message: string }): Promise<void>;
 }
+
+/** A renamed-away 00-multus.conf is reported at most this often (another CNI may rename it again and again). */
+export const RENAMED_WARNING_MS = 10 * 60_000;
 
 export const TICK_MS = 1000;
 
@@ -59,6 +66,8 @@ interface State {
   tokenHash: string | null;
   masterKey: string | null;
   lastError: string | null;
+  /** when a renamed-away 00-multus.conf was last reported */
+  renamedWarnedAt: number | null;
   /** --token-binding=node: the current token, when to renew it, when to retry a failed request */
   node: { token: NodeToken | null; renewAt: number; retryAt: number; lastError: string | null };
 }
@@ -213,6 +222,7 @@ async function refreshMultusConf(o: InstallOptions, deps: InstallDeps, st: State
   if (bytes === null) return false;
   const key = `${path}\0${sha256(bytes)}`;
   if (key === st.masterKey && (await ownFilePresent(o))) return true;
+  if (key === st.masterKey) await noteRenamedAway(o, deps, st);
   const conf = generateMultusConf(bytes.toString('utf8'), path, o);
   const out = join(o.cniConfDir, conf.fileName);
   if (st.masterKey !== null) deps.log('master config changed - recreating multus config');
@@ -230,6 +240,18 @@ async function refreshMultusConf(o: InstallOptions, deps: InstallDeps, st: State
     deps.log(`Original master file moved to "${path}.old"`);
   }
   return true;
+}
+
+/** Our file went missing: if another program renamed it (Cilium's `.cilium_bak`), say so in the log and an event. */
+async function noteRenamedAway(o: InstallOptions, deps: InstallDeps, st: State): Promise<void> {
+  const found = renamedAway((await listDir(o.cniConfDir)).names, GENERATED_FILES);
+  const now = deps.now?.() ?? Date.now();
+  if (!found || (st.renamedWarnedAt !== null && now - st.renamedWarnedAt < RENAMED_WARNING_MS)) return;
+  st.renamedWarnedAt = now;
+  const message = renamedAwayMessage(o.cniConfDir, found);
+  deps.log(`warning: ${message}`);
+  const kubeconfig = join(o.cniConfDir, 'multus.d', 'multus.kubeconfig');
+  await deps.warnNode?.({ kubeconfig, reason: RENAMED_REASON, message });
 }
 
 async function ownFilePresent(o: InstallOptions): Promise<boolean> {
@@ -256,6 +278,7 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
     tokenHash: null,
     masterKey: null,
     lastError: null,
+    renamedWarnedAt: null,
     node: { token: null, renewAt: 0, retryAt: 0, lastError: null },
   };
   await refreshKubeconfig(o, deps, st);

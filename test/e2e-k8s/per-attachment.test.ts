@@ -207,7 +207,7 @@ describe.skipIf(!ready)('per-attachment requests through libcni with a real kube
         expect(await defaultRoutes(sb, '4'), "the pod's IPv4 default routes").toEqual([]);
         expect(await defaultRoutes(sb, '6'), "the pod's IPv6 default routes").toEqual([]);
         expect(cachedRoutes(await cachedResult(kw, sb, CLUSTER_NET, 'eth0')), "eth0's cached routes").toEqual([]);
-        expect(add.json?.routes, 'the printed result is eth0\'s as the bridge returned it').toContainEqual({
+        expect(add.json?.routes, "the printed result is eth0's as the bridge returned it").toContainEqual({
           dst: '0.0.0.0/0',
           gw: kw.addr(0, 1),
         });

@@ -4,7 +4,7 @@
  * masters, master appears late, changes, is removed, our own file present), cleanup on exit, and every failure
  * naming its path with nothing half-written left.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BRIDGE_031, ENV, FLANNEL, ls, makeNode, runScripted } from './helpers.ts';
@@ -147,6 +147,39 @@ describe('multus install', () => {
     ]);
     expect(r.error).toBeNull();
     expect(r.logs).toContain('master CNI config has been deleted: waiting for its restoration...');
+  });
+
+  it("our file renamed away by another CNI (Cilium's .cilium_bak): written again, a warning in the log and a node event with the kubeconfig", async () => {
+    const n = makeNode();
+    writeFileSync(join(n.netd, '05-cilium.conflist'), FLANNEL);
+    const events: { kubeconfig: string; reason: string; message: string }[] = [];
+    const own = join(n.netd, '00-multus.conflist');
+    const r = await runScripted(
+      n.args,
+      [
+        () => renameSync(own, `${own}.cilium_bak`),
+        () =>
+          expect(ls(n.netd)).toEqual([
+            '00-multus.conflist',
+            '00-multus.conflist.cilium_bak',
+            '05-cilium.conflist',
+            'multus.d',
+          ]),
+        () => rmSync(own), // deleted, not renamed away: rewritten without a warning
+      ],
+      undefined,
+      { warnNode: async (w) => void events.push(w) },
+    );
+    expect(r.error).toBeNull();
+    const warning = `warning: 00-multus.conflist in ${n.netd} was renamed to 00-multus.conflist.cilium_bak by another program, so the runtime ran the primary network alone for new pods; Cilium renames every other CNI config when its cni.exclusive is true: set cni.exclusive=false (Helm value) to run Cilium as the primary network under multus. Writing 00-multus.conflist again`;
+    expect(r.logs.filter((l) => l.startsWith('warning:'))).toEqual([warning]);
+    expect(events).toEqual([
+      {
+        kubeconfig: join(n.netd, 'multus.d', 'multus.kubeconfig'),
+        reason: 'MultusConfigRenamed',
+        message: warning.slice('warning: '.length),
+      },
+    ]);
   });
 
   it('rewrites the kubeconfig when the token or the CA changes, and only then', async () => {

@@ -14,6 +14,7 @@ import type { WarmKube } from '../../src/daemon/informers.ts';
 import { startWarmKube } from '../../src/daemon/informers.ts';
 import type { Metrics } from '../../src/daemon/metrics.ts';
 import { createMetrics } from '../../src/daemon/metrics.ts';
+import { nodeEvent } from '../../src/k8s/calls.ts';
 import { handle } from '../../src/host/handle.ts';
 import { createHost } from '../../src/host/host.ts';
 import type { KubeClient } from '../../src/k8s/types.ts';
@@ -325,6 +326,18 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     await cluster.admin.del(`${podPath(ns, 'named')}?gracePeriodSeconds=0`);
     await until('their removal', (l) => l.length === 0);
     stop();
+  });
+
+  it('a Warning event about the node (MultusConfigRenamed, as the daemon posts it) is recorded on the Node', async () => {
+    await client.createEvent(nodeEvent(NODE, 'Warning', 'MultusConfigRenamed', `renamed away ${ns}`));
+    await (client as unknown as { flushEvents(): Promise<void> }).flushEvents();
+    const list = (await cluster.admin.get(
+      '/api/v1/namespaces/default/events?fieldSelector=involvedObject.kind%3DNode',
+    )) as { items: { reason: string; message: string; type: string; involvedObject: Record<string, unknown> }[] };
+    const mine = list.items.filter((e) => e.message === `renamed away ${ns}`);
+    expect(mine.map((e) => [e.type, e.reason, e.involvedObject.kind, e.involvedObject.name])).toEqual([
+      ['Warning', 'MultusConfigRenamed', 'Node', NODE],
+    ]);
   });
 
   it('API requests are reported to the metrics by verb, resource and outcome', async () => {

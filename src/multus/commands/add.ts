@@ -13,6 +13,7 @@ import { auxiliaryChain } from '../auxchain.ts';
 import { removeScratchCache, writeScratchCache } from '../../store/scratch-cache.ts';
 import { assertResultCacheFits } from '../../store/result-cache.ts';
 import { addNetwork, delNetwork } from '../../cni/libcni.ts';
+import { missingPluginOf } from '../../cni/exec.ts';
 import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/device-info.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { KubeClient, Pod } from '../../k8s/types.ts';
@@ -20,6 +21,7 @@ import { buildNetworkStatuses } from '../network-status.ts';
 import type { Attachment } from '../plan.ts';
 import { inheritListVersion, planAttachments, toCachedDelegate, undeclaredCapabilities } from '../plan.ts';
 import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-routes.ts';
+import type { PodLookup } from '../podnetworks.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 import { publishClaimNetworkData } from '../claim-status.ts';
 import { planDefaultRoutes } from '../../routes/routes.ts';
@@ -45,7 +47,7 @@ export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniRe
   checkCapabilities(ctx, attachments);
   for (const a of attachments) assertResultCacheFits(a.network.name, req.containerId, a.ifName);
   writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));
-  const results = await addAttachments(ctx, attachments);
+  const results = await addAttachments(ctx, attachments).catch((e: unknown) => warnMissingPlugin(ctx, kube, pod, e));
   await moveDefaultRoutes(ctx, attachments, deps);
   if (kube && pod.kind === 'found') await reportAttachments(ctx, kube, pod.pod, attachments, results);
   if (kube && pod.kind === 'found' && conf.publishClaimNetworkData) {
@@ -79,6 +81,28 @@ async function addAttachments(ctx: CallContext, attachments: Attachment[]): Prom
     }
   }
   return results;
+}
+
+/**
+ * A delegate's plugin missing from the bin dirs (Multus #1413, docs/behaviour.md#missing-plugin): beside the error the
+ * runtime reports, a warning in multus' log and a Warning event on the pod that say where the plugin must go. Rethrows.
+ */
+async function warnMissingPlugin(
+  ctx: CallContext,
+  kube: KubeClient | undefined,
+  pod: PodLookup,
+  e: unknown,
+): Promise<never> {
+  const missing = missingPluginOf(e);
+  if (missing) {
+    const msg =
+      `CNI plugin "${missing.pluginType}" is not in ${missing.dirs.join(', ')} on this node: install it there ` +
+      '(multus runs the plugins it is given, it ships none; a resident daemon without chrootDir looks in its own container)';
+    ctx.net.log.warn(`${podTag(ctx)}: ${msg}`);
+    if (kube && pod.kind === 'found')
+      await emitEvents(kube, pod.pod, [{ type: 'Warning', reason: 'PluginNotFound', message: msg }], ctx.net.log);
+  }
+  throw e;
 }
 
 /**
