@@ -257,6 +257,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   // Listening at once: a second signal during the shutdown must not end the process with its delegates running.
   const second = again();
   stopping = true;
+  writer.stop({ remove: false }); // frozen: an uninstall's cleanup (docs/install.md, "Helm") is not undone
   await dynamic?.stop();
   if (cfg.shutdownDrainMs > 0) {
     log.verbose(`caught ${sig}: /readyz answers 500, serving ${cfg.shutdownDrainMs / 1000} s more before closing`);

@@ -31,12 +31,14 @@ import { apiServerUrl, renderKubeconfig } from './kubeconfig.ts';
 import {
   NODE_TOKEN_SECONDS,
   type NodeToken,
+  type PodCredentials,
   type NodeTokenRequest,
   accountOf,
   requestNodeToken,
 } from './node-token.ts';
 import { GENERATED_FILES, generateMultusConf, pickMaster } from './multusconf.ts';
-import { InstallError, type InstallOptions } from './options.ts';
+import { InstallError, type InstallOptions, parseDaemonSetRef } from './options.ts';
+import { type DeletionState, deletionState } from './uninstall.ts';
 import { RENAMED_REASON, renamedAway, renamedAwayMessage } from '../multus/renamed-conf.ts';
 import type { Env } from '../cni/request.ts';
 
@@ -52,6 +54,8 @@ export interface InstallDeps {
   now?(): number;
   /** the TokenRequest of --token-binding=node (default: node-token.ts's requestNodeToken) */
   requestNodeToken?(r: NodeTokenRequest): Promise<NodeToken>;
+  /** --cleanup-when-deleted's question (default: uninstall.ts's deletionState, one GET) */
+  deletionState?(r: PodCredentials & { namespace: string; name: string }): Promise<DeletionState>;
   /** posts a Warning event on this node with the kubeconfig just written (best effort: never throws) */
   warnNode?(w: { kubeconfig: string; reason: string; message: string }): Promise<void>;
 }
@@ -321,5 +325,33 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
     }
   } finally {
     if (o.cleanupConfigOnExit && deps.stopped()) await cleanup(o, deps);
+    else if (o.cleanupWhenDeleted !== '' && deps.stopped()) await cleanupIfDeleted(o, deps);
   }
+}
+
+/** --cleanup-when-deleted: the config and the kubeconfig go only when the DaemonSet itself was deleted (uninstall.ts). */
+async function cleanupIfDeleted(o: InstallOptions, deps: InstallDeps): Promise<void> {
+  const ref = parseDaemonSetRef(o.cleanupWhenDeleted)!; // checked by options.ts
+  const which = `daemonset ${o.cleanupWhenDeleted}`;
+  let state: DeletionState;
+  try {
+    const ca = await readIfExists(join(o.serviceAccountDir, 'ca.crt'), 'service account CA');
+    const token = (await readIfExists(join(o.serviceAccountDir, 'token'), 'service account token'))?.toString('utf8');
+    if (token === undefined) throw new InstallError(`no service account token in ${o.serviceAccountDir}`);
+    const creds = { server: apiServerUrl(deps.env), ca: o.skipTlsVerify ? null : ca, token: token.trim(), ...ref };
+    state = await (deps.deletionState ?? deletionState)(creds);
+  } catch (e) {
+    state = { unknown: errText(e) };
+  }
+  if (state !== 'deleted') {
+    const why = state === 'present' ? 'is still there (an upgrade or a restart)' : `may be there (${state.unknown})`;
+    deps.log(`${which} ${why}: keeping the multus config and kubeconfig on this node`);
+    return;
+  }
+  deps.log(`${which} was deleted: removing the multus config and kubeconfig from this node`);
+  const files = [
+    ...GENERATED_FILES.map((f) => join(o.cniConfDir, f)),
+    join(o.cniConfDir, 'multus.d', 'multus.kubeconfig'),
+  ];
+  for (const f of files) if (await removeIfExists(f)) deps.log(`removed ${f}`);
 }

@@ -48,6 +48,8 @@ export interface InstallOptions {
   skipMultusConf: boolean;
   /** multus-ts: the kubeconfig's token: `pod` (the mounted one, as Multus) or `node` (TokenRequest bound to the node) */
   tokenBinding: string;
+  /** multus-ts: `<namespace>/<daemonset>`: on stop, remove the config and kubeconfig if that DaemonSet was deleted */
+  cleanupWhenDeleted: string;
   help: boolean;
 }
 
@@ -192,6 +194,14 @@ export const FLAGS: Record<string, Flag> = {
       "the kubeconfig's token: pod (the mounted one, valid while this pod exists) or node (requested bound to " +
       'the node named by MULTUS_NODE_NAME, so it outlives the pod: needs create on serviceaccounts/token)',
   },
+  'cleanup-when-deleted': {
+    key: 'cleanupWhenDeleted',
+    bool: false,
+    def: '',
+    help:
+      'NAMESPACE/DAEMONSET: when stopped because that DaemonSet was deleted (helm uninstall), remove 00-multus.conf(list) ' +
+      'and the kubeconfig, and keep them on any other stop (an upgrade): needs get on that daemonset',
+  },
   help: { key: 'help', bool: true, def: false, help: 'show help message and quit' },
 };
 
@@ -293,6 +303,11 @@ function checkOptions(o: InstallOptions): void {
   if (o.tokenBinding !== 'pod' && o.tokenBinding !== 'node') {
     throw new InstallError(`--token-binding=${o.tokenBinding}: write --token-binding=pod or --token-binding=node`);
   }
+  if (o.cleanupWhenDeleted !== '' && !parseDaemonSetRef(o.cleanupWhenDeleted)) {
+    throw new InstallError(
+      `--cleanup-when-deleted=${o.cleanupWhenDeleted}: write the DaemonSet as NAMESPACE/NAME, e.g. kube-system/kube-multus-ds`,
+    );
+  }
   if (o.multusCniConfDirHost === '') o.multusCniConfDirHost = o.multusCniConfDir.replace(/^\/host(?=\/)/, '');
 }
 
@@ -303,4 +318,10 @@ export function parseCniVersion(v: string): [number, number, number] | null {
   if (parts.length > 3 || !parts.every((p) => /^[+-]?\d+$/.test(p))) return null;
   const n = parts.map(Number);
   return [n[0]!, n[1] ?? 0, n[2] ?? 0];
+}
+
+/** `<namespace>/<name>` of a DaemonSet (a DNS-1123 label, then a DNS-1123 subdomain), or undefined. */
+export function parseDaemonSetRef(ref: string): { namespace: string; name: string } | undefined {
+  const m = /^([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$/.exec(ref);
+  return m ? { namespace: m[1]!, name: m[2]! } : undefined;
 }

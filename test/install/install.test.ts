@@ -182,6 +182,40 @@ describe('multus install', () => {
     ]);
   });
 
+  it.each([
+    ['deleted (helm uninstall)', 'deleted' as const, ['10-flannel.conflist', 'multus.d']],
+    ['still there (an upgrade)', 'present' as const, ['00-multus.conflist', '10-flannel.conflist', 'multus.d']],
+    [
+      'unknown (API unreachable)',
+      { unknown: 'no answer within 10 s' },
+      ['00-multus.conflist', '10-flannel.conflist', 'multus.d'],
+    ],
+  ])('--cleanup-when-deleted: on stop, with the DaemonSet %s', async (_title, state, left) => {
+    const n = makeNode();
+    writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
+    const asked: unknown[] = [];
+    const r = await runScripted([...n.args, '--cleanup-when-deleted=kube-system/kube-multus-ds'], [], undefined, {
+      deletionState: async (q) => {
+        asked.push({ ns: q.namespace, name: q.name, server: q.server, token: q.token });
+        return state;
+      },
+    });
+    expect(r.error).toBeNull();
+    expect(asked).toEqual([
+      { ns: 'kube-system', name: 'kube-multus-ds', server: 'https://10.96.0.1:443', token: 'token-1' },
+    ]);
+    expect(ls(n.netd)).toEqual(left);
+    const kubeconfigLeft = existsSync(join(n.netd, 'multus.d', 'multus.kubeconfig'));
+    expect(kubeconfigLeft).toBe(state !== 'deleted');
+    expect(r.logs.at(-1)).toBe(
+      state === 'deleted'
+        ? `removed ${join(n.netd, 'multus.d', 'multus.kubeconfig')}`
+        : state === 'present'
+          ? 'daemonset kube-system/kube-multus-ds is still there (an upgrade or a restart): keeping the multus config and kubeconfig on this node'
+          : 'daemonset kube-system/kube-multus-ds may be there (no answer within 10 s): keeping the multus config and kubeconfig on this node',
+    );
+  });
+
   it('rewrites the kubeconfig when the token or the CA changes, and only then', async () => {
     const n = makeNode();
     writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);

@@ -109,6 +109,8 @@ describe('parseInstallArgs', () => {
     [['--force-cni-version'], /needs --cni-version/],
     [['--cni-conf-dir='], /--cni-conf-dir is empty/],
     [['--multus-log-file=/a\nb'], /control character/],
+    [['--cleanup-when-deleted=kube-multus-ds'], /write the DaemonSet as NAMESPACE\/NAME/],
+    [['--cleanup-when-deleted=Kube/x'], /write the DaemonSet as NAMESPACE\/NAME/],
   ])('refuses %j', (argv, msg) => {
     expect(() => parseInstallArgs(argv)).toThrow(InstallError);
     expect(() => parseInstallArgs(argv)).toThrow(msg);
