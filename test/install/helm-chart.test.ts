@@ -15,22 +15,13 @@ import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { parseDaemonConfig } from '../../src/daemon/config.ts';
 import { parseInstallArgs } from '../../src/install/options.ts';
+import { CHART, HELM, helmEnv } from '../helpers/helm.ts';
 import { fileExists, needs } from '../helpers/skip.ts';
 
-const REPO = join(import.meta.dirname, '..', '..');
-const CACHE = process.env.MULTUS_TS_CACHE_DIR || join(REPO, '.cache');
-export const HELM = join(CACHE, 'helm', 'helm');
-export const CHART = join(REPO, 'deployments', 'helm', 'multus');
 const ready = needs(fileExists(HELM, 'helm v3.22.0 (bash test/peers/build-helm.sh)'));
 
-/** helm with a HOME of its own (no repositories, no cache of the machine's). */
 function helm(args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const home = mkdtempSync(join(tmpdir(), 'mts-helm-home-'));
-  const r = spawnSync(HELM, args, {
-    encoding: 'utf8',
-    timeout: 60_000,
-    env: { PATH: '/usr/bin:/bin', HOME: home, XDG_CACHE_HOME: join(home, 'cache'), XDG_CONFIG_HOME: join(home, 'cfg') },
-  });
+  const r = spawnSync(HELM, args, { encoding: 'utf8', timeout: 60_000, env: helmEnv() });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
