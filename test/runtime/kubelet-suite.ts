@@ -28,8 +28,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
 import { collection, docs } from '../helpers/manifests.ts';
 import { type Cluster, k8sRequirements, podPath } from '../k8s/cluster.ts';
+import type { ApiTunnel } from '../e2e-k8s/world.ts';
 import {
-  ApiTunnel,
   NETWORKS_ANNOTATION,
   type PodRef,
   createNad,
@@ -37,7 +37,8 @@ import {
   networkStatus,
   podEvents,
 } from '../e2e-k8s/world.ts';
-import { DRA_DRIVER, KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
+import type { NodeRuntime } from './node.ts';
+import { DRA_DRIVER, KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, nodeRequirements } from './node.ts';
 import { peerCases } from './kubelet-peers.ts';
 import { bootKubeletNode, until } from './kubelet-boot.ts';
 import { MULTUS_BIN, REPO_ROOT, type SandboxInfo, run, runOk, runtimeRequirements } from './runtime.ts';

@@ -171,7 +171,9 @@ describe('ADD with Kubernetes', () => {
       'CNI plugin "macvlan" is not in /opt/test/bin, /usr/lib/cni on this node: install it there (multus runs the plugins it is ' +
       'given, it ships none; a resident daemon without chrootDir looks in its own container)';
     expect(warnings).toEqual([`[ns1/pod1/uid-1]: ${msg}`]);
-    expect(t.kube.events).toEqual([expect.objectContaining({ type: 'Warning', reason: 'PluginNotFound', message: msg })]);
+    expect(t.kube.events).toEqual([
+      expect.objectContaining({ type: 'Warning', reason: 'PluginNotFound', message: msg }),
+    ]);
   });
 
   it.each([
