@@ -1,7 +1,9 @@
 /**
  * roles.ts: the entry of the second bundle (build/multus-daemon.cjs, a SEA asset): every role of the executable
- * other than the CNI plugin itself. cli.ts loads it through daemon/load.ts only when argv asks for one of them,
+ * other than the CNI plugin itself. cli.ts loads it through load-roles.ts only when argv asks for one of them,
  * so a CNI call never parses this code.
  */
-export { runDaemon, runHotplugCli, runPlanCli } from './daemon/main.ts';
+export { runDaemon } from './daemon/main.ts';
+export { runHotplugCli } from './operator/hotplug-cli.ts';
+export { runPlanCli } from './operator/plan-cli.ts';
 export { installMain, readyMain } from './install/main.ts';
