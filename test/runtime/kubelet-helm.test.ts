@@ -1,11 +1,12 @@
 /**
  * The Helm chart (deployments/helm/multus) installed and uninstalled with helm v3.22.0 on the kubelet node
  * (kubelet-boot.ts: containerd, a real kubelet, controller-manager and scheduler, the image `npm run image` makes):
- * - `helm install` (thin mode, the chart's defaults but for the API server's address, which no kube-proxy serves
- *   here): the DaemonSet kube-multus-ds is scheduled on the node and its pod installs multus-ts; a pod requesting a
- *   NAD gets eth0 and net1 and its network-status; deleting it leaves no IP reserved;
- * - `helm uninstall`: as the DaemonSet's pod stops, `multus install --cleanup-when-deleted` finds its DaemonSet
- *   deleted and removes 00-multus.conf(list) and the kubeconfig from the node; the executables stay; a pod created
+ * - `helm install` (thin, then thick: the chart's defaults but for the API server's address, which no kube-proxy
+ *   serves here): the DaemonSet kube-multus-ds is scheduled on the node and its pod installs multus-ts; a pod
+ *   requesting a NAD gets eth0 and net1 and its network-status; deleting it leaves no IP reserved;
+ * - `helm uninstall`: as the DaemonSet's pod stops, `multus install --cleanup-when-deleted` (thin: kube-multus;
+ *   thick: the kubeconfig sidecar, while the daemon stops rewriting its config) finds its DaemonSet deleted and
+ *   removes 00-multus.conf(list) and the kubeconfig from the node; the executables stay; a pod created
  *   afterwards, with the same NAD annotation, runs on the primary network alone instead of failing (Multus #592).
  * Run it holding /tmp/mts-node.lock (the node's link names and addresses are fixed).
  */
@@ -36,7 +37,10 @@ interface Link {
   linkinfo?: { info_kind?: string };
 }
 
-describe.skipIf(!ready)('helm installs and uninstalls the chart on a kubelet node (thin)', () => {
+describe.skipIf(!ready).each([
+  { mode: 'thin', conf: '00-multus.conflist', set: [] as string[] },
+  { mode: 'thick', conf: '00-multus.conf', set: ['--set', 'thickPlugin.enabled=true'] },
+])('helm installs and uninstalls the chart on a kubelet node ($mode)', ({ mode, conf, set }) => {
   let k: KubeletNode;
   const ns = `mts-helm-${Math.random().toString(16).slice(2, 8)}`;
 
@@ -139,6 +143,7 @@ describe.skipIf(!ready)('helm installs and uninstalls the chart on a kubelet nod
       'extraEnv[0].name=KUBERNETES_SERVICE_HOST,extraEnv[0].value=127.0.0.1,extraEnv[1].name=KUBERNETES_SERVICE_PORT',
       '--set-string',
       `extraEnv[1].value=${port}`,
+      ...set,
     ]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('STATUS: deployed');
@@ -154,7 +159,8 @@ describe.skipIf(!ready)('helm installs and uninstalls the chart on a kubelet nod
     );
     expect(pod.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'DaemonSet', name: 'kube-multus-ds' });
     expect(pod.spec.nodeName).toBe(k.node.nodeName);
-    expect(confFilesOnNode()).toEqual(['00-multus.conflist']);
+    expect(confFilesOnNode()).toEqual([conf]);
+    if (mode === 'thick') expect(existsSync(onNode('/opt/cni/bin/multus-shim')), 'the shim').toBe(true);
     expect(existsSync(onNode(KUBECONFIG))).toBe(true);
     expect(existsSync(onNode('/opt/cni/bin/multus'))).toBe(true);
   }, 240_000);
