@@ -72,6 +72,8 @@ interface State {
   lastError: string | null;
   /** when a renamed-away 00-multus.conf was last reported */
   renamedWarnedAt: number | null;
+  /** --cleanup-when-deleted: the DaemonSet was readable when the installer started */
+  deletionAnswered: boolean;
   /** --token-binding=node: the current token, when to renew it, when to retry a failed request */
   node: { token: NodeToken | null; renewAt: number; retryAt: number; lastError: string | null };
 }
@@ -283,9 +285,11 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
     masterKey: null,
     lastError: null,
     renamedWarnedAt: null,
+    deletionAnswered: false,
     node: { token: null, renewAt: 0, retryAt: 0, lastError: null },
   };
   await refreshKubeconfig(o, deps, st);
+  if (o.cleanupWhenDeleted !== '') await probeDeletion(o, deps, st);
   const auto = o.multusConfFile === 'auto';
   try {
     if (o.skipMultusConf) {
@@ -325,29 +329,49 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
     }
   } finally {
     if (o.cleanupConfigOnExit && deps.stopped()) await cleanup(o, deps);
-    else if (o.cleanupWhenDeleted !== '' && deps.stopped()) await cleanupIfDeleted(o, deps);
+    else if (o.cleanupWhenDeleted !== '' && deps.stopped()) await cleanupIfDeleted(o, deps, st);
   }
 }
 
-/** --cleanup-when-deleted: the config and the kubeconfig go only when the DaemonSet itself was deleted (uninstall.ts). */
-async function cleanupIfDeleted(o: InstallOptions, deps: InstallDeps): Promise<void> {
+/** uninstall.ts's question about the --cleanup-when-deleted DaemonSet, asked with the pod's token. */
+async function askDeletion(o: InstallOptions, deps: InstallDeps): Promise<DeletionState> {
   const ref = parseDaemonSetRef(o.cleanupWhenDeleted)!; // checked by options.ts
-  const which = `daemonset ${o.cleanupWhenDeleted}`;
-  let state: DeletionState;
   try {
     const ca = await readIfExists(join(o.serviceAccountDir, 'ca.crt'), 'service account CA');
     const token = (await readIfExists(join(o.serviceAccountDir, 'token'), 'service account token'))?.toString('utf8');
     if (token === undefined) throw new InstallError(`no service account token in ${o.serviceAccountDir}`);
     const creds = { server: apiServerUrl(deps.env), ca: o.skipTlsVerify ? null : ca, token: token.trim(), ...ref };
-    state = await (deps.deletionState ?? deletionState)(creds);
+    return await (deps.deletionState ?? deletionState)(creds);
   } catch (e) {
-    state = { unknown: errText(e) };
+    return { unknown: errText(e) };
   }
-  if (state !== 'deleted') {
-    const why = state === 'present' ? 'is still there (an upgrade or a restart)' : `may be there (${state.unknown})`;
+}
+
+/** At start: can this pod see its DaemonSet? (A refusal at stop then means the uninstall took its account.) */
+async function probeDeletion(o: InstallOptions, deps: InstallDeps, st: State): Promise<void> {
+  const state = await askDeletion(o, deps);
+  st.deletionAnswered = state === 'present';
+  if (!st.deletionAnswered) {
+    const what = typeof state === 'object' ? state.unknown : state;
+    deps.log(
+      `--cleanup-when-deleted: cannot read daemonset ${o.cleanupWhenDeleted} (${what}): the config will stay on uninstall`,
+    );
+  }
+}
+
+/** --cleanup-when-deleted: the config and the kubeconfig go only when the DaemonSet itself was deleted (uninstall.ts). */
+async function cleanupIfDeleted(o: InstallOptions, deps: InstallDeps, st: State): Promise<void> {
+  const which = `daemonset ${o.cleanupWhenDeleted}`;
+  const state = await askDeletion(o, deps);
+  if (state !== 'deleted' && !(state === 'revoked' && st.deletionAnswered)) {
+    const why =
+      state === 'present'
+        ? 'is still there (an upgrade or a restart)'
+        : `may be there (${typeof state === 'object' ? state.unknown : 'access refused, and it was refused at start too'})`;
     deps.log(`${which} ${why}: keeping the multus config and kubeconfig on this node`);
     return;
   }
+  if (state === 'revoked') deps.log(`${which}: access to it was revoked with its account (helm uninstall)`);
   deps.log(`${which} was deleted: removing the multus config and kubeconfig from this node`);
   const files = [
     ...GENERATED_FILES.map((f) => join(o.cniConfDir, f)),

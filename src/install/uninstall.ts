@@ -7,12 +7,16 @@
  * alone (Multus' `--cleanup-config-on-exit` removes them on every exit).
  *
  * `deletionState` is the one API call (GET the DaemonSet with the pod's service account token): 404 or a
- * deletionTimestamp is deleted; an error or no answer is unknown, and unknown keeps the files (the safe side).
+ * deletionTimestamp is deleted. `helm uninstall` deletes the DaemonSet, its role and its service account together,
+ * so by the time the pod is stopped the question itself is refused (401 or 403): that counts as deleted when the
+ * same question was answered when the installer started (its identity and role worked then, the uninstall took
+ * them). An error or no answer is unknown, and unknown keeps the files (the safe side).
  */
 import type { Call } from '../k8s/calls.ts';
 import { callAsPod, type PodCredentials } from './node-token.ts';
 
-export type DeletionState = 'deleted' | 'present' | { unknown: string };
+/** `revoked`: 401 or 403, the account or its role gone (helm deletes them with the DaemonSet, all at once). */
+export type DeletionState = 'deleted' | 'present' | 'revoked' | { unknown: string };
 
 export async function deletionState(r: PodCredentials & { namespace: string; name: string }): Promise<DeletionState> {
   const call: Call = {
@@ -32,6 +36,7 @@ export async function deletionState(r: PodCredentials & { namespace: string; nam
     return { unknown: (e as Error).message };
   }
   if (wire.status === 404) return 'deleted';
+  if (wire.status === 401 || wire.status === 403) return 'revoked';
   if (wire.status !== 200) return { unknown: `${what}: HTTP ${wire.status}` };
   try {
     const ds = JSON.parse(wire.body.toString('utf8')) as { metadata?: { deletionTimestamp?: unknown } };

@@ -103,6 +103,14 @@ describe.skipIf(!ready).each([
 
   beforeAll(async () => {
     k = await bootKubeletNode(CLUSTER_NET, 'mtsklbr0', '10.251.0.0/24');
+    // the test cluster made a `multus` account and role for the other tiers: the chart makes its own (same names)
+    for (const path of [
+      '/api/v1/namespaces/kube-system/serviceaccounts/multus',
+      '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/multus',
+      '/apis/rbac.authorization.k8s.io/v1/clusterroles/multus',
+    ]) {
+      await k.cluster.admin.del(path);
+    }
     await ensureNamespace(k.cluster, ns);
     await createNad(k.cluster, ns, 'mv', {
       cniVersion: '1.0.0',
@@ -180,6 +188,11 @@ describe.skipIf(!ready).each([
   it('helm uninstall: the node loses 00-multus.conf* and the kubeconfig, keeps the executables; a new pod gets the primary network alone', async () => {
     const r = await helm(['uninstall', 'multus', '--namespace', 'kube-system', '--wait', '--timeout', '2m']);
     expect(r.code, r.stderr).toBe(0);
+    // the garbage collector's part (this node's controller-manager runs none): the deleted DaemonSet's pods go
+    for (const pod of await dsPods()) {
+      expect(pod.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'DaemonSet', name: 'kube-multus-ds' });
+      await k.cluster.admin.del(`/api/v1/namespaces/kube-system/pods/${pod.metadata.name}`);
+    }
     await until(
       'the DaemonSet pod gone',
       120_000,

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BRIDGE_031, ENV, FLANNEL, ls, makeNode, runScripted } from '../../helpers/install.ts';
 import type { NodeToken, NodeTokenRequest } from '../../../src/install/node-token.ts';
+import type { DeletionState } from '../../../src/install/uninstall.ts';
 import { parseInstallArgs } from '../../../src/install/options.ts';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
@@ -182,38 +183,51 @@ describe('multus install', () => {
     ]);
   });
 
-  it.each([
-    ['deleted (helm uninstall)', 'deleted' as const, ['10-flannel.conflist', 'multus.d']],
-    ['still there (an upgrade)', 'present' as const, ['00-multus.conflist', '10-flannel.conflist', 'multus.d']],
+  const KEEP = ['00-multus.conflist', '10-flannel.conflist', 'multus.d'];
+  const keeping = (why: string) =>
+    `daemonset kube-system/kube-multus-ds ${why}: keeping the multus config and kubeconfig on this node`;
+  it.each<[string, DeletionState, DeletionState, string[], string]>([
+    ['deleted (helm uninstall)', 'present', 'deleted', ['10-flannel.conflist', 'multus.d'], 'removed'],
+    [
+      'unreadable at stop, readable at start (helm uninstall took its account and role)',
+      'present',
+      'revoked',
+      ['10-flannel.conflist', 'multus.d'],
+      'removed',
+    ],
+    ['still there (an upgrade)', 'present', 'present', KEEP, keeping('is still there (an upgrade or a restart)')],
     [
       'unknown (API unreachable)',
+      'present',
       { unknown: 'no answer within 10 s' },
-      ['00-multus.conflist', '10-flannel.conflist', 'multus.d'],
+      KEEP,
+      keeping('may be there (no answer within 10 s)'),
     ],
-  ])('--cleanup-when-deleted: on stop, with the DaemonSet %s', async (_title, state, left) => {
+    [
+      'refused at start and at stop (RBAC never allowed it)',
+      'revoked',
+      'revoked',
+      KEEP,
+      keeping('may be there (access refused, and it was refused at start too)'),
+    ],
+  ])('--cleanup-when-deleted: on stop, with the DaemonSet %s', async (_title, atStart, atStop, left, last) => {
     const n = makeNode();
     writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
     const asked: unknown[] = [];
+    const answers = [atStart, atStop];
     const r = await runScripted([...n.args, '--cleanup-when-deleted=kube-system/kube-multus-ds'], [], undefined, {
       deletionState: async (q) => {
         asked.push({ ns: q.namespace, name: q.name, server: q.server, token: q.token });
-        return state;
+        return answers.shift()!;
       },
     });
     expect(r.error).toBeNull();
-    expect(asked).toEqual([
-      { ns: 'kube-system', name: 'kube-multus-ds', server: 'https://10.96.0.1:443', token: 'token-1' },
-    ]);
+    const question = { ns: 'kube-system', name: 'kube-multus-ds', server: 'https://10.96.0.1:443', token: 'token-1' };
+    expect(asked, 'asked at start and at stop').toEqual([question, question]);
     expect(ls(n.netd)).toEqual(left);
-    const kubeconfigLeft = existsSync(join(n.netd, 'multus.d', 'multus.kubeconfig'));
-    expect(kubeconfigLeft).toBe(state !== 'deleted');
-    expect(r.logs.at(-1)).toBe(
-      state === 'deleted'
-        ? `removed ${join(n.netd, 'multus.d', 'multus.kubeconfig')}`
-        : state === 'present'
-          ? 'daemonset kube-system/kube-multus-ds is still there (an upgrade or a restart): keeping the multus config and kubeconfig on this node'
-          : 'daemonset kube-system/kube-multus-ds may be there (no answer within 10 s): keeping the multus config and kubeconfig on this node',
-    );
+    const removed = last === 'removed';
+    expect(existsSync(join(n.netd, 'multus.d', 'multus.kubeconfig'))).toBe(!removed);
+    expect(r.logs.at(-1)).toBe(removed ? `removed ${join(n.netd, 'multus.d', 'multus.kubeconfig')}` : last);
   });
 
   it('rewrites the kubeconfig when the token or the CA changes, and only then', async () => {
