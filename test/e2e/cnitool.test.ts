@@ -1,6 +1,6 @@
 /**
  * The CNI project's own client drives the built `multus`: cnitool v1.3.0 (github.com/containernetworking/cni/cnitool,
- * built from the module proxy by test/peers/build-cnitool.sh) runs add, check, status, del and gc on a multus
+ * built from the module proxy by test/peers/build-go-tool.sh cnitool) runs add, check, status, del and gc on a multus
  * network whose delegates are Debian's real plugins (eth0: bridge + host-local; net1: a macvlan on a veth end +
  * host-local) in a real network namespace.
  *
@@ -14,29 +14,17 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
-import {
-  PLUGIN_DIR,
-  REPO_ROOT,
-  TestWorld,
-  clusterConflist,
-  describeRun,
-  e2eRequirements,
-  ipv4Of,
-  listDir,
-  macvlanConf,
-  multusConf,
-  readLinks,
-  reservedIps,
-  run,
-  writeJson,
-} from './helpers.ts';
+import * as e2e from './helpers.ts';
 
-const CACHE = process.env.MULTUS_TS_CACHE_DIR || join(REPO_ROOT, '.cache');
+const CACHE = process.env.MULTUS_TS_CACHE_DIR || join(e2e.REPO_ROOT, '.cache');
 const CNITOOL = join(CACHE, 'cnitool', 'cnitool');
-const ready = needs(...e2eRequirements(), fileExists(CNITOOL, 'cnitool v1.3.0 (bash test/peers/build-cnitool.sh)'));
+const ready = needs(
+  ...e2e.e2eRequirements(),
+  fileExists(CNITOOL, 'cnitool v1.3.0 (bash test/peers/build-go-tool.sh cnitool)'),
+);
 
 describe.skipIf(!ready)('cnitool v1.3.0 drives build/multus', () => {
-  const w = new TestWorld();
+  const w = new e2e.TestWorld();
   const net = `mts-cnitool-${w.id}`;
   const version = '1.1.0'; // libcni sends GC and STATUS to 1.1.0 configs only
   const plugins = '1.0.0'; // the newest Debian's plugins speak
@@ -44,26 +32,29 @@ describe.skipIf(!ready)('cnitool v1.3.0 drives build/multus', () => {
 
   /** `ip netns exec <host ns> cnitool <cmd> <net> <pod netns>`, as a runtime's CNI client would call it. */
   const cnitool = (cmd: 'add' | 'check' | 'status' | 'del' | 'gc') =>
-    run('ip', ['netns', 'exec', w.hostNs, CNITOOL, cmd, net, w.podNsPath], {
+    e2e.run('ip', ['netns', 'exec', w.hostNs, CNITOOL, cmd, net, w.podNsPath], {
       env: {
         PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
         NETCONFPATH: confDir,
-        CNI_PATH: `${w.binDir}:${PLUGIN_DIR}`,
+        CNI_PATH: `${w.binDir}:${e2e.PLUGIN_DIR}`,
         CNI_IFNAME: 'eth0',
       },
     });
 
   /** libcni's cache entries of this network, which cnitool keeps in /var/lib/cni/results. */
   const libcniCache = async (): Promise<string[]> =>
-    (await listDir('/var/lib/cni/results').catch(() => [])).filter((n) => n.startsWith(`${net}-`));
+    (await e2e.listDir('/var/lib/cni/results').catch(() => [])).filter((n) => n.startsWith(`${net}-`));
 
   beforeAll(async () => {
     await w.setup();
     confDir = join(w.dir, 'net.d');
-    const delegates = [clusterConflist(w, plugins, '10.251.40.0/24'), macvlanConf(w, plugins, '10.252.40.0/24')];
-    await writeJson(
+    const delegates = [
+      e2e.clusterConflist(w, plugins, '10.251.40.0/24'),
+      e2e.macvlanConf(w, plugins, '10.252.40.0/24'),
+    ];
+    await e2e.writeJson(
       join(confDir, '00-multus.conf'),
-      multusConf(w, version, delegates, { name: net, logToStderr: false }),
+      e2e.multusConf(w, version, delegates, { name: net, logToStderr: false }),
     );
   });
   afterAll(async () => {
@@ -73,17 +64,17 @@ describe.skipIf(!ready)('cnitool v1.3.0 drives build/multus', () => {
 
   /** Nothing of the pod is left: its links, the host veth, reserved IPs, multus' and libcni's caches. */
   async function expectNothingLeft(): Promise<void> {
-    expect((await readLinks(w.podNs)).map((l) => l.ifname)).toEqual(['lo']);
+    expect((await e2e.readLinks(w.podNs)).map((l) => l.ifname)).toEqual(['lo']);
     expect((await w.hostLinks()).filter((l) => l.startsWith('veth'))).toEqual([]);
-    expect(await reservedIps(w.ipamDir)).toEqual([]);
-    expect(await listDir(join(w.cniDir, 'results')).catch(() => [])).toEqual([]);
-    expect((await listDir(w.cniDir).catch(() => [])).filter((n) => n !== 'results')).toEqual([]);
+    expect(await e2e.reservedIps(w.ipamDir)).toEqual([]);
+    expect(await e2e.listDir(join(w.cniDir, 'results')).catch(() => [])).toEqual([]);
+    expect((await e2e.listDir(w.cniDir).catch(() => [])).filter((n) => n !== 'results')).toEqual([]);
     expect(await libcniCache()).toEqual([]);
   }
 
   it('add: prints the cluster network result (1.1.0) and makes eth0 (bridge veth) and net1 (macvlan)', async () => {
     const r = await cnitool('add');
-    expect(r.code, describeRun(r)).toBe(0);
+    expect(r.code, e2e.describeRun(r)).toBe(0);
     const result = JSON.parse(r.stdout) as {
       cniVersion: string;
       interfaces: { name: string; sandbox?: string }[];
@@ -97,10 +88,10 @@ describe.skipIf(!ready)('cnitool v1.3.0 drives build/multus', () => {
     );
     expect(result.routes).toContainEqual(expect.objectContaining({ dst: '0.0.0.0/0', gw: '10.251.40.1' }));
     expect(r.stderr).toBe('');
-    const links = await readLinks(w.podNs);
+    const links = await e2e.readLinks(w.podNs);
     expect(links.find((l) => l.ifname === 'eth0')?.linkinfo?.info_kind).toBe('veth');
     expect(links.find((l) => l.ifname === 'net1')?.linkinfo?.info_kind).toBe('macvlan');
-    expect(await ipv4Of(w.podNs, 'net1')).toEqual(['10.252.40.2/24']);
+    expect(await e2e.ipv4Of(w.podNs, 'net1')).toEqual(['10.252.40.2/24']);
     expect(await libcniCache(), "libcni's cache of the multus attachment").toHaveLength(1);
     expect(existsSync(join(w.cniDir, 'results'))).toBe(true);
   });
@@ -108,24 +99,24 @@ describe.skipIf(!ready)('cnitool v1.3.0 drives build/multus', () => {
   it('check and status: exit 0, print nothing', async () => {
     for (const cmd of ['check', 'status'] as const) {
       const r = await cnitool(cmd);
-      expect([r.code, r.stdout, r.stderr], `${cmd}: ${describeRun(r)}`).toEqual([0, '', '']);
+      expect([r.code, r.stdout, r.stderr], `${cmd}: ${e2e.describeRun(r)}`).toEqual([0, '', '']);
     }
   });
 
   it('del: exit 0, prints nothing, leaves nothing; a second del succeeds too', async () => {
     for (let i = 0; i < 2; i++) {
       const r = await cnitool('del');
-      expect([r.code, r.stdout, r.stderr], describeRun(r)).toEqual([0, '', '']);
+      expect([r.code, r.stdout, r.stderr], e2e.describeRun(r)).toEqual([0, '', '']);
       await expectNothingLeft();
     }
   });
 
   it('gc: the attachment made by a new add is not valid for cnitool, so it is deleted; nothing is left', async () => {
     const add = await cnitool('add');
-    expect(add.code, describeRun(add)).toBe(0);
-    expect(await reservedIps(w.ipamDir)).toHaveLength(2);
+    expect(add.code, e2e.describeRun(add)).toBe(0);
+    expect(await e2e.reservedIps(w.ipamDir)).toHaveLength(2);
     const r = await cnitool('gc');
-    expect([r.code, r.stdout, r.stderr], describeRun(r)).toEqual([0, '', '']);
+    expect([r.code, r.stdout, r.stderr], e2e.describeRun(r)).toEqual([0, '', '']);
     await expectNothingLeft();
   });
 });

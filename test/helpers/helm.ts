@@ -1,5 +1,5 @@
 /**
- * helm v3.22.0 as the tests run it (test/peers/build-helm.sh builds it into the cache) and the chart's path:
+ * helm v3.22.0 as the tests run it (test/peers/build-go-tool.sh helm builds it into the cache) and the chart's path:
  * a HOME and XDG dirs of its own, so no repository or cache of the machine's is read.
  */
 import { mkdtempSync } from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * The Helm chart in deployments/helm/multus, with helm v3.22.0 built from the module proxy
- * (test/peers/build-helm.sh): `helm lint` in both modes, and `helm template` for thin and thick with the rendered
+ * (test/peers/build-go-tool.sh helm): `helm lint` in both modes, and `helm template` for thin and thick with the rendered
  * objects asserted: Multus' names (DaemonSet kube-multus-ds, labels app/name/tier, ServiceAccount and ClusterRole
  * multus, ConfigMap multus-daemon-config, container kube-multus), the containers' arguments accepted by this
  * installer's own option parser and the daemon config by the daemon's parser, rke2-multus' value keys mapped to
@@ -18,7 +18,7 @@ import { parseInstallArgs } from '../../src/install/options.ts';
 import { CHART, HELM, helmEnv } from '../helpers/helm.ts';
 import { fileExists, needs } from '../helpers/skip.ts';
 
-const ready = needs(fileExists(HELM, 'helm v3.22.0 (bash test/peers/build-helm.sh)'));
+const ready = needs(fileExists(HELM, 'helm v3.22.0 (bash test/peers/build-go-tool.sh helm)'));
 
 function helm(args: string[]): { code: number | null; stdout: string; stderr: string } {
   const r = spawnSync(HELM, args, { encoding: 'utf8', timeout: 60_000, env: helmEnv() });

@@ -26,7 +26,7 @@ const ready = needs(
   ...runtimeRequirements(),
   ...k8sRequirements(),
   ...nodeRequirements(),
-  fileExists(HELM, 'helm v3.22.0 (bash test/peers/build-helm.sh)'),
+  fileExists(HELM, 'helm v3.22.0 (bash test/peers/build-go-tool.sh helm)'),
 );
 
 const CLUSTER_NET = 'kl-cluster';

@@ -1,5 +1,5 @@
 // Wrapper module that builds helm v3.22.0 (test/install/helm-chart.test.ts lints and renders the chart in
-// deployments/helm/multus with it; the runtime tier installs it). Built by test/peers/build-helm.sh.
+// deployments/helm/multus with it; the runtime tier installs it). Built by test/peers/build-go-tool.sh helm.
 module multus-ts.test/helm
 
 go 1.26.0
