@@ -8,7 +8,7 @@
  * install and uninstall on a real kubelet node are in test/runtime/kubelet-helm.test.ts.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
@@ -21,7 +21,9 @@ import { fileExists, needs } from '../helpers/skip.ts';
 const ready = needs(fileExists(HELM, 'helm v3.22.0 (bash test/peers/build-go-tool.sh helm)'));
 
 function helm(args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(HELM, args, { encoding: 'utf8', timeout: 60_000, env: helmEnv() });
+  const env = helmEnv();
+  const r = spawnSync(HELM, args, { encoding: 'utf8', timeout: 60_000, env });
+  rmSync(env.HOME!, { recursive: true, force: true });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -192,6 +194,7 @@ describe.runIf(ready)('the Helm chart (deployments/helm/multus)', () => {
       yaml.dump({ config: { cni_conf: { multusConfFile: '/tmp/multus-conf/00-multus.conf' }, multus_conf: conf } }),
     );
     const r = helm(['template', 'multus', CHART, '-n', 'kube-system', '-f', values]);
+    rmSync(dir, { recursive: true, force: true });
     expect(r.code, r.stderr).toBe(0);
     const objs = yaml.loadAll(r.stdout).filter(Boolean) as Obj[];
     const cm = one(objs, 'ConfigMap', 'multus-cni-config');

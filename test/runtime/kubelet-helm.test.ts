@@ -10,7 +10,7 @@
  *   afterwards, with the same NAD annotation, runs on the primary network alone instead of failing (Multus #592).
  * Run it holding /tmp/mts-node.lock (the node's link names and addresses are fixed).
  */
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
@@ -44,11 +44,14 @@ describe.skipIf(!ready).each([
   let k: KubeletNode;
   const ns = `mts-helm-${Math.random().toString(16).slice(2, 8)}`;
 
-  const helm = (args: string[]) =>
-    runProcess(HELM, [...args, '--kubeconfig', k.cluster.adminKubeconfig], {
-      env: helmEnv(),
-      timeoutMs: 180_000,
-    });
+  const helm = async (args: string[]) => {
+    const env = helmEnv();
+    try {
+      return await runProcess(HELM, [...args, '--kubeconfig', k.cluster.adminKubeconfig], { env, timeoutMs: 180_000 });
+    } finally {
+      rmSync(env.HOME!, { recursive: true, force: true });
+    }
+  };
   const logs = async () => `${await k.node.tail('kubelet')}\n${await k.node.tail('kube-controller-manager', 15)}`;
   const dsPods = async () =>
     (await k.cluster.admin.get('/api/v1/namespaces/kube-system/pods?labelSelector=name%3Dmultus')).items as any[];
