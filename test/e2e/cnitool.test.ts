@@ -8,9 +8,12 @@
  * not on the machine. It keeps libcni's cache in /var/lib/cni (it has no option for another), under this run's
  * own network name. Asserted: what each command prints, the interfaces and addresses ADD makes, and that DEL, and
  * GC (which DELs every cached attachment of the network: cnitool passes no valid attachments), leave nothing:
- * links, host veths, reserved IPs, multus' caches, libcni's cache.
+ * links, host veths, reserved IPs, multus' caches, libcni's cache. libcni's GC DELs the attachments it has cached
+ * itself; one case removes libcni's entry first, so that multus sees a GC naming no valid attachments for a pod
+ * it holds (it must keep it) and then a DEL.
  */
 import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
@@ -117,6 +120,22 @@ describe.skipIf(!ready)('cnitool v1.3.0 drives build/multus', () => {
     expect(await e2e.reservedIps(w.ipamDir)).toHaveLength(2);
     const r = await cnitool('gc');
     expect([r.code, r.stdout, r.stderr], e2e.describeRun(r)).toEqual([0, '', '']);
+    await expectNothingLeft();
+  });
+
+  it('gc of an attachment libcni has no cache of: cnitool names no valid attachments, so multus deletes nothing by itself; del does', async () => {
+    const add = await cnitool('add');
+    expect(add.code, e2e.describeRun(add)).toBe(0);
+    const forgotten = await libcniCache();
+    expect(forgotten).toHaveLength(1);
+    for (const n of forgotten) await rm(join('/var/lib/cni/results', n));
+    const r = await cnitool('gc');
+    expect([r.code, r.stdout, r.stderr], e2e.describeRun(r)).toEqual([0, '', '']);
+    // without "cni.dev/valid-attachments" no attachment is known to be stale (docs/compatibility.md, GC)
+    expect((await e2e.readLinks(w.podNs)).map((l) => l.ifname).sort()).toEqual(['eth0', 'lo', 'net1']);
+    expect(await e2e.reservedIps(w.ipamDir)).toHaveLength(2);
+    const del = await cnitool('del');
+    expect([del.code, del.stdout, del.stderr], e2e.describeRun(del)).toEqual([0, '', '']);
     await expectNothingLeft();
   });
 });
