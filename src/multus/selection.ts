@@ -37,7 +37,7 @@ export interface NetworkSelection {
   request: AttachmentRequest;
 }
 
-const NETWORKS_KEY = 'k8s.v1.cni.cncf.io/networks';
+export const NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
 const DEFAULT_NETWORK_KEY = 'v1.multus-cni.io/default-network';
 const TEXT_FORM = '[<namespace>/]<name>[@<ifname>]';
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -280,7 +280,7 @@ function parseAnnotation(annotation: string, defaultNamespace: string, key: stri
 /** `k8s.v1.cni.cncf.io/networks` (docs/behaviour.md#networks-annotation); namespaces default to `defaultNamespace` (the pod's). */
 export function parseNetworkSelections(annotation: string | undefined, defaultNamespace: string): NetworkSelection[] {
   if (annotation === undefined || annotation === '') return [];
-  return parseAnnotation(annotation, defaultNamespace, NETWORKS_KEY);
+  return parseAnnotation(annotation, defaultNamespace, NETWORKS_ANNOTATION);
 }
 
 /**
@@ -334,7 +334,7 @@ export function checkNamespaceIsolation(
     throw new CniError(
       CniCode.InvalidConfig,
       `GetNetworkDelegates: namespace isolation enabled, annotation violates permission, pod is in namespace ${podNamespace} but refers to target namespace ${s.namespace}` +
-        ` (network "${s.namespace}/${s.name}" in ${NETWORKS_KEY}); use a NetworkAttachmentDefinition in namespace ${podNamespace}` +
+        ` (network "${s.namespace}/${s.name}" in ${NETWORKS_ANNOTATION}); use a NetworkAttachmentDefinition in namespace ${podNamespace}` +
         ` or in a global namespace (${globalNamespaces.join(', ') || 'none configured'})`,
     );
   }
@@ -356,14 +356,14 @@ export function validateDefaultRoutes(selections: NetworkSelection[]): void {
   if (v4 > 1 || all.length - v4 > 1) {
     throw new CniError(
       CniCode.InvalidConfig,
-      `multus does not support ECMP for default-route: ${NETWORKS_KEY} asks for ${all.join(', ')}; give at most one IPv4 and one IPv6 gateway`,
+      `multus does not support ECMP for default-route: ${NETWORKS_ANNOTATION} asks for ${all.join(', ')}; give at most one IPv4 and one IPv6 gateway`,
     );
   }
   const [first, second] = carriers;
   if (first && second) {
     throw new CniError(
       CniCode.InvalidConfig,
-      `"default-route" is set on both ${label(first.s, first.i)} and ${label(second.s, second.i)} of ${NETWORKS_KEY}, but only one element may carry it (NPWG §4.1.2.1.9); keep it on the attachment that should own the pod's default route`,
+      `"default-route" is set on both ${label(first.s, first.i)} and ${label(second.s, second.i)} of ${NETWORKS_ANNOTATION}, but only one element may carry it (NPWG §4.1.2.1.9); keep it on the attachment that should own the pod's default route`,
     );
   }
 }
