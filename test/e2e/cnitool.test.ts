@@ -44,6 +44,16 @@ describe.skipIf(!ready)('cnitool v1.3.0 drives build/multus', () => {
       },
     });
 
+  /** `cnitool cmd` exits 0 and prints nothing (all but add). */
+  const quiet = async (cmd: 'check' | 'status' | 'del' | 'gc') => {
+    const r = await cnitool(cmd);
+    expect([r.code, r.stdout, r.stderr], `${cmd}: ${e2e.describeRun(r)}`).toEqual([0, '', '']);
+  };
+  const addOk = async () => {
+    const add = await cnitool('add');
+    expect(add.code, e2e.describeRun(add)).toBe(0);
+  };
+
   /** libcni's cache entries of this network, which cnitool keeps in /var/lib/cni/results. */
   const libcniCache = async (): Promise<string[]> =>
     (await e2e.listDir('/var/lib/cni/results').catch(() => [])).filter((n) => n.startsWith(`${net}-`));
@@ -100,42 +110,33 @@ describe.skipIf(!ready)('cnitool v1.3.0 drives build/multus', () => {
   });
 
   it('check and status: exit 0, print nothing', async () => {
-    for (const cmd of ['check', 'status'] as const) {
-      const r = await cnitool(cmd);
-      expect([r.code, r.stdout, r.stderr], `${cmd}: ${e2e.describeRun(r)}`).toEqual([0, '', '']);
-    }
+    for (const cmd of ['check', 'status'] as const) await quiet(cmd);
   });
 
   it('del: exit 0, prints nothing, leaves nothing; a second del succeeds too', async () => {
     for (let i = 0; i < 2; i++) {
-      const r = await cnitool('del');
-      expect([r.code, r.stdout, r.stderr], e2e.describeRun(r)).toEqual([0, '', '']);
+      await quiet('del');
       await expectNothingLeft();
     }
   });
 
   it('gc: the attachment made by a new add is not valid for cnitool, so it is deleted; nothing is left', async () => {
-    const add = await cnitool('add');
-    expect(add.code, e2e.describeRun(add)).toBe(0);
+    await addOk();
     expect(await e2e.reservedIps(w.ipamDir)).toHaveLength(2);
-    const r = await cnitool('gc');
-    expect([r.code, r.stdout, r.stderr], e2e.describeRun(r)).toEqual([0, '', '']);
+    await quiet('gc');
     await expectNothingLeft();
   });
 
   it('gc of an attachment libcni has no cache of: cnitool names no valid attachments, so multus deletes nothing by itself; del does', async () => {
-    const add = await cnitool('add');
-    expect(add.code, e2e.describeRun(add)).toBe(0);
+    await addOk();
     const forgotten = await libcniCache();
     expect(forgotten).toHaveLength(1);
     for (const n of forgotten) await rm(join('/var/lib/cni/results', n));
-    const r = await cnitool('gc');
-    expect([r.code, r.stdout, r.stderr], e2e.describeRun(r)).toEqual([0, '', '']);
+    await quiet('gc');
     // without "cni.dev/valid-attachments" no attachment is known to be stale (docs/compatibility.md, GC)
     expect((await e2e.readLinks(w.podNs)).map((l) => l.ifname).sort()).toEqual(['eth0', 'lo', 'net1']);
     expect(await e2e.reservedIps(w.ipamDir)).toHaveLength(2);
-    const del = await cnitool('del');
-    expect([del.code, del.stdout, del.stderr], e2e.describeRun(del)).toEqual([0, '', '']);
+    await quiet('del');
     await expectNothingLeft();
   });
 });
