@@ -1,0 +1,40 @@
+/**
+ * base/bun.ts: the few parts of Bun's own API the per-call path uses when it runs on Bun (build/multus,
+ * docs/build.md), typed here because the project compiles against Node's types; undefined under Node (the unit
+ * tests run the sources there, and every user of this keeps a Node path).
+ *
+ * Why at all: Bun implements Node's streams in JavaScript, and the first use of one (process.stdin, process.stdout,
+ * a child_process pipe, node:https) costs a compiled executable 20-40 million instructions, more than the rest of
+ * a delegates-only ADD together; Bun.spawn's pipes and fetch do not use them (docs/performance.md, "Where the
+ * thin plugin's time went").
+ */
+
+/** A child started by `Bun.spawn` with piped stdout and stderr. */
+export interface BunSubprocess {
+  readonly pid: number;
+  readonly stdout: ReadableStream<Uint8Array>;
+  readonly stderr: ReadableStream<Uint8Array>;
+  /** Resolves with the exit code (128 + n after signal n) once the child is reaped. */
+  readonly exited: Promise<number>;
+  readonly exitCode: number | null;
+  readonly signalCode: string | null;
+}
+
+export interface BunSpawnOptions {
+  env: Record<string, string>;
+  stdin: Uint8Array;
+  stdout: 'pipe';
+  stderr: 'pipe';
+  /** A session (and so a process group) of its own. */
+  detached: boolean;
+}
+
+export interface BunRuntime {
+  /** Throws synchronously (with `code`: ENOENT, EACCES, ETXTBSY...) when the program cannot be started. */
+  spawn(cmd: string[], options: BunSpawnOptions): BunSubprocess;
+}
+
+/** Bun's global when this process runs on Bun, else undefined. */
+export function bunRuntime(): BunRuntime | undefined {
+  return (globalThis as { Bun?: BunRuntime }).Bun;
+}
