@@ -2,6 +2,7 @@
  * k8s/calls.ts: the calls Multus makes, as paths and messages, and the mapping of an HTTP status or a transport
  * failure to a `KubeApiError` with Multus' texts and an RBAC hint (pure).
  */
+import { readFileSync } from 'node:fs';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { isDns1123Label, isDns1123Subdomain } from '../base/names.ts';
 import type { ClientConfig } from './kubeconfig.ts';
@@ -102,6 +103,21 @@ let eventSeq = 0n;
  * has milliseconds only, and ADD posts its events together: the sub-millisecond part is a per-process
  * sequence, so two events of one call never share a name (the API server would refuse the second, 409).
  */
+let nodeName: string | undefined;
+
+/** This host's name, read as Go's os.Hostname reads it (node:os is one more built-in for a call to load). */
+function hostName(): string {
+  if (nodeName === undefined) {
+    try {
+      nodeName = readFileSync('/proc/sys/kernel/hostname', 'utf8').trim();
+    } catch {
+      nodeName = '';
+    }
+    if (!nodeName) nodeName = process.getBuiltinModule('node:os').hostname();
+  }
+  return nodeName;
+}
+
 export function eventBody(e: EventInput, now: Date = new Date()): Record<string, unknown> {
   const m = e.pod.metadata;
   const stamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -127,7 +143,7 @@ export function eventBody(e: EventInput, now: Date = new Date()): Record<string,
     lastTimestamp: stamp,
     count: 1,
     reportingComponent: 'multus',
-    reportingInstance: process.getBuiltinModule('node:os').hostname(),
+    reportingInstance: hostName(),
   };
 }
 

@@ -29,7 +29,7 @@ interface TlsOptions {
   servername?: string;
 }
 
-interface RequestAuth {
+export interface RequestAuth {
   headers: Record<string, string | string[]>;
   tls: TlsOptions;
 }
@@ -156,7 +156,7 @@ function mergeFallback(auth: RequestAuth, f: FallbackCredentials): void {
 // ---------------------------------------------------------------------------------------------------------------
 // Transport (I/O: node:http / node:https, loaded on the first request)
 
-interface Wire {
+export interface Wire {
   status: number;
   body: Buffer;
 }
