@@ -6,7 +6,7 @@
  * readiness waiter, a logger factory, and a cache of Kubernetes clients keyed by kubeconfig path (so a daemon
  * keeps one keep-alive connection per API server), closed by `close()`.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../base/sleep.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';

@@ -11,7 +11,6 @@
  * RBAC: `patch` on `resourceclaims/status` (from Kubernetes 1.36 also the `resourceclaims/driver` verbs the
  * API requires of a node agent: docs/install.md).
  */
-import { createHash } from 'node:crypto';
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { CniResult } from '../cni/result-model.ts';
@@ -27,7 +26,9 @@ interface ClaimRef {
 
 /** The field manager of one sandbox's entries (at most 128 characters, as the API requires). */
 function claimFieldManager(containerId: string): string {
-  const id = containerId.length <= 100 ? containerId : createHash('sha256').update(containerId).digest('hex');
+  // node:crypto is loaded here, not at start-up: it costs every call millions of instructions (docs/performance.md).
+  const hash = () => process.getBuiltinModule('node:crypto').createHash('sha256').update(containerId).digest('hex');
+  const id = containerId.length <= 100 ? containerId : hash();
   return `multus-ts/${id}`;
 }
 

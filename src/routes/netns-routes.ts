@@ -8,7 +8,6 @@
  * `<cniDir>/results/<net>-<id>-<if>` (libcni's cache, docs/behaviour.md#default-route) through store/result-cache.ts,
  * so CHECK and DEL get the routes the pod really has as `prevResult`.
  */
-import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import type { ResultCacheEntry } from '../store/result-cache.ts';
 import { encodeResultCache, readResultCache, resultCachePath } from '../store/result-cache.ts';
@@ -75,6 +74,8 @@ export function findRouteTools(): RouteTools {
 /** The default `CommandRunner`: spawn, collect output, kill after 10 s, C locale. */
 export const runCommand: CommandRunner = (file, args) =>
   new Promise((resolve, reject) => {
+    // Loaded here: node:child_process costs every call at start-up and only default-route uses it.
+    const { spawn } = process.getBuiltinModule('node:child_process');
     const child = spawn(file, args, {
       env: { LC_ALL: 'C', PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
       stdio: ['ignore', 'pipe', 'pipe'],
