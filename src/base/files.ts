@@ -42,9 +42,12 @@ export function isTempName(name: string): boolean {
 /**
  * Write `data` so readers see either the old file or the complete new one: temp file in the same directory,
  * fsync, rename. Parent directories are created 0700; the file gets `mode` exactly (fchmod, so umask cannot
- * widen or narrow it). The directory itself is not fsynced: after a crash the file may be missing, never partial.
+ * widen or narrow it). The directory itself is not fsynced: after a power loss the file may be missing, never
+ * partial. `durable: false` skips the fsync, for a file whose loss to a power cut the next reader tolerates: a
+ * process crash (kill -9, OOM) still leaves the old file or the complete new one, but after a power loss the new
+ * name may hold an empty file (docs/reliability.md, "Which cache writes are fsynced").
  */
-export function writeFileAtomic(path: string, data: string | Buffer, mode = 0o600): void {
+export function writeFileAtomic(path: string, data: string | Buffer, mode = 0o600, { durable = true } = {}): void {
   let temp: string | undefined;
   let fd: number | undefined;
   try {
@@ -54,7 +57,7 @@ export function writeFileAtomic(path: string, data: string | Buffer, mode = 0o60
     fchmodSync(fd, mode);
     const buf = typeof data === 'string' ? Buffer.from(data) : data;
     for (let off = 0; off < buf.length;) off += writeSync(fd, buf, off, buf.length - off);
-    fsyncSync(fd);
+    if (durable) fsyncSync(fd);
     closeSync(fd);
     fd = undefined;
     renameSync(temp, path);
