@@ -149,12 +149,12 @@ export function readResultCache(
 
 /**
  * Not fsynced, as libcni writes it: after a power loss the file may be empty, and DEL then tears the attachment
- * down from the fsynced scratch cache, written and renamed before this (docs/reliability.md, "Which cache writes
- * are fsynced").
+ * down from the scratch cache, whose fsync ended before this was written (`backgroundSyncs` in addNetwork;
+ * docs/reliability.md, "Which cache writes are fsynced").
  */
 export function writeResultCache(cniDir: string, e: ResultCacheEntry): void {
   const path = resultCachePath(cniDir, e.networkName, e.containerId, e.ifName);
-  writeFileAtomic(path, encodeResultCache(e), 0o600, { durable: false });
+  writeFileAtomic(path, encodeResultCache(e), 0o600, { durable: 'none' });
 }
 
 export function removeResultCache(cniDir: string, networkName: string, containerId: string, ifName: string): void {

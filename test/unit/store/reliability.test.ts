@@ -125,6 +125,29 @@ describe('D1: temp files of interrupted atomic writes', () => {
   });
 });
 
+describe('the order of the cache writes of an ADD (docs/reliability.md, "Which cache writes are fsynced")', () => {
+  it('the scratch cache is in place before the first delegate runs, and its fsync ends before any result cache exists', async () => {
+    const fds = () => readdirSync('/proc/self/fd').length;
+    const seen: { type: string; scratch: boolean; results: string[]; fds: number }[] = [];
+    const look = (type: string) => () => {
+      const results = existsSync(join(cniDir, 'results')) ? readdirSync(join(cniDir, 'results')) : [];
+      seen.push({ type, scratch: existsSync(join(cniDir, 'cid1')), results, fds: fds() });
+      return { stdout: Buffer.from('{"cniVersion":"1.1.0"}') };
+    };
+    exec.returns['p0 ADD'] = look('p0');
+    exec.returns['p1 ADD'] = look('p1');
+    const before = fds();
+    await cmdAdd(...request('ADD', conf(TWO)));
+    expect(seen.map((s) => [s.type, s.scratch])).toEqual([
+      ['p0', true],
+      ['p1', true],
+    ]);
+    expect(seen[1]!.results, 'the first attachment wrote its result cache').toEqual(['cluster-cid1-eth0']);
+    expect(seen[1]!.fds, "the scratch cache's background fsync had ended (its file closed) by then").toBe(before);
+    expect(fds()).toBe(before);
+  });
+});
+
 describe('D2: removal on a read-only file system', () => {
   const erofs = () => {
     throw Object.assign(new Error('EROFS: read-only file system, unlink'), { code: 'EROFS' });
