@@ -111,16 +111,19 @@ export function assertExecutableFormat(path: string): void {
   }
 }
 
-function runOnce(
-  path: string,
-  stdin: Buffer,
-  env: Record<string, string>,
-  timeoutMs: number,
-  args: string[],
-): Promise<ExecOutput> {
-  assertExecutableFormat(path);
+/** One start of a plugin: what execPlugin was given. */
+interface PluginRun {
+  path: string;
+  stdin: Buffer;
+  env: Record<string, string>;
+  timeoutMs: number;
+  args: string[];
+}
+
+function runOnce(run: PluginRun): Promise<ExecOutput> {
+  assertExecutableFormat(run.path);
   const bun = bunRuntime();
-  return bun ? runOnceBun(bun, path, stdin, env, timeoutMs, args) : runOnceNode(path, stdin, env, timeoutMs, args);
+  return bun ? runOnceBun(bun, run) : runOnceNode(run);
 }
 
 /** A pipe read to its end, keeping at most `limit` bytes (the rest is read and dropped, so the plugin never blocks). */
@@ -148,14 +151,7 @@ function readBounded(stream: ReadableStream<Uint8Array>, limit: number) {
   };
 }
 
-async function runOnceBun(
-  bun: BunRuntime,
-  path: string,
-  stdin: Buffer,
-  env: Record<string, string>,
-  timeoutMs: number,
-  args: string[],
-): Promise<ExecOutput> {
+async function runOnceBun(bun: BunRuntime, { path, stdin, env, timeoutMs, args }: PluginRun): Promise<ExecOutput> {
   // A process group of its own (detached: a session), so a timeout kills whatever the plugin started too.
   const child = bun.spawn([path, ...args], { env, stdin, stdout: 'pipe', stderr: 'pipe', detached: true });
   const pid = child.pid;
@@ -196,13 +192,7 @@ async function runOnceBun(
   };
 }
 
-function runOnceNode(
-  path: string,
-  stdin: Buffer,
-  env: Record<string, string>,
-  timeoutMs: number,
-  args: string[],
-): Promise<ExecOutput> {
+function runOnceNode({ path, stdin, env, timeoutMs, args }: PluginRun): Promise<ExecOutput> {
   return new Promise((resolve, reject) => {
     // A process group of its own, so a timeout kills whatever the plugin started too. Loaded here: Bun never needs it.
     const { spawn } = process.getBuiltinModule('node:child_process');
@@ -309,7 +299,7 @@ export async function execPlugin(
 ): Promise<ExecOutput> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await runOnce(path, stdin, env, timeoutMs, args);
+      return await runOnce({ path, stdin, env, timeoutMs, args });
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // libcni raw_exec.go: a plugin binary being replaced (upgrade) is briefly "text file busy".

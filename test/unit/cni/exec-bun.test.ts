@@ -5,21 +5,12 @@
  * exit status, the process group killed at the timeout, the drain grace, libcni's ETXTBSY retry), plus large
  * pipes, a plugin killed by a signal and a file that is no program.
  */
-import {
-  chmodSync,
-  closeSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { haveBun, onBun } from '../../helpers/bun-run.ts';
+import { running, shellScript } from '../../helpers/procs.ts';
 import { needs } from '../../helpers/skip.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mts-exec-bun-'));
@@ -40,23 +31,7 @@ const PATH = '/usr/bin:/bin';
 const run = (path: string, stdin: string, env: Record<string, string>, timeoutMs: number) =>
   onBun<Out>({ op: 'exec', path, stdin, env, timeoutMs });
 
-function script(name: string, body: string): string {
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, name);
-  writeFileSync(path, `#!/bin/sh\n${body}\n`);
-  chmodSync(path, 0o755);
-  return path;
-}
-
-/** Alive and not a zombie. */
-function running(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
+const script = (name: string, body: string): string => shellScript(dir, name, body);
 
 describe.runIf(needs(haveBun()))('execPlugin on Bun (Bun.spawn)', () => {
   it('passes stdin and env, and returns stdout, stderr and the exit status', async () => {

@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { haveBun, onBun } from '../../helpers/bun-run.ts';
+import { kubeconfigText } from '../../helpers/kubeconfig-text.ts';
 import { fileExists, needs } from '../../helpers/skip.ts';
 
 const ready = needs(haveBun(), fileExists('/usr/bin/openssl', "openssl (Debian's openssl)"));
@@ -156,32 +157,12 @@ interface KubeOptions {
   user?: string[];
 }
 
-/** A kubeconfig (the lean YAML subset) for the stub; returns its path. */
+/** A kubeconfig for the stub (the CA file and the token file unless told otherwise); returns its path. */
 function kubeconfig(name: string, o: KubeOptions = {}): string {
   const cluster = o.cluster ?? [`certificate-authority: ${file('ca.crt')}`];
   const user = o.user ?? [`tokenFile: ${file('token')}`];
-  const text = [
-    'apiVersion: v1',
-    'kind: Config',
-    'clusters:',
-    '- name: c',
-    '  cluster:',
-    `    server: ${o.server ?? `https://127.0.0.1:${plain.port}`}`,
-    ...cluster.map((l) => `    ${l}`),
-    'users:',
-    '- name: u',
-    '  user:',
-    ...user.map((l) => `    ${l}`),
-    'contexts:',
-    '- name: x',
-    '  context:',
-    '    cluster: c',
-    '    user: u',
-    'current-context: x',
-    '',
-  ].join('\n');
   const path = file(`${name}.kubeconfig`);
-  writeFileSync(path, text);
+  writeFileSync(path, kubeconfigText(o.server ?? `https://127.0.0.1:${plain.port}`, cluster, user));
   return path;
 }
 
