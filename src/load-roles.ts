@@ -3,6 +3,7 @@
  * those roles only, so the thin plugin's start-up never parses it: the embedded file `multus-daemon.cjs` of the
  * executable (scripts/build-daemon.mjs), else this source tree's module (base/embedded.ts says how).
  */
+import { normalJitPolicy } from './base/bun.ts';
 import { loadEmbedded } from './base/embedded.ts';
 
 export interface DaemonModule {
@@ -22,6 +23,8 @@ export interface DaemonModule {
 /** Relative to base/embedded.ts: the embedded bundle, else src/roles.ts. */
 const SPECIFIERS = ['./multus-daemon.cjs', '../roles.ts'];
 
+/** The roles' bundle; these roles (not CNI calls) run with the normal JIT policy (base/bun.ts). */
 export function loadDaemonModule(): Promise<DaemonModule> {
+  normalJitPolicy();
   return loadEmbedded<DaemonModule>('the daemon module', SPECIFIERS, 'runDaemon');
 }

@@ -32,9 +32,20 @@ export interface BunSpawnOptions {
 export interface BunRuntime {
   /** Throws synchronously (with `code`: ENOENT, EACCES, ETXTBSY...) when the program cannot be started. */
   spawn(cmd: string[], options: BunSpawnOptions): BunSubprocess;
+  /** `setJITPolicy(n)`: JavaScriptCore's tier-up thresholds times n (1 = normal; Bun 1.4.2 and later). */
+  readonly unsafe?: { setJITPolicy?(n: number): void };
 }
 
 /** Bun's global when this process runs on Bun, else undefined. */
 export function bunRuntime(): BunRuntime | undefined {
   return (globalThis as { Bun?: BunRuntime }).Bun;
+}
+
+/**
+ * Back to JavaScriptCore's normal JIT policy. The executable starts every process with the tier-up thresholds
+ * scaled up for the CNI call's short life (scripts/build-steps/compile.mjs); a role that runs for long, the daemon
+ * above all, needs its hot paths compiled as usual.
+ */
+export function normalJitPolicy(): void {
+  bunRuntime()?.unsafe?.setJITPolicy?.(1);
 }
