@@ -3,12 +3,13 @@
  * taken): `bun test/helpers/bun-driver.ts` reads one JSON request on stdin and prints one JSON answer.
  *
  *   {"op":"exec","path":P,"stdin":S,"env":{...},"timeoutMs":N}  execPlugin (cni/exec.ts: Bun.spawn)
+ *     (+ "holdWriteMs":M: the driver keeps P open for writing M ms first, so its first exec is "text file busy")
  *   {"op":"kube","kubeconfig":K,"timeoutMs":N,"calls":[{"fn":"getPod","args":[...]}, ...]}
  *                                                               the lean client (k8s/client.ts: fetch)
  *
  * Errors come back as {code, msg, status, reason} (CniError / KubeApiError fields).
  */
-import { readFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { silentLogger } from '../../src/base/log.ts';
 import { execPlugin } from '../../src/cni/exec.ts';
 import { loadKubeClient } from '../../src/k8s/client.ts';
@@ -22,6 +23,10 @@ const errorOf = (e: unknown): Json => {
 
 async function exec(req: Json): Promise<Json> {
   const t = performance.now();
+  if (typeof req.holdWriteMs === 'number') {
+    const fd = openSync(req.path as string, 'r+');
+    setTimeout(() => closeSync(fd), req.holdWriteMs);
+  }
   try {
     const out = await execPlugin(
       req.path as string,

@@ -5,7 +5,7 @@
  * exit status, the process group killed at the timeout, the drain grace, libcni's ETXTBSY retry), plus large
  * pipes, a plugin killed by a signal and a file that is no program.
  */
-import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -84,11 +84,10 @@ describe.runIf(needs(haveBun()))('execPlugin on Bun (Bun.spawn)', () => {
   });
 
   it('retries "text file busy" like libcni (a plugin binary still being written)', async () => {
-    const path = join(dir, 'busy');
-    const fd = openSync(path, 'w', 0o755);
-    writeSync(fd, '#!/bin/sh\necho ok\n');
-    setTimeout(() => closeSync(fd), 300);
-    const out = await run(path, '', { PATH }, 5000);
+    // The driver itself holds the file open for writing 300 ms from just before its first exec (no race with
+    // its start-up): that exec is "text file busy", the retry 1 s later runs it.
+    const path = script('busy', 'echo ok');
+    const out = await onBun<Out>({ op: 'exec', path, stdin: '', env: { PATH }, timeoutMs: 5000, holdWriteMs: 300 });
     expect(out.stdout).toBe('ok\n');
     expect(out.ms).toBeGreaterThanOrEqual(900);
   });
