@@ -80,6 +80,7 @@ export function generateMultusConf(cfg: DaemonConfig, masterPath: string, master
     name,
     type: 'multus-shim',
     daemonSocketDir: cfg.daemonSocketDir,
+    ...(cfg.shimWaitSeconds === undefined ? {} : { shimWaitSeconds: cfg.shimWaitSeconds }),
     clusterNetwork: masterPath,
   };
   if (Object.keys(capabilities).length > 0) out.capabilities = capabilities;

@@ -62,6 +62,11 @@ export interface DaemonConfig {
   dynamicNetworks: boolean;
   /** Our key (`dynamicNetworksPollSeconds`, default 5): the resync period (pod informer updates drive it). */
   dynamicNetworksPollMs: number;
+  /**
+   * Our key: how long the shim waits for the daemon's socket before its thin fallback (0-600 s; the shim's
+   * default 30 when unset). Written into the generated 00-multus.conf, which the shim reads (docs/resident.md).
+   */
+  shimWaitSeconds: number | undefined;
 }
 
 export class DaemonConfigError extends Error {}
@@ -163,6 +168,7 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     multusKeys,
     dynamicNetworks: bool(raw, 'dynamicNetworks'),
     dynamicNetworksPollMs: (int(raw, 'dynamicNetworksPollSeconds', 1, 3600) ?? 5) * 1000,
+    shimWaitSeconds: int(raw, 'shimWaitSeconds', 0, 600),
   };
 }
 

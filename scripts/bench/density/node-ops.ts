@@ -11,7 +11,7 @@ import { ApiTunnel } from '../../../test/e2e-k8s/world.ts';
 import type { Cluster } from '../../../test/k8s/cluster.ts';
 import { NODE_LINK, NODE_LINK_PEER, NodeRuntime } from '../../../test/runtime/node.ts';
 import { CTR_BIN, runOk } from '../../../test/runtime/runtime.ts';
-import { DS, type Mode, hasDaemon, modeObjects } from './modes.ts';
+import { DS, type Mode, hasDaemon, isOurDaemon, modeObjects } from './modes.ts';
 
 export const CLUSTER_NET = 'density-cluster';
 export const BRIDGE = 'mtsdnbr0';
@@ -183,7 +183,7 @@ export async function containerPids(ids: string[]): Promise<number[]> {
 /** The IDs of the mode's running daemon containers (resident modes), as the API reports them. */
 async function daemonContainerIds(cluster: Cluster, mode: Mode): Promise<string[]> {
   if (!hasDaemon(mode)) return [];
-  const name = mode === 'resident_ts' ? 'daemon' : 'kube-multus';
+  const name = isOurDaemon(mode) ? 'daemon' : 'kube-multus';
   return (await dsPods(cluster, mode).catch(() => [] as any[]))
     .flatMap((p) => p.status?.containerStatuses ?? [])
     .filter((c: any) => c.name === name && c.state?.running)
@@ -192,7 +192,7 @@ async function daemonContainerIds(cluster: Cluster, mode: Mode): Promise<string[
 
 /** The pid of the mode's daemon process (resident modes; the daemon container of its DaemonSet pod), if it runs. */
 export async function daemonPid(cluster: Cluster, mode: Mode): Promise<number | undefined> {
-  const goThick = mode !== 'resident_ts';
+  const goThick = !isOurDaemon(mode);
   const ids = await daemonContainerIds(cluster, mode);
   for (const pid of await containerPids(ids)) {
     const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
