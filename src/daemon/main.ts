@@ -28,13 +28,14 @@ import type { ConfigWriter } from './autoconf.ts';
 import { startConfigWriter } from './autoconf.ts';
 import type { DaemonConfig } from './config.ts';
 import { DEFAULT_DAEMON_CONFIG, DaemonConfigError, parseDaemonConfig } from './config.ts';
-import { chrootExec, findChrootProgram, timedExec } from './exec.ts';
+import { boundedExec, chrootExec, findChrootProgram, timedExec } from './exec.ts';
 import type { WarmKube } from './informers.ts';
 import { startWarmKube } from './informers.ts';
 import type { Metrics } from './metrics.ts';
 import { createMetrics } from './metrics.ts';
 import type { DynamicNetworks } from './dynamic.ts';
 import { startDynamicNetworks } from './dynamic.ts';
+import { collectWhenIdle } from './memory.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
 import { listenUnix, removeSocket } from './socket.ts';
@@ -178,7 +179,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   let socket: string | undefined;
   const server = { http: undefined as Server | undefined };
   let stopping = false;
-  const queue = createQueue(cfg.connectionLimit);
+  const queue = collectWhenIdle(createQueue(cfg.connectionLimit));
   const host = { close: () => {} };
   try {
     if (cfg.metricsPort !== undefined) {
@@ -189,6 +190,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
       }
       exec = timedExec(exec, metrics);
     }
+    exec = boundedExec(exec, cfg.delegateConcurrency);
     warm = await startWarm(cfg, io.env, log, metrics);
     const warmKubeconfig = typeof cfg.multusKeys.kubeconfig === 'string' ? cfg.multusKeys.kubeconfig : '';
     const connectKube = kubeConnector(warm, warmKubeconfig);
@@ -279,6 +281,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   metricsServer?.close();
   warm?.close();
   host.close();
+  queue.stop();
   log.verbose('multus daemon stopped');
   return 0;
 }

@@ -23,7 +23,14 @@ describe('parseDaemonConfig', () => {
       cleanupConfigOnExit: false,
       multusKeys: {},
       shimWaitSeconds: undefined,
+      delegateConcurrency: 4,
     });
+  });
+
+  it('delegateConcurrency: delegates at once, 4 unless set, 0 = no limit', () => {
+    expect(parse({ delegateConcurrency: 0 }).delegateConcurrency).toBe(0);
+    expect(parse({ delegateConcurrency: 16 }).delegateConcurrency).toBe(16);
+    expect(() => parse({ delegateConcurrency: -1 })).toThrow(/`delegateConcurrency` must be a whole number/);
   });
 
   it('shimWaitSeconds: a whole number of seconds from 0 to 600 (unset: the shim keeps its default)', () => {
