@@ -38,6 +38,7 @@ import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, P
 import type { Metrics } from './metrics.ts';
 import type { ClientNode, InformerSource, Obj } from './informer-config.ts';
 import { getJson, informerConfig } from './informer-config.ts';
+import { trimNad, trimPod } from './informer-trim.ts';
 
 export interface WarmKube {
   client: KubeClient;
@@ -71,6 +72,10 @@ export const POD_INFORMER = 'pods';
 export const NAD_INFORMER = 'network-attachment-definitions';
 const NAD_PATH = '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions';
 const LIST_PAGE = 500;
+/** What each informer keeps of an object (informer-trim.ts). */
+const TRIM: Record<string, (o: Obj) => Obj> = { [POD_INFORMER]: trimPod, [NAD_INFORMER]: trimNad };
+/** Watch events that carry a watched object (not BOOKMARK or ERROR's Status). */
+const OBJECT_EVENTS = new Set(['ADDED', 'MODIFIED', 'DELETED']);
 
 async function loadClientNode(): Promise<ClientNode> {
   const [config, cache, watch] = await Promise.all([
@@ -104,6 +109,7 @@ function informer(
   cn: ClientNode,
 ): Informer {
   const backoff = o.backoff ?? { initialMs: 1000, maxMs: 30_000 };
+  const trim = TRIM[name] ?? ((x: Obj) => x);
   let listed = false;
   let watching = false;
   let stopped = false;
@@ -133,7 +139,7 @@ function informer(
         if (fieldSelector) q.set('fieldSelector', fieldSelector);
         if (cont) q.set('continue', cont);
         const page = await getJson(kc, `${path}?${q}`);
-        items.push(...(page.items ?? []));
+        for (const item of page.items ?? []) items.push(trim(item));
         resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
         cont = page.metadata?._continue ?? (page.metadata as { continue?: string } | undefined)?.continue ?? '';
       } while (cont);
@@ -152,7 +158,8 @@ function informer(
   const watch = {
     watch: async (p: string, q: Query, cb: Callback, done: (err: unknown) => void) => {
       let failed = false;
-      const controller = await realWatch.watch(p, q, cb, (err: unknown) => {
+      const kept: Callback = (phase, obj, w) => cb(phase, OBJECT_EVENTS.has(phase) ? trim(obj as Obj) : obj, w);
+      const controller = await realWatch.watch(p, q, kept, (err: unknown) => {
         if (err) failed = true;
         watching = false;
         done(err);
