@@ -36,7 +36,7 @@ describe('trimPod', () => {
   };
 
   it('drops managedFields and the spec but nodeName and resourceClaims; keeps the rest of metadata and status', () => {
-    const t = trimPod(pod) as any;
+    const t = trimPod(pod as any) as any;
     const { managedFields: _m, ...metadata } = pod.metadata;
     expect(t).toEqual({
       apiVersion: 'v1',
@@ -70,7 +70,7 @@ describe('trimNad', () => {
       },
       spec: { config: '{"type":"macvlan"}' },
     };
-    expect(trimNad(nad)).toEqual({
+    expect(trimNad(nad as any)).toEqual({
       apiVersion: 'k8s.cni.cncf.io/v1',
       kind: 'NetworkAttachmentDefinition',
       metadata: { name: 'a', namespace: 'n', annotations: { 'k8s.v1.cni.cncf.io/resourceName': 'example.com/nic' } },

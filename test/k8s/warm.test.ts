@@ -211,7 +211,7 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     expect(cached.metadata).not.toHaveProperty('managedFields');
     expect(cached.spec).toEqual({ nodeName: NODE });
     expect(cached.status).toEqual(stored.status);
-    expect(cached.metadata.labels).toEqual({ app: 'warm' });
+    expect((cached.metadata as Record<string, unknown>).labels).toEqual({ app: 'warm' });
     await untilCached(
       () => client.getNad(ns, 'nad-a'),
       () => true,
