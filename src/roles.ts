@@ -4,4 +4,9 @@
  * so a CNI call never parses this code.
  */
 export { runDaemon, runHotplugCli, runPlanCli } from './daemon/main.ts';
-export { installMain, readyMain } from './install/main.ts';
+
+// install and --is-default-ready: evaluated in their roles only, not in the daemon's (docs/resident.md, "Memory")
+export const installMain = async (argv: readonly string[]): Promise<number> =>
+  (await import('./install/main.ts')).installMain(argv);
+export const readyMain = async (argv: readonly string[]): Promise<number> =>
+  (await import('./install/main.ts')).readyMain(argv);

@@ -32,18 +32,17 @@ import { boundedExec, chrootExec, findChrootProgram, timedExec } from './exec.ts
 import type { WarmKube } from './informers.ts';
 import { startWarmKube } from './informers.ts';
 import type { Metrics } from './metrics.ts';
-import { createMetrics } from './metrics.ts';
 import type { DynamicNetworks } from './dynamic.ts';
-import { startDynamicNetworks } from './dynamic.ts';
 import { collectWhenIdle } from './memory.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
 import { listenUnix, removeSocket } from './socket.ts';
 import type { Env } from '../cni/request.ts';
 
-// The operator commands that live in this bundle (cli.ts loads it for them too).
-export { runHotplugCli } from './hotplug-cli.ts';
-export { runPlanCli } from './plan-cli.ts';
+// The operator commands that live in this bundle (cli.ts loads it for them too), evaluated when run.
+export const runHotplugCli = async (argv: string[]): Promise<number> =>
+  (await import('./hotplug-cli.ts')).runHotplugCli(argv);
+export const runPlanCli = async (argv: string[]): Promise<number> => (await import('./plan-cli.ts')).runPlanCli(argv);
 
 export interface DaemonIo {
   env: Env;
@@ -184,7 +183,8 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   try {
     if (cfg.metricsPort !== undefined) {
       try {
-        metrics = createMetrics();
+        // prom-client and dynamic networks are loaded only when configured (docs/resident.md, "Memory")
+        metrics = (await import('./metrics.ts')).createMetrics();
       } catch (e) {
         throw new StartError(`metricsPort is set but ${messageOf(e)}`);
       }
@@ -226,6 +226,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
       const intervalMs = cfg.dynamicNetworksPollMs;
       // with informers, the pod informer's updates drive it and the poll is a resync
       const events = warm ? { events: warm.onPod } : {};
+      const { startDynamicNetworks } = await import('./dynamic.ts');
       dynamic = startDynamicNetworks({
         host: realHost,
         queue,

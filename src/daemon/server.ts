@@ -22,7 +22,6 @@ import type { CniAnswer } from '../host/handle.ts';
 import { handle } from '../host/handle.ts';
 import type { Host } from '../host/host.ts';
 import type { SandboxLinks } from '../multus/hotplug.ts';
-import { serveDelegate } from './hotplug-http.ts';
 import type { Metrics } from './metrics.ts';
 import type { RequestQueue } from './queue.ts';
 import { MAX_BODY_BYTES, decodeCniBody, errorBody, readRequest, send, statusOf } from './wire.ts';
@@ -114,7 +113,11 @@ export function createCniServer(deps: ServerDeps): Server {
     }
     if (path === '/delegate' && deps.multusConf) {
       if (req.method !== 'POST') return fail(405, CniCode.InvalidEnv, 'use POST on /delegate');
-      serveDelegate(req, res, { ...deps, multusConf: deps.multusConf, limit }).catch((e: unknown) => {
+      // hot-plug's code is loaded by its first request (docs/resident.md, "Memory")
+      const served = import('./hotplug-http.ts').then(({ serveDelegate }) =>
+        serveDelegate(req, res, { ...deps, multusConf: deps.multusConf!, limit }),
+      );
+      served.catch((e: unknown) => {
         deps.log.error(`/delegate: ${messageOf(e)}`);
         send(res, 500, errorBody(new CniError(CniCode.Internal, `the multus daemon failed: ${messageOf(e)}`)));
       });
