@@ -33,7 +33,7 @@ import type { WarmKube } from './informers.ts';
 import { startWarmKube } from './informers.ts';
 import type { Metrics } from './metrics.ts';
 import type { DynamicNetworks } from './dynamic.ts';
-import { collectWhenIdle } from './memory.ts';
+import { collectGarbage } from './memory.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
 import { listenUnix, removeSocket } from './socket.ts';
@@ -178,7 +178,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   let socket: string | undefined;
   const server = { http: undefined as Server | undefined };
   let stopping = false;
-  const queue = collectWhenIdle(createQueue(cfg.connectionLimit));
+  const queue = collectGarbage(createQueue(cfg.connectionLimit));
   const host = { close: () => {} };
   try {
     if (cfg.metricsPort !== undefined) {

@@ -1,14 +1,14 @@
-/** daemon/memory.ts: one collection once the daemon has been idle for a while after requests, not during them. */
+/** daemon/memory.ts: a collection when the daemon goes idle after requests, and at most once per period while busy. */
 import { describe, expect, it } from 'vitest';
-import { collectWhenIdle, runtimeCollect } from '../../src/daemon/memory.ts';
+import { collectGarbage, runtimeCollect } from '../../src/daemon/memory.ts';
 import { createQueue } from '../../src/daemon/queue.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('collectWhenIdle', () => {
+describe('collectGarbage', () => {
   it('collects once after a busy period ends, not while requests are pending, not again without requests', async () => {
     let collected = 0;
-    const q = collectWhenIdle(createQueue(0), () => collected++, 40);
+    const q = collectGarbage(createQueue(0), { collect: () => collected++, idleMs: 40, busyMs: 60_000 });
     let finish!: () => void;
     const long = q.run('a', () => new Promise<void>((r) => (finish = r)));
     await q.run('b', async () => 'b');
@@ -20,25 +20,30 @@ describe('collectWhenIdle', () => {
     expect(collected).toBe(1);
     await sleep(80);
     expect(collected).toBe(1);
-    await q.run('c', async () => {
-      throw new Error('a failed request counts too');
-    }).catch(() => {});
+    await q
+      .run('c', async () => {
+        throw new Error('a failed request counts too');
+      })
+      .catch(() => {});
     await sleep(80);
     expect(collected).toBe(2);
     q.stop();
   });
 
-  it('a busy period keeps pushing the collection back; stop() cancels it', async () => {
+  it('while busy, a request that ends collects when the last collection is busyMs old; stop() cancels the idle one', async () => {
     let collected = 0;
-    const q = collectWhenIdle(createQueue(0), () => collected++, 60);
-    for (let i = 0; i < 5; i++) {
+    const q = collectGarbage(createQueue(0), { collect: () => collected++, idleMs: 60_000, busyMs: 50 });
+    for (let i = 0; i < 12; i++) {
       await q.run(`k${i}`, async () => i);
-      await sleep(20);
+      await sleep(10);
     }
-    expect(collected).toBe(0);
+    // ~12 requests over ~120 ms or more: one collection each 50 ms at most, at least one
+    expect(collected).toBeGreaterThanOrEqual(1);
+    expect(collected).toBeLessThanOrEqual(4);
     q.stop();
+    const before = collected;
     await sleep(100);
-    expect(collected).toBe(0);
+    expect(collected).toBe(before);
     expect(q.pending()).toBe(0);
     expect(q.keys()).toBe(0);
   });
