@@ -5,7 +5,7 @@
  *
  *   node scripts/daemon-memory.mjs [--k8s] [--pods 100] [--burst 100] [--pairs 1000,10000] [--limit-mib 50]
  *                                  [--runtime exe|bun] [--bun-flags "--smol"] [--daemon-keys '{"k": 1}']
- *                                  [--env BUN_JSC_largeHeapSize=4194304,...]
+ *                                  [--env BUN_JSC_largeHeapSize=4194304,...] [--exe build/multus]
  *
  * Starts the daemon in a memory cgroup of its own (cgroup v1 or v2), as its container's: the cgroup holds the
  * daemon and every delegate it executes, which is what a container memory limit is enforced on (`--limit-mib`
@@ -23,7 +23,17 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -49,6 +59,8 @@ const podCount = Number(opt('--pods', '100'));
 const burstSize = Number(opt('--burst', '100'));
 const limitMib = Number(opt('--limit-mib', '0'));
 const runtime = opt('--runtime', 'exe');
+/** The executable to measure (--runtime exe), default build/multus; its bundles for --runtime bun are beside it. */
+const exe = opt('--exe', join(ROOT, 'build/multus'));
 const bunFlags = opt('--bun-flags', '').split(' ').filter(Boolean);
 const daemonKeys = JSON.parse(opt('--daemon-keys', '{}'));
 /** Extra environment of the daemon, to measure a runtime setting (e.g. BUN_JSC_largeHeapSize=4194304). */
@@ -61,7 +73,7 @@ const extraEnv = Object.fromEntries(
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 if (process.getuid?.() !== 0) throw new Error('run as root (the daemon refuses otherwise)');
-if (!existsSync(join(ROOT, 'build/multus'))) throw new Error('build/multus is missing: npm run build');
+if (!existsSync(exe)) throw new Error(`${exe} is missing: npm run build`);
 
 const tmp = mkdtempSync(join(tmpdir(), 'multus-memory-'));
 const binDir = join(tmp, 'bin');
@@ -191,8 +203,8 @@ process.on('SIGUSR2', () => {
 const env = { PATH: process.env.PATH, MULTUS_NODE_NAME: 'memory-node', MEMPROBE_STATS: statsFile, ...extraEnv };
 const argv =
   runtime === 'bun'
-    ? [BUN, ...bunFlags, '--preload', preload, join(ROOT, 'build/multus.cjs'), 'daemon', '--config', cfgFile]
-    : [join(ROOT, 'build/multus'), 'daemon', '--config', cfgFile];
+    ? [BUN, ...bunFlags, '--preload', preload, join(dirname(exe), 'multus.cjs'), 'daemon', '--config', cfgFile]
+    : [exe, 'daemon', '--config', cfgFile];
 // joins the cgroup, then becomes the daemon (no input from outside: fixed paths)
 const daemon = spawn('/bin/sh', ['-c', 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"', 'sh', cg.dir, ...argv], {
   env,
@@ -216,6 +228,25 @@ function post(path, body) {
 
 // ---------------------------------------------------------------------------------------------------------------
 // Samples
+
+/** The daemon's anonymous resident memory by mapping: the largest, with size and permissions (smaps). */
+function anonMappings(pid) {
+  const out = [];
+  let cur;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (head) {
+      cur = { size: (parseInt(head[2], 16) - parseInt(head[1], 16)) >> 10, perms: head[3], name: head[5] || '', anon: 0 };
+      out.push(cur);
+    } else if (cur && line.startsWith('Anonymous:')) cur.anon = Number(/(\d+)/.exec(line)[1]);
+  }
+  const mib = (k) => Math.round((k / 1024) * 10) / 10;
+  return out
+    .filter((m) => m.anon > 256)
+    .sort((a, b) => b.anon - a.anon)
+    .slice(0, 8)
+    .map((m) => `${mib(m.anon)}/${mib(m.size)} ${m.perms} ${m.name}`.trim());
+}
 
 const kib = (status, k) => Math.round((Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1]) / 1024) * 10) / 10;
 async function sample(phase) {
@@ -246,7 +277,15 @@ async function sample(phase) {
     anon: kib(status, 'RssAnon'),
     file: kib(status, 'RssFile'),
     cgroup: cg.figures(),
+    sockets: readdirSync(`/proc/${daemon.pid}/fd`).filter((fd) => {
+      try {
+        return readlinkSync(`/proc/${daemon.pid}/fd/${fd}`).startsWith('socket:');
+      } catch {
+        return false;
+      }
+    }).length,
     ...(jsc ? { jsc } : {}),
+    ...(args.includes('--mappings') ? { mappings: anonMappings(daemon.pid) } : {}),
     load1: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
   };
 }
@@ -295,7 +334,7 @@ async function burst(n) {
 }
 
 const samples = [];
-const out = { runtime, bunFlags, daemonKeys, env: extraEnv, k8s, pods: k8s ? podCount : 0, limit_mib: limitMib || null };
+const out = { exe, runtime, bunFlags, daemonKeys, env: extraEnv, k8s, pods: k8s ? podCount : 0, limit_mib: limitMib || null };
 try {
   for (let i = 0; ; i++) {
     if (exited !== null) throw new Error(`the daemon exited (${exited})`);
