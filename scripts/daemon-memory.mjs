@@ -321,7 +321,10 @@ async function pair() {
 async function burst(n) {
   const calls = Array.from({ length: n }, (_, i) => ({ id: randomBytes(32).toString('hex'), p: pods[i % pods.length] }));
   const t0 = performance.now();
-  const adds = await Promise.all(calls.map((c) => call('ADD', c.id, c.p).catch((e) => ({ status: 0, text: e.message }))));
+  const pending = Promise.all(calls.map((c) => call('ADD', c.id, c.p).catch((e) => ({ status: 0, text: e.message }))));
+  await sleep(500);
+  mid.push(await sample('in the burst (0.5 s)'));
+  const adds = await pending;
   const addMs = performance.now() - t0;
   const dels = await Promise.all(calls.map((c) => call('DEL', c.id, c.p).catch((e) => ({ status: 0, text: e.message }))));
   const failed = [...adds, ...dels].filter((r) => r.status !== 200);
@@ -334,6 +337,7 @@ async function burst(n) {
 }
 
 const samples = [];
+const mid = [];
 const out = { exe, runtime, bunFlags, daemonKeys, env: extraEnv, k8s, pods: k8s ? podCount : 0, limit_mib: limitMib || null };
 try {
   for (let i = 0; ; i++) {
@@ -350,6 +354,7 @@ try {
   if (burstSize > 0) {
     cg.resetPeak();
     out.burst = await burst(burstSize);
+    samples.push(...mid);
     samples.push(await sample(`burst ${burstSize}`));
     await sleep(5000);
     samples.push(await sample(`5 s after the burst`));

@@ -15,8 +15,6 @@ import { isSupportedVersion, SUPPORTED_VERSIONS } from '../base/versions.ts';
 import { MULTUS_KEYS, parseMultusConf } from '../multus/conf.ts';
 
 export const DEFAULT_DAEMON_CONFIG = '/etc/cni/net.d/multus.d/daemon-config.json';
-/** Delegates at once by default: a few fit Multus' 50Mi beside the daemon, and two cores run no more at once. */
-export const DEFAULT_DELEGATE_CONCURRENCY = 4;
 
 export interface DaemonConfig {
   /** Where multus.sock is created (Multus: `socketDir`, default /run/multus/). */
@@ -70,10 +68,11 @@ export interface DaemonConfig {
    */
   shimWaitSeconds: number | undefined;
   /**
-   * Our key (default 4, 0 = no limit): delegate processes run at once; more wait. The container's memory limit
-   * counts them, and Multus' 50Mi holds the daemon and a few of them (docs/resident.md, "Memory").
+   * Our key (0 = no limit): delegate processes run at once; more wait. Unset: 4 when the daemon's memory cgroup
+   * is limited below 256 MiB, else no limit (daemon/memory.ts): the container's memory limit counts the
+   * delegates, and Multus' 50Mi holds the daemon and a few of them (docs/resident.md, "Memory").
    */
-  delegateConcurrency: number;
+  delegateConcurrency: number | undefined;
 }
 
 export class DaemonConfigError extends Error {}
@@ -176,7 +175,7 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     dynamicNetworks: bool(raw, 'dynamicNetworks'),
     dynamicNetworksPollMs: (int(raw, 'dynamicNetworksPollSeconds', 1, 3600) ?? 5) * 1000,
     shimWaitSeconds: int(raw, 'shimWaitSeconds', 0, 600),
-    delegateConcurrency: int(raw, 'delegateConcurrency', 0, 10_000) ?? DEFAULT_DELEGATE_CONCURRENCY,
+    delegateConcurrency: int(raw, 'delegateConcurrency', 0, 10_000),
   };
 }
 

@@ -33,7 +33,7 @@ import type { WarmKube } from './informers.ts';
 import { startWarmKube } from './informers.ts';
 import type { Metrics } from './metrics.ts';
 import type { DynamicNetworks } from './dynamic.ts';
-import { collectGarbage } from './memory.ts';
+import { collectGarbage, defaultDelegateConcurrency, memoryLimitMib } from './memory.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
 import { listenUnix, removeSocket } from './socket.ts';
@@ -190,7 +190,12 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
       }
       exec = timedExec(exec, metrics);
     }
-    exec = boundedExec(exec, cfg.delegateConcurrency);
+    const limitMib = memoryLimitMib();
+    const delegates = cfg.delegateConcurrency ?? defaultDelegateConcurrency(limitMib);
+    log.verbose(
+      `delegates at once: ${delegates || 'no limit'} (memory limit: ${limitMib ? `${limitMib} MiB` : 'none'})`,
+    );
+    exec = boundedExec(exec, delegates);
     warm = await startWarm(cfg, io.env, log, metrics);
     const warmKubeconfig = typeof cfg.multusKeys.kubeconfig === 'string' ? cfg.multusKeys.kubeconfig : '';
     const connectKube = kubeConnector(warm, warmKubeconfig);

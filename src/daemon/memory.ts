@@ -7,7 +7,11 @@
  * Bun's shrink when a request ends and the last one was `busyMs` ago or more (about 1-4 ms of CPU with the
  * daemon's heap, once a second at most), and once no request has been pending for `idleMs` after one ended.
  * Under Node (tests) there is no `Bun` and nothing is collected.
+ *
+ * Also the memory limit of the daemon's cgroup (its container's), which sets how many delegates run at once when
+ * the config does not say (daemon/exec.ts boundedExec).
  */
+import { readFileSync } from 'node:fs';
 import type { RequestQueue } from './queue.ts';
 
 interface BunMemory {
@@ -63,4 +67,48 @@ export function collectGarbage(queue: RequestQueue, o: CollectOptions = {}): Req
       timer = undefined;
     },
   };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The memory limit, and the delegates at once it allows
+
+/** Below this memory limit the daemon runs few delegates at once by default. */
+const SMALL_LIMIT_MIB = 256;
+/** Delegates at once under a small limit: with the daemon (20-35 MiB), four fit Multus' 50Mi. */
+export const DELEGATES_UNDER_A_SMALL_LIMIT = 4;
+
+/**
+ * The memory limit of this process's memory cgroup in MiB (cgroup v1 `memory.limit_in_bytes` or v2 `memory.max`,
+ * at the cgroup's path or, inside a container's cgroup namespace, at the root), or undefined when unlimited or
+ * unknown. `read` is for tests.
+ */
+export function memoryLimitMib(read: (path: string) => string = (p) => readFileSync(p, 'utf8')): number | undefined {
+  const attempt = (path: string): string | undefined => {
+    try {
+      return read(path).trim();
+    } catch {
+      return undefined;
+    }
+  };
+  const lines = (attempt('/proc/self/cgroup') ?? '').split('\n');
+  const v1 = lines.find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l))?.split(':')[2];
+  const v2 = lines.find((l) => l.startsWith('0::'))?.slice(3);
+  const candidates = [
+    ...(v1 !== undefined
+      ? [`/sys/fs/cgroup/memory${v1}/memory.limit_in_bytes`, '/sys/fs/cgroup/memory/memory.limit_in_bytes']
+      : []),
+    ...(v2 !== undefined ? [`/sys/fs/cgroup${v2}/memory.max`, '/sys/fs/cgroup/memory.max'] : []),
+  ];
+  for (const c of candidates) {
+    const v = attempt(c.replace('//', '/'));
+    if (v === undefined) continue;
+    const bytes = Number(v); // "max" (v2) or a huge number (v1): unlimited
+    return Number.isFinite(bytes) && bytes < 2 ** 50 ? Math.floor(bytes / 1048576) : undefined;
+  }
+  return undefined;
+}
+
+/** `delegateConcurrency` when the config does not set it: a few under a small memory limit, else no limit (0). */
+export function defaultDelegateConcurrency(limitMib: number | undefined): number {
+  return limitMib !== undefined && limitMib < SMALL_LIMIT_MIB ? DELEGATES_UNDER_A_SMALL_LIMIT : 0;
 }

@@ -23,11 +23,11 @@ describe('parseDaemonConfig', () => {
       cleanupConfigOnExit: false,
       multusKeys: {},
       shimWaitSeconds: undefined,
-      delegateConcurrency: 4,
+      delegateConcurrency: undefined,
     });
   });
 
-  it('delegateConcurrency: delegates at once, 4 unless set, 0 = no limit', () => {
+  it('delegateConcurrency: delegates at once, 0 = no limit, unset = from the memory limit (daemon/memory.ts)', () => {
     expect(parse({ delegateConcurrency: 0 }).delegateConcurrency).toBe(0);
     expect(parse({ delegateConcurrency: 16 }).delegateConcurrency).toBe(16);
     expect(() => parse({ delegateConcurrency: -1 })).toThrow(/`delegateConcurrency` must be a whole number/);

@@ -1,6 +1,6 @@
 /** daemon/memory.ts: a collection when the daemon goes idle after requests, and at most once per period while busy. */
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, runtimeCollect } from '../../src/daemon/memory.ts';
+import { collectGarbage, defaultDelegateConcurrency, memoryLimitMib, runtimeCollect } from '../../src/daemon/memory.ts';
 import { createQueue } from '../../src/daemon/queue.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -51,5 +51,46 @@ describe('collectGarbage', () => {
   it('outside Bun the runtime collection does nothing', () => {
     expect('Bun' in globalThis).toBe(false);
     expect(() => runtimeCollect()).not.toThrow();
+  });
+});
+
+describe('memoryLimitMib and the delegates at once it allows', () => {
+  const files = (m: Record<string, string>) => (p: string) => {
+    if (p in m) return m[p]!;
+    throw new Error(`ENOENT ${p}`);
+  };
+  it("cgroup v1: the memory controller's path, or the root inside a container", () => {
+    const cgroup = '12:memory:/kubepods/pod1/abc\n11:pids:/kubepods/pod1/abc\n';
+    expect(
+      memoryLimitMib(
+        files({
+          '/proc/self/cgroup': cgroup,
+          '/sys/fs/cgroup/memory/kubepods/pod1/abc/memory.limit_in_bytes': String(50 * 1048576),
+        }),
+      ),
+    ).toBe(50);
+    expect(
+      memoryLimitMib(
+        files({
+          '/proc/self/cgroup': '5:cpu,memory:/\n',
+          '/sys/fs/cgroup/memory/memory.limit_in_bytes': '9223372036854771712\n',
+        }),
+      ),
+    ).toBeUndefined();
+  });
+  it('cgroup v2: memory.max, "max" is no limit; nothing readable is no limit', () => {
+    expect(
+      memoryLimitMib(files({ '/proc/self/cgroup': '0::/a/b\n', '/sys/fs/cgroup/a/b/memory.max': '314572800\n' })),
+    ).toBe(300);
+    expect(
+      memoryLimitMib(files({ '/proc/self/cgroup': '0::/\n', '/sys/fs/cgroup/memory.max': 'max\n' })),
+    ).toBeUndefined();
+    expect(memoryLimitMib(files({}))).toBeUndefined();
+  });
+  it('4 delegates at once below 256 MiB, else no limit', () => {
+    expect(defaultDelegateConcurrency(50)).toBe(4);
+    expect(defaultDelegateConcurrency(255)).toBe(4);
+    expect(defaultDelegateConcurrency(256)).toBe(0);
+    expect(defaultDelegateConcurrency(undefined)).toBe(0);
   });
 });
