@@ -236,7 +236,12 @@ function anonMappings(pid) {
   for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
     const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
     if (head) {
-      cur = { size: (parseInt(head[2], 16) - parseInt(head[1], 16)) >> 10, perms: head[3], name: head[5] || '', anon: 0 };
+      cur = {
+        size: (parseInt(head[2], 16) - parseInt(head[1], 16)) >> 10,
+        perms: head[3],
+        name: head[5] || '',
+        anon: 0,
+      };
       out.push(cur);
     } else if (cur && line.startsWith('Anonymous:')) cur.anon = Number(/(\d+)/.exec(line)[1]);
   }
@@ -319,14 +324,19 @@ async function pair() {
 
 /** `n` ADDs of different containers at once, then their DELs at once; failures counted. */
 async function burst(n) {
-  const calls = Array.from({ length: n }, (_, i) => ({ id: randomBytes(32).toString('hex'), p: pods[i % pods.length] }));
+  const calls = Array.from({ length: n }, (_, i) => ({
+    id: randomBytes(32).toString('hex'),
+    p: pods[i % pods.length],
+  }));
   const t0 = performance.now();
   const pending = Promise.all(calls.map((c) => call('ADD', c.id, c.p).catch((e) => ({ status: 0, text: e.message }))));
   await sleep(500);
   mid.push(await sample('in the burst (0.5 s)'));
   const adds = await pending;
   const addMs = performance.now() - t0;
-  const dels = await Promise.all(calls.map((c) => call('DEL', c.id, c.p).catch((e) => ({ status: 0, text: e.message }))));
+  const dels = await Promise.all(
+    calls.map((c) => call('DEL', c.id, c.p).catch((e) => ({ status: 0, text: e.message }))),
+  );
   const failed = [...adds, ...dels].filter((r) => r.status !== 200);
   return {
     n,
@@ -338,7 +348,16 @@ async function burst(n) {
 
 const samples = [];
 const mid = [];
-const out = { exe, runtime, bunFlags, daemonKeys, env: extraEnv, k8s, pods: k8s ? podCount : 0, limit_mib: limitMib || null };
+const out = {
+  exe,
+  runtime,
+  bunFlags,
+  daemonKeys,
+  env: extraEnv,
+  k8s,
+  pods: k8s ? podCount : 0,
+  limit_mib: limitMib || null,
+};
 try {
   for (let i = 0; ; i++) {
     if (exited !== null) throw new Error(`the daemon exited (${exited})`);

@@ -143,11 +143,9 @@ async function runCase(ctx, kind, waitSeconds) {
   const n = ctx.opts.shimCalls;
   if (kind === 'slow_start') {
     const delay = ctx.opts.shimDaemonDelay;
-    let daemon;
-    const later = sleep(delay * 1000).then(() => (daemon = startDaemon(ctx.exe, dir, sockDir, confFile, log)));
+    const later = sleep(delay * 1000).then(() => startDaemon(ctx.exe, dir, sockDir, confFile, log));
     const out = { daemon_started_after_s: delay, ...(await burst(rc, n, log)) };
-    await later;
-    await daemon?.stop();
+    await (await later).stop();
     return out;
   }
   await staleSocket(ctx.node, sockDir);

@@ -29,20 +29,15 @@ import { startConfigWriter } from './autoconf.ts';
 import type { DaemonConfig } from './config.ts';
 import { DEFAULT_DAEMON_CONFIG, DaemonConfigError, parseDaemonConfig } from './config.ts';
 import { boundedExec, chrootExec, findChrootProgram, timedExec } from './exec.ts';
-import type { WarmKube } from './informers.ts';
-import { startWarmKube } from './informers.ts';
+import type { WarmKube } from '../informers/informers.ts';
+import { startWarmKube } from '../informers/informers.ts';
 import type { Metrics } from './metrics.ts';
-import type { DynamicNetworks } from './dynamic.ts';
+import type { DynamicNetworks } from '../hotplug/dynamic.ts';
 import { collectGarbage, defaultDelegateConcurrency, memoryLimitMib } from './memory.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
 import { listenUnix, removeSocket } from './socket.ts';
 import type { Env } from '../cni/request.ts';
-
-// The operator commands that live in this bundle (cli.ts loads it for them too), evaluated when run.
-export const runHotplugCli = async (argv: string[]): Promise<number> =>
-  (await import('./hotplug-cli.ts')).runHotplugCli(argv);
-export const runPlanCli = async (argv: string[]): Promise<number> => (await import('./plan-cli.ts')).runPlanCli(argv);
 
 export interface DaemonIo {
   env: Env;
@@ -231,7 +226,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
       const intervalMs = cfg.dynamicNetworksPollMs;
       // with informers, the pod informer's updates drive it and the poll is a resync
       const events = warm ? { events: warm.onPod } : {};
-      const { startDynamicNetworks } = await import('./dynamic.ts');
+      const { startDynamicNetworks } = await import('../hotplug/dynamic.ts');
       dynamic = startDynamicNetworks({
         host: realHost,
         queue,

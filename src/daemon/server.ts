@@ -21,7 +21,7 @@ import type { Env } from '../cni/request.ts';
 import type { CniAnswer } from '../host/handle.ts';
 import { handle } from '../host/handle.ts';
 import type { Host } from '../host/host.ts';
-import type { SandboxLinks } from '../multus/hotplug.ts';
+import type { SandboxLinks } from '../routes/nsenter.ts';
 import type { Metrics } from './metrics.ts';
 import type { RequestQueue } from './queue.ts';
 import { MAX_BODY_BYTES, decodeCniBody, errorBody, readRequest, send, statusOf } from './wire.ts';
@@ -114,7 +114,7 @@ export function createCniServer(deps: ServerDeps): Server {
     if (path === '/delegate' && deps.multusConf) {
       if (req.method !== 'POST') return fail(405, CniCode.InvalidEnv, 'use POST on /delegate');
       // hot-plug's code is loaded by its first request (docs/resident.md, "Memory")
-      const served = import('./hotplug-http.ts').then(({ serveDelegate }) =>
+      const served = import('./delegate-http.ts').then(({ serveDelegate }) =>
         serveDelegate(req, res, { ...deps, multusConf: deps.multusConf!, limit }),
       );
       served.catch((e: unknown) => {

@@ -197,12 +197,7 @@ function ourDaemon(objs: Obj[]): any {
 
 /** The objects of a mode, with the API server's address in every container's environment. */
 export function modeObjects(mode: Mode, apiPort: string): { url: string; obj: Obj }[] {
-  const objs =
-    mode === 'go_thin'
-      ? goThin()
-      : mode.startsWith('go_thick')
-        ? goThick(mode)
-        : ours(mode);
+  const objs = mode === 'go_thin' ? goThin() : mode.startsWith('go_thick') ? goThick(mode) : ours(mode);
   for (const o of objs) {
     if (o.kind !== 'DaemonSet') continue;
     const spec = (o as any).spec.template.spec;
