@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { MODES, daemonLimitMib, hasDaemon, isOurDaemon, modeObjects } from '../../scripts/bench/density/modes.ts';
 import { hasAllNetworks, isReady } from '../../scripts/bench/density/pods.ts';
+import { countServedAdds } from '../../scripts/bench/density/node-ops.ts';
 
 const pod = (status: unknown, ready = 'True', at = '2026-12-01T10:00:05Z') => ({
   metadata: {
@@ -121,5 +122,21 @@ describe('density: the DaemonSet of each mode', () => {
     expect(ds('thin_ts').metadata.name).toBe('multus-ts');
     expect(daemonLimitMib('resident_ts')).toBeGreaterThan(0);
     expect(daemonLimitMib('thin_ts')).toBeUndefined();
+  });
+});
+
+describe('density: the ADDs a burst sent through our daemon', () => {
+  it('counts `ADD <id>: 200` lines of the CRI log at or after the burst start', () => {
+    const id = 'a'.repeat(64);
+    const line = (t: string, what: string) => `${t} stderr F 2026-12-02T01:29:59Z [verbose] ${what}`;
+    const text = [
+      line('2026-12-02T01:29:59.999999999Z', `ADD ${id}: 200 in 3.0 ms`),
+      line('2026-12-02T01:30:00.000000001Z', `ADD ${id}: 200 in 3.0 ms`),
+      line('2026-12-02T01:30:01.5Z', `DEL ${id}: 200 in 3.0 ms`),
+      line('2026-12-02T01:30:02.5Z', `ADD ${id}: 500 code 11 in 3.0 ms`),
+      line('2026-12-02T01:30:03.5Z', `ADD ${id}: 200 in 9.0 ms`),
+      'not a log line',
+    ].join('\n');
+    expect(countServedAdds(text, Date.parse('2026-12-02T01:30:00Z'))).toBe(2);
   });
 });

@@ -167,6 +167,28 @@ export async function dsLogGrep(n: Node, mode: Mode, re: RegExp, max = 20): Prom
   return out.slice(-max);
 }
 
+/**
+ * The CNI ADDs our daemon answered 200 since `since` (ms), from its container logs (CRI format: each line starts
+ * with its RFC 3339 time; the daemon logs `ADD <container id>: 200` at logLevel verbose): how many calls of a
+ * burst went through the daemon rather than the shim's thin fallback.
+ */
+export async function daemonServedAdds(n: Node, mode: Mode, since: number): Promise<number | undefined> {
+  if (!isOurDaemon(mode)) return undefined;
+  const logs = (await dsLogs(n, mode)).filter((l) => l.container === 'daemon');
+  return logs.reduce((sum, l) => sum + countServedAdds(l.text, since), 0);
+}
+
+/** `ADD <64 hex>: 200` lines of a CRI log text whose time is at or after `since` (pure). */
+export function countServedAdds(text: string, since: number): number {
+  let count = 0;
+  for (const line of text.split('\n')) {
+    if (!/ ADD [0-9a-f]{64}: 200\b/.test(line)) continue;
+    const t = Date.parse(line.slice(0, line.indexOf(' ')));
+    if (Number.isFinite(t) && t >= since) count++;
+  }
+  return count;
+}
+
 /** Pids of the processes in the cgroups of the node's containers (containerd puts them under /k8s.io/<id>). */
 export async function containerPids(ids: string[]): Promise<number[]> {
   const out: number[] = [];
