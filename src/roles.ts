@@ -1,12 +1,14 @@
 /**
  * roles.ts: the entry of the second bundle (build/multus-daemon.cjs, a SEA asset): every role of the executable
- * other than the CNI plugin itself. cli.ts loads it through load-roles.ts only when argv asks for one of them,
- * so a CNI call never parses this code.
+ * other than the CNI plugin itself (Multus' program names included). cli.ts loads it through load-roles.ts only
+ * when argv or the executable's name asks for one of them, so a CNI call never parses this code.
  */
-export { runDaemon } from './daemon/main.ts';
+import { runDaemon } from './daemon/main.ts';
 
-// The operator commands, install and --is-default-ready: evaluated in their roles only, not in the daemon's
-// (docs/resident.md, "Memory").
+export { runDaemon };
+
+// The operator commands, install, --is-default-ready and Multus' program names: evaluated in their roles only,
+// not in the daemon's (docs/resident.md, "Memory").
 export const runHotplugCli = async (argv: string[]): Promise<number> =>
   (await import('./operator/hotplug-cli.ts')).runHotplugCli(argv);
 export const runPlanCli = async (argv: string[]): Promise<number> =>
@@ -15,3 +17,7 @@ export const installMain = async (argv: readonly string[]): Promise<number> =>
   (await import('./install/main.ts')).installMain(argv);
 export const readyMain = async (argv: readonly string[]): Promise<number> =>
   (await import('./install/main.ts')).readyMain(argv);
+
+/** Multus' program names (argv[0]): `multus-daemon` runs the daemon of this bundle. */
+export const runEntrypoint = async (name: string, program: string, argv: readonly string[]): Promise<number> =>
+  (await import('./install/entrypoints.ts')).runEntrypoint(name, program, argv, runDaemon);
