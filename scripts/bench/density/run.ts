@@ -168,6 +168,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     const pid = await daemonPid(cluster, mode);
     await peakRssMib(pid, true);
     await daemonCgroupPeak(cluster, mode, true);
+    const restartsBefore = await dsRestarts(cluster, mode);
     say(`run ${k}: ${mode}: kube-burner, ${a.pods} pods`);
     const t0 = Date.now();
     const w = { namespace: ns, networks: NADS.join(','), image: n.node.sandboxImage, nodeName: n.node.nodeName };
@@ -177,6 +178,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     const rss = await peakRssMib(pid);
     const cgroup = await daemonCgroupPeak(cluster, mode);
     const split = await rssSplitMib(pid);
+    const restarts = await dsRestarts(cluster, mode);
     const dsLog = check.netstatus_ok < a.pods ? await dsLogTail(n, mode) : undefined;
     const requests = await apiRequests(cluster, t0, t1);
     say(`run ${k}: ${mode}: ${JSON.stringify(burner.pod_ready_ms)} ${JSON.stringify(check)}`);
@@ -198,6 +200,9 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
       daemon_peak_rss_mib: rss,
       ...(split ? { daemon_rss_now_mib: split } : {}),
       ...(cgroup ? { daemon_cgroup_peak_mib: cgroup.peak_mib, daemon_cgroup_oom_kills: cgroup.oom_kills } : {}),
+      // the DaemonSet pod's container restarts while the pods were created (an OOM kill shows as OOMKilled)
+      daemonset_restarts: restarts.restarts - restartsBefore.restarts,
+      daemonset_exit_reasons: restarts.reasons,
       leaked: left,
       ...(burner.pod_ready_ms ? {} : { kube_burner_log: burner.log }),
       ...(b ? { bursts: b } : {}),
