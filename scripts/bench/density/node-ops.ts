@@ -270,3 +270,31 @@ export async function rssSplitMib(pid: number | undefined): Promise<{ anon: numb
   const [anon, file] = [mib('RssAnon'), mib('RssFile')];
   return Number.isFinite(anon) && Number.isFinite(file) ? { anon, file } : undefined;
 }
+
+export interface CgroupCpu {
+  cpu_s: number;
+  throttled_s: number;
+  throttled_periods: number;
+}
+
+/**
+ * CPU of the daemon container's cgroup so far (the daemon and the delegates it runs), in seconds, and how long its
+ * CPU limit held it back (CFS throttling): what a 100m limit costs a burst. cgroup v1 (cpuacct.usage, cpu.stat's
+ * throttled_time in ns) or v2 (cpu.stat's usage_usec and throttled_usec).
+ */
+export async function daemonCgroupCpu(cluster: Cluster, mode: Mode): Promise<CgroupCpu | undefined> {
+  const [id] = await daemonContainerIds(cluster, mode);
+  if (!id) return undefined;
+  const read = (f: string) => readFile(f, 'utf8').catch(() => undefined);
+  const field = (s: string, k: string) => Number(new RegExp(`^${k} (\\d+)$`, 'm').exec(s)?.[1]);
+  const v1 = await read(`/sys/fs/cgroup/cpu/k8s.io/${id}/cpu.stat`);
+  const s = v1 ?? (await read(`/sys/fs/cgroup/k8s.io/${id}/cpu.stat`));
+  if (s === undefined) return undefined;
+  const usageNs = v1
+    ? Number((await read(`/sys/fs/cgroup/cpuacct/k8s.io/${id}/cpuacct.usage`))?.trim())
+    : field(s, 'usage_usec') * 1000;
+  const throttledNs = v1 ? field(s, 'throttled_time') : field(s, 'throttled_usec') * 1000;
+  const r = (ns: number) => Math.round(ns / 1e7) / 100;
+  if (!Number.isFinite(usageNs) || !Number.isFinite(throttledNs)) return undefined;
+  return { cpu_s: r(usageNs), throttled_s: r(throttledNs), throttled_periods: field(s, 'nr_throttled') || 0 };
+}

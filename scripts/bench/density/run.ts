@@ -19,7 +19,9 @@ import { type Fault, burst } from './burst.ts';
 import { type Mode, daemonLimitMib } from './modes.ts';
 import { hasAllNetworks, isReady } from './pods.ts';
 import {
+  type CgroupCpu,
   type Node,
+  daemonCgroupCpu,
   daemonCgroupPeak,
   daemonPid,
   dsLogGrep,
@@ -169,6 +171,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     await peakRssMib(pid, true);
     await daemonCgroupPeak(cluster, mode, true);
     const restartsBefore = await dsRestarts(cluster, mode);
+    const cpuBefore = await daemonCgroupCpu(cluster, mode);
     say(`run ${k}: ${mode}: kube-burner, ${a.pods} pods`);
     const t0 = Date.now();
     const w = { namespace: ns, networks: NADS.join(','), image: n.node.sandboxImage, nodeName: n.node.nodeName };
@@ -179,6 +182,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     const cgroup = await daemonCgroupPeak(cluster, mode);
     const split = await rssSplitMib(pid);
     const restarts = await dsRestarts(cluster, mode);
+    const cpu = await daemonCgroupCpu(cluster, mode);
     const dsLog = check.netstatus_ok < a.pods ? await dsLogTail(n, mode) : undefined;
     const requests = await apiRequests(cluster, t0, t1);
     say(`run ${k}: ${mode}: ${JSON.stringify(burner.pod_ready_ms)} ${JSON.stringify(check)}`);
@@ -203,6 +207,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
       // the DaemonSet pod's container restarts while the pods were created (an OOM kill shows as OOMKilled)
       daemonset_restarts: restarts.restarts - restartsBefore.restarts,
       daemonset_exit_reasons: restarts.reasons,
+      ...(cpu && cpuBefore ? { daemon_cgroup_cpu: cpuDelta(cpuBefore, cpu) } : {}),
       leaked: left,
       ...(burner.pod_ready_ms ? {} : { kube_burner_log: burner.log }),
       ...(b ? { bursts: b } : {}),
@@ -214,6 +219,12 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     await uninstall(cluster, mode).catch((e) => say(`uninstall ${mode}: ${e.message}`));
     await stopNode(cluster, n).catch((e) => say(`stop node: ${e.message}`));
   }
+}
+
+/** The daemon container's CPU and throttling while the pods were created (a restarted container: since its start). */
+function cpuDelta(a: CgroupCpu, b: CgroupCpu): CgroupCpu {
+  const d = (k: keyof CgroupCpu) => Math.round((b[k] >= a[k] ? b[k] - a[k] : b[k]) * 100) / 100;
+  return { cpu_s: d('cpu_s'), throttled_s: d('throttled_s'), throttled_periods: d('throttled_periods') };
 }
 
 const avg = (xs: number[]) => Math.round((xs.reduce((s, x) => s + x, 0) / (xs.length || 1)) * 10) / 10;
