@@ -298,3 +298,13 @@ export async function daemonCgroupCpu(cluster: Cluster, mode: Mode): Promise<Cgr
   if (!Number.isFinite(usageNs) || !Number.isFinite(throttledNs)) return undefined;
   return { cpu_s: r(usageNs), throttled_s: r(throttledNs), throttled_periods: field(s, 'nr_throttled') || 0 };
 }
+
+/** CPU seconds the process itself has used (utime + stime; its children's are the cgroup's rest). */
+export async function processCpuS(pid: number | undefined): Promise<number | undefined> {
+  if (!pid) return undefined;
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // the fields after the command's closing parenthesis: state is the 3rd field, utime the 14th, stime the 15th
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(f[11]) + Number(f[12]);
+  return Number.isFinite(ticks) ? ticks / 100 : undefined;
+}

@@ -31,6 +31,7 @@ import {
   install,
   leaks,
   peakRssMib,
+  processCpuS,
   rssSplitMib,
   startNode,
   stopNode,
@@ -172,6 +173,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     await daemonCgroupPeak(cluster, mode, true);
     const restartsBefore = await dsRestarts(cluster, mode);
     const cpuBefore = await daemonCgroupCpu(cluster, mode);
+    const ownCpuBefore = await processCpuS(pid);
     say(`run ${k}: ${mode}: kube-burner, ${a.pods} pods`);
     const t0 = Date.now();
     const w = { namespace: ns, networks: NADS.join(','), image: n.node.sandboxImage, nodeName: n.node.nodeName };
@@ -183,6 +185,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     const split = await rssSplitMib(pid);
     const restarts = await dsRestarts(cluster, mode);
     const cpu = await daemonCgroupCpu(cluster, mode);
+    const ownCpu = await processCpuS(pid);
     const dsLog = check.netstatus_ok < a.pods ? await dsLogTail(n, mode) : undefined;
     const requests = await apiRequests(cluster, t0, t1);
     say(`run ${k}: ${mode}: ${JSON.stringify(burner.pod_ready_ms)} ${JSON.stringify(check)}`);
@@ -208,6 +211,10 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
       daemonset_restarts: restarts.restarts - restartsBefore.restarts,
       daemonset_exit_reasons: restarts.reasons,
       ...(cpu && cpuBefore ? { daemon_cgroup_cpu: cpuDelta(cpuBefore, cpu) } : {}),
+      // of it, the daemon process's own (the rest: the delegates it ran)
+      ...(ownCpu !== undefined && ownCpuBefore !== undefined
+        ? { daemon_process_cpu_s: Math.round((ownCpu - ownCpuBefore) * 100) / 100 }
+        : {}),
       leaked: left,
       ...(burner.pod_ready_ms ? {} : { kube_burner_log: burner.log }),
       ...(b ? { bursts: b } : {}),
