@@ -5,7 +5,8 @@
  * CNI call through `handle()` and answers 200 `{"Result": <result or null>}`, or a non-200 status with the CNI
  * error JSON (its code kept): 400 when the request itself is at fault (codes 1-8: version, env, decoding,
  * config, netns), 500 otherwise. `GET`/`POST /healthz` answer 200 when the daemon is ready, else 503.
- * `GET`/`POST /readyz` (Multus HEAD #1525; its shim polls it before ADD, CHECK, GC and STATUS, and /healthz
+ * `GET`/`POST /readyz` (k8snetworkplumbingwg/multus-cni#1525, after v4.3.0; its shim polls it before ADD, CHECK, GC and
+ * STATUS, and /healthz
  * before DEL) answers as /healthz while serving and 500 once the daemon is stopping; /healthz stays 200 while it
  * drains, so DELs still come in. Both Multus' shims and ours only look at "200 or not" and at the body, so the
  * split 400/500 is for people and logs.
@@ -46,6 +47,14 @@ export interface ServerDeps {
 
 /** A distinct queue key for calls without a container (STATUS, GC, bad requests): they run in parallel. */
 let anonymous = 0;
+
+/** The 500 answer (and the log line) of a request whose handler threw. */
+const answerFailure =
+  (res: ServerResponse, log: Logger, path: string) =>
+  (e: unknown): void => {
+    log.error(`${path}: ${messageOf(e)}`);
+    send(res, 500, errorBody(new CniError(CniCode.Internal, `the multus daemon failed: ${messageOf(e)}`)));
+  };
 
 export function createCniServer(deps: ServerDeps): Server {
   const limit = deps.maxBodyBytes ?? MAX_BODY_BYTES;
@@ -105,28 +114,21 @@ export function createCniServer(deps: ServerDeps): Server {
     }
     if (path === '/cni') {
       if (req.method !== 'POST') return fail(405, CniCode.InvalidEnv, 'use POST on /cni');
-      serveCni(req, res).catch((e: unknown) => {
-        deps.log.error(`/cni: ${messageOf(e)}`);
-        send(res, 500, errorBody(new CniError(CniCode.Internal, `the multus daemon failed: ${messageOf(e)}`)));
-      });
+      serveCni(req, res).catch(answerFailure(res, deps.log, path));
       return;
     }
     if (path === '/delegate' && deps.multusConf) {
       if (req.method !== 'POST') return fail(405, CniCode.InvalidEnv, 'use POST on /delegate');
       // hot-plug's code is loaded by its first request (docs/resident.md, "Memory")
-      const served = import('./delegate-http.ts').then(({ serveDelegate }) =>
-        serveDelegate(req, res, { ...deps, multusConf: deps.multusConf!, limit }),
-      );
-      served.catch((e: unknown) => {
-        deps.log.error(`/delegate: ${messageOf(e)}`);
-        send(res, 500, errorBody(new CniError(CniCode.Internal, `the multus daemon failed: ${messageOf(e)}`)));
-      });
+      import('./delegate-http.ts')
+        .then(({ serveDelegate }) => serveDelegate(req, res, { ...deps, multusConf: deps.multusConf!, limit }))
+        .catch(answerFailure(res, deps.log, path));
       return;
     }
     if (path === '/delegate') {
       return fail(404, CniCode.InvalidConfig, 'the multus-ts daemon does not serve /delegate (dynamic networks)');
     }
-    fail(404, CniCode.InvalidConfig, `no such path "${path}": the daemon serves /cni, /healthz and /readyz`);
+    fail(404, CniCode.InvalidConfig, `no such path "${path}": the daemon serves /cni, /delegate, /healthz and /readyz`);
   });
   server.on('clientError', (_e, socket) => socket.destroy());
   return server;

@@ -4,6 +4,7 @@
  * A socket file that still answers belongs to a running daemon: start-up fails rather than steal it. One that
  * refuses connections is left over from a daemon that died, and is removed. Once listening, the shim's marker
  * `multus.shim-gave-up` (a shim waited for a daemon in vain, shim/wait.go) is removed: shims wait again.
+ * Tested by test/unit/daemon/server.test.ts, test/daemon/process.test.ts (modes, non-root refused).
  */
 import { chmodSync, lstatSync, mkdirSync, rmSync, unlinkSync } from 'node:fs';
 import type { Server } from 'node:http';
