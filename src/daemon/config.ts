@@ -68,6 +68,17 @@ export interface DaemonConfig {
   dynamicNetworks: boolean;
   /** Our key (`dynamicNetworksPollSeconds`, default 5): the resync period (pod informer updates drive it). */
   dynamicNetworksPollMs: number;
+  /**
+   * Our key: how long the shim waits for the daemon's socket before its thin fallback (0-600 s; the shim's
+   * default 30 when unset). Written into the generated 00-multus.conf, which the shim reads (docs/resident.md).
+   */
+  shimWaitSeconds: number | undefined;
+  /**
+   * Our key (0 = no limit): delegate processes run at once; more wait. Unset: 4 when the daemon's memory cgroup
+   * is limited below 256 MiB, else no limit (daemon/memory.ts): the container's memory limit counts the
+   * delegates, and Multus' 50Mi holds the daemon and a few of them (docs/resident.md, "Memory").
+   */
+  delegateConcurrency: number | undefined;
 }
 
 export class DaemonConfigError extends Error {}
@@ -174,6 +185,8 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     multusKeys,
     dynamicNetworks: bool(raw, 'dynamicNetworks'),
     dynamicNetworksPollMs: (int(raw, 'dynamicNetworksPollSeconds', 1, 3600) ?? 5) * 1000,
+    shimWaitSeconds: int(raw, 'shimWaitSeconds', 0, 600),
+    delegateConcurrency: int(raw, 'delegateConcurrency', 0, 10_000),
   };
 }
 

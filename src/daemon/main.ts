@@ -31,13 +31,12 @@ import type { ConfigWriter } from './autoconf.ts';
 import { startConfigWriter } from './autoconf.ts';
 import type { DaemonConfig } from './config.ts';
 import { DEFAULT_DAEMON_CONFIG, DaemonConfigError, parseDaemonConfig } from './config.ts';
-import { chrootExec, findChrootProgram, timedExec } from './exec.ts';
+import { boundedExec, chrootExec, findChrootProgram, timedExec } from './exec.ts';
 import type { WarmKube } from '../informers/informers.ts';
 import { startWarmKube } from '../informers/informers.ts';
 import type { Metrics } from './metrics.ts';
-import { createMetrics } from './metrics.ts';
 import type { DynamicNetworks } from '../hotplug/dynamic.ts';
-import { startDynamicNetworks } from '../hotplug/dynamic.ts';
+import { collectGarbage, defaultDelegateConcurrency, memoryLimitMib } from './memory.ts';
 import type { RequestQueue } from './queue.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
@@ -205,13 +204,22 @@ function nodeWarnings(warm: WarmKube | undefined, env: Env): { warnNode?: (reaso
   return { warnNode: (reason, msg) => void kube.createEvent(nodeEvent(node, 'Warning', reason, msg)) };
 }
 
-function createMetricsFor(cfg: DaemonConfig): Metrics | undefined {
+async function createMetricsFor(cfg: DaemonConfig): Promise<Metrics | undefined> {
   if (cfg.metricsPort === undefined) return undefined;
   try {
-    return createMetrics();
+    // prom-client is loaded only when metrics are configured (docs/resident.md, "Memory")
+    return (await import('./metrics.ts')).createMetrics();
   } catch (e) {
     throw new StartError(`metricsPort is set but ${messageOf(e)}`);
   }
+}
+
+/** `exec` with at most delegateConcurrency plugins at once (default: 4 under a memory limit below 256 MiB). */
+function boundDelegates(exec: Exec, cfg: DaemonConfig, log: Logger): Exec {
+  const limitMib = memoryLimitMib();
+  const delegates = cfg.delegateConcurrency ?? defaultDelegateConcurrency(limitMib);
+  log.verbose(`delegates at once: ${delegates || 'no limit'} (memory limit: ${limitMib ? `${limitMib} MiB` : 'none'})`);
+  return boundedExec(exec, delegates);
 }
 
 /**
@@ -222,11 +230,12 @@ function createMetricsFor(cfg: DaemonConfig): Metrics | undefined {
 export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger): Promise<DaemonHandle> {
   const { cfg } = setup;
   const parts: Parts = {};
-  const queue = createQueue(cfg.connectionLimit);
+  // a full collection when idle and at most once a second while busy (memory.ts)
+  const queue = collectGarbage(createQueue(cfg.connectionLimit));
   let stopping = false;
   try {
-    const metrics = createMetricsFor(cfg);
-    const exec = metrics ? timedExec(setup.exec, metrics) : setup.exec;
+    const metrics = await createMetricsFor(cfg);
+    const exec = boundDelegates(metrics ? timedExec(setup.exec, metrics) : setup.exec, cfg, log);
     const warm = (parts.warm = await startWarm(cfg, io.env, log, metrics));
     if (warm && metrics) warm.onPod(metrics.podNetworks); // pod_network_name_info (docs/resident.md#metrics)
     const warmKubeconfig = typeof cfg.multusKeys.kubeconfig === 'string' ? cfg.multusKeys.kubeconfig : '';
@@ -252,6 +261,7 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
       // with informers, the pod informer's updates drive it and the poll is a resync
       const events = warm ? { events: warm.onPod } : {};
       const intervalMs = cfg.dynamicNetworksPollMs;
+      const { startDynamicNetworks } = await import('../hotplug/dynamic.ts');
       parts.dynamic = startDynamicNetworks({ host, queue, log, daemonEnv: io.env, multusConf, intervalMs, ...events });
     }
     log.verbose(`multus daemon serving ${socket}`);
@@ -261,11 +271,13 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
       await parts.dynamic?.stop();
       await shutDown({ cfg, log, queue, http: parts.http!, reason, again });
       closeParts({ ...parts, http: undefined }, cfg);
+      queue.stop();
       log.verbose('multus daemon stopped');
     };
     return { socket, stop };
   } catch (e) {
     closeParts(parts, cfg);
+    queue.stop();
     throw e;
   }
 }

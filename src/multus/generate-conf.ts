@@ -52,6 +52,8 @@ export interface ShimConfOptions {
   overrideNetworkName: boolean;
   capabilities: Record<string, boolean>;
   daemonSocketDir: string;
+  /** how long the shim waits for the daemon's socket (shim/wait.go); unset: the shim's default */
+  shimWaitSeconds?: number | undefined;
 }
 
 export interface GeneratedConf {
@@ -246,6 +248,7 @@ function shimConf(master: Record<string, unknown>, path: string, o: ShimConfOpti
     name,
     type: 'multus-shim',
     daemonSocketDir: o.daemonSocketDir,
+    ...(o.shimWaitSeconds === undefined ? {} : { shimWaitSeconds: o.shimWaitSeconds }),
     clusterNetwork: path,
   };
   if (Object.keys(capabilities).length > 0) out.capabilities = capabilities;

@@ -743,7 +743,8 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
       if (typeof token !== 'string' || !token) throw new Error(`TokenRequest for ${namespace}/${sa} returned no token`);
       return token as string;
     };
-    const multusToken = await issueToken(MULTUS_SA);
+    // a day: the benches' long runs on a loaded machine outlive an hour (tests that rotate it issue their own)
+    const multusToken = await issueToken(MULTUS_SA, MULTUS_NAMESPACE, 24 * 3600);
     const noRoleToken = await issueToken(NO_ROLE_SA);
     const tokenFile = file('multus.token');
     await writeFile(tokenFile, multusToken, { mode: 0o600 });

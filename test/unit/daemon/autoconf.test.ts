@@ -80,6 +80,16 @@ describe('generateMultusConf', () => {
     });
   });
 
+  it('shimWaitSeconds goes into the generated config for the shim, only when set', () => {
+    const master = { cniVersion: '1.0.0', name: 'x', type: 'a' };
+    const set = JSON.parse(generateMultusConf(parseDaemonConfig('{"shimWaitSeconds": 5}'), '/m.conf', master));
+    expect(set.shimWaitSeconds).toBe(5);
+    expect(parseMultusConf(JSON.stringify(set))).toMatchObject({ clusterNetwork: '/m.conf' });
+    expect(JSON.parse(generateMultusConf(parseDaemonConfig('{}'), '/m.conf', master))).not.toHaveProperty(
+      'shimWaitSeconds',
+    );
+  });
+
   it("cniVersion from the daemon config wins; overrideNetworkName takes the master's name", () => {
     const cfg = parseDaemonConfig(JSON.stringify({ cniVersion: '1.0.0', overrideNetworkName: true }));
     expect(
