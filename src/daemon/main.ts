@@ -12,7 +12,7 @@
  * This module is its own bundle (an embedded file of the executable, scripts/build-daemon.mjs): the thin plugin
  * never loads it.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
@@ -25,7 +25,7 @@ import { createHost } from '../host/host.ts';
 import type { KubeClient } from '../k8s/types.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { ConfigWriter } from './autoconf.ts';
-import { startConfigWriter } from './autoconf.ts';
+import { shimSocketDir, startConfigWriter } from './autoconf.ts';
 import type { DaemonConfig } from './config.ts';
 import { DEFAULT_DAEMON_CONFIG, DaemonConfigError, parseDaemonConfig } from './config.ts';
 import { chrootExec, findChrootProgram, timedExec } from './exec.ts';
@@ -144,6 +144,16 @@ function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise
   });
 }
 
+/** True when both paths name one directory (same device and inode). */
+function sameDirectory(a: string, b: string): boolean {
+  try {
+    const [x, y] = [statSync(a), statSync(b)];
+    return x.isDirectory() && x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
+  }
+}
+
 const processIo: DaemonIo = { env: process.env, writeStderr: (s) => process.stderr.write(s) };
 
 export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promise<number> {
@@ -194,6 +204,11 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
     const connectKube = kubeConnector(warm, warmKubeconfig);
     const realHost = createHost({ writeStderr: io.writeStderr, exec, connectKube });
     host.close = () => realHost.close();
+    // the socket's directory, made now (listenUnix makes it too) to compare it with the host's paths
+    mkdirSync(cfg.socketDir, { recursive: true, mode: 0o700 });
+    const shim = shimSocketDir(cfg, sameDirectory);
+    if (shim.warning) log.error(shim.warning);
+    cfg = { ...cfg, daemonSocketDir: shim.dir };
     writer = startConfigWriter({ cfg, log });
     const notReady = (): string | undefined => {
       const indicator = cfg.readinessIndicatorFile;
