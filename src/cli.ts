@@ -20,7 +20,7 @@ import { parseCommand } from './cni/request.ts';
 import { VERSION, handle } from './host/handle.ts';
 import { createHost } from './host/host.ts';
 import { findNonUtf8CniVar, readRawEnviron } from './host/raw-env.ts';
-import { loadDaemonModule } from './daemon/load.ts';
+import { loadDaemonModule } from './load-roles.ts';
 import { passthru } from './multus/auxchain.ts';
 
 function readStdin(): Promise<Buffer> {
