@@ -15,6 +15,8 @@ export interface DaemonModule {
   installMain(argv: readonly string[]): Promise<number>;
   /** `multus --is-default-ready ...` (docs/install.md). */
   readyMain(argv: readonly string[]): Promise<number>;
+  /** Multus' program names (thin_entrypoint, install_multus, multus-daemon, multus with flags; docs/install.md). */
+  runEntrypoint(name: string, program: string, argv: readonly string[]): Promise<number>;
 }
 
 /** Relative to base/embedded.ts: the embedded bundle, else src/roles.ts. */

@@ -12,11 +12,14 @@
  * This module is its own bundle (an embedded file of the executable, scripts/build-daemon.mjs): the thin plugin
  * never loads it.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
 import { messageOf } from '../base/errors.ts';
+import { type GoFlag, parseGoFlags } from '../base/goflags.ts';
+import { CURRENT_VERSION } from '../base/versions.ts';
+import { VERSION } from '../host/handle.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
@@ -25,7 +28,7 @@ import { createHost } from '../host/host.ts';
 import type { KubeClient } from '../k8s/types.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { ConfigWriter } from './autoconf.ts';
-import { startConfigWriter } from './autoconf.ts';
+import { shimSocketDir, startConfigWriter } from './autoconf.ts';
 import type { DaemonConfig } from './config.ts';
 import { DEFAULT_DAEMON_CONFIG, DaemonConfigError, parseDaemonConfig } from './config.ts';
 import { chrootExec, findChrootProgram, timedExec } from './exec.ts';
@@ -140,6 +143,44 @@ function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise
   });
 }
 
+/** True when both paths name one directory (same device and inode). */
+function sameDirectory(a: string, b: string): boolean {
+  try {
+    const [x, y] = [statSync(a), statSync(b)];
+    return x.isDirectory() && x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
+  }
+}
+
+/** Multus' `multus-daemon` flags (Go's flag package, cmd/multus-daemon). */
+export const MULTUS_DAEMON_FLAGS: readonly GoFlag[] = [
+  { name: 'version', kind: 'bool', def: false, usage: 'Show version' },
+  {
+    name: 'config',
+    kind: 'string',
+    def: DEFAULT_DAEMON_CONFIG,
+    usage: 'Specify the path to the multus-daemon configuration',
+  },
+];
+
+/**
+ * The daemon run by the name `multus-daemon` (docs/install.md, "Multus' names"): Multus' flags, `-config PATH`
+ * for `multus daemon --config PATH`, `-version` printed with exit 4 as Multus does.
+ */
+export async function multusDaemonMain(program: string, argv: readonly string[]): Promise<number> {
+  const r = parseGoFlags('flag', program, MULTUS_DAEMON_FLAGS, argv);
+  if (!r.ok) {
+    process.stderr.write(r.stderr);
+    return r.exitCode;
+  }
+  if (r.values.version === true) {
+    process.stdout.write(`multus-daemon: version:${VERSION}(multus-ts), cni:${CURRENT_VERSION}\n`);
+    return 4;
+  }
+  return runDaemon(['--config', String(r.values.config)]);
+}
+
 const processIo: DaemonIo = { env: process.env, writeStderr: (s) => process.stderr.write(s) };
 
 export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promise<number> {
@@ -190,6 +231,11 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
     const connectKube = kubeConnector(warm, warmKubeconfig);
     const realHost = createHost({ writeStderr: io.writeStderr, exec, connectKube });
     host.close = () => realHost.close();
+    // the socket's directory, made now (listenUnix makes it too) to compare it with the host's paths
+    mkdirSync(cfg.socketDir, { recursive: true, mode: 0o700 });
+    const shim = shimSocketDir(cfg, sameDirectory);
+    if (shim.warning) log.error(shim.warning);
+    cfg = { ...cfg, daemonSocketDir: shim.dir };
     writer = startConfigWriter({ cfg, log });
     const notReady = (): string | undefined => {
       const indicator = cfg.readinessIndicatorFile;
