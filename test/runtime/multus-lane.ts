@@ -94,7 +94,15 @@ function laneBody(mode: LaneMode): void {
   const ns = `mts-lane-${Math.random().toString(16).slice(2, 8)}`;
   const logs = async () =>
     [await node.tail('kubelet'), await node.tail('kube-controller-manager', 15), await containerLog(40)].join('\n');
-  const kit = podKit({ cluster: () => cluster, node: () => node, ns, clusterNet: CLUSTER_NET, logs });
+  const isProbe = (containerId: string) => containerId.startsWith('probe');
+  const kit = podKit({
+    cluster: () => cluster,
+    node: () => node,
+    ns,
+    clusterNet: CLUSTER_NET,
+    logs,
+    ignoreLease: isProbe,
+  });
   const pods: Record<string, NadPod> = {};
 
   /** The last lines of the DaemonSet's containers' logs (the files containerd writes under /var/log/pods). */
@@ -160,18 +168,31 @@ function laneBody(mode: LaneMode): void {
     probe.start();
     try {
       await until('the probe ok before the roll', 60_000, async () => probe.settled(2) || undefined, logs);
+      probe.phase = 'during';
       await setImage(image);
       await rolledOut(image);
+      probe.phase = 'after';
       await until('the probe ok after the roll', 180_000, async () => probe.settled(3) || undefined, logs);
     } finally {
-      const gap = gapOf(await probe.stop());
+      const results = await probe.stop();
+      const gap = gapOf(results);
       console.log(`lane ${mode} ${what}: ${JSON.stringify(gap)}`);
-      expect(gap.failedDels, `probes whose DEL failed (${gap.timeline})`).toBe(0);
+      expect(gap.failedDels, `probes whose DEL never succeeded (${gap.timeline})`).toBe(0);
+      // the probes multus-ts served from ADD to DEL leave nothing (Go Multus' own leaks are printed above)
+      const ours = results.filter((r) => r.phase === (what === 'go->ts' ? 'after' : 'before'));
+      expect(ours.length).toBeGreaterThan(1);
+      expect(
+        ours.flatMap((r) => r.leaked),
+        'what the probes multus-ts served left',
+      ).toEqual([]);
     }
   };
 
-  /** What is left on the node: IP leases, cache files, links, network namespaces. */
-  const leftovers = async () => {
+  /**
+   * What is on the node: IP leases, cache files, links, network namespaces (the pods' and the probe's; the
+   * node's /var and /run are overlays of the machine's, so `before` is what they held at the start).
+   */
+  const leftovers = async (before?: { caches: string[] }) => {
     const caches: string[] = [];
     for (const d of ['/var/lib/cni/multus', '/var/lib/cni/multus/results', '/var/lib/cni/results']) {
       const names = await readdir(node.path(d)).catch(() => [] as string[]);
@@ -181,9 +202,14 @@ function laneBody(mode: LaneMode): void {
     const links = hostLinks
       .filter((l) => !['lo', NODE_LINK, NODE_LINK_PEER].includes(l.ifname) && l.linkinfo?.info_kind !== 'bridge')
       .map((l) => l.ifname);
-    const netns = await readdir(node.path('/run/netns')).catch(() => [] as string[]);
-    return { ips: await kit.reservedIps(), caches, links, netns };
+    const netns = (await readdir(node.path('/run/netns')).catch(() => [] as string[])).filter(
+      (n) => n.startsWith('cni-') || n.startsWith('mtsprobe'),
+    );
+    // the probe's own leftovers are counted per probe (roll())
+    const fresh = caches.filter((c) => !before?.caches.includes(c) && !c.includes('/probe') && !c.includes('-probe'));
+    return { ips: await kit.reservedIps(), caches: fresh, links, netns };
   };
+  let atStart: { caches: string[] } | undefined;
 
   beforeAll(async () => {
     cluster = await startCluster({ serviceAccountAdmission: true, apiserverArgs: ['--allow-privileged=true'] });
@@ -231,6 +257,8 @@ function laneBody(mode: LaneMode): void {
       spec: { nodeName: 'mts-nowhere', containers: [{ name: 'pause', image: node.sandboxImage }] },
     });
     probePod = { namespace: ns, name: 'probe', uid: created.metadata.uid };
+    atStart = await leftovers();
+    expect({ ...atStart, caches: [] }, 'the node before Multus').toEqual({ ips: [], caches: [], links: [], netns: [] });
   }, 600_000);
 
   afterAll(async () => {
@@ -240,12 +268,11 @@ function laneBody(mode: LaneMode): void {
   });
 
   it('Go Multus v4.3.0, installed by its own manifest, gives a pod its NAD', async () => {
+    // `kubectl apply --server-side` of every object (the cluster's setup made the NAD CRD and a ClusterRole
+    // named multus already: apply makes them the manifest's)
     for (const o of multusObjects(mode, GO_IMAGE)) {
-      const r = await cluster.admin.request('POST', collection(o), o);
-      // the NAD CRD is the cluster's already (the API server's test setup made it): as `kubectl apply` would
-      expect([201, ...(o.kind === 'CustomResourceDefinition' ? [409] : [])], `${o.kind} ${o.metadata.name}`).toContain(
-        r.status,
-      );
+      const path = `${collection(o)}/${o.metadata.name}?fieldManager=kubectl&force=true`;
+      await cluster.admin.patch(path, o, 'application/apply-patch+yaml');
     }
     await rolledOut(GO_IMAGE);
     expect(sha256(node.path(mode === 'thin' ? '/opt/cni/bin/multus' : '/opt/cni/bin/multus-shim'))).toBe(
@@ -275,11 +302,18 @@ function laneBody(mode: LaneMode): void {
     await kit.deleteAndExpectNothingLeft(pods.go!);
     pods.ts = await kit.runNadPod('pod-ts');
     expect(await podEvents(cluster, pods.ts.p, 'FailedCreatePodSandBox'), 'no failed attempt').toEqual([]);
+    // within the manifest's resources (thin: its 100m / 50Mi limits): no container restarted (OOM-killed)
+    const restarts = (await dsPods()).flatMap((p) =>
+      [...(p.status.initContainerStatuses ?? []), ...p.status.containerStatuses].map((c: any) =>
+        `${c.name} ${c.restartCount} ${c.lastState?.terminated?.reason ?? ''}`.trim(),
+      ),
+    );
+    expect(restarts).toEqual(['install-multus-binary 0', 'kube-multus 0']);
   }, 600_000);
 
   it('back to Go Multus: the gap measured; the multus-ts pod deleted by Go Multus; nothing is left on the node', async () => {
     await roll('ts->go', GO_IMAGE);
     await kit.deleteAndExpectNothingLeft(pods.ts!);
-    expect(await leftovers()).toEqual({ ips: [], caches: [], links: [], netns: [] });
+    expect(await leftovers(atStart)).toEqual({ ips: [], caches: [], links: [], netns: [] });
   }, 600_000);
 }
