@@ -17,9 +17,6 @@ import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
 import { messageOf } from '../base/errors.ts';
-import { type GoFlag, parseGoFlags } from '../base/goflags.ts';
-import { CURRENT_VERSION } from '../base/versions.ts';
-import { VERSION } from '../host/handle.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
@@ -151,34 +148,6 @@ function sameDirectory(a: string, b: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** Multus' `multus-daemon` flags (Go's flag package, cmd/multus-daemon). */
-export const MULTUS_DAEMON_FLAGS: readonly GoFlag[] = [
-  { name: 'version', kind: 'bool', def: false, usage: 'Show version' },
-  {
-    name: 'config',
-    kind: 'string',
-    def: DEFAULT_DAEMON_CONFIG,
-    usage: 'Specify the path to the multus-daemon configuration',
-  },
-];
-
-/**
- * The daemon run by the name `multus-daemon` (docs/install.md, "Multus' names"): Multus' flags, `-config PATH`
- * for `multus daemon --config PATH`, `-version` printed with exit 4 as Multus does.
- */
-export async function multusDaemonMain(program: string, argv: readonly string[]): Promise<number> {
-  const r = parseGoFlags('flag', program, MULTUS_DAEMON_FLAGS, argv);
-  if (!r.ok) {
-    process.stderr.write(r.stderr);
-    return r.exitCode;
-  }
-  if (r.values.version === true) {
-    process.stdout.write(`multus-daemon: version:${VERSION}(multus-ts), cni:${CURRENT_VERSION}\n`);
-    return 4;
-  }
-  return runDaemon(['--config', String(r.values.config)]);
 }
 
 const processIo: DaemonIo = { env: process.env, writeStderr: (s) => process.stderr.write(s) };

@@ -1,18 +1,18 @@
 /**
- * install/entrypoints.ts: the installer's names in Multus' images, served by the one executable (cli.ts picks
- * the role from argv[0], roles.ts dispatches; docs/install.md, "Multus' names"). Each takes the flags of the Go
- * program of that name, parsed as its flag package parses them (base/goflags.ts), and does its job:
+ * entrypoints.ts: the names of Multus' images, served by the one executable (cli.ts picks the role from
+ * argv[0]; docs/install.md, "Multus' names"). Each takes the flags of the Go program of that name, parsed as
+ * its flag package parses them (goflags.ts), and does its job:
  * - `thin_entrypoint`: `multus install` (the same options, Multus' and ours) with pflag's errors and usage;
  * - `install_multus -t thick|thin [-d DIR]`: copies `multus-shim` (thick) or `multus` (thin), then `passthru`,
  *   from /usr/src/multus-cni/bin into DIR, each through `<name>.temp` renamed over the old file;
+ * - `multus-daemon [-config PATH]`: `multus daemon --config PATH`;
  * - `multus` with flags: Multus' `-version`/`-v` (the CNI plugin itself never sees flags: runtimes pass none).
- * (`multus-daemon` is the daemon's: daemon/main.ts' multusDaemonMain.)
  */
 import { join } from 'node:path';
 import { CURRENT_VERSION } from '../base/versions.ts';
 import { VERSION } from '../host/handle.ts';
 import { copyExecutableAtomic, errText, linkExecutableAtomic, sameFile } from './files.ts';
-import { type FlagStyle, type GoFlag, parseGoFlags, printDefaults } from '../base/goflags.ts';
+import { type FlagStyle, type GoFlag, parseGoFlags, printDefaults } from './goflags.ts';
 import { runInstaller } from './main.ts';
 import { FLAGS, InstallError, parseInstallArgs } from './options.ts';
 
@@ -49,6 +49,16 @@ export const INSTALL_MULTUS_FLAGS: readonly GoFlag[] = [
   { name: 'type', short: 't', kind: 'string', def: '', usage: 'specify installer type (thick/thin)' },
   { name: 'dest-dir', short: 'd', kind: 'string', def: '/host/opt/cni/bin', usage: 'destination directory' },
   HELP,
+];
+
+export const MULTUS_DAEMON_FLAGS: readonly GoFlag[] = [
+  { name: 'version', kind: 'bool', def: false, usage: 'Show version' },
+  {
+    name: 'config',
+    kind: 'string',
+    def: '/etc/cni/net.d/multus.d/daemon-config.json',
+    usage: 'Specify the path to the multus-daemon configuration',
+  },
 ];
 
 export const MULTUS_FLAGS: readonly GoFlag[] = [
@@ -128,6 +138,25 @@ export async function installMultusMain(
   return 0;
 }
 
+/** Runs the resident daemon with its own argv (`--config PATH`): the daemon's room sits beside this one. */
+export type RunDaemon = (argv: string[]) => Promise<number>;
+
+export async function multusDaemonMain(
+  program: string,
+  argv: readonly string[],
+  runDaemon: RunDaemon,
+  io: EntrypointIo = processIo,
+): Promise<number> {
+  const r = parse('flag', program, MULTUS_DAEMON_FLAGS, argv, io);
+  if (!r.ok) return r.exitCode;
+  if (r.values.version === true) {
+    // Multus' multus-daemon prints its version and exits 4
+    io.stdout(`multus-daemon: version:${VERSION}(multus-ts), cni:${CURRENT_VERSION}\n`);
+    return 4;
+  }
+  return runDaemon(['--config', String(r.values.config)]);
+}
+
 /**
  * `multus` given flags: Go's flag package over Multus' `-version` and `-v`. -1: no version asked, so the
  * executable goes on as the CNI plugin (as Multus' does after flag.Parse).
@@ -138,4 +167,26 @@ export function multusFlagsMain(program: string, argv: readonly string[], io: En
   if (r.values.version !== true && r.values.v !== true) return -1;
   io.stdout(`multus-ts: version:${VERSION}, cni:${CURRENT_VERSION}\n`);
   return 0;
+}
+
+/**
+ * The roles by the executable's name (cli.ts passes argv[0]'s base name and the full argv[0]); -1 from `multus`:
+ * serve the CNI call.
+ */
+export function runEntrypoint(
+  name: string,
+  program: string,
+  argv: readonly string[],
+  runDaemon: RunDaemon,
+): Promise<number> {
+  switch (name) {
+    case 'thin_entrypoint':
+      return thinEntrypointMain(program, argv);
+    case 'install_multus':
+      return installMultusMain(program, argv);
+    case 'multus-daemon':
+      return multusDaemonMain(program, argv, runDaemon);
+    default:
+      return Promise.resolve(multusFlagsMain(program, argv));
+  }
 }

@@ -1,10 +1,10 @@
 /**
- * base/goflags.ts: Go's flag and pflag command lines, as Multus' programs parse them. The texts expected here
+ * install/goflags.ts: Go's flag and pflag command lines, as Multus' programs parse them. The texts expected here
  * are laid out from the packages' sources (flag.PrintDefaults, pflag v1.0.9's FlagUsagesWrapped and error types);
  * test/install/names.test.ts compares the same cases with Multus' own binaries.
  */
 import { describe, expect, it } from 'vitest';
-import { type GoFlag, parseGoFlags, printDefaults, usageOf } from '../../../src/base/goflags.ts';
+import { type GoFlag, parseGoFlags, printDefaults, usageOf } from '../../../src/install/goflags.ts';
 
 const DAEMON: GoFlag[] = [
   { name: 'version', kind: 'bool', def: false, usage: 'Show version' },

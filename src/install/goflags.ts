@@ -1,5 +1,5 @@
 /**
- * base/goflags.ts: the command lines of Multus' own programs, parsed as Go parses them (pure), so that each name of
+ * goflags.ts: the command lines of Multus' own programs, parsed as Go parses them (pure), so that each name of
  * the image (`thin_entrypoint`, `install_multus`, `multus-daemon`, `multus`) takes the same flags and answers a
  * bad one as the Go program does (docs/install.md, "Multus' names"):
  * - `flag` (Go's standard package: multus-daemon, multus): `-name`, `--name`, `-name=value`, `-name value`;
