@@ -87,9 +87,9 @@ export class AddProbe {
     return [...this.results];
   }
 
-  /** The last `count` results were ok (the roll is over for the pods the node makes now). */
+  /** The last `count` results of the current phase were ok (the roll is over for the pods the node makes now). */
   settled(count: number): boolean {
-    const tail = this.results.slice(-count);
+    const tail = this.results.filter((r) => r.phase === this.phase).slice(-count);
     return tail.length === count && tail.every((r) => r.outcome === 'ok');
   }
 
