@@ -27,20 +27,21 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
 import { collection, docs } from '../helpers/manifests.ts';
-import { type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/cluster.ts';
+import { type Cluster, k8sRequirements, podPath } from '../k8s/cluster.ts';
+import type { ApiTunnel } from '../e2e-k8s/world.ts';
 import {
-  ApiTunnel,
   NETWORKS_ANNOTATION,
   type PodRef,
+  createNad,
   ensureNamespace,
   networkStatus,
   podEvents,
 } from '../e2e-k8s/world.ts';
-import { run as runProcess } from '../e2e/helpers.ts';
-import { DRA_DRIVER, KUBELET_SYSCTLS, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
-import { podKit, until, v4 } from './kubelet-pods.ts';
+import type { NodeRuntime } from './node.ts';
+import { DRA_DRIVER, KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, nodeRequirements } from './node.ts';
 import { peerCases } from './kubelet-peers.ts';
-import { CTR_BIN, MULTUS_BIN, REPO_ROOT, childEnv, run, runOk, runtimeRequirements } from './runtime.ts';
+import { bootKubeletNode, until } from './kubelet-boot.ts';
+import { MULTUS_BIN, REPO_ROOT, type SandboxInfo, run, runOk, runtimeRequirements } from './runtime.ts';
 
 export type Mode = 'thin' | 'resident';
 const MANIFEST: Record<Mode, string> = { thin: 'multus-ts-thin.yml', resident: 'multus-ts-resident.yml' };
@@ -52,6 +53,15 @@ const KUBECONFIG_PATH = '/etc/cni/net.d/multus.d/multus.kubeconfig';
 const CLUSTER_NET = 'kl-cluster';
 const BRIDGE = 'mtsklbr0';
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+export interface Link {
+  ifname: string;
+  address?: string;
+  linkinfo?: { info_kind?: string };
+  addr_info?: { family: string; local: string; prefixlen: number }[];
+}
+const v4 = (l: Link | undefined): string[] =>
+  (l?.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => `${a.local}/${a.prefixlen}`);
 
 /** The claims of a service account JWT. */
 const claimsOf = (jwt: string): { 'kubernetes.io'?: { node?: { name?: string }; pod?: unknown } } =>
@@ -110,7 +120,7 @@ export function kubeletSuite(mode: Mode): void {
 function suiteBody(mode: Mode): void {
   let cluster: Cluster;
   let node: NodeRuntime;
-  const tunnel = new ApiTunnel();
+  let tunnel: ApiTunnel | undefined;
   const ns = `mts-kl-${Math.random().toString(16).slice(2, 8)}`;
   let before: MachineState;
   let imageRef = '';
@@ -142,33 +152,7 @@ function suiteBody(mode: Mode): void {
 
   beforeAll(async () => {
     before = await machineState();
-    // privileged: the resident daemon runs delegates in pods' namespaces, as on any node
-    cluster = await startCluster({ serviceAccountAdmission: true, apiserverArgs: ['--allow-privileged=true'] });
-    node = await new NodeRuntime().prepare();
-    await node.forDaemonSet(CLUSTER_NET, BRIDGE, '10.251.0.0/24');
-    // the image, made from the current build/multus
-    const imageDir = join(node.dir, 'image');
-    const env = childEnv({ MULTUS_TS_IMAGE_DIR: imageDir });
-    const img = await runProcess('bash', [join(REPO_ROOT, 'scripts/image.sh')], { env, timeoutMs: 120_000 });
-    expect(img.code, `npm run image: ${img.stderr}`).toBe(0);
-    const tar = (await readdir(imageDir)).find((f) => f.endsWith('.tar'));
-    expect(tar, `no image tarball in ${imageDir}`).toBeDefined();
-
-    await node.start();
-    const imported = await runOk(CTR_BIN, [
-      '-a',
-      node.socket,
-      '-n',
-      'k8s.io',
-      'images',
-      'import',
-      join(imageDir, tar!),
-    ]);
-    imageRef = /unpacking (\S+) \(/.exec(imported)?.[1] ?? imported.trim();
-    await tunnel.open(cluster, node.hostNs, node.dir);
-    await node.startControlPlane(cluster);
-    await node.startKubelet(cluster);
-    await node.startDraDriver(cluster);
+    ({ cluster, node, tunnel, imageRef } = await bootKubeletNode(CLUSTER_NET, BRIDGE, '10.251.0.0/24'));
 
     // the mode's manifest as it is, but for the API server's address
     const port = new URL(cluster.server).port;
@@ -201,7 +185,7 @@ function suiteBody(mode: Mode): void {
 
   afterAll(async () => {
     await node?.stop();
-    await tunnel.close();
+    await tunnel?.close();
     await cluster?.stop();
   });
 
@@ -261,18 +245,144 @@ function suiteBody(mode: Mode): void {
     expect(claimsOf(token)['kubernetes.io']?.pod, "the kubeconfig's token names no pod").toBeUndefined();
   }, 200_000);
 
-  const {
-    cniCaches,
-    reservedIps,
-    macvlanNad,
-    untilRunning,
-    sandboxOf,
-    ipIn,
-    linksIn,
-    runNadPod,
-    createNadPod,
-    deleteAndExpectNothingLeft,
-  } = podKit({ cluster: () => cluster, node: () => node, ns, clusterNet: CLUSTER_NET, logs });
+  /** Files of multus' and containerd's CNI caches (in the node) that name the sandbox. */
+  const cniCaches = async (id: string): Promise<string[]> => {
+    const found: string[] = [];
+    for (const d of ['/var/lib/cni/multus', '/var/lib/cni/multus/results', '/var/lib/cni/results']) {
+      const names = await readdir(node.path(d)).catch(() => [] as string[]);
+      found.push(...names.filter((n) => n.includes(id)).map((n) => join(d, n)));
+    }
+    return found;
+  };
+  /** `<network>/<ip>` leases in host-local's data dir (in the node). */
+  const reservedIps = async (): Promise<string[]> => {
+    const found: string[] = [];
+    const dir = node.path('/var/lib/cni/networks');
+    for (const net of await readdir(dir).catch(() => [] as string[])) {
+      for (const f of await readdir(join(dir, net))) if (/^[0-9.]+$/.test(f)) found.push(`${net}/${f}`);
+    }
+    return found.sort();
+  };
+
+  /** A macvlan NAD on the node's veth end, host-local in 10.251.<k>.0/24. */
+  const macvlanNad = (name: string, k: number) =>
+    createNad(cluster, ns, name, {
+      cniVersion: '1.0.0',
+      name,
+      type: 'macvlan',
+      master: NODE_LINK_PEER,
+      mode: 'bridge',
+      ipam: { type: 'host-local', ranges: [[{ subnet: `10.251.${k}.0/24` }]] },
+    });
+
+  /** Waits until kubelet reports the pod Running; its API object. */
+  const untilRunning = (p: PodRef) =>
+    until(
+      `pod ${p.name} Running`,
+      180_000,
+      async () => {
+        const got = await cluster.admin.get(podPath(ns, p.name));
+        return got.status?.phase === 'Running' ? got : undefined;
+      },
+      async () => `${JSON.stringify((await cluster.admin.get(podPath(ns, p.name))).status)}\n${await logs()}`,
+    );
+
+  /** The one sandbox kubelet made for the pod (found through CRI by its UID). */
+  const sandboxOf = async (p: PodRef): Promise<SandboxInfo> => {
+    const ids = (await node.crictl(['pods', '-q', '--label', `io.kubernetes.pod.uid=${p.uid}`])).stdout
+      .trim()
+      .split('\n');
+    expect(ids).toHaveLength(1);
+    return node.inspect(ids[0]!);
+  };
+
+  /** `ip -j <args>` inside the sandbox's network namespace, parsed. */
+  const ipIn = async <T>(sb: SandboxInfo, args: string[]): Promise<T> =>
+    JSON.parse(await runOk('nsenter', ['-t', String(sb.pid), '--net', 'ip', '-j', ...args])) as T;
+  const linksIn = async (sb: SandboxInfo): Promise<Map<string, Link>> =>
+    new Map((await ipIn<Link[]>(sb, ['-d', 'addr', 'show'])).map((l) => [l.ifname, l]));
+
+  interface NadPod {
+    p: PodRef;
+    sb: SandboxInfo;
+    links: Map<string, Link>;
+    ipOf(ifname: string): string[];
+  }
+
+  /**
+   * Creates a pod requesting the `mv` NAD, waits until kubelet reports it Running, and checks its sandbox's
+   * interfaces, its network-status (MACs included), its pod IP and its AddedInterface events.
+   */
+  const runNadPod = async (name: string): Promise<NadPod> => expectRunningWithNad(await createNadPod(name));
+
+  /** A pod (pause image) requesting the `mv` NAD, in the API (the scheduler places it, kubelet runs it). */
+  const createNadPod = async (name: string, networks = 'mv'): Promise<PodRef> => {
+    const created = await cluster.admin.post(podPath(ns), {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: ns, annotations: { [NETWORKS_ANNOTATION]: networks } },
+      spec: {
+        containers: [{ name: 'pause', image: node.sandboxImage, imagePullPolicy: 'Never' }],
+        terminationGracePeriodSeconds: 1,
+      },
+    });
+    return { namespace: ns, name, uid: created.metadata.uid };
+  };
+
+  const expectRunningWithNad = async (p: PodRef): Promise<NadPod> => {
+    const running = await untilRunning(p);
+    expect(running.spec.nodeName).toBe(node.nodeName);
+
+    // the sandbox kubelet made, and its network namespace
+    const sb = await sandboxOf(p);
+    const links = await linksIn(sb);
+    expect([...links.keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
+    expect(v4(links.get('eth0'))).toEqual([expect.stringMatching(/^10\.251\.0\.\d+\/24$/)]);
+    expect(v4(links.get('net1'))).toEqual([expect.stringMatching(/^10\.251\.1\.\d+\/24$/)]);
+    expect(links.get('net1')?.linkinfo?.info_kind).toBe('macvlan');
+
+    const ipOf = (ifname: string) => v4(links.get(ifname)).map((a) => a.split('/')[0]!);
+    const st = await networkStatus(cluster, p);
+    expect(st?.map((e) => [e.name, e.interface, e.ips, e.mac, e.default === true])).toEqual([
+      [CLUSTER_NET, 'eth0', ipOf('eth0'), links.get('eth0')?.address, true],
+      [`${ns}/mv`, 'net1', ipOf('net1'), links.get('net1')?.address, false],
+    ]);
+    // the pod's IP as kubelet reports it is eth0's (the CRI result multus returned)
+    expect(running.status.podIP).toBe(ipOf('eth0')[0]);
+    const events = await podEvents(cluster, p, 'AddedInterface');
+    expect(events.map((e) => e.message).sort()).toEqual(
+      [
+        `Add eth0 [${v4(links.get('eth0'))[0]}] from ${CLUSTER_NET}`,
+        `Add net1 [${v4(links.get('net1'))[0]}] from ${ns}/mv`,
+      ].sort(),
+    );
+    expect(await cniCaches(sb.id), 'caches while the pod runs').not.toEqual([]);
+    expect(await reservedIps()).toEqual([`${CLUSTER_NET}/${ipOf('eth0')[0]}`, `mv/${ipOf('net1')[0]}`].sort());
+    return { p, sb, links, ipOf };
+  };
+
+  /** Deletes the pod (kubelet stops its sandbox: CNI DEL), waits for the API's 404, and checks nothing is left. */
+  const deleteAndExpectNothingLeft = async ({ p, sb }: { p: PodRef; sb: SandboxInfo }): Promise<void> => {
+    await cluster.admin.del(podPath(ns, p.name));
+    await until(
+      `pod ${p.name} gone from the API`,
+      60_000,
+      async () => ((await cluster.admin.request('GET', podPath(ns, p.name))).status === 404 ? true : undefined),
+      logs,
+    );
+    const state = JSON.parse((await node.crictl(['inspectp', sb.id])).stdout || '{}').status?.state;
+    expect(state ?? 'removed', 'the sandbox').not.toBe('SANDBOX_READY');
+    expect(await reservedIps(), "IPs reserved in host-local's data dir").toEqual([]);
+    expect(await cniCaches(sb.id), 'cache files of the sandbox').toEqual([]);
+    expect(await node.netnsFiles(), "the pods' netns files").toEqual([]);
+    const hostLinks = JSON.parse(await runOk('ip', ['-n', node.hostNs, '-j', '-d', 'link', 'show'])) as Link[];
+    expect(
+      hostLinks
+        .filter((l) => !['lo', NODE_LINK, NODE_LINK_PEER].includes(l.ifname) && l.linkinfo?.info_kind !== 'bridge')
+        .map((l) => l.ifname),
+      "links left in the node's namespace",
+    ).toEqual([]);
+  };
 
   const DS_PATH = '/apis/apps/v1/namespaces/kube-system/daemonsets/multus-ts';
   const dsReady = (timeoutMs: number) =>
