@@ -58,7 +58,8 @@ export function resourceClaimCall(namespace: string, name: string): Call {
 
 /** LIST of the ResourceSlices of one driver (on one node when given), by server-side field selectors. */
 export function resourceSliceListCall(nodeName: string, driver: string): Call {
-  const selector = nodeName === '' ? `spec.driver=${driver}` : `spec.nodeName=${nodeName},spec.driver=${driver}`;
+  const parts = [nodeName === '' ? '' : `spec.nodeName=${nodeName}`, driver === '' ? '' : `spec.driver=${driver}`];
+  const selector = parts.filter((p) => p !== '').join(',');
   const path = `${DRA_API}/resourceslices?fieldSelector=${seg(selector)}`;
   return {
     verb: 'list',
