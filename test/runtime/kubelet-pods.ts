@@ -6,6 +6,9 @@
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
+import { until } from './kubelet-boot.ts';
+
+export { until };
 import { type Cluster, podPath } from '../k8s/cluster.ts';
 import { NETWORKS_ANNOTATION, type PodRef, createNad, networkStatus, podEvents } from '../e2e-k8s/world.ts';
 import { NODE_LINK, NODE_LINK_PEER, type NodeRuntime } from './node.ts';
@@ -21,22 +24,6 @@ export const v4 = (l: Link | undefined): string[] =>
   (l?.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => `${a.local}/${a.prefixlen}`);
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `check` every 250 ms until it returns a value; fails with `what` and `why()` after `timeoutMs`. */
-export async function until<T>(
-  what: string,
-  timeoutMs: number,
-  check: () => Promise<T | undefined>,
-  why: () => Promise<string>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms\n${await why()}`);
-    await sleep(250);
-  }
-}
 
 export interface PodKitCtx {
   cluster: () => Cluster;
