@@ -21,8 +21,13 @@ export const DEFAULT_DAEMON_CONFIG = '/etc/cni/net.d/multus.d/daemon-config.json
 export interface DaemonConfig {
   /** Where multus.sock is created (Multus: `socketDir`, default /run/multus/). */
   socketDir: string;
-  /** The directory the shim is told in the generated config (`daemonSocketDir`, default: socketDir). */
+  /**
+   * The directory the shim is told in the generated config (`daemonSocketDir`; unset: socketDir, or none in a
+   * container where socketDir is not the host's path, autoconf.ts' `shimSocketDir`).
+   */
   daemonSocketDir: string;
+  /** true when the config sets daemonSocketDir */
+  daemonSocketDirSet: boolean;
   /** Delegates run chrooted there ('' = no chroot). */
   chrootDir: string;
   cniConfigDir: string;
@@ -163,6 +168,7 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
   return {
     socketDir,
     daemonSocketDir: absPath(raw, 'daemonSocketDir', socketDir),
+    daemonSocketDirSet: typeof raw.daemonSocketDir === 'string',
     chrootDir: absPath(raw, 'chrootDir', ''),
     cniConfigDir,
     multusAutoconfigDir: absPath(raw, 'multusAutoconfigDir', cniConfigDir),

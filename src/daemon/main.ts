@@ -14,7 +14,7 @@
  * Tested by test/daemon/process.test.ts, test/daemon/signals.test.ts, test/daemon/drain.test.ts (the daemon as
  * a process).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
@@ -28,7 +28,7 @@ import { nodeEvent } from '../k8s/calls.ts';
 import type { KubeClient } from '../k8s/types.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { ConfigWriter } from './autoconf.ts';
-import { startConfigWriter } from './autoconf.ts';
+import { shimSocketDir, startConfigWriter } from './autoconf.ts';
 import type { DaemonConfig } from './config.ts';
 import { DEFAULT_DAEMON_CONFIG, DaemonConfigError, parseDaemonConfig } from './config.ts';
 import { boundedExec, chrootExec, findChrootProgram, timedExec } from './exec.ts';
@@ -145,6 +145,16 @@ function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise
   });
 }
 
+/** True when both paths name one directory (same device and inode). */
+function sameDirectory(a: string, b: string): boolean {
+  try {
+    const [x, y] = [statSync(a), statSync(b)];
+    return x.isDirectory() && x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
+  }
+}
+
 const processIo: DaemonIo = { env: process.env, writeStderr: (s) => process.stderr.write(s) };
 
 /** A started daemon: its socket, and `stop()`, the shutdown a stop signal runs (drain, grace, kill, close). */
@@ -241,7 +251,12 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
     const warmKubeconfig = typeof cfg.multusKeys.kubeconfig === 'string' ? cfg.multusKeys.kubeconfig : '';
     const host = createHost({ writeStderr: io.writeStderr, exec, connectKube: kubeConnector(warm, warmKubeconfig) });
     parts.host = host;
-    const writer = (parts.writer = startConfigWriter({ cfg, log, ...nodeWarnings(warm, io.env) }));
+    // the socket's directory, made now (listenUnix makes it too) to compare it with the host's paths
+    mkdirSync(cfg.socketDir, { recursive: true, mode: 0o700 });
+    const shim = shimSocketDir(cfg, sameDirectory);
+    if (shim.warning) log.error(shim.warning);
+    const writerCfg = { ...cfg, daemonSocketDir: shim.dir };
+    const writer = (parts.writer = startConfigWriter({ cfg: writerCfg, log, ...nodeWarnings(warm, io.env) }));
     const multusConf = (): Buffer => {
       const path = writer.current();
       if (!path) throw new Error('no multus config is served yet (waiting for the master network config)');
