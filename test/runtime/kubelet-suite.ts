@@ -26,7 +26,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
-import { collection, docs } from '../helpers/manifests.ts';
+import { type Obj, collection, docs } from '../helpers/manifests.ts';
 import { type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/cluster.ts';
 import {
   ApiTunnel,
@@ -77,7 +77,7 @@ const claimsOf = (jwt: string): { 'kubernetes.io'?: { node?: { name?: string }; 
   JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8'));
 
 /** What kubelet could change on the machine: its sysctls, its fixed paths, KUBE-* iptables chains. */
-interface MachineState {
+export interface MachineState {
   sysctls: Record<string, string>;
   paths: Record<string, boolean>;
   kubeChains: string[];
@@ -92,7 +92,7 @@ const NODE_PATHS = [
   '/run/k8s.cni.cncf.io',
 ];
 
-async function machineState(): Promise<MachineState> {
+export async function machineState(): Promise<MachineState> {
   const sysctls: Record<string, string> = {};
   for (const key of Object.keys(KUBELET_SYSCTLS)) sysctls[key] = readFileSync(`/proc/sys/${key}`, 'utf8').trim();
   const paths: Record<string, boolean> = {};
@@ -111,7 +111,7 @@ async function machineState(): Promise<MachineState> {
 }
 
 /** Polls `check` every 250 ms until it returns a value; fails with `what` and `why()` after `timeoutMs`. */
-async function until<T>(
+export async function until<T>(
   what: string,
   timeoutMs: number,
   check: () => Promise<T | undefined>,
@@ -124,6 +124,34 @@ async function until<T>(
     if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms\n${await why()}`);
     await sleep(250);
   }
+}
+
+/**
+ * The mode's manifest of deployments/ as it is, but for the API server's address in the containers' environment
+ * (no kube-proxy serves the `kubernetes` Service IP here) and, resident, dynamic networks on (an operator's
+ * choice, off by default) driven by the pod informer alone: the resync is an hour away, so the tests' edits are
+ * seen from the informer's updates.
+ */
+export function daemonSetObjects(mode: Mode, apiPort: string): Obj[] {
+  const objs = docs(MANIFEST[mode]);
+  for (const o of objs) {
+    if (o.kind === 'ConfigMap') {
+      const data = o.data as Record<string, string>;
+      const conf = JSON.parse(data['daemon-config.json']!) as Record<string, unknown>;
+      data['daemon-config.json'] = JSON.stringify({ ...conf, dynamicNetworks: true, dynamicNetworksPollSeconds: 3600 });
+    }
+    if (o.kind === 'DaemonSet') {
+      const spec = (o as any).spec.template.spec;
+      for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+        c.env = [
+          ...(c.env ?? []),
+          { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+          { name: 'KUBERNETES_SERVICE_PORT', value: apiPort },
+        ];
+      }
+    }
+  }
+  return objs;
 }
 
 export function kubeletSuite(mode: Mode): void {
@@ -205,32 +233,7 @@ function suiteBody(mode: Mode): void {
     await node.startKubelet(cluster);
     await node.startDraDriver(cluster);
 
-    // the mode's manifest as it is, but for the API server's address
-    const port = new URL(cluster.server).port;
-    for (const o of docs(MANIFEST[mode])) {
-      if (o.kind === 'ConfigMap') {
-        // resident: dynamic networks on (an operator's choice, off by default), driven by the pod informer
-        // alone: the resync is an hour away, so the tests' edits are seen from the informer's updates
-        const data = o.data as Record<string, string>;
-        const conf = JSON.parse(data['daemon-config.json']!) as Record<string, unknown>;
-        data['daemon-config.json'] = JSON.stringify({
-          ...conf,
-          dynamicNetworks: true,
-          dynamicNetworksPollSeconds: 3600,
-        });
-      }
-      if (o.kind === 'DaemonSet') {
-        const spec = (o as any).spec.template.spec;
-        for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
-          c.env = [
-            ...(c.env ?? []),
-            { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
-            { name: 'KUBERNETES_SERVICE_PORT', value: port },
-          ];
-        }
-      }
-      await cluster.admin.post(collection(o), o);
-    }
+    for (const o of daemonSetObjects(mode, new URL(cluster.server).port)) await cluster.admin.post(collection(o), o);
     await ensureNamespace(cluster, ns);
   }, 300_000);
 

@@ -57,10 +57,22 @@ export const KUBELET_SYSCTLS: Readonly<Record<string, string>> = {
 /** Where kubelet reads static pod manifests, as the node sees it. */
 export const STATIC_POD_DIR = '/etc/kubernetes/manifests';
 
-/** The node's address (on a veth end in its network namespace) and the link's names. */
+/**
+ * The default node's address (on a veth end in its network namespace) and the link's names. The two-node tier
+ * (kubelet-cluster.ts) gives each of its nodes others (`NodeOptions`), so its nodes and the default one never
+ * share a name or an address.
+ */
 export const NODE_IP = '10.249.255.1';
 export const NODE_LINK = 'mtsnode0';
 export const NODE_LINK_PEER = 'mtsnode1';
+
+/** A node's name in the API, its address and the names of its veth pair (defaults: the constants above). */
+export interface NodeOptions {
+  name?: string;
+  ip?: string;
+  link?: string;
+  linkPeer?: string;
+}
 
 /** What the node needs besides the runtime tier's requirements, for `needs(...)`. */
 export function nodeRequirements(): Requirement[] {
@@ -85,9 +97,22 @@ interface Proc {
 
 export class NodeRuntime extends Runtime {
   /** The node's name in the API. */
-  readonly nodeName = `mts-node-${this.id}`;
+  readonly nodeName: string;
+  /** Its address (kubelet's --node-ip), on `link` in its network namespace. */
+  readonly nodeIp: string;
+  /** The node's veth pair in its network namespace (`linkPeer` is the macvlan master of the tiers' NADs). */
+  readonly link: string;
+  readonly linkPeer: string;
   private holder: ChildProcess | undefined;
   private readonly procs = new Map<string, Proc>();
+
+  constructor(o: NodeOptions = {}) {
+    super();
+    this.nodeName = o.name ?? `mts-node-${this.id}`;
+    this.nodeIp = o.ip ?? NODE_IP;
+    this.link = o.link ?? NODE_LINK;
+    this.linkPeer = o.linkPeer ?? NODE_LINK_PEER;
+  }
 
   /**
    * Makes the node one a Multus DaemonSet installs: the fixture's copy of the plugin removed (the DaemonSet puts
@@ -188,9 +213,9 @@ export class NodeRuntime extends Runtime {
       await writeFile(file, `${value}\n`, { mode: 0o600 });
       await inNode(['mount', '--bind', file, `/proc/sys/${key}`]);
     }
-    await runOk('ip', ['-n', this.hostNs, 'link', 'add', NODE_LINK, 'type', 'veth', 'peer', 'name', NODE_LINK_PEER]);
-    await runOk('ip', ['-n', this.hostNs, 'addr', 'add', `${NODE_IP}/24`, 'dev', NODE_LINK]);
-    for (const l of [NODE_LINK, NODE_LINK_PEER]) await runOk('ip', ['-n', this.hostNs, 'link', 'set', l, 'up']);
+    await runOk('ip', ['-n', this.hostNs, 'link', 'add', this.link, 'type', 'veth', 'peer', 'name', this.linkPeer]);
+    await runOk('ip', ['-n', this.hostNs, 'addr', 'add', `${this.nodeIp}/24`, 'dev', this.link]);
+    for (const l of [this.link, this.linkPeer]) await runOk('ip', ['-n', this.hostNs, 'link', 'set', l, 'up']);
     return this;
   }
 
@@ -241,7 +266,7 @@ export class NodeRuntime extends Runtime {
       `--kubeconfig=${cluster.adminKubeconfig}`,
       `--container-runtime-endpoint=unix://${this.socket}`,
       `--hostname-override=${this.nodeName}`,
-      `--node-ip=${NODE_IP}`,
+      `--node-ip=${this.nodeIp}`,
       '--root-dir=/var/lib/kubelet',
       '--fail-swap-on=false',
       '--cgroup-driver=cgroupfs',
@@ -299,6 +324,14 @@ export class NodeRuntime extends Runtime {
       }
       await sleep(100);
     }
+  }
+
+  /** SIGKILLs kubelet (a power-off's first step: node-power.ts); resolves once it is gone. */
+  async killKubelet(): Promise<void> {
+    const k = this.procs.get('kubelet');
+    if (!k || k.child.exitCode !== null || k.child.signalCode !== null) return;
+    k.child.kill('SIGKILL');
+    await k.exited;
   }
 
   /** The last lines of a process's log (`kubelet`, `kube-scheduler`, ...). */
