@@ -18,8 +18,8 @@ export const description =
   'host-local NADs each on a kubelet + containerd node, Multus installed by its DaemonSet: thin_ts, resident_ts, ' +
   "go_thin, go_thick (Go Multus v4.3.0; go_thick_300mi: with our daemon's resources), interleaved A B C D E E D C B A";
 
-/** Builds the two images into `dir`; their tarballs. */
-function images(dir, go) {
+/** Builds the two images into `dir`; their tarballs (ours, Go Multus'). */
+export function images(dir, go) {
   const ours = join(dir, 'image-ts');
   const r = spawnSync('bash', [join(ROOT, 'scripts/image.sh')], {
     env: { ...process.env, MULTUS_TS_IMAGE_DIR: ours },

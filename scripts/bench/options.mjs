@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 
 /** The scenarios `--scenario` names (`all` runs delegates-only and kubernetes). */
-export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'density'];
+export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'density', 'cluster'];
 const DENSITY_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick', 'go_thick_300mi'];
 const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'];
 
@@ -27,7 +27,13 @@ export function usage(code) {
       `  --density-modes A,B  modes, in this order (then reversed), default ${DENSITY_MODES.join(',')}\n` +
       `  --no-burst           no reboot burst (and no faults) in each mode's second run\n` +
       `  --faults A,B|none    faults, each in a burst of its own, default ${FAULTS.join(',')}\n` +
-      `  --fault-modes A,B    the modes that get the faults, default thin_ts,resident_ts (the modes we ship)\n`,
+      `  --fault-modes A,B    the modes that get the faults, default thin_ts,resident_ts (the modes we ship)\n` +
+      `scenario cluster (only when asked for: --scenario cluster; root, the kubelet node's peers, Go; builds kwok):\n` +
+      `  --nodes N            nodes, N-1 of them simulated by kwok, default 1000\n` +
+      `  --pods-per-node M    pods per node, default 30\n` +
+      `  --nads K             NetworkAttachmentDefinitions across the namespaces, default 1000\n` +
+      `  --rest-seconds S     the window at rest, default 120\n` +
+      `  --node-lock FILE     hold FILE (flock) while the real node runs (a shared machine's kubelet lock)\n`,
   );
   process.exit(code);
 }
@@ -50,6 +56,11 @@ function defaults() {
     burst: true,
     faults: FAULTS,
     faultModes: ['thin_ts', 'resident_ts'],
+    nodes: 1000,
+    podsPerNode: 30,
+    nads: 1000,
+    restSeconds: 120,
+    nodeLock: null,
   };
 }
 
@@ -75,6 +86,11 @@ export function parseArgs(argv) {
     else if (k === '--rss-go') o.rssGo = true;
     else if (k === '--pods') o.pods = int();
     else if (k === '--no-burst') o.burst = false;
+    else if (k === '--nodes') o.nodes = int();
+    else if (k === '--pods-per-node') o.podsPerNode = int();
+    else if (k === '--nads') o.nads = int();
+    else if (k === '--rest-seconds') o.restSeconds = int();
+    else if (k === '--node-lock') o.nodeLock = resolve(next());
     else if (k === '--faults') {
       const v = next();
       o.faults = v === 'none' ? [] : v.split(',');
@@ -94,7 +110,7 @@ export function parseArgs(argv) {
       usage(2);
     }
   }
-  if (o.rounds < 1 || o.k8sRounds < 1) usage(2);
+  if (o.rounds < 1 || o.k8sRounds < 1 || o.nodes < 1 || o.podsPerNode < 1 || o.nads < 2) usage(2);
   if (o.scenario !== null && !['all', ...SCENARIO_NAMES].includes(o.scenario)) {
     process.stderr.write(`bench: unknown scenario ${o.scenario}\n`);
     usage(2);
