@@ -74,14 +74,14 @@ export interface NodeOptions {
   linkPeer?: string;
 }
 
-/** What the node needs besides the runtime tier's requirements, for `needs(...)`. */
-export function nodeRequirements(): Requirement[] {
+/** What the node needs besides the runtime tier's requirements, for `needs(...)` (`dra`: the DRA driver too). */
+export function nodeRequirements(dra = true): Requirement[] {
   const build = 'bash test/runtime/build.sh --kubelet';
   return [
     fileExists(KUBELET_BIN, `kubelet (${build})`),
     fileExists(CONTROLLER_MANAGER_BIN, `kube-controller-manager (${build})`),
     fileExists(SCHEDULER_BIN, `kube-scheduler (${build})`),
-    fileExists(DRA_DRIVER_BIN, 'the DRA driver (bash test/runtime/build-dra-driver.sh)'),
+    ...(dra ? [fileExists(DRA_DRIVER_BIN, 'the DRA driver (bash test/runtime/build-dra-driver.sh)')] : []),
     fileExists('/usr/bin/unshare', 'unshare (util-linux)'),
     fileExists('/usr/bin/umoci', 'umoci, to build the image (apt-get install umoci)'),
   ];
@@ -151,15 +151,31 @@ export class NodeRuntime extends Runtime {
     return join(this.root, p);
   }
 
+  /**
+   * The node's own layer of a path under /etc, /opt, /run or /var (its overlay's upper dir): what the node wrote
+   * there, without what shows through from the machine's dir below (other tests' files in /var/lib/cni, ...).
+   */
+  ownPath(p: string): string {
+    const [, top, ...rest] = p.split('/');
+    if (!['etc', 'opt', 'run', 'var'].includes(top ?? '')) throw new Error(`${p} is not in the node's overlays`);
+    return join(this.dir, 'node', top!, 'upper', ...rest);
+  }
+
   /** Where containerd puts the pods' network namespaces, as the node sees it (the default on a node). */
   override get netnsDir(): string {
     return '/run/netns';
   }
 
-  /** The pods' network namespace files (containerd names them cni-<uuid>), read through the node's root. */
+  /**
+   * The pods' network namespace files (containerd names them cni-<uuid>), from the node's own /run layer (the
+   * machine's /run/netns shows through the overlay's lower dir).
+   */
   override async netnsFiles(): Promise<string[]> {
-    const names = await readdir(this.path(this.netnsDir)).catch(() => [] as string[]);
-    return names.filter((n) => n.startsWith('cni-')).sort();
+    const entries = await readdir(this.ownPath(this.netnsDir), { withFileTypes: true }).catch(() => []);
+    return entries
+      .filter((e) => e.isFile() && e.name.startsWith('cni-'))
+      .map((e) => e.name)
+      .sort();
   }
 
   protected override cniDirs(): { bin: string; conf: string } {

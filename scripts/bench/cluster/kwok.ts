@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Cluster } from '../../../test/k8s/cluster.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-export const NETWORKS = 'k8s.v1.cni.cncf.io/networks';
+const NETWORKS = 'k8s.v1.cni.cncf.io/networks';
 /** The NADs every pod requests (the real node's pods get them from its macvlan + host-local). */
 export const POD_NADS = ['net-0', 'net-1'];
 
@@ -78,7 +78,7 @@ export class Api {
 }
 
 /** Runs `fn` over `items`, `width` at a time. */
-export async function pool<T>(items: T[], width: number, fn: (x: T, i: number) => Promise<void>): Promise<void> {
+async function pool<T>(items: T[], width: number, fn: (x: T, i: number) => Promise<void>): Promise<void> {
   let next = 0;
   const worker = async () => {
     for (let i = next++; i < items.length; i = next++) await fn(items[i]!, i);
@@ -142,7 +142,7 @@ export async function createNodes(api: Api, n: number): Promise<void> {
 }
 
 /** A NAD's config: macvlan on `master` with host-local in a /16 of its own (the pods' two share theirs). */
-export function nadConfig(name: string, j: number, master: string): string {
+function nadConfig(name: string, j: number, master: string): string {
   return JSON.stringify({
     cniVersion: '1.0.0',
     name,
@@ -177,23 +177,22 @@ export async function deleteExtraNads(api: Api, namespaces: string[]): Promise<v
   });
 }
 
-/** The namespaces `cl-0..`, each once its default service account exists (pods need it). */
+/**
+ * The namespaces `cl-0..`, each with its default service account (pods need it; the controller-manager that would
+ * make it starts with the real node, later).
+ */
 export async function createNamespaces(api: Api, count: number): Promise<string[]> {
   const names = Array.from({ length: count }, (_, i) => `cl-${i}`);
   await pool(names, 16, async (ns) => {
     await api.ok('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, [409]);
-  });
-  await pool(names, 16, async (ns) => {
-    for (let i = 0; (await api.call('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status !== 200; i++) {
-      if (i > 240) throw new Error(`no default service account in ${ns} after 60 s`);
-      await sleep(250);
-    }
+    const sa = { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: ns } };
+    await api.ok('POST', `/api/v1/namespaces/${ns}/serviceaccounts`, sa, [409]);
   });
   return names;
 }
 
 /** A pod of the workload: on `node`, requesting the two NADs of its namespace. */
-export function podObject(name: string, ns: string, node: string, image: string): unknown {
+function podObject(name: string, ns: string, node: string, image: string): unknown {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -264,7 +263,7 @@ export async function untilAllRunning(api: Api, timeoutMs: number): Promise<void
 }
 
 /** The workload's pods on `node` as the API has them. */
-export async function podsOn(api: Api, node: string): Promise<any[]> {
+async function podsOn(api: Api, node: string): Promise<any[]> {
   const q = `labelSelector=app%3Dcluster-bench&fieldSelector=spec.nodeName%3D${node}`;
   return (await api.ok('GET', `/api/v1/pods?${q}`)).items as any[];
 }

@@ -11,7 +11,7 @@ import type { Cluster } from '../../../test/k8s/cluster.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The users the audit policy logs: ours and Go Multus' service accounts. */
-export const MULTUS_USERS = ['system:serviceaccount:kube-system:multus-ts', 'system:serviceaccount:kube-system:multus'];
+const MULTUS_USERS = ['system:serviceaccount:kube-system:multus-ts', 'system:serviceaccount:kube-system:multus'];
 
 /** An audit policy that logs Multus' requests (level Metadata) and nothing else. */
 export const AUDIT_POLICY =

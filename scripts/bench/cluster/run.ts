@@ -94,7 +94,7 @@ async function main(): Promise<void> {
   await mkdir(a.dir, { recursive: true });
   const policy = join(a.dir, 'audit-policy.yaml');
   await writeFile(policy, AUDIT_POLICY, { mode: 0o600 });
-  const nsCount = Math.max(1, Math.min(100, Math.floor(a.nads / POD_NADS.length)));
+  const nsCount = Math.max(1, Math.min(100, Math.floor(a.nads / 10)));
   const perNs = Math.max(POD_NADS.length, Math.floor(a.nads / nsCount));
   const out: any = {
     nodes: a.nodes,
