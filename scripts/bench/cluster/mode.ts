@@ -40,6 +40,8 @@ import {
 } from './measure.ts';
 
 export type BenchMode = 'resident_ts' | 'go_thick';
+/** The kwok pods' image: never pulled, kwok runs nothing. */
+export const FAKE_IMAGE = 'registry.invalid/fake:1';
 /** The port of Multus' relay in the real node's network namespace (its containers' KUBERNETES_SERVICE_PORT). */
 export const RELAY_PORT = 16443;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -163,7 +165,12 @@ async function churn(c: Ctx, round: number): Promise<any> {
   c.say(`${c.mode}: churn of ${gone.length} pods (${real} on the real node)`);
   const t0 = Date.now();
   const at = bytesNow(c.relay);
-  await Promise.all([deletePods(c.api, gone, 24), createPods(c.api, made, 'registry.invalid/fake:1', 24)]);
+  const [onReal, onKwok] = [made.filter((p) => p.node === c.w.realNode), made.filter((p) => p.node !== c.w.realNode)];
+  await Promise.all([
+    deletePods(c.api, gone, 24),
+    createPods(c.api, onKwok, FAKE_IMAGE, 24),
+    createPods(c.api, onReal, c.n.node.sandboxImage, 4),
+  ]);
   await untilAllRunning(c.api, 900_000);
   await untilNodePods(c.api, c.w.realNode, c.w.byNode.get(c.w.realNode)!.length, 600_000, realReady);
   await sleep(5000); // the last status writes and events

@@ -18,7 +18,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApiTunnel } from '../../../test/e2e-k8s/world.ts';
 import { type Cluster, startCluster } from '../../../test/k8s/cluster.ts';
-import { type Node, startNode, stopNode } from '../density/node-ops.ts';
+import { startNode, stopNode } from '../density/node-ops.ts';
 import {
   Api,
   POD_NADS,
@@ -31,7 +31,7 @@ import {
   untilAllRunning,
 } from './kwok.ts';
 import { AUDIT_POLICY } from './measure.ts';
-import { type BenchMode, type Workload, RELAY_PORT, measureMode } from './mode.ts';
+import { type BenchMode, FAKE_IMAGE, type Workload, RELAY_PORT, measureMode } from './mode.ts';
 
 const say = (s: string) => process.stderr.write(`bench cluster: ${s}\n`);
 const load = () => Math.round(loadavg()[0]! * 100) / 100;
@@ -76,7 +76,7 @@ async function simulated(a: Args, cluster: Cluster, api: Api, w: Workload): Prom
     w.namespaces,
   );
   say(`kwok: ${kwokPods.length} pods`);
-  await createPods(api, kwokPods, 'registry.invalid/fake:1');
+  await createPods(api, kwokPods, FAKE_IMAGE);
   await untilAllRunning(api, 1_800_000);
   w.byNode = new Map();
   for (const p of kwokPods) w.byNode.set(p.node, [...(w.byNode.get(p.node) ?? []), p]);
@@ -87,6 +87,15 @@ async function simulated(a: Args, cluster: Cluster, api: Api, w: Workload): Prom
     pods_running_s: Math.round((t2 - t1) / 1000),
     load_after: load(),
   };
+}
+
+/** What to stop, last made first: run on the way out, and on SIGTERM/SIGINT (kwok has no watchdog of its own). */
+const cleanups: (() => Promise<void> | void)[] = [];
+async function cleanUp(): Promise<void> {
+  for (const f of cleanups.splice(0).reverse()) await Promise.resolve(f()).catch((e: Error) => say(e.message));
+}
+for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(sig, () => void cleanUp().finally(() => process.exit(1)));
 }
 
 async function main(): Promise<void> {
@@ -115,22 +124,26 @@ async function main(): Promise<void> {
       '--max-mutating-requests-inflight=400',
     ],
   });
+  cleanups.push(() => cluster.stop());
   const api = new Api(cluster);
+  cleanups.push(() => api.close());
   const kwok = startKwok(join(a.kwok, 'kwok'), join(a.kwok, 'stages.yaml'), cluster, a.dir);
-  let n: Node | undefined;
-  let lock: { release(): void } | undefined;
-  const relay = new ApiTunnel();
+  cleanups.push(() => kwok.stop());
   try {
     const namespaces = await createNamespaces(api, nsCount);
     const w: Workload = { namespaces, perNs, byNode: new Map(), realNode: REAL.name, master: REAL.linkPeer };
     out.simulated = await simulated(a, cluster, api, w);
     if (a.nodeLock) {
       say(`waiting for ${a.nodeLock}`);
-      lock = await holdLock(a.nodeLock);
+      const lock = await holdLock(a.nodeLock);
+      cleanups.push(() => lock.release());
     }
     say('the real node');
-    n = await startNode(cluster, a.images, REAL);
+    const n = await startNode(cluster, a.images, REAL);
+    cleanups.push(() => stopNode(cluster, n));
     // Multus' own relay into the node: its bytes counted apart from kubelet's
+    const relay = new ApiTunnel();
+    cleanups.push(() => relay.close());
     await relay.open(cluster, n.node.hostNs, n.node.dir, RELAY_PORT);
     w.byNode.set(REAL.name, slots([REAL.name], a.podsPerNode, namespaces));
     out.modes = {};
@@ -141,12 +154,7 @@ async function main(): Promise<void> {
       await writeFile(join(a.dir, `${mode}.json`), JSON.stringify(out.modes[mode]) + '\n');
     }
   } finally {
-    if (n) await stopNode(cluster, n).catch((e: Error) => say(`stop node: ${e.message}`));
-    await relay.close();
-    lock?.release();
-    await kwok.stop();
-    api.close();
-    await cluster.stop();
+    await cleanUp();
   }
   out.load_end = load();
   process.stdout.write(JSON.stringify(out) + '\n');
