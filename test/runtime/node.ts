@@ -252,8 +252,9 @@ export class NodeRuntime extends Runtime {
    * The DaemonSet controller (with the service-account and root-CA publishers that a pod's API token volume
    * needs, and the node lifecycle controller) and the scheduler, in the machine's namespaces against the cluster's API server.
    */
-  async startControlPlane(cluster: Cluster): Promise<void> {
+  async startControlPlane(cluster: Cluster, controllerManagerArgs: string[] = []): Promise<void> {
     await this.startProc('kube-controller-manager', CONTROLLER_MANAGER_BIN, [
+      ...controllerManagerArgs,
       `--kubeconfig=${cluster.adminKubeconfig}`,
       '--leader-elect=false',
       // the node lifecycle controller lifts the not-ready taint kubelet registers the node with; the resource

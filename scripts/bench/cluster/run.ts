@@ -139,7 +139,9 @@ async function main(): Promise<void> {
       cleanups.push(() => lock.release());
     }
     say('the real node');
-    const n = await startNode(cluster, a.images, REAL);
+    // kwok renews 1,000 leases every 10 s; on a loaded machine one can be late, and the node lifecycle controller
+    // would then taint its node and evict its pods after 5 min: a churn the bench did not make
+    const n = await startNode(cluster, a.images, REAL, ['--node-monitor-grace-period=1h']);
     cleanups.push(() => stopNode(cluster, n));
     // Multus' own relay into the node: its bytes counted apart from kubelet's
     const relay = new ApiTunnel();

@@ -34,8 +34,16 @@ export async function until<T>(what: string, timeoutMs: number, check: () => Pro
   }
 }
 
-/** A new node with the cluster network (bridge + host-local), the images, kubelet Ready. */
-export async function startNode(cluster: Cluster, images: string[], opts: NodeOptions = {}): Promise<Node> {
+/**
+ * A new node with the cluster network (bridge + host-local), the images, kubelet Ready (`controllerManagerArgs`:
+ * more flags for the control plane's kube-controller-manager).
+ */
+export async function startNode(
+  cluster: Cluster,
+  images: string[],
+  opts: NodeOptions = {},
+  controllerManagerArgs: string[] = [],
+): Promise<Node> {
   const node = await new NodeRuntime(opts).prepare();
   await node.forDaemonSet(CLUSTER_NET, BRIDGE, '10.240.0.0/16');
   // the CNI caches on a filesystem of their own, so that the cache-full fault can fill it (burst.ts)
@@ -46,7 +54,7 @@ export async function startNode(cluster: Cluster, images: string[], opts: NodeOp
   for (const tar of images) await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', tar]);
   const tunnel = new ApiTunnel();
   await tunnel.open(cluster, node.hostNs, node.dir);
-  await node.startControlPlane(cluster);
+  await node.startControlPlane(cluster, controllerManagerArgs);
   await node.startKubelet(cluster, 120_000);
   return { node, tunnel };
 }
