@@ -6,10 +6,10 @@
  * resident_ts and go_thick in turn on the real node. This side builds kwok and the two images (density.mjs) and
  * runs scripts/bench/cluster/run.ts, which prints the `cluster` object.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, fail, parseJson, say } from './common.mjs';
+import { ROOT, fail, runTs, say } from './common.mjs';
 import { images } from './density.mjs';
 import { gomultusDir } from './resident.mjs';
 
@@ -49,17 +49,6 @@ export async function runCluster({ opts, node, tmp }) {
     ...(opts.nodeLock ? { nodeLock: opts.nodeLock } : {}),
   };
   say(`cluster: N=${opts.nodes} M=${opts.podsPerNode} K=${opts.nads}`);
-  const flags = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning'];
-  const out = await new Promise((resolve, reject) => {
-    const c = spawn(node, [...flags, RUNNER, JSON.stringify(args)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, NODE_OPTIONS: '' },
-    });
-    let stdout = '';
-    c.stdout.on('data', (b) => (stdout += b));
-    c.on('error', reject);
-    c.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`cluster/run.ts exited ${code}`))));
-  });
-  const line = String(out).trim().split('\n').pop();
-  return { scenario_description: description, ...(parseJson(line) ?? fail(`cluster: not JSON: ${line}`)) };
+  const out = await runTs(node, RUNNER, args, 'cluster/run.ts');
+  return { scenario_description: description, ...out };
 }

@@ -24,6 +24,17 @@ export const INTER = 'mtsx0';
 /** whereabouts' pool of the secondary network `wb`, one for the whole cluster. */
 export const WB_RANGE = '10.253.0.0/24';
 
+/** A NAD for pods on either node: macvlan on the link between the nodes, whereabouts' pool `range`. */
+export const whereaboutsNad = (cluster: Cluster, ns: string, name: string, range: string) =>
+  createNad(cluster, ns, name, {
+    cniVersion: '1.0.0',
+    name,
+    type: 'macvlan',
+    master: INTER,
+    mode: 'bridge',
+    ipam: { type: 'whereabouts', range, log_level: 'error' },
+  });
+
 export interface Placed {
   p: PodRef;
   node: NodeRuntime;
@@ -335,14 +346,7 @@ function residentCases(
     ]);
 
   it("dynamic networks: each node's daemon plugs and unplugs its own pods' networks only", async () => {
-    await createNad(k.cluster(), k.ns, 'wb2', {
-      cniVersion: '1.0.0',
-      name: 'wb2',
-      type: 'macvlan',
-      master: INTER,
-      mode: 'bridge',
-      ipam: { type: 'whereabouts', range: '10.253.1.0/24', log_level: 'error' },
-    });
+    await whereaboutsNad(k.cluster(), k.ns, 'wb2', '10.253.1.0/24');
     for (const [name, node, other] of [
       ['a1', nodeA(), nodeB()],
       ['b1', nodeB(), nodeA()],

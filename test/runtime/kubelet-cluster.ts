@@ -21,11 +21,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
 import { collection } from '../helpers/manifests.ts';
 import { type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/cluster.ts';
-import { ApiTunnel, NETWORKS_ANNOTATION, type PodRef, createNad, ensureNamespace } from '../e2e-k8s/world.ts';
+import { ApiTunnel, NETWORKS_ANNOTATION, type PodRef, ensureNamespace } from '../e2e-k8s/world.ts';
 import { run as runProcess } from '../e2e/helpers.ts';
 import { type NodeOptions, NodeRuntime, nodeRequirements } from './node.ts';
 import { installWhereabouts } from './kubelet-peers.ts';
-import { type MachineState, type Mode, daemonSetObjects, machineState, until } from './kubelet-suite.ts';
+import {
+  type MachineState,
+  type Mode,
+  daemonSetObjects,
+  machineState,
+  until,
+  untilDefaultServiceAccount,
+} from './kubelet-suite.ts';
 import {
   BRIDGE,
   BUSYBOX,
@@ -36,6 +43,7 @@ import {
   type Placed,
   WB_RANGE,
   nodeCases,
+  whereaboutsNad,
 } from './kubelet-cluster-cases.ts';
 import { CTR_BIN, MULTUS_BIN, REPO_ROOT, childEnv, runOk, runtimeRequirements } from './runtime.ts';
 
@@ -125,23 +133,8 @@ function clusterBody(mode: Mode): void {
     }
     for (const o of daemonSetObjects(mode, new URL(cluster.server).port)) await cluster.admin.post(collection(o), o);
     await ensureNamespace(cluster, ns);
-    await createNad(cluster, ns, 'wb', {
-      cniVersion: '1.0.0',
-      name: 'wb',
-      type: 'macvlan',
-      master: INTER,
-      mode: 'bridge',
-      ipam: { type: 'whereabouts', range: WB_RANGE, log_level: 'error' },
-    });
-    // the ServiceAccount admission plugin needs the namespace's default account (the controller makes it)
-    await until(
-      'the default service account',
-      30_000,
-      async () =>
-        (await cluster.admin.request('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status === 200 ||
-        undefined,
-      logs,
-    );
+    await whereaboutsNad(cluster, ns, 'wb', WB_RANGE);
+    await untilDefaultServiceAccount(cluster, ns, logs);
   }, 300_000);
 
   afterAll(async () => {

@@ -26,7 +26,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
-import { type Obj, collection, docs } from '../helpers/manifests.ts';
+import { type Obj, collection, docs, withApiServer } from '../helpers/manifests.ts';
 import { type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/cluster.ts';
 import {
   ApiTunnel,
@@ -140,19 +140,20 @@ export function daemonSetObjects(mode: Mode, apiPort: string): Obj[] {
       const conf = JSON.parse(data['daemon-config.json']!) as Record<string, unknown>;
       data['daemon-config.json'] = JSON.stringify({ ...conf, dynamicNetworks: true, dynamicNetworksPollSeconds: 3600 });
     }
-    if (o.kind === 'DaemonSet') {
-      const spec = (o as any).spec.template.spec;
-      for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
-        c.env = [
-          ...(c.env ?? []),
-          { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
-          { name: 'KUBERNETES_SERVICE_PORT', value: apiPort },
-        ];
-      }
-    }
   }
-  return objs;
+  return withApiServer(objs, apiPort);
 }
+
+/** The ServiceAccount admission plugin needs the namespace's default account (the controller makes it). */
+export const untilDefaultServiceAccount = (cluster: Cluster, ns: string, why: () => Promise<string>) =>
+  until(
+    `the default service account of ${ns}`,
+    30_000,
+    async () =>
+      (await cluster.admin.request('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status === 200 ||
+      undefined,
+    why,
+  );
 
 export function kubeletSuite(mode: Mode): void {
   const ready = needs(
@@ -453,15 +454,7 @@ function suiteBody(mode: Mode): void {
 
   it('a pod requesting a NAD gets eth0 and net1, its network-status and events; deleting it leaves nothing', async () => {
     await macvlanNad('mv', 1);
-    // the ServiceAccount admission plugin needs the namespace's default account (the controller makes it)
-    await until(
-      'the default service account',
-      30_000,
-      async () =>
-        (await cluster.admin.request('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status === 200 ||
-        undefined,
-      logs,
-    );
+    await untilDefaultServiceAccount(cluster, ns, logs);
     const pod = await runNadPod('pod-nad');
     if (mode === 'resident') {
       expect(await daemonLog(`ADD ${pod.sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);

@@ -7,9 +7,9 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { Agent, request } from 'node:https';
+import { Agent } from 'node:https';
 import { join } from 'node:path';
-import type { Cluster } from '../../../test/k8s/cluster.ts';
+import { type Cluster, KubeClient } from '../../../test/k8s/cluster.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const NETWORKS = 'k8s.v1.cni.cncf.io/networks';
@@ -19,47 +19,14 @@ export const POD_NADS = ['net-0', 'net-1'];
 /** A kept-alive admin client: `call` resolves to the status and the parsed body, never rejects on a status. */
 export class Api {
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 48 });
-  private readonly url: URL;
-  private readonly ca: Buffer;
-  constructor(private readonly cluster: Cluster) {
-    this.url = new URL(cluster.server);
-    this.ca = readFileSync(cluster.caFile);
+  private readonly client: KubeClient;
+  constructor(cluster: Cluster) {
+    const ca = readFileSync(cluster.caFile, 'utf8');
+    this.client = new KubeClient(cluster.server, ca, { token: cluster.adminToken }, this.agent);
   }
-  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    return new Promise((resolve, reject) => {
-      const req = request(
-        {
-          host: this.url.hostname,
-          port: this.url.port,
-          method,
-          path,
-          ca: this.ca,
-          agent: this.agent,
-          headers: {
-            authorization: `Bearer ${this.cluster.adminToken}`,
-            accept: 'application/json',
-            ...(data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {}),
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let parsed: any = text;
-            try {
-              parsed = text ? JSON.parse(text) : undefined;
-            } catch {
-              // not JSON
-            }
-            resolve({ status: res.statusCode ?? 0, body: parsed });
-          });
-        },
-      );
-      req.on('error', reject);
-      req.end(data);
-    });
+  async call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const r = await this.client.request(method, path, body, undefined, 120_000);
+    return { status: r.status, body: r.body };
   }
   /** `call`, retried on 429/5xx and connection errors (a loaded API server); throws on another failure. */
   async ok(method: string, path: string, body?: unknown, accept: number[] = []): Promise<any> {

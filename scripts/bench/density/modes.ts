@@ -12,7 +12,7 @@
  * with Multus' own resource requests and limits. The one change to every manifest, the one an operator without
  * kube-proxy makes: the containers' KUBERNETES_SERVICE_HOST/PORT name the API server's address.
  */
-import { collection, docs, type Obj } from '../../../test/helpers/manifests.ts';
+import { collection, docs, type Obj, withApiServer } from '../../../test/helpers/manifests.ts';
 
 export const MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick', 'go_thick_300mi'] as const;
 export type Mode = (typeof MODES)[number];
@@ -176,17 +176,7 @@ export function modeObjects(mode: Mode, apiPort: string): { url: string; obj: Ob
       : mode.startsWith('go_thick')
         ? goThick(mode)
         : docs(mode === 'thin_ts' ? 'multus-ts-thin.yml' : 'multus-ts-resident.yml');
-  for (const o of objs) {
-    if (o.kind !== 'DaemonSet') continue;
-    const spec = (o as any).spec.template.spec;
-    for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
-      c.env = [
-        ...(c.env ?? []),
-        { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
-        { name: 'KUBERNETES_SERVICE_PORT', value: apiPort },
-      ];
-    }
-  }
+  withApiServer(objs, apiPort);
   return objs.map((obj) => ({ url: collection(obj), obj }));
 }
 
