@@ -63,8 +63,35 @@ function checkVersion(r) {
   if (r.status !== 0 || !j || !Array.isArray(j.supportedVersions)) fail(`multus VERSION: ${show('VERSION', r)}`);
 }
 
-/** The units of a round; each returns {sample key: run}. */
-function units(sc, { exe, node, stripped, delegate }) {
+/** VERSION and ADD+DEL of `exe`, its sample keys prefixed with `p` (`before_` for --before's build). */
+function multusUnits(sc, exe, p) {
+  const what = p ? 'multus (--before)' : 'multus';
+  return [
+    {
+      name: `${p}version`,
+      fn: () => {
+        const r = timed(exe, [], { ...sc.baseEnv, CNI_COMMAND: 'VERSION' }, sc.versionInput);
+        checkVersion(r);
+        return { [`${p}version`]: r };
+      },
+    },
+    {
+      name: `${p}add+del`,
+      keys: [`${p}add`, `${p}del`],
+      fn: () => {
+        const pod = sc.newPod();
+        const a = timed(exe, [], sc.env('ADD', pod), sc.confBytes);
+        checkAdd(what, a);
+        const d = timed(exe, [], sc.env('DEL', pod), sc.confBytes);
+        checkDel(what, d);
+        return { [`${p}add`]: a, [`${p}del`]: d };
+      },
+    },
+  ];
+}
+
+/** The units of a round; each returns {sample key: run} (its `keys`, else its name). */
+function units(sc, { exe, node, stripped, delegate, opts }) {
   const floor = (key, file) => ({
     name: key,
     fn: () => {
@@ -84,25 +111,8 @@ function units(sc, { exe, node, stripped, delegate }) {
   return [
     floor('floor', node),
     ...(stripped ? [floor('floor_stripped', stripped)] : []),
-    {
-      name: 'version',
-      fn: () => {
-        const r = timed(exe, [], { ...sc.baseEnv, CNI_COMMAND: 'VERSION' }, sc.versionInput);
-        checkVersion(r);
-        return { version: r };
-      },
-    },
-    {
-      name: 'add+del',
-      fn: () => {
-        const pod = sc.newPod();
-        const a = timed(exe, [], sc.env('ADD', pod), sc.confBytes);
-        checkAdd('multus', a);
-        const d = timed(exe, [], sc.env('DEL', pod), sc.confBytes);
-        checkDel('multus', d);
-        return { add: a, del: d };
-      },
-    },
+    ...multusUnits(sc, exe, ''),
+    ...(opts.before ? multusUnits(sc, opts.before, 'before_') : []),
     alone('ADD'),
     alone('DEL'),
   ];
@@ -128,7 +138,7 @@ async function peakRss(sc, { exe, node }, samples) {
 function measureRounds(sc, ctx) {
   const { opts, exe, node } = ctx;
   const list = units(sc, ctx);
-  const set = sampleSet(list.map((u) => u.name).flatMap((n) => (n === 'add+del' ? ['add', 'del'] : [n])));
+  const set = sampleSet(list.flatMap((u) => u.keys ?? [u.name]));
   const { samples } = set;
   say(
     `${opts.scenario}: ${exe} vs ${node} -e 0; ${opts.warmup} warm-up + ${opts.rounds} rounds of ` +
@@ -196,6 +206,7 @@ function figures(sc, ctx, { samples, ticks }, { rss, method }) {
         (k) => [k, cpu(k)],
       ),
     ),
+    ...(opts.before ? { before: beforeKeys(opts.before, samples, cpu) } : {}),
     goals: {
       overhead_median_within_10ms_of_floor: overhead.median_ms - floor.median_ms <= 10,
       peak_rss_under_60_mib: peak < 60,
@@ -203,13 +214,29 @@ function figures(sc, ctx, { samples, ticks }, { rss, method }) {
   };
 }
 
+/** --before's build, timed in the same rounds: its wall times and CPU beside this build's. */
+function beforeKeys(exe, samples, cpu) {
+  return {
+    exe,
+    version: stats(samples.before_version),
+    add: stats(samples.before_add),
+    del: stats(samples.before_del),
+    cpu_mean_ms: { version: cpu('before_version'), add: cpu('before_add'), del: cpu('before_del') },
+  };
+}
+
 /** Runs the scenario: `ctx` = {opts, tmp, exe, node, stripped, delegate, mach}; its keys of the JSON line. */
 export async function runDelegatesOnly(ctx) {
   const sc = setup(ctx);
   // Correctness first: the ADD result must be the delegate's, converted to the conf's version.
-  const pod = sc.newPod();
-  checkDelegateResult('multus', timed(ctx.exe, [], sc.env('ADD', pod), sc.confBytes));
-  checkDel('multus', timed(ctx.exe, [], sc.env('DEL', pod), sc.confBytes));
+  for (const [what, exe] of [
+    ['multus', ctx.exe],
+    ...(ctx.opts.before ? [['multus (--before)', ctx.opts.before]] : []),
+  ]) {
+    const pod = sc.newPod();
+    checkDelegateResult(what, timed(exe, [], sc.env('ADD', pod), sc.confBytes));
+    checkDel(what, timed(exe, [], sc.env('DEL', pod), sc.confBytes));
+  }
   const set = measureRounds(sc, ctx);
   const rss = await peakRss(sc, ctx, ctx.opts.rssSamples);
   return figures(sc, ctx, set, rss);

@@ -4,15 +4,16 @@
  * ADD and CHECK need a network namespace that exists. No command may be pointed at the plugin's own
  * namespace: the delegates would then configure (or, on DEL, delete) the host's interfaces. libcni's skel
  * rejects that with code 8 unless CNI_NETNS_OVERRIDE is set; we check before running anything.
+ * Tested by test/unit/host/handle.test.ts (the netns rule per command).
  */
 import { statSync } from 'node:fs';
 import { CniCode, CniError } from '../base/errors.ts';
-import type { CniRequest } from './request.ts';
+import type { CallEnv } from './request.ts';
 
 const OWN_NETNS = '/proc/self/ns/net';
 
 /** `mustExist`: ADD and CHECK need the namespace; DEL of one that is already gone is normal. */
-export function checkNetns(req: CniRequest, mustExist: boolean): void {
+export function checkNetns(req: CallEnv, mustExist: boolean): void {
   if (!req.netns) return;
   let target;
   try {

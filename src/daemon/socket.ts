@@ -3,6 +3,7 @@
  *
  * A socket file that still answers belongs to a running daemon: start-up fails rather than steal it. One that
  * refuses connections is left over from a daemon that died, and is removed.
+ * Tested by test/unit/daemon/server.test.ts, test/daemon/process.test.ts (modes, non-root refused).
  */
 import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
 import type { Server } from 'node:http';

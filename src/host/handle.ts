@@ -3,8 +3,8 @@
  *
  * The thin executable calls it once; the resident daemon calls it for every request it serves; the protocol
  * tests call it in-process. The steps: the command from CNI_COMMAND, the request (skel's env, config and
- * version rules, cni/request.ts), the multus config, the request's logger, the netns rule, the readiness rule,
- * then the command. Every failure becomes a CNI error JSON on stdout with exit code 1; anything that is not a
+ * version rules, cni/request.ts), the multus config, then the front door every call goes through (host/prepare.ts:
+ * the request's logger, the netns rule, the call context, the readiness rule), then the command. Every failure becomes a CNI error JSON on stdout with exit code 1; anything that is not a
  * CniError is code 999 and its stack goes to the log, never to stdout. Results and errors are printed indented
  * by 4 spaces, as skel prints them.
  */
@@ -13,20 +13,18 @@ import { isCniError, toCniError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { silentLogger } from '../base/log.ts';
 import { CURRENT_VERSION } from '../base/versions.ts';
-import { checkNetns } from '../cni/netns.ts';
-import type { CniRequest, Command, Env } from '../cni/request.ts';
+import type { CniRequest, Env, RequestCommand } from '../cni/request.ts';
 import { aboutText, parseCommand, parseRequest, versionInfo } from '../cni/request.ts';
 import { cmdAdd } from '../multus/commands/add.ts';
 import { cmdCheck } from '../multus/commands/check.ts';
-import type { CallContext, CommandDeps } from '../multus/commands/context.ts';
-import { callContext, noteReadiness, waitUntilReady } from '../multus/commands/context.ts';
+import type { CallContext } from '../multus/commands/context.ts';
 import { cmdDel } from '../multus/commands/del.ts';
 import { cmdGc } from '../multus/commands/gc.ts';
 import { cmdStatus } from '../multus/commands/status.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import { parseMultusConf } from '../multus/conf.ts';
 import type { Host } from './host.ts';
-import { commandDeps } from './host.ts';
+import { prepare } from './prepare.ts';
 
 export const VERSION = '0.1.0';
 
@@ -52,31 +50,18 @@ export interface CniAnswer {
   cniVersion: string;
 }
 
-type RequestCommand = Exclude<Command, 'VERSION'>;
-
-interface CommandRule {
-  cmd(ctx: CallContext<CniRequest>, deps: CommandDeps): Promise<unknown>;
-  /** ADD, STATUS and GC wait for the readiness indicator file; DEL only notes its absence; CHECK ignores it. */
-  readiness: 'wait' | 'note' | 'none';
-  /** ADD and CHECK need CNI_NETNS to exist; DEL accepts a namespace that is already gone. */
-  netnsMustExist: boolean;
-}
-
-/**
- * The dispatch table, one row per command (skel's CNIFuncs). The env table and the minimum config version of
- * each command are protocol rules and live with the request decoding in cni/request.ts.
- */
-const COMMANDS: Readonly<Record<RequestCommand, CommandRule>> = {
-  ADD: { cmd: cmdAdd, readiness: 'wait', netnsMustExist: true },
-  DEL: { cmd: cmdDel, readiness: 'note', netnsMustExist: false },
-  CHECK: { cmd: cmdCheck, readiness: 'none', netnsMustExist: true },
-  STATUS: { cmd: cmdStatus, readiness: 'wait', netnsMustExist: false },
-  GC: { cmd: cmdGc, readiness: 'wait', netnsMustExist: false },
+/** The dispatch table, one command per row (skel's CNIFuncs); each command's netns and readiness rules are prepare()'s. */
+const COMMANDS: Readonly<Record<RequestCommand, (ctx: CallContext<CniRequest>) => Promise<unknown>>> = {
+  ADD: cmdAdd,
+  DEL: cmdDel,
+  CHECK: cmdCheck,
+  STATUS: cmdStatus,
+  GC: cmdGc,
 };
 
 export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
   let cniVersion = CURRENT_VERSION;
-  let log: Logger = silentLogger;
+  let conf: MultusConf | undefined;
   try {
     const command = parseCommand(call.env);
     if (command === '') return { exitCode: 0, stdout: '', stderr: aboutText(VERSION), cniVersion };
@@ -86,15 +71,17 @@ export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
     }
     const req = parseRequest(command, call.env, call.stdin);
     cniVersion = req.cniVersion;
-    const conf = parseMultusConf(req.config);
-    log = host.logger(conf);
-    for (const warning of conf.warnings) log.warn(warning);
-    if (call.envProblem && command !== 'DEL') throw call.envProblem;
-    // DEL must complete: an ADD with these bytes was refused, so no delegate ever saw them.
-    if (call.envProblem) log.error(`${call.envProblem.msg}; DEL goes on with the value as Node decoded it`);
-    return answer(await dispatch(req, conf, commandDeps(host, call.env, log)), cniVersion);
+    conf = parseMultusConf(req.config);
+    const ctx = await prepare(host, {
+      req,
+      conf,
+      env: call.env,
+      ...(call.envProblem ? { envProblem: call.envProblem } : {}),
+    });
+    return answer(await COMMANDS[command](ctx), cniVersion);
   } catch (e) {
     const error = toCniError(e);
+    const log: Logger = conf ? host.logger(conf) : silentLogger;
     log.error(`${error.msg}${error.details ? ` (${error.details})` : ''}`);
     if (!isCniError(e) && e instanceof Error && e.stack) log.debug(e.stack);
     return { exitCode: 1, stdout: pretty(error.toJSON(cniVersion)), stderr: '', error, cniVersion };
@@ -109,16 +96,4 @@ function answer(result: unknown, cniVersion: string): CniAnswer {
 /** compat: skel prints results and errors indented by 4 spaces (types.prettyPrint). */
 function pretty(value: unknown): string {
   return JSON.stringify(value, null, 4) + '\n';
-}
-
-async function dispatch(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<unknown> {
-  const rule = COMMANDS[req.command as RequestCommand];
-  deps.log.verbose(
-    `${req.command} containerId=${req.containerId} netns=${req.netns} ifname=${req.ifName} args=${req.args}`,
-  );
-  checkNetns(req, rule.netnsMustExist);
-  const ctx = callContext(req, conf, deps); // CNI_ARGS are decoded here, before any wait (Multus' order)
-  if (rule.readiness === 'wait') await waitUntilReady(conf, deps);
-  if (rule.readiness === 'note') await noteReadiness(conf, deps);
-  return rule.cmd(ctx, deps);
 }

@@ -7,7 +7,8 @@
  * attachments a corrupt scratch cache lost). With a scratch cache no API request is made. Then it
  * deletes all of them in reverse order, keeps going past failures, and returns one error naming each failed
  * attachment (docs/behaviour.md#npwg). A corrupt cache is logged and removed once its attachments are gone, never a
- * silent success (Multus #948, #1087); a corrupt result cache that nothing else explains fails the DEL.
+ * silent success (k8snetworkplumbingwg/multus-cni#948, #1087); a corrupt result cache that nothing else explains fails
+ * the DEL.
  */
 import { listResultCaches } from '../../cni/result-cache.ts';
 import { readScratchCache, removeScratchCache } from '../scratch-cache.ts';
@@ -20,10 +21,10 @@ import { delNetwork, runtimeConfFromCache, joinErrors } from '../../cni/libcni.t
 import { removeDeviceInfo } from '../../devices/device-info.ts';
 import type { Network } from '../../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
-import type { Attachment, Delegate } from '../plan.ts';
+import type { Attachment, Delegate } from '../attachments.ts';
 import { clearClaimNetworkData } from '../claim-status.ts';
-import { fromCachedDelegate, inheritListVersion, planAttachments } from '../plan.ts';
-import type { CallContext, CommandDeps } from './context.ts';
+import { cachedRoles, fromCachedDelegates, inheritListVersion, planAttachments } from '../attachments.ts';
+import type { CallContext } from './context.ts';
 import { podTag, resolveDeps, runtimeConfFor } from './context.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 
@@ -41,8 +42,8 @@ interface DelPlan {
   scratchCorrupt: boolean;
 }
 
-export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void> {
-  const plan = await planTeardowns(ctx, deps);
+export async function cmdDel(ctx: CallContext): Promise<void> {
+  const plan = await planTeardowns(ctx);
   const failures: CniError[] = [];
   for (const { network, rt } of [...plan.teardowns].reverse()) {
     try {
@@ -54,7 +55,7 @@ export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void>
       );
     }
   }
-  await clearClaims(ctx, plan, deps);
+  await clearClaims(ctx, plan);
   finishCaches(ctx, plan, failures.length === 0);
   for (const path of sweepCacheTemps(ctx.conf.cniDir))
     ctx.net.log.verbose(`removed ${path}, left by an interrupted write`);
@@ -78,18 +79,18 @@ function removeDeviceInfoOf(ctx: CallContext, rt: RuntimeConf): void {
   if (warning) ctx.net.log.verbose(`${podTag(ctx)}: ${warning}`);
 }
 
-async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPlan> {
+async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
   const { conf, req } = ctx;
   const scratch = readScratchCache(conf.cniDir, req.containerId);
   let delegates: Delegate[];
   if (scratch.kind === 'ok') {
-    delegates = scratch.value.map(fromCachedDelegate);
+    delegates = fromCachedDelegates(scratch.value, cachedRoles(conf, ctx.k8s.podNamespace));
   } else {
     if (scratch.kind === 'corrupt')
       ctx.net.log.error(
         `${podTag(ctx)}: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`,
       );
-    delegates = await currentDelegates(ctx, deps);
+    delegates = await currentDelegates(ctx);
   }
   const attachments = planAttachments(inheritListVersion(delegates, conf.cniVersion), req.ifName);
   const teardowns = attachments.map((a) => ({
@@ -122,10 +123,10 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
 }
 
 /** KEP-4817 (docs/behaviour.md#claim-network-data): this sandbox's claim entries go with it; best effort. */
-async function clearClaims(ctx: CallContext, plan: DelPlan, deps: CommandDeps): Promise<void> {
+async function clearClaims(ctx: CallContext, plan: DelPlan): Promise<void> {
   if (!ctx.conf.publishClaimNetworkData || !plan.attachments.some((a) => a.request.claimDevice)) return;
   try {
-    const kube = await deps.kube(ctx.conf);
+    const kube = await ctx.kube();
     if (kube) await clearClaimNetworkData(kube, ctx.req.containerId, plan.attachments, ctx.net.log);
   } catch (e) {
     ctx.net.log.error(`${podTag(ctx)}: cannot remove the claims' network data: ${messageOf(e)}`);
@@ -137,11 +138,11 @@ async function clearClaims(ctx: CallContext, plan: DelPlan, deps: CommandDeps): 
  * API answers at once). On DEL nothing here is fatal: what cannot be resolved is logged, and the result
  * caches still name every attachment ADD made.
  */
-async function currentDelegates(ctx: CallContext, deps: CommandDeps): Promise<Delegate[]> {
+async function currentDelegates(ctx: CallContext): Promise<Delegate[]> {
   try {
-    const kube = await deps.kube(ctx.conf);
-    const pod = await lookupPod(kube, ctx.k8s, 'DEL', deps);
-    return await resolvePodDelegates(ctx.conf, ctx.k8s, pod, resolveDeps(kube, deps));
+    const kube = await ctx.kube();
+    const lookup = await lookupPod(kube, ctx.k8s, 'DEL', ctx);
+    return await resolvePodDelegates(ctx.conf, ctx.k8s, lookup, resolveDeps(kube, ctx));
   } catch (e) {
     ctx.net.log.error(
       `${podTag(ctx)}: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`,
