@@ -3,6 +3,7 @@
  * failure to a `KubeApiError` with Multus' texts and an RBAC hint (pure).
  * Tested by test/unit/k8s/k8s.test.ts.
  */
+import { readFileSync } from 'node:fs';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { isDns1123Label, isDns1123Subdomain } from '../base/names.ts';
 import type { ClientConfig } from './kubeconfig.ts';
@@ -96,6 +97,17 @@ export function claimDevicesApplyCall(namespace: string, name: string, fieldMana
   };
 }
 
+/** An event about a Node, as kubelet records one: in namespace `default`, the node's name as its uid. */
+export function nodeEvent(nodeName: string, type: EventInput['type'], reason: string, message: string): EventInput {
+  return {
+    kind: 'Node',
+    pod: { metadata: { namespace: 'default', name: nodeName, uid: nodeName } },
+    type,
+    reason,
+    message,
+  };
+}
+
 let eventSeq = 0n;
 
 /**
@@ -103,13 +115,29 @@ let eventSeq = 0n;
  * has milliseconds only, and ADD posts its events together: the sub-millisecond part is a per-process
  * sequence, so two events of one call never share a name (the API server would refuse the second, 409).
  */
+let nodeName: string | undefined;
+
+/** This host's name, read as Go's os.Hostname reads it (node:os is one more built-in for a call to load). */
+function hostName(): string {
+  if (nodeName === undefined) {
+    try {
+      nodeName = readFileSync('/proc/sys/kernel/hostname', 'utf8').trim();
+    } catch {
+      nodeName = '';
+    }
+    if (!nodeName) nodeName = process.getBuiltinModule('node:os').hostname();
+  }
+  return nodeName;
+}
+
 export function eventBody(e: EventInput, now: Date = new Date()): Record<string, unknown> {
   const m = e.pod.metadata;
   const stamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
   const nanos = BigInt(now.getTime()) * 1_000_000n + (eventSeq++ % 1_000_000n);
+  const kind = e.kind ?? 'Pod';
   const involvedObject: Record<string, unknown> = {
-    kind: 'Pod',
-    namespace: m.namespace,
+    kind,
+    ...(kind === 'Pod' ? { namespace: m.namespace } : {}), // a Node is cluster-scoped
     name: m.name,
     uid: m.uid,
     apiVersion: 'v1',
@@ -128,7 +156,7 @@ export function eventBody(e: EventInput, now: Date = new Date()): Record<string,
     lastTimestamp: stamp,
     count: 1,
     reportingComponent: 'multus',
-    reportingInstance: process.getBuiltinModule('node:os').hostname(),
+    reportingInstance: hostName(),
   };
 }
 

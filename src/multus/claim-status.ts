@@ -12,7 +12,6 @@
  * API requires of a node agent: docs/install.md).
  * Tested by test/k8s/dra.test.ts (against a real kube-apiserver).
  */
-import { createHash } from 'node:crypto';
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { PluginResult } from '../cni/result.ts';
@@ -27,7 +26,9 @@ interface ClaimRef {
 
 /** The field manager of one sandbox's entries (at most 128 characters, as the API requires). */
 function claimFieldManager(containerId: string): string {
-  const id = containerId.length <= 100 ? containerId : createHash('sha256').update(containerId).digest('hex');
+  // node:crypto is loaded here, not at start-up: it costs every call millions of instructions (docs/performance.md).
+  const hash = () => process.getBuiltinModule('node:crypto').createHash('sha256').update(containerId).digest('hex');
+  const id = containerId.length <= 100 ? containerId : hash();
   return `multus-ts/${id}`;
 }
 

@@ -233,8 +233,16 @@ export function readScratchCache(cniDir: string, containerId: string): ReadOutco
   return readOutcome(scratchCachePath(cniDir, containerId), 'Multus scratch cache', decodeScratchCache);
 }
 
+/**
+ * Renamed into place before any delegate runs (a kill -9 leaves it for DEL); fsynced in the background while the
+ * first delegate runs: the first result cache is written only once that fsync ended (libcni.ts' addNetwork), so a
+ * result cache that a power loss left empty always has a durable scratch cache naming its attachment
+ * (docs/reliability.md, "Which cache writes are fsynced").
+ */
 export function writeScratchCache(cniDir: string, containerId: string, delegates: CachedDelegate[]): void {
-  writeFileAtomic(scratchCachePath(cniDir, containerId), encodeScratchCache(delegates));
+  writeFileAtomic(scratchCachePath(cniDir, containerId), encodeScratchCache(delegates), 0o600, {
+    durable: 'background',
+  });
 }
 
 export function removeScratchCache(cniDir: string, containerId: string): void {

@@ -10,7 +10,8 @@ import { type Cluster, podPath } from '../k8s/cluster.ts';
 import { NETWORKS_ANNOTATION, type PodRef, createNad, networkStatus } from '../e2e-k8s/world.ts';
 import type { NodeRuntime } from './node.ts';
 import { powerOff } from './node-power.ts';
-import { type Link, type Mode, until } from './kubelet-suite.ts';
+import { type Link, type Mode } from './kubelet-suite.ts';
+import { until } from './kubelet-boot.ts';
 import { type SandboxInfo, run, runOk } from './runtime.ts';
 
 const WB_API = '/apis/whereabouts.cni.cncf.io/v1alpha1';

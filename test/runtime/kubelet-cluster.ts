@@ -30,9 +30,9 @@ import {
   type Mode,
   daemonSetObjects,
   machineState,
-  until,
   untilDefaultServiceAccount,
 } from './kubelet-suite.ts';
+import { until } from './kubelet-boot.ts';
 import {
   BRIDGE,
   BUSYBOX,
