@@ -21,8 +21,8 @@
  * and DEL of a pod with two NADs against a real kube-apiserver (test/k8s/cluster.ts, run in a helper process),
  * through the lean client and through the client-node fallback, with API requests counted from the audit log.
  * Its figures go under the `kubernetes` key of the JSON; the top-level figures stay those of delegates-only.
- * Scenarios `resident` (scripts/bench/resident.mjs) and `density` (scripts/bench/density.mjs) run only when asked
- * for, under their own key.
+ * Scenarios `resident` (scripts/bench/resident.mjs), `density` (scripts/bench/density.mjs) and `cluster`
+ * (scripts/bench/cluster.mjs) run only when asked for, under their own key.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -31,6 +31,7 @@ import { join } from 'node:path';
 import { baseNode, contextKeys, ensureDelegate, ensureExe, machine, strippedBase } from './bench/artifacts.mjs';
 import { BenchError, DELEGATE_TYPE, ROOT, fail, say } from './bench/common.mjs';
 import { runDelegatesOnly } from './bench/delegates-only.mjs';
+import { runCluster } from './bench/cluster.mjs';
 import { runDensity } from './bench/density.mjs';
 import { k8sBinaries } from './bench/k8s-helper.mjs';
 import { runKubernetes } from './bench/kubernetes.mjs';
@@ -63,6 +64,7 @@ async function runScenarios(run, ctx, out) {
   if (run.includes('resident')) out.resident = await runResident({ ...typed, root: ROOT });
   if (run.includes('density')) out.density = await runDensity(ctx);
   if (run.includes('shim-wait')) out.shim_wait = await runShimWait(typed);
+  if (run.includes('cluster')) out.cluster = await runCluster(ctx);
 }
 
 async function main() {

@@ -3,7 +3,7 @@
  * process (wall time and CPU ticks), the runtime's environment, the checks of an ADD and a DEL answer, and the
  * rotated rounds that interleave the units of a scenario.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -187,4 +187,25 @@ export function rotatedRounds({
     if (round >= 0 && ((round + 1) % 10 === 0 || round + 1 === rounds)) progress(round + 1);
   }
   measuring(false);
+}
+
+/**
+ * Runs a TypeScript runner of a scenario (scripts/bench/<scenario>/run.ts) with the tools' Node, its arguments as
+ * one JSON argument, its progress on our stderr; the last line of its stdout, parsed. Transform, not strip:
+ * test/e2e-k8s/world.ts has parameter properties.
+ */
+export async function runTs(node, file, args, what) {
+  const flags = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning'];
+  const out = await new Promise((resolve, reject) => {
+    const c = spawn(node, [...flags, file, JSON.stringify(args)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
+    let stdout = '';
+    c.stdout.on('data', (b) => (stdout += b));
+    c.on('error', reject);
+    c.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`${what} exited ${code}`))));
+  });
+  const line = String(out).trim().split('\n').pop();
+  return parseJson(line) ?? fail(`${what}: not JSON: ${line}`);
 }

@@ -5,10 +5,10 @@
  * "Density"). This side builds the two images offline (scripts/image.sh for ours, density/go-image.sh for Go
  * Multus v4.3.0) and runs scripts/bench/density/run.ts, which prints the `density` object.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, fail, parseJson, say } from './common.mjs';
+import { ROOT, fail, runTs, say } from './common.mjs';
 import { gomultusDir } from './resident.mjs';
 
 const RUNNER = join(ROOT, 'scripts/bench/density/run.ts');
@@ -19,8 +19,8 @@ export const description =
   "(resident_ts_multus_limits: with Multus' 100m / 50Mi on the daemon), go_thin, go_thick (Go Multus v4.3.0; " +
   "go_thick_300mi: with our daemon's resources), interleaved A B C ... C B A";
 
-/** Builds the two images into `dir`; their tarballs. */
-function images(dir, go) {
+/** Builds the two images into `dir`; their tarballs (ours, Go Multus'). */
+export function images(dir, go) {
   const ours = join(dir, 'image-ts');
   const r = spawnSync('bash', [join(ROOT, 'scripts/image.sh')], {
     env: { ...process.env, MULTUS_TS_IMAGE_DIR: ours },
@@ -55,18 +55,6 @@ export async function runDensity({ opts, node, tmp }) {
     faultModes: opts.faultModes,
   };
   say(`density: ${opts.pods} pods per run, modes ${opts.densityModes.join(' ')}`);
-  // transform, not strip: test/e2e-k8s/world.ts has parameter properties
-  const flags = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning'];
-  const out = await new Promise((resolve, reject) => {
-    const c = spawn(node, [...flags, RUNNER, JSON.stringify(args)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, NODE_OPTIONS: '' },
-    });
-    let stdout = '';
-    c.stdout.on('data', (b) => (stdout += b));
-    c.on('error', reject);
-    c.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`density/run.ts exited ${code}`))));
-  });
-  const line = String(out).trim().split('\n').pop();
-  return { scenario_description: description, ...(parseJson(line) ?? fail(`density: not JSON: ${line}`)) };
+  const out = await runTs(node, RUNNER, args, 'density/run.ts');
+  return { scenario_description: description, ...out };
 }

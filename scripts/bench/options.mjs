@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 
 /** The scenarios `--scenario` names (`all` runs delegates-only and kubernetes). */
-export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'density', 'shim-wait'];
+export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'density', 'shim-wait', 'cluster'];
 /** The modes of scenario resident (`--modes`). */
 export const RESIDENT_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'];
 const DENSITY_MODES = ['thin_ts', 'resident_ts', 'resident_ts_multus_limits', 'go_thin', 'go_thick', 'go_thick_300mi'];
@@ -37,7 +37,13 @@ export function usage(code) {
       `  --fault-modes A,B    the modes that get the faults, default thin_ts,resident_ts (the modes we ship)\n` +
       `scenario shim-wait (only when asked for: --scenario shim-wait; root):\n` +
       `  --shim-calls N       ADDs at once through the shim while the daemon is not there, default 50\n` +
-      `  --shim-daemon-delay S  seconds until the daemon starts in the slow-start case, default 3\n`,
+      `  --shim-daemon-delay S  seconds until the daemon starts in the slow-start case, default 3\n` +
+      `scenario cluster (only when asked for: --scenario cluster; root, the kubelet node's peers, Go; builds kwok):\n` +
+      `  --nodes N            nodes, N-1 of them simulated by kwok, default 1000\n` +
+      `  --pods-per-node M    pods per node, default 30\n` +
+      `  --nads K             NetworkAttachmentDefinitions across the namespaces, default 1000\n` +
+      `  --rest-seconds S     the window at rest, default 120\n` +
+      `  --node-lock FILE     hold FILE (flock) while the real node runs (a shared machine's kubelet lock)\n`,
   );
   process.exit(code);
 }
@@ -64,6 +70,11 @@ function defaults() {
     faultModes: ['thin_ts', 'resident_ts'],
     shimCalls: 50,
     shimDaemonDelay: 3,
+    nodes: 1000,
+    podsPerNode: 30,
+    nads: 1000,
+    restSeconds: 120,
+    nodeLock: null,
   };
 }
 
@@ -92,6 +103,11 @@ export function parseArgs(argv) {
     else if (k === '--no-burst') o.burst = false;
     else if (k === '--shim-calls') o.shimCalls = int();
     else if (k === '--shim-daemon-delay') o.shimDaemonDelay = int();
+    else if (k === '--nodes') o.nodes = int();
+    else if (k === '--pods-per-node') o.podsPerNode = int();
+    else if (k === '--nads') o.nads = int();
+    else if (k === '--rest-seconds') o.restSeconds = int();
+    else if (k === '--node-lock') o.nodeLock = resolve(next());
     else if (k === '--faults') {
       const v = next();
       o.faults = v === 'none' ? [] : v.split(',');
@@ -114,7 +130,7 @@ export function parseArgs(argv) {
       usage(2);
     }
   }
-  if (o.rounds < 1 || o.k8sRounds < 1) usage(2);
+  if (o.rounds < 1 || o.k8sRounds < 1 || o.nodes < 1 || o.podsPerNode < 1 || o.nads < 2) usage(2);
   if (o.scenario !== null && !['all', ...SCENARIO_NAMES].includes(o.scenario)) {
     process.stderr.write(`bench: unknown scenario ${o.scenario}\n`);
     usage(2);

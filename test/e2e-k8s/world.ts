@@ -93,18 +93,30 @@ export class ApiTunnel {
   private relay: ChildProcess | undefined;
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
+  /** Bytes relayed so far: `up` to the API server, `down` from it (TLS records, as on the wire). */
+  readonly bytes = { up: 0, down: 0 };
 
   /**
-   * Listens on 127.0.0.1:<the API server's port> inside `hostNs` and relays to the API server; with
-   * `{ service: true }` also on the `kubernetes` Service's address (KUBERNETES_SERVICE, added to the namespace's
-   * lo), so pods find the API server where kubelet tells them (no kube-proxy here).
+   * Listens on 127.0.0.1:`listenPort` (default: the API server's port) inside `hostNs` and relays to the API
+   * server; with `service` also on the `kubernetes` Service's address (KUBERNETES_SERVICE, added to the
+   * namespace's lo), so pods find the API server where kubelet tells them (no kube-proxy here). A second tunnel
+   * into the same namespace needs a port of its own (the cluster bench gives Multus one, to count its bytes apart
+   * from kubelet's).
    */
-  async open(cluster: Cluster, hostNs: string, dir: string, opts: { service?: boolean } = {}): Promise<void> {
+  async open(
+    cluster: Cluster,
+    hostNs: string,
+    dir: string,
+    opts: { service?: boolean; listenPort?: number } = {},
+  ): Promise<void> {
+    const listenPort = opts.listenPort;
     const port = Number(new URL(cluster.server).port);
-    const sock = join(dir, 'api.sock');
+    const sock = join(dir, listenPort ? `api-${listenPort}.sock` : 'api.sock');
     this.server = createServer((down) => {
       const up = connect(port, '127.0.0.1');
       this.sockets.add(down).add(up);
+      down.on('data', (b: Buffer) => (this.bytes.up += b.length));
+      up.on('data', (b: Buffer) => (this.bytes.down += b.length));
       down.pipe(up);
       up.pipe(down);
       up.on('error', () => down.destroy());
@@ -127,8 +139,8 @@ export class ApiTunnel {
       );
       extra.push(`${host}:${servicePort}`);
     }
-    const args = ['netns', 'exec', hostNs, process.execPath, '-e', RELAY_SOURCE, String(port), sock, ...extra];
-    const relay = spawn('ip', args, {
+    const relayArgs = [process.execPath, '-e', RELAY_SOURCE, String(listenPort ?? port), sock, ...extra];
+    const relay = spawn('ip', ['netns', 'exec', hostNs, ...relayArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.relay = relay;

@@ -55,3 +55,22 @@ export function collection(o: Obj): string {
   if (!p) throw new Error(`no URL for kind ${o.kind}`);
   return ns ? `${base}/namespaces/${ns}/${p}` : `${base}/${p}`;
 }
+
+/**
+ * Names the API server in the environment of every container of the DaemonSets among `objs` (in place), the one
+ * change an operator without kube-proxy makes: no proxy serves the `kubernetes` Service IP on the tests' nodes.
+ */
+export function withApiServer<T extends Obj>(objs: T[], port: string): T[] {
+  for (const o of objs) {
+    if (o.kind !== 'DaemonSet') continue;
+    const spec = (o as any).spec.template.spec;
+    for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+      c.env = [
+        ...(c.env ?? []),
+        { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+        { name: 'KUBERNETES_SERVICE_PORT', value: port },
+      ];
+    }
+  }
+  return objs;
+}

@@ -172,10 +172,13 @@ export class KubeClient {
   readonly server: string;
   private readonly ca: string;
   private readonly creds: Credentials;
-  constructor(server: string, ca: string, creds: Credentials) {
+  private readonly agent: https.Agent | false;
+  /** `agent`: a kept-alive agent for a caller that makes many requests (default: a connection each). */
+  constructor(server: string, ca: string, creds: Credentials, agent: https.Agent | false = false) {
     this.server = server;
     this.ca = ca;
     this.creds = creds;
+    this.agent = agent;
   }
 
   request(
@@ -207,7 +210,7 @@ export class KubeClient {
           headers,
           ca: this.ca,
           ...(this.creds.cert ? { cert: this.creds.cert, key: this.creds.key } : {}),
-          agent: false,
+          agent: this.agent,
           timeout: timeoutMs,
         },
         (res) => {

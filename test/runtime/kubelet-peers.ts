@@ -61,6 +61,52 @@ interface PodObject {
 const statusOf = (o: PodObject): { interface?: string; ips?: string[] }[] =>
   JSON.parse(o.metadata.annotations?.['k8s.v1.cni.cncf.io/network-status'] ?? '[]');
 
+/**
+ * whereabouts on a node: its plugin in the node's /opt/cni/bin, its CRDs in the API server (once per cluster: a
+ * 409 is fine), its flat config and an admin kubeconfig (namespace `ns`) in the node's
+ * /etc/cni/net.d/whereabouts.d, where it looks first.
+ */
+export async function installWhereabouts(c: Cluster, node: NodeRuntime, ns: string): Promise<void> {
+  await copyFile(join(WB_DIR, 'whereabouts'), join(node.binDir, 'whereabouts'));
+  await chmod(join(node.binDir, 'whereabouts'), 0o755);
+  for (const f of readdirSync(join(WB_DIR, 'crds')).filter((n) => n.endsWith('.yaml'))) {
+    const crd = load(readFileSync(join(WB_DIR, 'crds', f), 'utf8'));
+    await c.admin.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd).catch((e: unknown) => {
+      if (!(e instanceof ApiError && e.status === 409)) throw e;
+    });
+  }
+  const deadline = Date.now() + 30_000;
+  while ((await c.admin.request('GET', `${WB_API}/ippools`)).status !== 200) {
+    if (Date.now() > deadline) throw new Error('the whereabouts CRDs are not served after 30 s');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const kubeconfig = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name: 'c',
+        cluster: {
+          server: c.server,
+          'certificate-authority-data': Buffer.from(readFileSync(c.caFile)).toString('base64'),
+        },
+      },
+    ],
+    users: [{ name: 'u', user: { token: c.adminToken } }],
+    contexts: [{ name: 'x', context: { cluster: 'c', user: 'u', namespace: ns } }],
+    'current-context': 'x',
+  };
+  const dir = node.path('/etc/cni/net.d/whereabouts.d');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const kubeconfigPath = '/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig';
+  await writeFile(node.path(kubeconfigPath), JSON.stringify(kubeconfig), { mode: 0o600 });
+  await writeFile(
+    join(dir, 'whereabouts.conf'),
+    JSON.stringify({ datastore: 'kubernetes', kubernetes: { kubeconfig: kubeconfigPath } }),
+    { mode: 0o600 },
+  );
+}
+
 export function peerCases(k: KubeletCtx): void {
   const api = () => k.cluster().admin;
   const nodePath = (p: string) => k.node().path(p);
@@ -87,50 +133,8 @@ export function peerCases(k: KubeletCtx): void {
     ((await api().get(podPath(k.ns))).items as PodObject[]).filter((o) => o.metadata.name.startsWith(prefix));
 
   it('whereabouts as the IPAM of 2 NADs: 20 pods get distinct addresses, the reconciler agrees; deleting them empties the pools', async () => {
-    const node = k.node();
-    // the plugin on the node, its CRDs in the API server, its flat config and kubeconfig where it looks first
-    await copyFile(join(WB_DIR, 'whereabouts'), join(node.binDir, 'whereabouts'));
-    await chmod(join(node.binDir, 'whereabouts'), 0o755);
-    for (const f of readdirSync(join(WB_DIR, 'crds')).filter((n) => n.endsWith('.yaml'))) {
-      const crd = load(readFileSync(join(WB_DIR, 'crds', f), 'utf8'));
-      await api()
-        .post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)
-        .catch((e: unknown) => {
-          if (!(e instanceof ApiError && e.status === 409)) throw e;
-        });
-    }
-    await k.until(
-      'the whereabouts CRDs served',
-      30_000,
-      async () => ((await api().request('GET', `${WB_API}/ippools`)).status === 200 ? true : undefined),
-      k.logs,
-    );
     const c = k.cluster();
-    const kubeconfig = {
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [
-        {
-          name: 'c',
-          cluster: {
-            server: c.server,
-            'certificate-authority-data': Buffer.from(readFileSync(c.caFile)).toString('base64'),
-          },
-        },
-      ],
-      users: [{ name: 'u', user: { token: c.adminToken } }],
-      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u', namespace: k.ns } }],
-      'current-context': 'x',
-    };
-    const dir = nodePath('/etc/cni/net.d/whereabouts.d');
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const kubeconfigPath = '/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig';
-    await writeFile(nodePath(kubeconfigPath), JSON.stringify(kubeconfig), { mode: 0o600 });
-    await writeFile(
-      join(dir, 'whereabouts.conf'),
-      JSON.stringify({ datastore: 'kubernetes', kubernetes: { kubeconfig: kubeconfigPath } }),
-      { mode: 0o600 },
-    );
+    await installWhereabouts(c, k.node(), k.ns);
     const nad = (name: string, j: number) =>
       createNad(c, k.ns, name, {
         cniVersion: '1.0.0',
@@ -165,7 +169,7 @@ export function peerCases(k: KubeletCtx): void {
     );
     // whereabouts' reconciler (from the machine, with the same credentials) compares pools and network-status
     const reconcilerConfig = join(k.node().dir, 'whereabouts-reconcile.kubeconfig');
-    await writeFile(reconcilerConfig, JSON.stringify(kubeconfig), { mode: 0o600 });
+    await copyFile(k.node().path('/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig'), reconcilerConfig);
     const r = await run(join(WB_DIR, 'whereabouts-reconcile'), ['--kubeconfig', reconcilerConfig]);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ cleaned: [] });

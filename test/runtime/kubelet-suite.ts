@@ -26,7 +26,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
-import { collection, docs } from '../helpers/manifests.ts';
+import { type Obj, collection, docs, withApiServer } from '../helpers/manifests.ts';
 import { type Cluster, k8sRequirements, podPath } from '../k8s/cluster.ts';
 import type { ApiTunnel } from '../e2e-k8s/world.ts';
 import {
@@ -68,7 +68,7 @@ const claimsOf = (jwt: string): { 'kubernetes.io'?: { node?: { name?: string }; 
   JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8'));
 
 /** What kubelet could change on the machine: its sysctls, its fixed paths, KUBE-* iptables chains. */
-interface MachineState {
+export interface MachineState {
   sysctls: Record<string, string>;
   paths: Record<string, boolean>;
   kubeChains: string[];
@@ -83,7 +83,7 @@ const NODE_PATHS = [
   '/run/k8s.cni.cncf.io',
 ];
 
-async function machineState(): Promise<MachineState> {
+export async function machineState(): Promise<MachineState> {
   const sysctls: Record<string, string> = {};
   for (const key of Object.keys(KUBELET_SYSCTLS)) sysctls[key] = readFileSync(`/proc/sys/${key}`, 'utf8').trim();
   const paths: Record<string, boolean> = {};
@@ -100,6 +100,42 @@ async function machineState(): Promise<MachineState> {
   }
   return { sysctls, paths, kubeChains: kubeChains.sort() };
 }
+
+/**
+ * The mode's manifest of deployments/ as it is, but for the API server's address in the containers' environment
+ * (no kube-proxy serves the `kubernetes` Service IP here) and, resident, dynamic networks on (an operator's
+ * choice, off by default) driven by the pod informer alone: the resync is an hour away, so the tests' edits are
+ * seen from the informer's updates.
+ */
+export function daemonSetObjects(mode: Mode, apiPort: string): Obj[] {
+  const objs = docs(MANIFEST[mode]);
+  for (const o of objs) {
+    if (o.kind === 'ConfigMap') {
+      const data = o.data as Record<string, string>;
+      const conf = JSON.parse(data['daemon-config.json']!) as Record<string, unknown>;
+      // resident: dynamic networks on (an operator's choice, off by default), driven by the pod informer alone
+      // (the resync is an hour away); the gap without a DaemonSet pod: the shim waits 2 s, then falls back
+      data['daemon-config.json'] = JSON.stringify({
+        ...conf,
+        dynamicNetworks: true,
+        dynamicNetworksPollSeconds: 3600,
+        shimWaitSeconds: 2,
+      });
+    }
+  }
+  return withApiServer(objs, apiPort);
+}
+
+/** The ServiceAccount admission plugin needs the namespace's default account (the controller makes it). */
+export const untilDefaultServiceAccount = (cluster: Cluster, ns: string, why: () => Promise<string>) =>
+  until(
+    `the default service account of ${ns}`,
+    30_000,
+    async () =>
+      (await cluster.admin.request('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status === 200 ||
+      undefined,
+    why,
+  );
 
 export function kubeletSuite(mode: Mode): void {
   const ready = needs(
@@ -154,34 +190,7 @@ function suiteBody(mode: Mode): void {
     before = await machineState();
     ({ cluster, node, tunnel, imageRef } = await bootKubeletNode(CLUSTER_NET, BRIDGE, '10.251.0.0/24'));
 
-    // the mode's manifest as it is, but for the API server's address
-    const port = new URL(cluster.server).port;
-    for (const o of docs(MANIFEST[mode])) {
-      if (o.kind === 'ConfigMap') {
-        // resident: dynamic networks on (an operator's choice, off by default), driven by the pod informer
-        // alone: the resync is an hour away, so the tests' edits are seen from the informer's updates
-        const data = o.data as Record<string, string>;
-        const conf = JSON.parse(data['daemon-config.json']!) as Record<string, unknown>;
-        data['daemon-config.json'] = JSON.stringify({
-          ...conf,
-          dynamicNetworks: true,
-          dynamicNetworksPollSeconds: 3600,
-          // the gap without a DaemonSet pod: the shim waits this long, then falls back (and marks it for the rest)
-          shimWaitSeconds: 2,
-        });
-      }
-      if (o.kind === 'DaemonSet') {
-        const spec = (o as any).spec.template.spec;
-        for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
-          c.env = [
-            ...(c.env ?? []),
-            { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
-            { name: 'KUBERNETES_SERVICE_PORT', value: port },
-          ];
-        }
-      }
-      await cluster.admin.post(collection(o), o);
-    }
+    for (const o of daemonSetObjects(mode, new URL(cluster.server).port)) await cluster.admin.post(collection(o), o);
     await ensureNamespace(cluster, ns);
   }, 300_000);
 
@@ -401,15 +410,7 @@ function suiteBody(mode: Mode): void {
 
   it('a pod requesting a NAD gets eth0 and net1, its network-status and events; deleting it leaves nothing', async () => {
     await macvlanNad('mv', 1);
-    // the ServiceAccount admission plugin needs the namespace's default account (the controller makes it)
-    await until(
-      'the default service account',
-      30_000,
-      async () =>
-        (await cluster.admin.request('GET', `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status === 200 ||
-        undefined,
-      logs,
-    );
+    await untilDefaultServiceAccount(cluster, ns, logs);
     const pod = await runNadPod('pod-nad');
     if (mode === 'resident') {
       expect(await daemonLog(`ADD ${pod.sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);

@@ -57,19 +57,31 @@ export const KUBELET_SYSCTLS: Readonly<Record<string, string>> = {
 /** Where kubelet reads static pod manifests, as the node sees it. */
 export const STATIC_POD_DIR = '/etc/kubernetes/manifests';
 
-/** The node's address (on a veth end in its network namespace) and the link's names. */
+/**
+ * The default node's address (on a veth end in its network namespace) and the link's names. The two-node tier
+ * (kubelet-cluster.ts) gives each of its nodes others (`NodeOptions`), so its nodes and the default one never
+ * share a name or an address.
+ */
 export const NODE_IP = '10.249.255.1';
 export const NODE_LINK = 'mtsnode0';
 export const NODE_LINK_PEER = 'mtsnode1';
 
-/** What the node needs besides the runtime tier's requirements, for `needs(...)`. */
-export function nodeRequirements(): Requirement[] {
+/** A node's name in the API, its address and the names of its veth pair (defaults: the constants above). */
+export interface NodeOptions {
+  name?: string;
+  ip?: string;
+  link?: string;
+  linkPeer?: string;
+}
+
+/** What the node needs besides the runtime tier's requirements, for `needs(...)` (`dra`: the DRA driver too). */
+export function nodeRequirements(dra = true): Requirement[] {
   const build = 'bash test/runtime/build.sh --kubelet';
   return [
     fileExists(KUBELET_BIN, `kubelet (${build})`),
     fileExists(CONTROLLER_MANAGER_BIN, `kube-controller-manager (${build})`),
     fileExists(SCHEDULER_BIN, `kube-scheduler (${build})`),
-    fileExists(DRA_DRIVER_BIN, 'the DRA driver (bash test/runtime/build-dra-driver.sh)'),
+    ...(dra ? [fileExists(DRA_DRIVER_BIN, 'the DRA driver (bash test/runtime/build-dra-driver.sh)')] : []),
     fileExists('/usr/bin/unshare', 'unshare (util-linux)'),
     fileExists('/usr/bin/umoci', 'umoci, to build the image (apt-get install umoci)'),
   ];
@@ -85,9 +97,22 @@ interface Proc {
 
 export class NodeRuntime extends Runtime {
   /** The node's name in the API. */
-  readonly nodeName = `mts-node-${this.id}`;
+  readonly nodeName: string;
+  /** Its address (kubelet's --node-ip), on `link` in its network namespace. */
+  readonly nodeIp: string;
+  /** The node's veth pair in its network namespace (`linkPeer` is the macvlan master of the tiers' NADs). */
+  readonly link: string;
+  readonly linkPeer: string;
   private holder: ChildProcess | undefined;
   private readonly procs = new Map<string, Proc>();
+
+  constructor(o: NodeOptions = {}) {
+    super();
+    this.nodeName = o.name ?? `mts-node-${this.id}`;
+    this.nodeIp = o.ip ?? NODE_IP;
+    this.link = o.link ?? NODE_LINK;
+    this.linkPeer = o.linkPeer ?? NODE_LINK_PEER;
+  }
 
   /**
    * Makes the node one a Multus DaemonSet installs: the fixture's copy of the plugin removed (the DaemonSet puts
@@ -126,15 +151,31 @@ export class NodeRuntime extends Runtime {
     return join(this.root, p);
   }
 
+  /**
+   * The node's own layer of a path under /etc, /opt, /run or /var (its overlay's upper dir): what the node wrote
+   * there, without what shows through from the machine's dir below (other tests' files in /var/lib/cni, ...).
+   */
+  ownPath(p: string): string {
+    const [, top, ...rest] = p.split('/');
+    if (!['etc', 'opt', 'run', 'var'].includes(top ?? '')) throw new Error(`${p} is not in the node's overlays`);
+    return join(this.dir, 'node', top!, 'upper', ...rest);
+  }
+
   /** Where containerd puts the pods' network namespaces, as the node sees it (the default on a node). */
   override get netnsDir(): string {
     return '/run/netns';
   }
 
-  /** The pods' network namespace files (containerd names them cni-<uuid>), read through the node's root. */
+  /**
+   * The pods' network namespace files (containerd names them cni-<uuid>), from the node's own /run layer (the
+   * machine's /run/netns shows through the overlay's lower dir).
+   */
   override async netnsFiles(): Promise<string[]> {
-    const names = await readdir(this.path(this.netnsDir)).catch(() => [] as string[]);
-    return names.filter((n) => n.startsWith('cni-')).sort();
+    const entries = await readdir(this.ownPath(this.netnsDir), { withFileTypes: true }).catch(() => []);
+    return entries
+      .filter((e) => e.isFile() && e.name.startsWith('cni-'))
+      .map((e) => e.name)
+      .sort();
   }
 
   protected override cniDirs(): { bin: string; conf: string } {
@@ -188,9 +229,9 @@ export class NodeRuntime extends Runtime {
       await writeFile(file, `${value}\n`, { mode: 0o600 });
       await inNode(['mount', '--bind', file, `/proc/sys/${key}`]);
     }
-    await runOk('ip', ['-n', this.hostNs, 'link', 'add', NODE_LINK, 'type', 'veth', 'peer', 'name', NODE_LINK_PEER]);
-    await runOk('ip', ['-n', this.hostNs, 'addr', 'add', `${NODE_IP}/24`, 'dev', NODE_LINK]);
-    for (const l of [NODE_LINK, NODE_LINK_PEER]) await runOk('ip', ['-n', this.hostNs, 'link', 'set', l, 'up']);
+    await runOk('ip', ['-n', this.hostNs, 'link', 'add', this.link, 'type', 'veth', 'peer', 'name', this.linkPeer]);
+    await runOk('ip', ['-n', this.hostNs, 'addr', 'add', `${this.nodeIp}/24`, 'dev', this.link]);
+    for (const l of [this.link, this.linkPeer]) await runOk('ip', ['-n', this.hostNs, 'link', 'set', l, 'up']);
     return this;
   }
 
@@ -211,8 +252,9 @@ export class NodeRuntime extends Runtime {
    * The DaemonSet controller (with the service-account and root-CA publishers that a pod's API token volume
    * needs, and the node lifecycle controller) and the scheduler, in the machine's namespaces against the cluster's API server.
    */
-  async startControlPlane(cluster: Cluster): Promise<void> {
+  async startControlPlane(cluster: Cluster, controllerManagerArgs: string[] = []): Promise<void> {
     await this.startProc('kube-controller-manager', CONTROLLER_MANAGER_BIN, [
+      ...controllerManagerArgs,
       `--kubeconfig=${cluster.adminKubeconfig}`,
       '--leader-elect=false',
       // the node lifecycle controller lifts the not-ready taint kubelet registers the node with; the resource
@@ -241,7 +283,7 @@ export class NodeRuntime extends Runtime {
       `--kubeconfig=${cluster.adminKubeconfig}`,
       `--container-runtime-endpoint=unix://${this.socket}`,
       `--hostname-override=${this.nodeName}`,
-      `--node-ip=${NODE_IP}`,
+      `--node-ip=${this.nodeIp}`,
       '--root-dir=/var/lib/kubelet',
       '--fail-swap-on=false',
       '--cgroup-driver=cgroupfs',
@@ -301,6 +343,14 @@ export class NodeRuntime extends Runtime {
       }
       await sleep(100);
     }
+  }
+
+  /** SIGKILLs kubelet (a power-off's first step: node-power.ts); resolves once it is gone. */
+  async killKubelet(): Promise<void> {
+    const k = this.procs.get('kubelet');
+    if (!k || k.child.exitCode !== null || k.child.signalCode !== null) return;
+    k.child.kill('SIGKILL');
+    await k.exited;
   }
 
   /** The last lines of a process's log (`kubelet`, `kube-scheduler`, ...). */

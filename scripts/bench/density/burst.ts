@@ -15,7 +15,6 @@
  * Then: pods recovered / N, seconds to recover, and what is left beyond the N pods' own (host-local leases,
  * network namespaces, links, CNI plugin processes still running).
  */
-import { readFile, readdir } from 'node:fs/promises';
 import type { Cluster } from '../../../test/k8s/cluster.ts';
 import { runOk } from '../../../test/runtime/runtime.ts';
 import { type Mode, hasDaemon } from './modes.ts';
@@ -23,7 +22,6 @@ import { hasAllNetworks, isReady } from './pods.ts';
 import {
   BRIDGE,
   type Node,
-  containerPids,
   daemonCgroupPeak,
   daemonServedAdds,
   daemonPid,
@@ -31,7 +29,7 @@ import {
   peakRssMib,
   rssSplitMib,
 } from './node-ops.ts';
-import { NODE_LINK, NODE_LINK_PEER } from '../../../test/runtime/node.ts';
+import { killPids, pidsWhere, powerOff } from '../../../test/runtime/node-power.ts';
 
 export const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'] as const;
 export type Fault = (typeof FAULTS)[number];
@@ -40,53 +38,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Runs a shell command in the node's mount namespace (no input from outside: fixed scripts only). */
 const inNode = (n: Node, script: string) =>
   runOk('nsenter', ['-t', String(n.node.holderPid), '--mount', '--', 'sh', '-c', script]);
-
-/** Pids whose command line matches. */
-async function pidsWhere(test: (cmdline: string[]) => boolean): Promise<number[]> {
-  const out: number[] = [];
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const cmd = (await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    if (test(cmd)) out.push(Number(name));
-  }
-  return out;
-}
-
-function kill(pids: number[]): void {
-  for (const p of pids) {
-    try {
-      process.kill(p, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
-}
-
-const kubelet = (n: Node): any => (n.node as any).procs.get('kubelet');
-
-async function killKubelet(n: Node): Promise<void> {
-  const k = kubelet(n);
-  if (!k || k.child.exitCode !== null || k.child.signalCode !== null) return;
-  k.child.kill('SIGKILL');
-  await k.exited;
-}
-
-/** Power off: kubelet, containerd, every container, the pods' network namespaces, the runtime dirs of /run. */
-async function powerOff(n: Node): Promise<void> {
-  const ids = async (args: string[]) => (await n.node.crictl(args)).stdout.split('\n').filter(Boolean);
-  const containers = [...(await ids(['pods', '-q'])), ...(await ids(['ps', '-a', '-q']))];
-  await killKubelet(n);
-  await n.node.stopContainerd();
-  const socket = n.node.socket;
-  kill(await pidsWhere((cmd) => cmd.includes(socket))); // the shims
-  kill(await containerPids(containers)); // what ran in the containers (a shim's death leaves them)
-  await sleep(500);
-  await inNode(
-    n,
-    'for f in /run/netns/cni-*; do [ -e "$f" ] || continue; umount "$f" 2>/dev/null; rm -f "$f"; done; ' +
-      'rm -rf /run/multus/* /run/k8s.cni.cncf.io/*',
-  );
-}
 
 /** The workload's pods that are Ready since `since` (ms) with all three networks in their network-status. */
 export async function recovered(cluster: Cluster, ns: string, nads: string[], since: number): Promise<number> {
@@ -133,7 +84,7 @@ async function inject(fault: Fault, ctx: BurstCtx, progress: () => Promise<numbe
     if (!hasDaemon(mode)) return 'n/a (no daemon)';
     let pid: number | undefined;
     for (let i = 0; i < 480 && !(pid = await daemonPid(cluster, mode)); i++) await sleep(250);
-    if (pid) kill([pid]);
+    if (pid) killPids([pid]);
     return pid ? `daemon pid ${pid} SIGKILLed` : 'the daemon never came back';
   }
   if (fault === 'containerd') {
@@ -143,7 +94,7 @@ async function inject(fault: Fault, ctx: BurstCtx, progress: () => Promise<numbe
   }
   if (fault === 'kubelet') {
     await third();
-    await killKubelet(n);
+    await n.node.killKubelet();
     await n.node.startKubelet(cluster, 300_000);
     return 'kubelet restarted';
   }
@@ -172,7 +123,7 @@ async function excess(ctx: BurstCtx): Promise<Record<string, number>> {
   const { n, pods } = ctx;
   const leases = await inNode(n, 'ls /var/lib/cni/networks/*/ 2>/dev/null | grep -c "^[0-9]" || true');
   const links = JSON.parse(await runOk('ip', ['-n', n.node.hostNs, '-j', 'link', 'show'])) as { ifname: string }[];
-  const known = new Set(['lo', NODE_LINK, NODE_LINK_PEER, BRIDGE]);
+  const known = new Set(['lo', n.node.link, n.node.linkPeer, BRIDGE]);
   const plugins = await pidsWhere((cmd) => /\/opt\/cni\/bin\/(?!multus)/.test(cmd[0] ?? ''));
   return {
     ips: Number(leases.trim()) - 3 * pods,
@@ -185,7 +136,7 @@ async function excess(ctx: BurstCtx): Promise<Record<string, number>> {
 /** One reboot burst, with `fault` in it or none; the recovery figures. */
 export async function burst(ctx: BurstCtx, fault?: Fault): Promise<any> {
   const { n, cluster, ns, nads, pods, mode } = ctx;
-  await powerOff(n);
+  await powerOff(n.node);
   if (fault === 'cache-full') await fillCache(n); // full from the power-on, not after the first ADDs
   const t0 = Date.now();
   await n.node.start();

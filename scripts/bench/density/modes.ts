@@ -14,7 +14,7 @@
  * with Multus' own resource requests and limits. The one change to every manifest, the one an operator without
  * kube-proxy makes: the containers' KUBERNETES_SERVICE_HOST/PORT name the API server's address.
  */
-import { collection, docs, type Obj } from '../../../test/helpers/manifests.ts';
+import { collection, docs, type Obj, withApiServer } from '../../../test/helpers/manifests.ts';
 
 export const MODES = [
   'thin_ts',
@@ -198,17 +198,7 @@ function ourDaemon(objs: Obj[]): any {
 /** The objects of a mode, with the API server's address in every container's environment. */
 export function modeObjects(mode: Mode, apiPort: string): { url: string; obj: Obj }[] {
   const objs = mode === 'go_thin' ? goThin() : mode.startsWith('go_thick') ? goThick(mode) : ours(mode);
-  for (const o of objs) {
-    if (o.kind !== 'DaemonSet') continue;
-    const spec = (o as any).spec.template.spec;
-    for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
-      c.env = [
-        ...(c.env ?? []),
-        { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
-        { name: 'KUBERNETES_SERVICE_PORT', value: apiPort },
-      ];
-    }
-  }
+  withApiServer(objs, apiPort);
   return objs.map((obj) => ({ url: collection(obj), obj }));
 }
 

@@ -9,8 +9,9 @@ import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApiTunnel } from '../../../test/e2e-k8s/world.ts';
 import type { Cluster } from '../../../test/k8s/cluster.ts';
-import { NODE_LINK, NODE_LINK_PEER, NodeRuntime } from '../../../test/runtime/node.ts';
+import { type NodeOptions, NodeRuntime } from '../../../test/runtime/node.ts';
 import { CTR_BIN, runOk } from '../../../test/runtime/runtime.ts';
+import { containerPids } from '../../../test/runtime/node-power.ts';
 import { DS, type Mode, hasDaemon, isOurDaemon, modeObjects } from './modes.ts';
 
 export const CLUSTER_NET = 'density-cluster';
@@ -33,9 +34,17 @@ export async function until<T>(what: string, timeoutMs: number, check: () => Pro
   }
 }
 
-/** A new node with the cluster network (bridge + host-local), the images, kubelet Ready. */
-export async function startNode(cluster: Cluster, images: string[]): Promise<Node> {
-  const node = await new NodeRuntime().prepare();
+/**
+ * A new node with the cluster network (bridge + host-local), the images, kubelet Ready (`controllerManagerArgs`:
+ * more flags for the control plane's kube-controller-manager).
+ */
+export async function startNode(
+  cluster: Cluster,
+  images: string[],
+  opts: NodeOptions = {},
+  controllerManagerArgs: string[] = [],
+): Promise<Node> {
+  const node = await new NodeRuntime(opts).prepare();
   await node.forDaemonSet(CLUSTER_NET, BRIDGE, '10.240.0.0/16');
   // the CNI caches on a filesystem of their own, so that the cache-full fault can fill it (burst.ts)
   await runOk('nsenter', ['-t', String(node.holderPid), '--mount', '--', 'mkdir', '-p', '/var/lib/cni']);
@@ -45,15 +54,23 @@ export async function startNode(cluster: Cluster, images: string[]): Promise<Nod
   for (const tar of images) await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', tar]);
   const tunnel = new ApiTunnel();
   await tunnel.open(cluster, node.hostNs, node.dir);
-  await node.startControlPlane(cluster);
+  await node.startControlPlane(cluster, controllerManagerArgs);
   await node.startKubelet(cluster, 120_000);
   return { node, tunnel };
 }
 
-/** The mode's DaemonSet pod on the node, once Ready and its 00-multus.conf(list) is on the node. */
-export async function install(cluster: Cluster, n: Node, mode: Mode, timeoutMs = 300_000): Promise<any> {
-  const port = new URL(cluster.server).port;
-  for (const { url, obj } of modeObjects(mode, port)) {
+/**
+ * The mode's DaemonSet pod on the node, once Ready and its 00-multus.conf(list) is on the node. `objects`: the
+ * mode's objects (default: modeObjects with the API server's port).
+ */
+export async function install(
+  cluster: Cluster,
+  n: Node,
+  mode: Mode,
+  timeoutMs = 300_000,
+  objects = modeObjects(mode, new URL(cluster.server).port),
+): Promise<any> {
+  for (const { url, obj } of objects) {
     const r = await cluster.admin.request('POST', url, obj);
     if (r.status === 409) await cluster.admin.put(`${url}/${obj.metadata.name}`, obj);
     else if (r.status >= 300) throw new Error(`POST ${url}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
@@ -121,7 +138,7 @@ export async function leaks(n: Node): Promise<any> {
   }
   const caches = cacheFiles.length;
   const links = JSON.parse(await runOk('ip', ['-n', node.hostNs, '-j', 'link', 'show'])) as { ifname: string }[];
-  const known = new Set(['lo', NODE_LINK, NODE_LINK_PEER, BRIDGE]);
+  const known = new Set(['lo', node.link, node.linkPeer, BRIDGE]);
   return {
     ips,
     caches,
@@ -187,19 +204,6 @@ export function countServedAdds(text: string, since: number): number {
     if (Number.isFinite(t) && t >= since) count++;
   }
   return count;
-}
-
-/** Pids of the processes in the cgroups of the node's containers (containerd puts them under /k8s.io/<id>). */
-export async function containerPids(ids: string[]): Promise<number[]> {
-  const out: number[] = [];
-  if (ids.length === 0) return out;
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const cg = await readFile(`/proc/${name}/cgroup`, 'utf8').catch(() => '');
-    const id = /\/k8s\.io\/([0-9a-f]{64})/.exec(cg)?.[1];
-    if (id && ids.includes(id)) out.push(Number(name));
-  }
-  return out;
 }
 
 /** The IDs of the mode's running daemon containers (resident modes), as the API reports them. */
