@@ -23,7 +23,7 @@ say() { echo "image: $*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
 
 command -v umoci >/dev/null || die "umoci is not installed (apt-get install umoci, or bash scripts/setup.sh)"
-[[ -x "$root/build/multus" ]] || die "build/multus is missing: run npm run build first"
+[[ -x "$root/build/multus" && -x "$root/build/.multus-bun" ]] || die "build/multus is missing: run npm run build first"
 
 version="$(node -p "require('$root/package.json').version")"
 commit="$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
@@ -33,7 +33,8 @@ fi
 ca=/etc/ssl/certs/ca-certificates.crt
 [[ -f "$ca" ]] || die "$ca is missing (apt-get install ca-certificates)"
 
-bins=("$root/build/multus")
+# the launcher (static) and the Bun executable it starts (docs/build.md, "The launcher")
+bins=("$root/build/multus" "$root/build/.multus-bun")
 extra=()
 if [[ -x "$root/build/multus-shim" ]]; then
   bins+=("$root/build/multus-shim")

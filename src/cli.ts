@@ -11,6 +11,7 @@
  * (docs/reliability.md, "Signals end the delegates too").
  */
 import { basename } from 'node:path';
+import { callerEnv } from './base/caller-env.ts';
 import { CniCode, CniError, toCniError } from './base/errors.ts';
 import { CURRENT_VERSION } from './base/versions.ts';
 import { exitOnStopSignals } from './cni/exec.ts';
@@ -34,7 +35,7 @@ function readStdin(): Promise<Buffer> {
 
 /** The passthru plugin: the same executable installed (or linked) as `passthru`. */
 async function runPassthru(): Promise<number> {
-  const command = parseCommand(process.env);
+  const command = parseCommand(callerEnv(process.env));
   if (command === '') return -1;
   const out = passthru(command, command === 'VERSION' ? Buffer.alloc(0) : await readStdin());
   if (out) process.stdout.write(out + '\n');
@@ -44,12 +45,13 @@ async function runPassthru(): Promise<number> {
 async function runPlugin(): Promise<number> {
   const host = createHost({ writeStderr: (s) => process.stderr.write(s) });
   try {
-    const command = process.env.CNI_COMMAND;
+    const env = callerEnv(process.env);
+    const command = env.CNI_COMMAND;
     // VERSION and the about text need no stdin (a runtime may not close it).
     const stdin = command && command !== 'VERSION' ? await readStdin() : Buffer.alloc(0);
     const raw = command && command !== 'VERSION' ? readRawEnviron() : undefined;
     const envProblem = raw && findNonUtf8CniVar(raw);
-    const answer = await handle(host, { env: process.env, stdin, ...(envProblem ? { envProblem } : {}) });
+    const answer = await handle(host, { env, stdin, ...(envProblem ? { envProblem } : {}) });
     if (answer.stderr) process.stderr.write(answer.stderr);
     if (answer.stdout) process.stdout.write(answer.stdout);
     return answer.exitCode;

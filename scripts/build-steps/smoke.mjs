@@ -6,7 +6,9 @@
 import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { dirname } from 'node:path';
 import { fail, log, run } from './common.mjs';
+import { PAYLOAD } from './launcher.mjs';
 
 /** @param {string} exe */
 export function smokeTest(exe) {
@@ -15,6 +17,8 @@ export function smokeTest(exe) {
     const copy = join(dir, 'multus');
     copyFileSync(exe, copy);
     chmodSync(copy, 0o755);
+    copyFileSync(join(dirname(exe), PAYLOAD), join(dir, PAYLOAD)); // the launcher starts it
+    chmodSync(join(dir, PAYLOAD), 0o755);
     const t = performance.now();
     const r = run(copy, [], { env: { CNI_COMMAND: 'VERSION' }, cwd: dir, input: '{"cniVersion":"1.0.0"}' });
     const took = performance.now() - t;

@@ -16,6 +16,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
+import { callerEnv } from '../base/caller-env.ts';
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
@@ -144,7 +145,7 @@ function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise
   });
 }
 
-const processIo: DaemonIo = { env: process.env, writeStderr: (s) => process.stderr.write(s) };
+const processIo: DaemonIo = { env: callerEnv(process.env), writeStderr: (s) => process.stderr.write(s) };
 
 export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promise<number> {
   const stop = io.stopSignal ?? signalPromise();

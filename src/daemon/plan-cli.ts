@@ -5,6 +5,7 @@
  * Exit codes: 0 the ADD would go ahead, 1 it would fail (the errors are printed), 2 bad usage or no API.
  */
 import { readFileSync } from 'node:fs';
+import { callerEnv } from '../base/caller-env.ts';
 import { messageOf } from '../base/errors.ts';
 import { createLogger } from '../base/log.ts';
 import { loadKubeClient } from '../k8s/client.ts';
@@ -47,7 +48,11 @@ export function parsePlanArgs(argv: string[]): PlanArgs {
 
 const processIo: CliIo = { stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) };
 
-export async function runPlanCli(argv: string[], io: CliIo = processIo, env = process.env): Promise<number> {
+export async function runPlanCli(
+  argv: string[],
+  io: CliIo = processIo,
+  env: Record<string, string | undefined> = callerEnv(process.env),
+): Promise<number> {
   let kube;
   let a: PlanArgs;
   try {

@@ -4,6 +4,7 @@
  * option); SIGTERM and SIGINT stop the installer (exit 0).
  */
 import { setTimeout as delay } from 'node:timers/promises';
+import { callerEnv, launcherPath } from '../base/caller-env.ts';
 import { realReadinessDeps } from '../multus/readiness.ts';
 import { runInstall } from './install.ts';
 import { InstallError, parseInstallArgs, usage } from './options.ts';
@@ -33,8 +34,9 @@ export async function installMain(argv: readonly string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   try {
     await runInstall(opts, {
-      env: process.env,
-      execPath: process.execPath,
+      env: callerEnv(process.env),
+      // the launcher (build/multus) when it started us: that is the `multus` to install, not the Bun executable
+      execPath: launcherPath(process.env) ?? process.execPath,
       log: (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`),
       stopped: () => stop.signal.aborted,
       async sleep(ms) {

@@ -210,6 +210,9 @@ export async function installMultus(dir: string): Promise<string> {
   try {
     await symlink(MULTUS_BIN, dest);
   } catch {
+    // the launcher and the Bun executable it starts (docs/build.md, "The launcher")
+    await copyFile(join(dirname(MULTUS_BIN), '.multus-bun'), join(dir, '.multus-bun'));
+    await chmod(join(dir, '.multus-bun'), 0o755);
     await copyFile(MULTUS_BIN, dest);
     await chmod(dest, 0o755);
   }

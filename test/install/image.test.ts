@@ -60,12 +60,12 @@ describe.runIf(ready)('npm run image', () => {
 
   it('holds the executable, exactly the libraries ldd lists, the CA bundle and nothing else', () => {
     const shim = existsSync(join(REPO, 'build', 'multus-shim'));
-    const bins = ['multus', ...(shim ? ['multus-shim'] : [])];
+    const bins = ['.multus-bun', 'multus', ...(shim ? ['multus-shim'] : [])];
     // the resident daemon's tools: chroot for chrootDir, nsenter and ip for the routes it sets in pods
     const extra = shim ? ['/usr/sbin/chroot', '/usr/bin/nsenter', '/usr/bin/ip'] : [];
     const libs = new Set<string>();
     for (const b of [...bins.map((x) => join(REPO, 'build', x)), ...extra]) {
-      // a static executable (the Go shim): ldd says "not a dynamic executable" and exits 1
+      // a static executable (the launcher, the Go shim): ldd says "not a dynamic executable" and exits 1
       const out = spawnSync('ldd', [b], { encoding: 'utf8' }).stdout;
       for (const line of out.split('\n')) {
         const m = /=> (\/\S+)/.exec(line) ?? /^\s*(\/\S+) \(/.exec(line);
