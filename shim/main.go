@@ -63,10 +63,7 @@ func fail(code uint, msg, details string) {
 }
 
 func main() {
-	stdin, err := io.ReadAll(os.Stdin)
-	if err != nil {
-		fail(5, "multus-shim: error reading from stdin", err.Error()) // 5: CNI "I/O failure"
-	}
+	stdin := readStdin()
 	// Only daemonSocketDir (and cniVersion, for errors) are read here. A config that is not JSON is not our
 	// business: the daemon (or the thin plugin) reports it with its own error.
 	var conf struct {
@@ -89,6 +86,23 @@ func main() {
 		execThin(stdin, fmt.Sprintf("daemon socket %s: %v", sock, err))
 	}
 	forward(conn, sock, stdin)
+}
+
+// maxStdinBytes: what the thin plugin reads at most (src/cni/request.ts MAX_STDIN_BYTES); an endless stdin must
+// end in an answer, not in the OOM killer (docs/reliability.md).
+const maxStdinBytes = 1024 * 1024
+
+// readStdin reads the network config, at most maxStdinBytes: a longer one is refused (code 6) unread.
+func readStdin() []byte {
+	stdin, err := io.ReadAll(io.LimitReader(os.Stdin, maxStdinBytes+1))
+	if err != nil {
+		fail(5, "multus-shim: error reading from stdin", err.Error()) // 5: CNI "I/O failure"
+	}
+	if len(stdin) > maxStdinBytes {
+		fail(6, fmt.Sprintf("the network config on stdin is larger than %d bytes", maxStdinBytes),
+			"a CNI network config is a JSON object of a few KiB: check what the runtime passes on stdin")
+	}
+	return stdin
 }
 
 // forward sends the call to the daemon on conn and prints its answer. From here on there is no fallback.

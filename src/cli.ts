@@ -12,20 +12,29 @@
  */
 import { basename } from 'node:path';
 import { callerEnv } from './base/caller-env.ts';
-import { CniCode, CniError, toCniError } from './base/errors.ts';
+import { CniCode, CniError, messageOf, toCniError } from './base/errors.ts';
 import { CURRENT_VERSION } from './base/versions.ts';
 import { exitOnStopSignals } from './cni/exec.ts';
-import { parseCommand } from './cni/request.ts';
+import { MAX_STDIN_BYTES, parseCommand, stdinTooLarge } from './cni/request.ts';
 import { VERSION, handle } from './host/handle.ts';
 import { createHost } from './host/host.ts';
 import { findNonUtf8CniVar, readRawEnviron } from './host/raw-env.ts';
 import { loadDaemonModule } from './daemon/load.ts';
 import { passthru } from './multus/auxchain.ts';
 
+/** stdin, at most MAX_STDIN_BYTES: a longer one is refused (code 6) without reading the rest. */
 function readStdin(): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    process.stdin.on('data', (c: Buffer) => chunks.push(c));
+    let size = 0;
+    process.stdin.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= MAX_STDIN_BYTES) chunks.push(c);
+      else {
+        process.stdin.destroy();
+        reject(stdinTooLarge());
+      }
+    });
     process.stdin.on('end', () => resolve(Buffer.concat(chunks)));
     process.stdin.on('error', (e) =>
       reject(new CniError(CniCode.IoFailure, `failed to read the network config from stdin: ${e.message}`)),
@@ -33,17 +42,46 @@ function readStdin(): Promise<Buffer> {
   });
 }
 
+/**
+ * stdout that cannot be written (a closed pipe, a full disk): one line on stderr, exit 1, no stack. What the call
+ * did stays as it is; the runtime sees the failure and sends DEL (docs/reliability.md).
+ */
+let outputFailed = false;
+function outputError(e: unknown): void {
+  if (outputFailed) return;
+  outputFailed = true;
+  process.exitCode = 1;
+  writeErr(`multus: cannot write the answer to stdout: ${messageOf(e)}\n`);
+}
+function writeOut(s: string): void {
+  if (outputFailed) return;
+  try {
+    process.stdout.write(s);
+  } catch (e) {
+    outputError(e);
+  }
+}
+function writeErr(s: string): void {
+  try {
+    process.stderr.write(s);
+  } catch {
+    // stderr is gone too: nothing left to tell
+  }
+}
+process.stdout.on('error', outputError);
+process.stderr.on('error', () => {});
+
 /** The passthru plugin: the same executable installed (or linked) as `passthru`. */
 async function runPassthru(): Promise<number> {
   const command = parseCommand(callerEnv(process.env));
   if (command === '') return -1;
   const out = passthru(command, command === 'VERSION' ? Buffer.alloc(0) : await readStdin());
-  if (out) process.stdout.write(out + '\n');
+  if (out) writeOut(out + '\n');
   return 0;
 }
 
 async function runPlugin(): Promise<number> {
-  const host = createHost({ writeStderr: (s) => process.stderr.write(s) });
+  const host = createHost({ writeStderr: writeErr });
   try {
     const env = callerEnv(process.env);
     const command = env.CNI_COMMAND;
@@ -52,8 +90,8 @@ async function runPlugin(): Promise<number> {
     const raw = command && command !== 'VERSION' ? readRawEnviron() : undefined;
     const envProblem = raw && findNonUtf8CniVar(raw);
     const answer = await handle(host, { env, stdin, ...(envProblem ? { envProblem } : {}) });
-    if (answer.stderr) process.stderr.write(answer.stderr);
-    if (answer.stdout) process.stdout.write(answer.stdout);
+    if (answer.stderr) writeErr(answer.stderr);
+    if (answer.stdout) writeOut(answer.stdout);
     return answer.exitCode;
   } finally {
     host.close();
@@ -66,7 +104,7 @@ async function runRole(argv: string[]): Promise<number> {
     try {
       return await (await loadDaemonModule()).runDaemon(argv.slice(1));
     } catch (e) {
-      process.stderr.write(`multus daemon: ${e instanceof Error ? e.message : String(e)}\n`);
+      writeErr(`multus daemon: ${messageOf(e)}\n`);
       return 1;
     }
   }
@@ -76,12 +114,12 @@ async function runRole(argv: string[]): Promise<number> {
       const mod = await loadDaemonModule();
       return await (argv[0] === 'plan' ? mod.runPlanCli(argv.slice(1)) : mod.runHotplugCli(argv.slice(1)));
     } catch (e) {
-      process.stderr.write(`multus ${argv[0]}: ${e instanceof Error ? e.message : String(e)}\n`);
+      writeErr(`multus ${argv[0]}: ${messageOf(e)}\n`);
       return 2;
     }
   }
   if (argv.includes('-version') || argv.includes('--version') || argv.includes('-v')) {
-    process.stdout.write(`multus-ts: version:${VERSION}, cni:${CURRENT_VERSION}\n`);
+    writeOut(`multus-ts: version:${VERSION}, cni:${CURRENT_VERSION}\n`);
     return 0;
   }
   if (argv[0] === 'install') return (await loadDaemonModule()).installMain(argv.slice(1));
@@ -96,12 +134,12 @@ async function runRole(argv: string[]): Promise<number> {
 
 runRole(process.argv.slice(2)).then(
   (code) => {
-    process.exitCode = code;
+    process.exitCode = outputFailed ? 1 : code;
   },
   (e: unknown) => {
     // handle() answers every request failure itself; this is a failure of the process edge (stdin, stdout).
     const error = toCniError(e);
-    process.stdout.write(JSON.stringify(error.toJSON(CURRENT_VERSION), null, 4) + '\n');
+    writeOut(JSON.stringify(error.toJSON(CURRENT_VERSION), null, 4) + '\n');
     process.exitCode = 1;
   },
 );

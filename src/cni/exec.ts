@@ -14,6 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CniCode, CniError } from '../base/errors.ts';
@@ -184,18 +185,36 @@ export function killRunningDelegates(): number {
   return groups.length;
 }
 
-/** The signals after which `exitOnStopSignals` kills the running delegates (what a runtime or a shell sends). */
-export const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+/**
+ * The signals after which `exitOnStopSignals` kills the running delegates: every signal whose default action ends a
+ * process and that someone may send (a runtime, kubelet, a shell, an operator). SIGPWR is the engine's own
+ * (JavaScriptCore suspends threads with it); the fault signals (SIGSEGV, ...) are the runtime's crash handling.
+ */
+export const STOP_SIGNALS = [
+  'SIGTERM',
+  'SIGINT',
+  'SIGHUP',
+  'SIGQUIT',
+  'SIGUSR1',
+  'SIGUSR2',
+  'SIGALRM',
+  'SIGVTALRM',
+  'SIGXCPU',
+  'SIGXFSZ',
+] as const;
 
 /**
- * For a process that serves one call (the thin plugin, passthru): on SIGTERM, SIGINT or SIGHUP, kill every running
- * delegate's group, then end by the same signal as before (the listener is gone, so the default action runs).
+ * For a process that serves one call (the thin plugin, passthru): on any of STOP_SIGNALS, kill every running
+ * delegate's group, then end by the same signal as before (the listener is gone, so the default action runs). Bun
+ * ignores SIGQUIT by default: a process still alive shortly after its own signal exits 128 + the signal's number,
+ * as a shell reports a death by that signal.
  */
 export function exitOnStopSignals(): void {
   const onSignal = (sig: NodeJS.Signals) => {
     for (const s of STOP_SIGNALS) process.removeListener(s, onSignal);
     killRunningDelegates();
     process.kill(process.pid, sig);
+    setTimeout(() => process.exit(128 + (osConstants.signals[sig] ?? 0)), 100);
   };
   for (const s of STOP_SIGNALS) process.on(s, onSignal);
 }

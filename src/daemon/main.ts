@@ -48,6 +48,8 @@ export { runPlanCli } from './plan-cli.ts';
 export interface DaemonIo {
   env: Env;
   writeStderr(s: string): void;
+  /** Where --help prints (process.stdout when absent). */
+  writeStdout?: (s: string) => void;
   /** Resolves on the first SIGTERM/SIGINT/SIGHUP (tests pass their own). */
   stopSignal?: Promise<string>;
   /** Resolves on the next stop signal after the first: the shutdown stops waiting for in-flight calls. */
@@ -57,10 +59,17 @@ export interface DaemonIo {
 
 class StartError extends Error {}
 
-function parseArgs(argv: string[]): string {
+const USAGE =
+  'usage: multus daemon [--config PATH]\n' +
+  `  --config PATH   the daemon's configuration (Multus thick's daemon-config.json), default ${DEFAULT_DAEMON_CONFIG}\n` +
+  'The resident daemon: serves CNI calls from multus-shim on <socketDir>/multus.sock (docs/resident.md).\n';
+
+/** The config path, or undefined for --help. */
+function parseArgs(argv: string[]): string | undefined {
   let config = DEFAULT_DAEMON_CONFIG;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
+    if (a === '--help' || a === '-help' || a === '-h') return undefined;
     if (a === '--config' || a === '-config') {
       const v = argv[++i];
       if (!v) throw new StartError(`${a} needs a path: multus daemon --config ${DEFAULT_DAEMON_CONFIG}`);
@@ -153,7 +162,12 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   let cfg: DaemonConfig;
   let exec: Exec = realExec;
   try {
-    cfg = readConfig(parseArgs(argv));
+    const path = parseArgs(argv);
+    if (path === undefined) {
+      (io.writeStdout ?? ((s: string) => process.stdout.write(s)))(USAGE);
+      return 0;
+    }
+    cfg = readConfig(path);
     const isRoot = io.isRoot ?? (() => process.getuid?.() === 0);
     if (!isRoot()) throw new StartError('the multus daemon must run as root (it runs CNI plugins)');
     if (cfg.chrootDir) {
