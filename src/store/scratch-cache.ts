@@ -137,6 +137,29 @@ export function decodeScratchCache(bytes: Buffer | string): CachedDelegate[] {
   return value.map(decodeDelegate);
 }
 
+/**
+ * For DEL: the file must be a JSON array (else it is corrupt as a whole), but an entry that cannot be decoded is
+ * left out (`undefined` at its place, so the others keep their positions, which name their interfaces) and
+ * reported, instead of failing every DEL (issue 28; docs/reliability.md).
+ */
+export function decodeScratchCacheEntries(bytes: Buffer | string): {
+  entries: (CachedDelegate | undefined)[];
+  problems: string[];
+} {
+  const value = parseJson(bytes, 'Multus scratch cache');
+  if (!Array.isArray(value)) throw corrupt('Multus scratch cache', 'expected a JSON array of delegates');
+  const problems: string[] = [];
+  const entries = value.map((v, i) => {
+    try {
+      return decodeDelegate(v, i);
+    } catch (e) {
+      problems.push(e instanceof Error ? e.message : String(e));
+      return undefined;
+    }
+  });
+  return { entries, problems };
+}
+
 function decodeDelegate(v: unknown, index: number): CachedDelegate {
   const ctx = `Multus scratch cache delegate ${index}`;
   if (!isObject(v)) throw corrupt(ctx, 'expected a JSON object');
@@ -230,6 +253,14 @@ function mergeCniArgs(lossless: unknown, housekeeping: unknown, ctx: string): Js
 
 export function readScratchCache(cniDir: string, containerId: string): ReadOutcome<CachedDelegate[]> {
   return readOutcome(scratchCachePath(cniDir, containerId), 'Multus scratch cache', decodeScratchCache);
+}
+
+/** `readScratchCache` for DEL: bad entries left out and reported (decodeScratchCacheEntries). */
+export function readScratchCacheEntries(
+  cniDir: string,
+  containerId: string,
+): ReadOutcome<ReturnType<typeof decodeScratchCacheEntries>> {
+  return readOutcome(scratchCachePath(cniDir, containerId), 'Multus scratch cache', decodeScratchCacheEntries);
 }
 
 export function writeScratchCache(cniDir: string, containerId: string, delegates: CachedDelegate[]): void {

@@ -10,7 +10,8 @@
  * silent success (Multus #948, #1087); a corrupt result cache that nothing else explains fails the DEL.
  */
 import { listResultCaches } from '../../store/result-cache.ts';
-import { readScratchCache, removeScratchCache } from '../../store/scratch-cache.ts';
+import type { CachedDelegate } from '../../store/scratch-cache.ts';
+import { readScratchCacheEntries, removeScratchCache } from '../../store/scratch-cache.ts';
 import { sweepCacheTemps } from '../../store/sweep.ts';
 import { rmSync } from 'node:fs';
 import { parseNetwork } from '../../cni/network.ts';
@@ -80,18 +81,17 @@ function removeDeviceInfoOf(ctx: CallContext, rt: RuntimeConf): void {
 
 async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPlan> {
   const { conf, req } = ctx;
-  const scratch = readScratchCache(conf.cniDir, req.containerId);
-  let delegates: Delegate[];
-  if (scratch.kind === 'ok') {
-    delegates = scratch.value.map(fromCachedDelegate);
-  } else {
+  const scratch = readScratchCacheEntries(conf.cniDir, req.containerId);
+  const cached = scratch.kind === 'ok' ? cachedAttachments(ctx, scratch.value) : undefined;
+  let attachments: Attachment[];
+  if (cached) attachments = cached.attachments;
+  else {
     if (scratch.kind === 'corrupt')
       ctx.net.log.error(
         `${podTag(ctx)}: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`,
       );
-    delegates = await currentDelegates(ctx, deps);
+    attachments = planAttachments(inheritListVersion(await currentDelegates(ctx, deps), conf.cniVersion), req.ifName);
   }
-  const attachments = planAttachments(inheritListVersion(delegates, conf.cniVersion), req.ifName);
   const teardowns = attachments.map((a) => ({
     network: a.network,
     rt: runtimeConfFor(ctx, a, 'DEL'),
@@ -118,7 +118,46 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
       corruptResults.push({ path, covered: false, error: messageOf(e) });
     }
   }
-  return { teardowns, attachments, corruptResults, scratchCorrupt: scratch.kind === 'corrupt' };
+  const scratchCorrupt = scratch.kind === 'corrupt' || (cached?.skipped ?? 0) > 0;
+  return { teardowns, attachments, corruptResults, scratchCorrupt };
+}
+
+/**
+ * The scratch cache's attachments, each at its place in the list (the place names its interface); an entry that
+ * cannot be read is logged and skipped (its result cache still names what it attached), so a bad entry never makes
+ * every DEL fail (issue 28; docs/reliability.md). Undefined when no entry is left: then DEL plans as without one.
+ */
+function cachedAttachments(
+  ctx: CallContext,
+  read: { entries: (CachedDelegate | undefined)[]; problems: string[] },
+): { attachments: Attachment[]; skipped: number } | undefined {
+  const problems = [...read.problems];
+  const placed: { delegate: Delegate; index: number }[] = [];
+  read.entries.forEach((entry, index) => {
+    if (!entry) return;
+    try {
+      placed.push({ delegate: fromCachedDelegate(entry), index });
+    } catch (e) {
+      problems.push(`delegate ${index}: ${messageOf(e)}`);
+    }
+  });
+  for (const p of problems) ctx.net.log.error(`${podTag(ctx)}: scratch cache entry skipped: ${p}`);
+  if (placed.length === 0 && read.entries.length > 0) return undefined;
+  const delegates = inheritListVersion(
+    placed.map(({ delegate, index }) => ({
+      ...delegate,
+      request: {
+        ...delegate.request,
+        ifname: delegate.request.ifname || (index === 0 ? ctx.req.ifName : `net${index}`),
+      },
+    })),
+    ctx.conf.cniVersion,
+  );
+  const attachments = planAttachments(delegates, ctx.req.ifName).map((a, i) => ({
+    ...a,
+    isClusterNetwork: placed[i]!.index === 0,
+  }));
+  return { attachments, skipped: problems.length };
 }
 
 /** KEP-4817 (docs/behaviour.md#claim-network-data): this sandbox's claim entries go with it; best effort. */
