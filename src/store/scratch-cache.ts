@@ -4,7 +4,9 @@
  * The JSON array Go Multus marshals from its delegate list (docs/behaviour.md, "Caches"), so either
  * implementation can DEL what the other ADDed, including the older double-encoded conflist layout.
  */
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
+import { CniCode, CniError } from '../base/errors.ts';
 import type { ReadOutcome } from '../base/files.ts';
 import { assertSafeComponent, readOutcome, removeIfPresent, writeFileAtomic } from '../base/files.ts';
 import type { Json } from '../base/json.ts';
@@ -251,7 +253,21 @@ function mergeCniArgs(lossless: unknown, housekeeping: unknown, ctx: string): Js
   return args;
 }
 
+/**
+ * A container ID may name a directory of the cache dir (`results`, or one an operator made): that is not a scratch
+ * cache. Reading finds none, removing leaves the directory, writing is refused before any delegate runs, saying so
+ * (issue 28; Go Multus fails such an ADD and every DEL with EISDIR).
+ */
+function isDirectory(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 export function readScratchCache(cniDir: string, containerId: string): ReadOutcome<CachedDelegate[]> {
+  if (isDirectory(scratchCachePath(cniDir, containerId))) return { kind: 'missing' };
   return readOutcome(scratchCachePath(cniDir, containerId), 'Multus scratch cache', decodeScratchCache);
 }
 
@@ -260,13 +276,24 @@ export function readScratchCacheEntries(
   cniDir: string,
   containerId: string,
 ): ReadOutcome<ReturnType<typeof decodeScratchCacheEntries>> {
+  if (isDirectory(scratchCachePath(cniDir, containerId))) return { kind: 'missing' };
   return readOutcome(scratchCachePath(cniDir, containerId), 'Multus scratch cache', decodeScratchCacheEntries);
 }
 
 export function writeScratchCache(cniDir: string, containerId: string, delegates: CachedDelegate[]): void {
+  const path = scratchCachePath(cniDir, containerId);
+  // `results` is the result caches' directory even before it exists
+  if (isDirectory(path) || containerId === 'results') {
+    throw new CniError(
+      CniCode.InvalidEnv,
+      `container ID "${containerId}" names the directory ${path}: multus-ts keeps its scratch cache for a container in a file of that name`,
+      { details: 'this container cannot be served with this cniDir: use another container ID (or another cniDir)' },
+    );
+  }
   writeFileAtomic(scratchCachePath(cniDir, containerId), encodeScratchCache(delegates));
 }
 
 export function removeScratchCache(cniDir: string, containerId: string): void {
+  if (isDirectory(scratchCachePath(cniDir, containerId))) return;
   removeIfPresent(scratchCachePath(cniDir, containerId));
 }
