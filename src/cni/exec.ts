@@ -15,7 +15,7 @@
 import { spawn } from 'node:child_process';
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CniCode, CniError } from '../base/errors.ts';
 
@@ -54,6 +54,7 @@ export function findInPath(type: string, dirs: string[]): string {
     );
   }
   for (const dir of dirs) {
+    if (!isAbsolute(dir)) continue; // never a path relative to the working directory, nor a bare name for PATH
     const candidate = join(dir, type);
     try {
       if (!statSync(candidate).isFile()) continue;
