@@ -174,6 +174,25 @@ function runOnce(
 
 /** The process groups (leader pids) of the plugins running now. */
 const running = new Set<number>();
+/** Set once this process stops: no plugin is started after (stopStartingDelegates). */
+let stopped = false;
+
+/**
+ * From now on no plugin is started in this process: a call that would start one fails with code 11 (its scratch
+ * cache stays for the runtime's DEL). The daemon's shutdown after its grace and the plugin's stop signals call it
+ * before they kill the running groups, so a rollback cannot start a delegate that outlives them (issue 28).
+ */
+export class StoppingError extends CniError {
+  constructor(path: string) {
+    super(CniCode.TryAgainLater, `not starting ${path}: multus-ts is stopping`, {
+      details: "the call was cut short by a stop; the runtime's DEL finds what it left in the caches",
+    });
+  }
+}
+
+export function stopStartingDelegates(): void {
+  stopped = true;
+}
 
 /**
  * SIGKILLs the process group of every plugin still running (our own process is about to end, or the daemon's
@@ -213,6 +232,7 @@ export const STOP_SIGNALS = [
 export function exitOnStopSignals(): void {
   const onSignal = (sig: NodeJS.Signals) => {
     for (const s of STOP_SIGNALS) process.removeListener(s, onSignal);
+    stopStartingDelegates();
     killRunningDelegates();
     process.kill(process.pid, sig);
     setTimeout(() => process.exit(128 + (osConstants.signals[sig] ?? 0)), 100);
@@ -237,6 +257,7 @@ export async function execPlugin(
   args: string[] = [],
 ): Promise<ExecOutput> {
   for (let attempt = 1; ; attempt++) {
+    if (stopped) throw new StoppingError(path);
     try {
       return await runOnce(path, stdin, env, timeoutMs, args);
     } catch (e) {

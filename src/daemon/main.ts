@@ -21,7 +21,7 @@ import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
-import { STOP_SIGNALS, killRunningDelegates, realExec } from '../cni/exec.ts';
+import { STOP_SIGNALS, killRunningDelegates, realExec, stopStartingDelegates } from '../cni/exec.ts';
 import { createHost } from '../host/host.ts';
 import type { KubeClient } from '../k8s/types.ts';
 import type { MultusConf } from '../multus/conf.ts';
@@ -286,6 +286,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
     http.closeAllConnections();
   }
   clearTimeout(timer);
+  stopStartingDelegates(); // a call whose delegate is killed now must not start another (its rollback DEL)
   const killed = killRunningDelegates();
   if (killed > 0) log.error(`killed the process groups of ${killed} delegate(s) still running`);
   await Promise.race([closed, new Promise((r) => setTimeout(r, 1000))]);

@@ -2,12 +2,14 @@
  * daemon/socket.ts: the unix socket's file (I/O): directory 0700, a stale socket removed, socket 0600.
  *
  * A socket file that still answers belongs to a running daemon: start-up fails rather than steal it. One that
- * refuses connections is left over from a daemon that died, and is removed.
+ * refuses connections is left over from a daemon that died, and is removed. The directory (and those above it) must
+ * be root's alone, and a socket file of another user is never used or removed: start-up fails (issue 28).
  */
 import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { securePrivateDir } from '../base/private-dir.ts';
 
 export const SOCKET_NAME = 'multus.sock';
 
@@ -27,6 +29,8 @@ function answers(path: string): Promise<boolean> {
 }
 
 export async function listenUnix(server: Server, socketDir: string): Promise<string> {
+  // root's alone (issue 28): else another user could plant a socket the shim would send root's calls to
+  securePrivateDir(socketDir, 'socketDir');
   mkdirSync(socketDir, { recursive: true, mode: 0o700 });
   chmodSync(socketDir, 0o700);
   const path = socketPath(socketDir);
@@ -34,6 +38,9 @@ export async function listenUnix(server: Server, socketDir: string): Promise<str
   try {
     const st = lstatSync(path);
     if (!st.isSocket()) throw new Error(`${path} exists and is not a socket: remove it or choose another socketDir`);
+    if (st.uid !== (process.geteuid?.() ?? 0)) {
+      throw new Error(`${path} belongs to uid ${st.uid}, not to the daemon's user: it is not ours; remove it`);
+    }
     exists = true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;

@@ -8,8 +8,8 @@
  * CniError is code 999 and its stack goes to the log, never to stdout. Results and errors are printed indented
  * by 4 spaces, as skel prints them.
  */
-import type { CniError } from '../base/errors.ts';
-import { isCniError, toCniError } from '../base/errors.ts';
+import { CniCode, CniError, isCniError, toCniError } from '../base/errors.ts';
+import { UnsafeDirError, securePrivateDir } from '../base/private-dir.ts';
 import type { Logger } from '../base/log.ts';
 import { silentLogger } from '../base/log.ts';
 import { CURRENT_VERSION } from '../base/versions.ts';
@@ -111,13 +111,27 @@ function pretty(value: unknown): string {
   return JSON.stringify(value, null, 4) + '\n';
 }
 
+/** The cache dir is root's alone, or no call touches it (base/private-dir.ts; issue 28). */
+function secureCacheDir(cniDir: string, log: Logger): void {
+  try {
+    const note = securePrivateDir(cniDir, 'cniDir', ['results']);
+    if (note) log.warn(note);
+  } catch (e) {
+    if (!(e instanceof UnsafeDirError)) throw e;
+    throw new CniError(CniCode.InvalidConfig, e.message, {
+      details: 'the cache dir holds what DEL runs: only root may write to it and to every directory above it',
+    });
+  }
+}
+
 async function dispatch(req: CniRequest, conf: MultusConf, deps: CommandDeps): Promise<unknown> {
   const rule = COMMANDS[req.command as RequestCommand];
   deps.log.verbose(
     `${req.command} containerId=${req.containerId} netns=${req.netns} ifname=${req.ifName} args=${req.args}`,
   );
-  checkNetns(req, rule.netnsMustExist);
-  const ctx = callContext(req, conf, deps); // CNI_ARGS are decoded here, before any wait (Multus' order)
+  const checked = checkNetns(req, rule.netnsMustExist);
+  secureCacheDir(conf.cniDir, deps.log);
+  const ctx = callContext(checked, conf, deps); // CNI_ARGS are decoded here, before any wait (Multus' order)
   if (rule.readiness === 'wait') await waitUntilReady(conf, deps);
   if (rule.readiness === 'note') await noteReadiness(conf, deps);
   return rule.cmd(ctx, deps);
