@@ -122,7 +122,7 @@ describe('multus daemon stopped with a delegate hung', () => {
 
   // issue 28 finding 3: the killed ADD fails and would roll back with a DEL that hangs too (up to
   // delegateTimeoutSeconds), past the grace; after the grace no delegate is started, the scratch cache stays
-  it('after the grace no delegate starts: the killed ADD\'s rollback runs no DEL, the scratch cache is kept', async () => {
+  it("after the grace no delegate starts: the killed ADD's rollback runs no DEL, the scratch cache is kept", async () => {
     if (!ready()) return;
     const d = await hungDaemon(1, ['ADD', 'DEL']);
     const started = Date.now();
