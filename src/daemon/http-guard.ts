@@ -1,21 +1,22 @@
 /**
  * daemon/http-guard.ts: what the daemon's HTTP server does with connections that never make a request (I/O).
  *
- * Bun's node:http does not end a connection whose header trickles in one byte at a time (headersTimeout is not
- * honoured), and a request it cannot parse was closed without an answer. So: a connection that has not sent a
- * whole request head within HEADER_DEADLINE_MS is destroyed, whatever it sends meanwhile; a request that cannot be
- * parsed is answered 431 (its header is over the limit) or 400 before the connection is closed
- * (docs/resident-protocol.md).
+ * Bun's node:http does not end a connection whose request body trickles in one byte at a time (requestTimeout is not
+ * honoured; a trickling header it ends after 10-15 s), and a request it cannot parse was closed without an answer.
+ * So: a connection that has not sent its whole request (head and body) within REQUEST_DEADLINE_MS is destroyed,
+ * whatever it sends meanwhile (the shim sends its request at once); a request that cannot be parsed is answered
+ * 431 (its header is over the limit) or 400 before the connection is closed (docs/resident-protocol.md).
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 
-/** How long a connection may take to send its request line and headers (the shim sends them at once). */
-export const HEADER_DEADLINE_MS = 10_000;
+/** How long a connection may take to send its whole request (the shim sends it at once). */
+export const REQUEST_DEADLINE_MS = 10_000;
 
-export function guardConnections(server: Server, deadlineMs = HEADER_DEADLINE_MS): void {
+export function guardConnections(server: Server, deadlineMs = REQUEST_DEADLINE_MS): void {
   const requested = new WeakSet<object>();
-  server.on('request', (req) => requested.add(req.socket));
+  // read to its end by the handler (every path reads or resumes the body): the call may then run as long as it needs
+  server.on('request', (req) => req.once('end', () => requested.add(req.socket)));
   server.on('connection', (socket: Socket) => {
     const timer = setTimeout(() => {
       if (!requested.has(socket)) socket.destroy();
