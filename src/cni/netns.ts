@@ -9,11 +9,11 @@
  * is refused on ADD and CHECK with code 4 before any delegate runs, and on DEL, GC and STATUS treated like a
  * missing one (the delegates get no CNI_NETNS), so that DEL cannot fail for ever (issue 28; docs/reliability.md).
  * A namespace file is on nsfs (statfs, as the plugins' ns.GetNS checks); its type is asked with NS_GET_NSTYPE
- * through Bun's FFI where the runtime has it (about 1 ms once per process; under Node the statfs check only).
+ * through Bun's FFI where the runtime has it (base/libc.ts; under Node the statfs check only).
  */
 import { closeSync, openSync, statSync, statfsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { CniCode, CniError } from '../base/errors.ts';
+import { libc } from '../base/libc.ts';
 import type { CniRequest } from './request.ts';
 
 const OWN_NETNS = '/proc/self/ns/net';
@@ -25,36 +25,14 @@ const CLONE_NEWNET = 0x40000000;
 export type NetnsKind =
   { kind: 'missing' } | { kind: 'netns'; dev: number; ino: number } | { kind: 'other'; what: string };
 
-type Ioctl = (fd: number, request: number, arg: number) => number;
-/** The part of Bun's `bun:ffi` used here. */
-interface BunFfi {
-  dlopen(path: string, symbols: Record<string, { args: string[]; returns: string }>): { symbols: { ioctl: Ioctl } };
-}
-let ioctl: Ioctl | null | undefined;
-
-/** libc's ioctl through Bun's FFI, or null where there is none (Node). */
-function loadIoctl(): Ioctl | null {
-  if (ioctl !== undefined) return ioctl;
-  ioctl = null;
-  if (!process.versions.bun) return ioctl;
-  try {
-    const ffi = createRequire(__filename)('bun:ffi') as BunFfi;
-    const lib = ffi.dlopen('libc.so.6', { ioctl: { args: ['i32', 'u64', 'u64'], returns: 'i32' } });
-    ioctl = (fd, request, arg) => lib.symbols.ioctl(fd, request, arg);
-  } catch {
-    // no FFI: the statfs check alone
-  }
-  return ioctl;
-}
-
 /** The namespace type of an nsfs file, or undefined when it cannot be asked. */
 function namespaceType(path: string): number | undefined {
-  const call = loadIoctl();
-  if (!call) return undefined;
+  const c = libc();
+  if (!c) return undefined;
   let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
-    const type = call(fd, NS_GET_NSTYPE, 0);
+    const type = c.ioctl(fd, NS_GET_NSTYPE, 0);
     return type < 0 ? undefined : type;
   } catch {
     return undefined;

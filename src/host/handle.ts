@@ -9,7 +9,11 @@
  * by 4 spaces, as skel prints them.
  */
 import { CniCode, CniError, isCniError, toCniError } from '../base/errors.ts';
+import type { FileLock } from '../base/file-lock.ts';
+import { lockFile } from '../base/file-lock.ts';
+import { assertSafeComponent } from '../base/files.ts';
 import { UnsafeDirError, securePrivateDir } from '../base/private-dir.ts';
+import { join } from 'node:path';
 import type { Logger } from '../base/log.ts';
 import { silentLogger } from '../base/log.ts';
 import { CURRENT_VERSION } from '../base/versions.ts';
@@ -60,6 +64,8 @@ interface CommandRule {
   readiness: 'wait' | 'note' | 'none';
   /** ADD and CHECK need CNI_NETNS to exist; DEL accepts a namespace that is already gone. */
   netnsMustExist: boolean;
+  /** ADD, CHECK and DEL of one container run one at a time, also across processes (lockContainer). */
+  locks: boolean;
 }
 
 /**
@@ -67,11 +73,11 @@ interface CommandRule {
  * each command are protocol rules and live with the request decoding in cni/request.ts.
  */
 const COMMANDS: Readonly<Record<RequestCommand, CommandRule>> = {
-  ADD: { cmd: cmdAdd, readiness: 'wait', netnsMustExist: true },
-  DEL: { cmd: cmdDel, readiness: 'note', netnsMustExist: false },
-  CHECK: { cmd: cmdCheck, readiness: 'none', netnsMustExist: true },
-  STATUS: { cmd: cmdStatus, readiness: 'wait', netnsMustExist: false },
-  GC: { cmd: cmdGc, readiness: 'wait', netnsMustExist: false },
+  ADD: { cmd: cmdAdd, readiness: 'wait', netnsMustExist: true, locks: true },
+  DEL: { cmd: cmdDel, readiness: 'note', netnsMustExist: false, locks: true },
+  CHECK: { cmd: cmdCheck, readiness: 'none', netnsMustExist: true, locks: true },
+  STATUS: { cmd: cmdStatus, readiness: 'wait', netnsMustExist: false, locks: false },
+  GC: { cmd: cmdGc, readiness: 'wait', netnsMustExist: false, locks: false },
 };
 
 export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
@@ -134,5 +140,31 @@ async function dispatch(req: CniRequest, conf: MultusConf, deps: CommandDeps): P
   const ctx = callContext(checked, conf, deps); // CNI_ARGS are decoded here, before any wait (Multus' order)
   if (rule.readiness === 'wait') await waitUntilReady(conf, deps);
   if (rule.readiness === 'note') await noteReadiness(conf, deps);
-  return rule.cmd(ctx, deps);
+  if (!rule.locks) return rule.cmd(ctx, deps);
+  const lock = await lockContainer(conf, checked);
+  let deleted = false;
+  try {
+    const out = await rule.cmd(ctx, deps);
+    deleted = req.command === 'DEL';
+    return out;
+  } finally {
+    if (deleted) lock.releaseAndRemove();
+    else lock.release();
+  }
+}
+
+/**
+ * The container's lock, `<cniDir>/.lock-<containerID>` (a name no container ID has): a DEL that comes while an ADD
+ * of the same container runs (in this process or another) waits for it, for at most delegateTimeoutSeconds, then
+ * fails with code 11 for the runtime to retry (issue 28, docs/reliability.md). Removed by a DEL that succeeded.
+ */
+async function lockContainer(conf: MultusConf, req: CniRequest): Promise<FileLock> {
+  assertSafeComponent(req.containerId, 'container ID');
+  const lock = await lockFile(join(conf.cniDir, `.lock-${req.containerId}`), conf.delegateTimeoutMs);
+  if (lock !== 'timeout') return lock;
+  throw new CniError(
+    CniCode.TryAgainLater,
+    `another call for container ${req.containerId} is still running after ${conf.delegateTimeoutMs / 1000} s`,
+    { details: 'an ADD, CHECK or DEL of the same container holds its lock; retry when it is done' },
+  );
 }
