@@ -2,7 +2,7 @@
 /**
  * build-daemon.mjs: bundles src/roles.ts (the daemon, hot-plug, plan and install roles; docs/resident.md) into
  * <outdir>/multus-daemon.cjs, a CommonJS file that the executable embeds (scripts/build-steps/compile.mjs) and loads
- * only for those roles (src/daemon/load.ts). The thin plugin's bundle never contains the daemon, nor what
+ * only for those roles (src/load-roles.ts). The thin plugin's bundle never contains the daemon, nor what
  * only the daemon needs (informers, metrics).
  *
  *   node scripts/build-daemon.mjs [--outdir DIR]

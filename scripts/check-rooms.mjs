@@ -2,9 +2,10 @@
 /**
  * The rooms of src/ and their one-way arrows (docs/design.md), and no import circles between files.
  *
- * Arrows: a file may import from its own room or from a lower one, never from a higher one. Ranks: base < store <
- * cni < k8s < devices = routes < multus < host < the process edges (cli.ts, daemon/, install/). Rooms of equal rank
- * (devices, routes) may not import each other.
+ * Arrows: a file may import from its own room or from a lower one, never from a higher one. Ranks: base < cni < k8s <
+ * devices = routes < multus < host < hotplug = informers < daemon = install = operator < the process edge (the files
+ * at the top: cli.ts, roles.ts, load-roles.ts). Rooms of equal rank (devices and routes; hotplug and informers;
+ * daemon, install and operator) may not import each other.
  * Circles: no file may reach itself through imports (type-only imports included: a circle of types is a circle of
  * meaning a reader walks round), inside a room as well as across rooms.
  * Reads every import/export-from/import() with a relative specifier; prints each wrong-way import and each circle
@@ -21,13 +22,26 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SRC = process.argv[2] ? resolve(process.argv[2]) : join(ROOT, 'src');
 
 /** @type {Record<string, number>} */
-const RANK = { base: 0, store: 1, cni: 2, k8s: 3, devices: 4, routes: 4, multus: 5, host: 6, edge: 7 };
+const RANK = {
+  base: 0,
+  cni: 1,
+  k8s: 2,
+  devices: 3,
+  routes: 3,
+  multus: 4,
+  host: 5,
+  hotplug: 6,
+  informers: 6,
+  daemon: 7,
+  install: 7,
+  operator: 7,
+  edge: 8,
+};
 
 /** The room of a path relative to src/: its first folder, or `edge` for files at the top (cli.ts). */
 function roomOf(/** @type {string} */ rel) {
-  const first = rel.split('/')[0] ?? '';
   if (!rel.includes('/')) return 'edge';
-  return first === 'daemon' || first === 'install' ? 'edge' : first;
+  return rel.split('/')[0] ?? '';
 }
 
 /** @returns {string[]} */

@@ -3,16 +3,19 @@
 #
 #   npm run image            # -> build/image/oci (OCI image layout) + build/image/multus-ts-<version>.tar
 #
-# Contents: build/multus (and build/multus-shim when built, with /usr/sbin/chroot for the resident daemon's
-# chrootDir and /usr/bin/nsenter + /usr/bin/ip for the routes it sets in pods) at /usr/src/multus-cni/bin/ (the
-# path Multus' image uses, so `--multus-bin-file` keeps its default), exactly the shared libraries `ldd` lists
-# for them (none for the static shim; at the
-# paths it lists), /etc/ssl/certs/ca-certificates.crt, a /var/run -> /run link, nothing else.
-# Entrypoint: `multus install`. Labels:
+# Multus' image layout (its images/Dockerfile and Dockerfile.thick), so Multus' own manifests run it:
+# build/multus at /usr/src/multus-cni/bin/multus, hard-linked there as multus-daemon, install_multus, passthru and
+# thin_entrypoint and at /thin_entrypoint and /install_multus (the executable picks its role from its name,
+# docs/install.md "Multus' names"); build/multus-shim (when built) at /usr/src/multus-cni/bin/multus-shim, with
+# /usr/sbin/chroot for the resident daemon's chrootDir and /usr/bin/nsenter + /usr/bin/ip for the routes it sets
+# in pods; Debian's busybox-static as /bin/busybox with /bin/sh, cp, mv, ... (rke2's chart runs `sh -c "cp ..."`);
+# exactly the shared libraries `ldd` lists (none for the static shim and busybox; at the paths it lists);
+# /etc/ssl/certs/ca-certificates.crt, a /var/run -> /run link, nothing else.
+# Entrypoint: /thin_entrypoint (as Multus' thin image). Labels:
 # org.opencontainers.image.version (package.json) and .revision (git HEAD, "-dirty" with uncommitted changes).
 # The tarball is the layout as an OCI archive: `ctr -n k8s.io images import` and `podman load -i` read it; the
 # index names the image ${MULTUS_TS_IMAGE_NAME:-ghcr.io/multus-ts/multus-ts}:<version>.
-# Prints the sizes. Needs: umoci, ldd, tar, node; build/multus (npm run build).
+# Prints the sizes. Needs: umoci, ldd, tar, node, /usr/bin/busybox (busybox-static); build/multus (npm run build).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,6 +27,9 @@ die() { say "FAILED: $*"; exit 1; }
 
 command -v umoci >/dev/null || die "umoci is not installed (apt-get install umoci, or bash scripts/setup.sh)"
 [[ -x "$root/build/multus" && -x "$root/build/.multus-bun" ]] || die "build/multus is missing: run npm run build first"
+busybox=/usr/bin/busybox
+[[ -x "$busybox" ]] || die "$busybox is missing (apt-get install busybox-static, or bash scripts/setup.sh)"
+ldd "$busybox" >/dev/null 2>&1 && die "$busybox is not static: install busybox-static, not busybox"
 
 version="$(node -p "require('$root/package.json').version")"
 commit="$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
@@ -51,10 +57,20 @@ umoci new --image "$layout:$version"
 umoci unpack --image "$layout:$version" "$work/bundle" >/dev/null
 rootfs="$work/bundle/rootfs"
 
-install -d -m 0755 "$rootfs/usr/src/multus-cni/bin" "$rootfs/etc/ssl/certs"
+install -d -m 0755 "$rootfs/usr/src/multus-cni/bin" "$rootfs/etc/ssl/certs" "$rootfs/bin"
 for b in "${bins[@]}"; do
   install -m 0755 "$b" "$rootfs/usr/src/multus-cni/bin/$(basename "$b")"
 done
+# Multus' names for the one executable: hard links (one file in the layer, the role from argv[0])
+for n in multus-daemon install_multus passthru thin_entrypoint; do
+  ln "$rootfs/usr/src/multus-cni/bin/multus" "$rootfs/usr/src/multus-cni/bin/$n"
+done
+for n in thin_entrypoint install_multus; do ln "$rootfs/usr/src/multus-cni/bin/multus" "$rootfs/$n"; done
+# the launcher starts the Bun executable beside it, wherever it is linked (docs/build.md, "The launcher")
+ln "$rootfs/usr/src/multus-cni/bin/.multus-bun" "$rootfs/.multus-bun"
+# a shell and the few tools init containers script with (rke2-multus: sh -c "cp ... && cp ...")
+install -m 0755 "$busybox" "$rootfs/bin/busybox"
+for t in sh cp mv rm ln ls cat mkdir chmod echo test sleep true false; do ln -s busybox "$rootfs/bin/$t"; done
 for x in "${extra[@]}"; do
   install -D -m 0755 "$x" "$rootfs$x"
 done
@@ -74,7 +90,7 @@ ln -s ../run "$rootfs/var/run"
 
 umoci repack --image "$layout:$version" "$work/bundle" >/dev/null
 umoci config --image "$layout:$version" --os linux --architecture amd64 \
-  --config.entrypoint /usr/src/multus-cni/bin/multus --config.entrypoint install \
+  --config.entrypoint /thin_entrypoint \
   --config.env PATH=/usr/sbin:/usr/bin:/sbin:/bin \
   --config.label "org.opencontainers.image.version=$version" \
   --config.label "org.opencontainers.image.revision=$commit" \

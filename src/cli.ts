@@ -3,7 +3,9 @@
  * writer of stdout and the exit code.
  *
  * One executable serves every role: run as `passthru` it is the passthru plugin (docs/behaviour.md,
- * "Auxiliary chain"); `--version` prints the version; `daemon` runs the resident daemon (docs/resident.md, its
+ * "Auxiliary chain"); run as `thin_entrypoint`, `install_multus` or `multus-daemon` (the names of Multus' images)
+ * it is that program, with its Go flags (install/entrypoints.ts, in the roles' bundle; docs/install.md);
+ * `--version` prints the version; `daemon` runs the resident daemon (docs/resident.md, its
  * own bundle, loaded only for that role), as are `hotplug` and `plan` (docs/hotplug.md); `install` is the
  * DaemonSet entrypoint and `--is-default-ready` the readiness check (docs/install.md; both loaded only in their
  * role); otherwise it is the CNI plugin and serves one request with `handle()`. As the plugin (and passthru),
@@ -19,7 +21,7 @@ import { MAX_STDIN_BYTES, parseCommand, stdinTooLarge } from './cni/request.ts';
 import { VERSION, handle } from './host/handle.ts';
 import { createHost } from './host/host.ts';
 import { findNonUtf8CniVar, readRawEnviron } from './host/raw-env.ts';
-import { loadDaemonModule } from './daemon/load.ts';
+import { loadDaemonModule } from './load-roles.ts';
 import { passthru } from './multus/auxchain.ts';
 
 /** stdin, at most MAX_STDIN_BYTES: a longer one is refused (code 6) without reading the rest. */
@@ -98,8 +100,13 @@ async function runPlugin(): Promise<number> {
   }
 }
 
+/** Names of Multus' programs, served by the roles' bundle (install/entrypoints.ts, docs/install.md). */
+const MULTUS_NAMES = new Set(['thin_entrypoint', 'install_multus', 'multus-daemon']);
+
 /** Serves the role the executable is run in (its name and argv). */
 async function runRole(argv: string[]): Promise<number> {
+  const name = basename(process.argv0);
+  if (MULTUS_NAMES.has(name)) return (await loadDaemonModule()).runEntrypoint(name, process.argv0, argv);
   if (argv[0] === 'daemon') {
     try {
       return await (await loadDaemonModule()).runDaemon(argv.slice(1));
@@ -124,8 +131,13 @@ async function runRole(argv: string[]): Promise<number> {
   }
   if (argv[0] === 'install') return (await loadDaemonModule()).installMain(argv.slice(1));
   if (argv.includes('--is-default-ready')) return (await loadDaemonModule()).readyMain(argv);
+  if (name !== 'passthru' && argv.some((a) => a.startsWith('-'))) {
+    // Multus' plugin parses Go flags (runtimes pass none): -h, or an unknown flag, is answered as Go does
+    const code = await (await loadDaemonModule()).runEntrypoint('multus', process.argv0, argv);
+    if (code >= 0) return code;
+  }
   exitOnStopSignals();
-  if (basename(process.argv0) === 'passthru') {
+  if (name === 'passthru') {
     const code = await runPassthru();
     if (code >= 0) return code;
   }

@@ -6,6 +6,12 @@
  */
 import { CniCode, CniError } from './errors.ts';
 
+/** The time the waits are measured and spent in (real in a Host, fake in tests). */
+export interface Clock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
 export interface BackoffOptions {
   initialMs: number;
   factor: number;

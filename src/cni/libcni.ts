@@ -12,8 +12,8 @@
  * an IPAM plugin earlier in the chain still releases its address; the errors are joined (docs/compatibility.md).
  */
 import type { RequestCommand } from './request.ts';
-import type { ResultCacheEntry } from '../store/result-cache.ts';
-import { readResultCache, removeResultCache, writeResultCache } from '../store/result-cache.ts';
+import type { ResultCacheEntry } from './result-cache.ts';
+import { readResultCache, removeResultCache, writeResultCache } from './result-cache.ts';
 import type { ArgPairs } from './cniargs.ts';
 import { formatCniArgs } from './cniargs.ts';
 import type { Network, PluginConf } from './network.ts';

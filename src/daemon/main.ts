@@ -30,20 +30,16 @@ import { startConfigWriter } from './autoconf.ts';
 import type { DaemonConfig } from './config.ts';
 import { DEFAULT_DAEMON_CONFIG, DaemonConfigError, parseDaemonConfig } from './config.ts';
 import { chrootExec, findChrootProgram, timedExec } from './exec.ts';
-import type { WarmKube } from './informers.ts';
-import { startWarmKube } from './informers.ts';
+import type { WarmKube } from '../informers/informers.ts';
+import { startWarmKube } from '../informers/informers.ts';
 import type { Metrics } from './metrics.ts';
 import { createMetrics } from './metrics.ts';
-import type { DynamicNetworks } from './dynamic.ts';
-import { startDynamicNetworks } from './dynamic.ts';
+import type { DynamicNetworks } from '../hotplug/dynamic.ts';
+import { startDynamicNetworks } from '../hotplug/dynamic.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
 import { listenUnix, removeSocket } from './socket.ts';
 import type { Env } from '../cni/request.ts';
-
-// The operator commands that live in this bundle (cli.ts loads it for them too).
-export { runHotplugCli } from './hotplug-cli.ts';
-export { runPlanCli } from './plan-cli.ts';
 
 export interface DaemonIo {
   env: Env;

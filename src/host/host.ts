@@ -14,7 +14,7 @@ import { realExec } from '../cni/exec.ts';
 import type { KubeClient } from '../k8s/types.ts';
 import type { CommandDeps, DeviceDeps } from '../multus/commands/context.ts';
 import type { MultusConf } from '../multus/conf.ts';
-import type { Clock } from '../multus/podnetworks.ts';
+import type { Clock } from '../base/backoff.ts';
 import type { ReadinessDeps } from '../multus/readiness.ts';
 import { realReadinessDeps } from '../multus/readiness.ts';
 import type { NetnsRouteDeps } from '../routes/netns-routes.ts';

@@ -83,10 +83,25 @@ export async function writeAtomic(path: string, data: string | Buffer, mode: num
   }
 }
 
-/** Copies `src` to `<destDir>/<name>` (mode 0755) through `<destDir>/_<name>.new`. */
-export async function copyExecutableAtomic(src: string, destDir: string, name: string): Promise<void> {
+/** True when `a` and `b` are the same file (hard links of one inode); false when either is missing. */
+export async function sameFile(a: string, b: string): Promise<boolean> {
+  try {
+    const [x, y] = await Promise.all([stat(a), stat(b)]);
+    return x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
+  }
+}
+
+/** Copies `src` to `<destDir>/<name>` (mode 0755) through `<destDir>/<tmpName>` (default `_<name>.new`). */
+export async function copyExecutableAtomic(
+  src: string,
+  destDir: string,
+  name: string,
+  tmpName = `_${name}.new`,
+): Promise<void> {
   const dest = join(destDir, name);
-  const tmp = join(destDir, `_${name}.new`);
+  const tmp = join(destDir, tmpName);
   let fin = -1;
   let fout = -1;
   try {
@@ -115,12 +130,18 @@ export async function copyExecutableAtomic(src: string, destDir: string, name: s
 }
 
 /**
- * `<destDir>/<name>` as a hard link to `target` (a file in destDir), through `_<name>.new` renamed over the old
- * one: the same executable under a second name (the role comes from the name), taking no space.
+ * `<destDir>/<name>` as a hard link to `target` (a file in destDir), through `<tmpName>` (default `_<name>.new`)
+ * renamed over the old one: the same executable under a second name (the role comes from the name), taking no
+ * space.
  */
-export async function linkExecutableAtomic(target: string, destDir: string, name: string): Promise<void> {
+export async function linkExecutableAtomic(
+  target: string,
+  destDir: string,
+  name: string,
+  tmpName = `_${name}.new`,
+): Promise<void> {
   const dest = join(destDir, name);
-  const tmp = join(destDir, `_${name}.new`);
+  const tmp = join(destDir, tmpName);
   try {
     await rm(tmp, { force: true });
     await link(target, tmp);

@@ -16,6 +16,7 @@ import {
   basename,
   copyExecutableAtomic,
   linkExecutableAtomic,
+  sameFile,
   errText,
   exists,
   isDir,
@@ -105,7 +106,8 @@ async function copyBinaries(src: string, o: InstallOptions, deps: InstallDeps): 
   let passthru = false;
   for (const extra of ['passthru', 'multus-shim']) {
     const p = join(dirname(src), extra);
-    if (extra === basename(src) || !(await exists(p))) continue;
+    // the image's passthru is a hard link to multus: linked below, not copied (111 MiB more on the node)
+    if (extra === basename(src) || !(await exists(p)) || (await sameFile(p, src))) continue;
     await copyExecutableAtomic(p, o.cniBinDir, extra);
     deps.log(`${extra} ${p} is copied to ${join(o.cniBinDir, extra)}`);
     passthru ||= extra === 'passthru';

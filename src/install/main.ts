@@ -7,7 +7,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { callerEnv, launcherPath } from '../base/caller-env.ts';
 import { realReadinessDeps } from '../multus/readiness.ts';
 import { runInstall } from './install.ts';
-import { InstallError, parseInstallArgs, usage } from './options.ts';
+import { InstallError, type InstallOptions, parseInstallArgs, usage } from './options.ts';
 import { isDefaultReady, parseReadyArgs } from './ready.ts';
 
 function fail(prefix: string, e: unknown): number {
@@ -28,6 +28,11 @@ export async function installMain(argv: readonly string[]): Promise<number> {
     process.stdout.write(usage());
     return 0;
   }
+  return runInstaller(opts, 'multus install');
+}
+
+/** Runs the installer with `opts` until SIGTERM/SIGINT; failures are one line on stderr after `prefix`. */
+export async function runInstaller(opts: InstallOptions, prefix: string): Promise<number> {
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
   process.on('SIGTERM', onSignal);
@@ -48,7 +53,7 @@ export async function installMain(argv: readonly string[]): Promise<number> {
     });
     return 0;
   } catch (e) {
-    return fail('multus install', e);
+    return fail(prefix, e);
   } finally {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);

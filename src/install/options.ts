@@ -71,7 +71,7 @@ export const FLAGS: Record<string, Flag> = {
     key: 'multusBinFile',
     bool: false,
     def: '/usr/src/multus-cni/bin/multus',
-    help: 'multus binary file path (when the default is missing: this executable)',
+    help: 'multus binary file path',
   },
   'multus-cni-conf-dir': {
     key: 'multusCniConfDir',

@@ -12,7 +12,7 @@ import { findNetworkInDir, parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, wrapError } from '../base/errors.ts';
 import type { Nad } from '../k8s/types.ts';
 import type { Delegate } from './plan.ts';
-import type { AttachmentRequest } from '../store/fields.ts';
+import type { AttachmentRequest } from './fields.ts';
 import { isObject } from '../base/json.ts';
 
 export const RESOURCE_NAME_ANNOTATION = 'k8s.v1.cni.cncf.io/resourceName';

@@ -7,9 +7,9 @@
  * from one delegate to the next) and its CNI_ARGS (docs/behaviour.md#delegate-args). It also maps attachments to and
  * from the scratch cache's delegate records, so ADD and DEL agree on names and order.
  */
-import type { AttachmentRequest } from '../store/fields.ts';
-import { ATTACHMENT_FIELDS, CAPABILITY_ORDER, cniArgValue, isRequested } from '../store/fields.ts';
-import type { CachedDelegate } from '../store/scratch-cache.ts';
+import type { AttachmentRequest } from './fields.ts';
+import { ATTACHMENT_FIELDS, CAPABILITY_ORDER, cniArgValue, isRequested } from './fields.ts';
+import type { CachedDelegate } from './scratch-cache.ts';
 import type { ArgPairs, K8sArgs } from '../cni/cniargs.ts';
 import { buildDelegateArgs } from '../cni/cniargs.ts';
 import type { Network } from '../cni/network.ts';

@@ -18,6 +18,7 @@ import { CniCode, CniError, messageOf, toCniError, wrapError } from '../base/err
 import type { KubeClient, Nad, Pod } from '../k8s/types.ts';
 import { httpStatusOf, isTransient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
+import type { Clock } from '../base/backoff.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
 import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../devices/devices.ts';
 import type { DraDeviceRef } from '../devices/dra.ts';
@@ -35,11 +36,6 @@ import {
 export const NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
 export const DEFAULT_NETWORK_ANNOTATION = 'v1.multus-cni.io/default-network';
 const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
-
-export interface Clock {
-  now(): number;
-  sleep(ms: number): Promise<void>;
-}
 
 export type PodLookup = { kind: 'found'; pod: Pod } | { kind: 'unknown'; reason: string };
 

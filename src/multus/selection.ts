@@ -25,8 +25,8 @@
  *   misleading message, or a panic).
  */
 import { CniCode, CniError, isCniError } from '../base/errors.ts';
-import type { AttachmentRequest, FieldKind } from '../store/fields.ts';
-import { ATTACHMENT_FIELDS, isRequested } from '../store/fields.ts';
+import type { AttachmentRequest, FieldKind } from './fields.ts';
+import { ATTACHMENT_FIELDS, isRequested } from './fields.ts';
 import { validateIfName } from '../base/names.ts';
 import { isObject } from '../base/json.ts';
 import { isGoCidr, isGoIp, isV4, macError } from '../cni/ip.ts';
@@ -135,7 +135,7 @@ function parseTextForm(annotation: string, key: string): Parsed[] {
 // JSON form.
 
 type Kind = FieldKind;
-/** The keys a JSON element may have: its name and namespace, then one per attachment field (store/fields.ts). */
+/** The keys a JSON element may have: its name and namespace, then one per attachment field (multus/fields.ts). */
 const FIELDS: Record<string, { kind: Kind; example: string }> = {
   name: { kind: 'string', example: '"macvlan-conf"' },
   namespace: { kind: 'string', example: '"default"' },

@@ -5,96 +5,25 @@
  * only takes names under /var/run/netns and CNI_NETNS is any path. Every child is spawned from an argument array (no
  * shell) with `LC_ALL=C`, so the kernel's messages that decide "nothing to delete" are English whatever the node's
  * locale. All deletes run before any add, so a `replace` never races a delete. `updateCachedDefaultRoutes` rewrites
- * `<cniDir>/results/<net>-<id>-<if>` (libcni's cache, docs/behaviour.md#default-route) through store/result-cache.ts,
+ * `<cniDir>/results/<net>-<id>-<if>` (libcni's cache, docs/behaviour.md#default-route) through cni/result-cache.ts,
  * so CHECK and DEL get the routes the pod really has as `prevResult`.
  */
-import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
-import type { ResultCacheEntry } from '../store/result-cache.ts';
-import { encodeResultCache, readResultCache, resultCachePath } from '../store/result-cache.ts';
+import type { ResultCacheEntry } from '../cni/result-cache.ts';
+import { encodeResultCache, readResultCache, resultCachePath } from '../cni/result-cache.ts';
 import { writeFileAtomic } from '../base/files.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
+import type { CommandOutput, CommandRunner, RouteTools } from './nsenter.ts';
+import { findRouteTools, runCommand } from './nsenter.ts';
 import type { IpFamily, RoutePlan } from './routes.ts';
 import { changesRoutes, gatewayFamily, rewriteCachedRoutes } from './routes.ts';
-
-export interface CommandOutput {
-  exitCode: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `file` with `args`, no shell; rejects only when the process cannot be started. */
-export type CommandRunner = (file: string, args: readonly string[]) => Promise<CommandOutput>;
-
-export interface RouteTools {
-  nsenter: string;
-  ip: string;
-}
 
 export interface NetnsRouteDeps {
   run?: CommandRunner;
   tools?: RouteTools;
 }
 
-const NSENTER_CANDIDATES = ['/usr/bin/nsenter', '/bin/nsenter', '/usr/sbin/nsenter', '/sbin/nsenter'];
-const IP_CANDIDATES = ['/sbin/ip', '/usr/sbin/ip', '/usr/bin/ip', '/bin/ip'];
-const COMMAND_TIMEOUT_MS = 10_000;
 /** A link with more default routes than this in one family is not something we keep deleting from. */
 const MAX_DELETES_PER_FAMILY = 32;
-
-// ---------------------------------------------------------------------------------------------------------
-// Tools and the default runner.
-
-function firstExecutable(candidates: readonly string[], what: string): string {
-  for (const path of candidates) {
-    try {
-      accessSync(path, constants.X_OK);
-      return path;
-    } catch {
-      // not here: try the next candidate
-    }
-  }
-  throw new CniError(
-    CniCode.Internal,
-    `cannot move the pod's default route: ${what} not found at ${candidates.join(', ')}`,
-    {
-      details: `install ${what === 'ip' ? 'iproute2' : 'util-linux'} on the node`,
-    },
-  );
-}
-
-let foundTools: RouteTools | undefined;
-
-/** Absolute paths of nsenter and ip, looked up once per process (a failed lookup is retried next time). */
-export function findRouteTools(): RouteTools {
-  foundTools ??= { nsenter: firstExecutable(NSENTER_CANDIDATES, 'nsenter'), ip: firstExecutable(IP_CANDIDATES, 'ip') };
-  return foundTools;
-}
-
-/** The default `CommandRunner`: spawn, collect output, kill after 10 s, C locale. */
-export const runCommand: CommandRunner = (file, args) =>
-  new Promise((resolve, reject) => {
-    const child = spawn(file, args, {
-      env: { LC_ALL: 'C', PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: COMMAND_TIMEOUT_MS,
-      killSignal: 'SIGKILL',
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    child.on('error', reject);
-    child.on('close', (exitCode, signal) => {
-      resolve({
-        exitCode,
-        signal,
-        stdout: Buffer.concat(out).toString('utf8'),
-        stderr: Buffer.concat(err).toString('utf8'),
-      });
-    });
-  });
 
 // ---------------------------------------------------------------------------------------------------------
 // Running ip in the pod.

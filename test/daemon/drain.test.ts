@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fileExists, isRoot, needs } from '../helpers/skip.ts';
-import type { HttpAnswer } from './helpers.ts';
-import { cniBody, connectError, http } from './helpers.ts';
+import type { HttpAnswer } from '../helpers/daemon.ts';
+import { cniBody, connectError, http } from '../helpers/daemon.ts';
 import { testNetns } from '../helpers/netns.ts';
 
 const EXE = resolve('build/multus');

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fileExists, isRoot, needs } from '../helpers/skip.ts';
-import { cniBody, connectError, http } from './helpers.ts';
+import { cniBody, connectError, http } from '../helpers/daemon.ts';
 import { testNetns } from '../helpers/netns.ts';
 
 const EXE = resolve('build/multus');

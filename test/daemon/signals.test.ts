@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { groupGone, hangingPlugin, hungGroup } from '../helpers/groups.ts';
 import { fileExists, isRoot, needs } from '../helpers/skip.ts';
-import { cniBody, http } from './helpers.ts';
+import { cniBody, http } from '../helpers/daemon.ts';
 import { testNetns } from '../helpers/netns.ts';
 
 const EXE = resolve('build/multus');

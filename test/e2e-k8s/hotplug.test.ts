@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/cluster.ts';
 import { fileExists, needs } from '../helpers/skip.ts';
 import { MULTUS_BIN, REPO_ROOT, describeRun, e2eRequirements, reservedIps, run, withSbin } from '../e2e/helpers.ts';
-import { http } from '../daemon/helpers.ts';
+import { http } from '../helpers/daemon.ts';
 import { summarize, timesToReach } from '../helpers/latency.ts';
 import {
   NETWORKS_ANNOTATION,

@@ -8,8 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ResultCacheEntry } from '../../src/store/result-cache.ts';
-import { decodeResultCache, writeResultCache } from '../../src/store/result-cache.ts';
+import type { ResultCacheEntry } from '../../src/cni/result-cache.ts';
+import { decodeResultCache, writeResultCache } from '../../src/cni/result-cache.ts';
 import { CniError } from '../../src/base/errors.ts';
 import { applyRoutePlan, updateCachedDefaultRoutes } from '../../src/routes/netns-routes.ts';
 import type { RoutePlan } from '../../src/routes/routes.ts';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
-import { ENV, FLANNEL, makeNode } from './helpers.ts';
+import { ENV, FLANNEL, makeNode } from '../helpers/install.ts';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const TS = process.env.MULTUS_TS_BIN || join(REPO, 'build', 'multus');

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { fileExists, isRoot, needs } from '../helpers/skip.ts';
-import { BRIDGE_031, FLANNEL } from './helpers.ts';
+import { BRIDGE_031, FLANNEL } from '../helpers/install.ts';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const CACHE = process.env.MULTUS_TS_CACHE_DIR || join(REPO, '.cache');

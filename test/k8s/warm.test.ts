@@ -1,5 +1,5 @@
 /**
- * The resident daemon's warm Kubernetes state (src/daemon/informers.ts) against a real kube-apiserver: the
+ * The resident daemon's warm Kubernetes state (src/informers/informers.ts) against a real kube-apiserver: the
  * pod informer (this node's pods) and the NAD informer sync, answers come from their caches with no request
  * (counted in the API server's audit log and by `requestCount`), a miss falls back to one GET with the lean
  * client's errors, and an in-process ADD through handle() makes exactly one non-event request once synced.
@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/base/log.ts';
-import type { WarmKube } from '../../src/daemon/informers.ts';
-import { startWarmKube } from '../../src/daemon/informers.ts';
+import type { WarmKube } from '../../src/informers/informers.ts';
+import { startWarmKube } from '../../src/informers/informers.ts';
 import type { Metrics } from '../../src/daemon/metrics.ts';
 import { createMetrics } from '../../src/daemon/metrics.ts';
 import { handle } from '../../src/host/handle.ts';

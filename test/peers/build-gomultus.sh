@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds Go Multus v4.3.0 as a peer for multus-ts' tests and benchmarks: the thin plugin (cmd/multus), the thick
-# plugin's shim and daemon (cmd/multus-shim, cmd/multus-daemon) and cmd/thin_entrypoint, through the wrapper
+# plugin's shim and daemon (cmd/multus-shim, cmd/multus-daemon), cmd/thin_entrypoint, cmd/install_multus and the
+# passthru plugin (cmd/passthru-cni, named passthru as Multus' hack/build-go.sh names it), through the wrapper
 # module in test/peers/gomultus (its go.mod pins gopkg.in/k8snetworkplumbingwg/multus-cni.v4).
 #
-# Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/gomultus/{multus,multus-shim,multus-daemon,thin_entrypoint},
+# Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/gomultus/{multus,multus-shim,multus-daemon,thin_entrypoint,
+# install_multus,passthru},
 # reused while go.mod, go.sum and this script are unchanged (their hash is kept beside the binaries in
 # build.sha256). Prints timings on stderr and the output dir on stdout.
 #
@@ -16,7 +18,7 @@ root="$(cd "$here/../.." && pwd)"
 src="$here/gomultus"
 cache="${MULTUS_TS_CACHE_DIR:-$root/.cache}"
 out_dir="$cache/gomultus"
-bins=(multus multus-shim multus-daemon thin_entrypoint)
+bins=(multus multus-shim multus-daemon thin_entrypoint install_multus passthru)
 
 me="build-gomultus.sh"
 # shellcheck source=../helpers/build-lib.sh
@@ -38,8 +40,10 @@ version="$(cd "$src" && go list -m -f '{{.Version}}' "$mod")"
 ldflags="-s -w -X $mod/pkg/multus.version=$version"
 for b in "${bins[@]}"; do
   t0="$(now)"
-  say "building $b ($mod/cmd/$b)"
-  (cd "$src" && go build -trimpath -ldflags="$ldflags" -o "$tmp/$b" "$mod/cmd/$b")
+  pkg="$mod/cmd/$b"
+  [[ "$b" == passthru ]] && pkg="$mod/cmd/passthru-cni"
+  say "building $b ($pkg)"
+  (cd "$src" && go build -trimpath -ldflags="$ldflags" -o "$tmp/$b" "$pkg")
   say "built $b in $(secs "$t0" "$(now)") s"
 done
 # The plugin and the shim must run (and say what they are) before they replace the cached ones.

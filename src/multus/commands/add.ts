@@ -10,8 +10,8 @@
  * behind.
  */
 import { auxiliaryChain } from '../auxchain.ts';
-import { removeScratchCache, writeScratchCache } from '../../store/scratch-cache.ts';
-import { assertResultCacheFits } from '../../store/result-cache.ts';
+import { removeScratchCache, writeScratchCache } from '../scratch-cache.ts';
+import { assertResultCacheFits } from '../../cni/result-cache.ts';
 import { addNetwork, delNetwork } from '../../cni/libcni.ts';
 import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/device-info.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';

@@ -6,7 +6,7 @@
  * Without a scratch cache it checks the config's delegates. Networks below 0.4.0 cannot CHECK and are
  * skipped. All failures are reported together.
  */
-import { readScratchCache } from '../../store/scratch-cache.ts';
+import { readScratchCache } from '../scratch-cache.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import { checkNetwork, joinErrors } from '../../cni/libcni.ts';
 import type { CniError } from '../../base/errors.ts';

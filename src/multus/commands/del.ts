@@ -9,10 +9,10 @@
  * attachment (docs/behaviour.md#npwg). A corrupt cache is logged and removed once its attachments are gone, never a
  * silent success (Multus #948, #1087); a corrupt result cache that nothing else explains fails the DEL.
  */
-import { listResultCaches } from '../../store/result-cache.ts';
-import type { CachedDelegate } from '../../store/scratch-cache.ts';
-import { readScratchCacheEntries, removeScratchCache } from '../../store/scratch-cache.ts';
-import { sweepCacheTemps } from '../../store/sweep.ts';
+import { listResultCaches } from '../../cni/result-cache.ts';
+import type { CachedDelegate } from '../scratch-cache.ts';
+import { readScratchCacheEntries, removeScratchCache } from '../scratch-cache.ts';
+import { sweepCacheTemps } from '../sweep.ts';
 import { rmSync } from 'node:fs';
 import { parseNetwork } from '../../cni/network.ts';
 import { resolveStaticNetworks } from '../conf.ts';

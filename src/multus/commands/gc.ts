@@ -9,9 +9,9 @@
  * attachments that are still valid, and temp files of interrupted writes are swept. Multus declares every cached entry valid, so its cache only grows (Multus #1488); without the
  * runtime's list nothing is deleted (conservative). Failures are collected, never stop the sweep.
  */
-import type { ResultCacheEntry } from '../../store/result-cache.ts';
-import { listResultCaches } from '../../store/result-cache.ts';
-import { readScratchCache, removeScratchCache } from '../../store/scratch-cache.ts';
+import type { ResultCacheEntry } from '../../cni/result-cache.ts';
+import { listResultCaches } from '../../cni/result-cache.ts';
+import { readScratchCache, removeScratchCache } from '../scratch-cache.ts';
 import { fromCachedDelegate, planAttachments } from '../plan.ts';
 import { parseNetwork } from '../../cni/network.ts';
 import { resolveStaticNetworks } from '../conf.ts';
@@ -19,7 +19,7 @@ import type { GcAttachment } from '../../cni/libcni.ts';
 import { delNetwork, runtimeConfFromCache, gcNetwork, joinErrors } from '../../cni/libcni.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Network } from '../../cni/network.ts';
-import { sweepCacheTemps } from '../../store/sweep.ts';
+import { sweepCacheTemps } from '../sweep.ts';
 import type { CniRequest } from '../../cni/request.ts';
 import type { Delegate } from '../plan.ts';
 import type { CallContext, CommandDeps } from './context.ts';

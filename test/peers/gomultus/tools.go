@@ -5,8 +5,10 @@
 package tools
 
 import (
+	_ "gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/install_multus"
 	_ "gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus"
 	_ "gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus-daemon"
 	_ "gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus-shim"
+	_ "gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/passthru-cni"
 	_ "gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/thin_entrypoint"
 )

@@ -5,7 +5,7 @@
  * Every table asserts exact values or the exact CniError(7) message.
  */
 import { describe, expect, it } from 'vitest';
-import type { AttachmentRequest } from '../../../src/store/fields.ts';
+import type { AttachmentRequest } from '../../../src/multus/fields.ts';
 import type { NetworkSelection } from '../../../src/multus/selection.ts';
 import {
   checkNamespaceIsolation,

@@ -7,11 +7,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ResultCacheEntry } from '../../../src/store/result-cache.ts';
-import { encodeResultCache, writeResultCache } from '../../../src/store/result-cache.ts';
+import type { ResultCacheEntry } from '../../../src/cni/result-cache.ts';
+import { encodeResultCache, writeResultCache } from '../../../src/cni/result-cache.ts';
 import { CniError } from '../../../src/base/errors.ts';
-import type { CommandOutput } from '../../../src/routes/netns-routes.ts';
-import { applyRoutePlan, findRouteTools, updateCachedDefaultRoutes } from '../../../src/routes/netns-routes.ts';
+import type { CommandOutput } from '../../../src/routes/nsenter.ts';
+import { findRouteTools } from '../../../src/routes/nsenter.ts';
+import { applyRoutePlan, updateCachedDefaultRoutes } from '../../../src/routes/netns-routes.ts';
 import type { RoutePlan } from '../../../src/routes/routes.ts';
 
 const TOOLS = { nsenter: '/usr/bin/nsenter', ip: '/sbin/ip' };

@@ -1,0 +1,61 @@
+/**
+ * dynamic-plan.ts: what to plug and unplug so a running pod's attachments follow its networks annotation
+ * (pure; the daemon's dynamic networks, docs/hotplug.md).
+ *
+ * The pod's current attachments are its scratch cache. Those made from the config (the cluster network, the
+ * defaultNetworks, the auxiliary chain: the first `statics` attachments and any whose name is not
+ * `<namespace>/<nad>`) are never touched. The others are matched with the annotation's elements by
+ * `<namespace>/<name>@<interface>`; an element without an interface matches the first unmatched attachment of
+ * the same NAD, and when it has none it gets the first `net<N>` nobody uses or asks for. Unmatched attachments
+ * are removed, unmatched elements added, in annotation order. Reordering the annotation changes nothing.
+ */
+import type { Attachment } from '../multus/plan.ts';
+import type { NetworkSelection } from '../multus/selection.ts';
+
+export interface DynamicChange {
+  kind: 'add' | 'remove';
+  /** `<namespace>/<name>` */
+  network: string;
+  ifName: string;
+  /** The element to add (its requests); undefined for removals. */
+  selection?: NetworkSelection;
+}
+
+export const changeKey = (c: { network: string; ifName: string }): string => `${c.network}@${c.ifName}`;
+
+export function planDynamicChanges(
+  current: Attachment[],
+  statics: number,
+  selections: NetworkSelection[],
+): DynamicChange[] {
+  const owned = current.filter((a, i) => i >= statics && !a.isClusterNetwork && a.displayName.includes('/'));
+  const used = new Set(current.map((a) => a.ifName));
+  const matched = new Set<Attachment>();
+  const adds: DynamicChange[] = [];
+  const pending: NetworkSelection[] = [];
+  for (const sel of selections) {
+    const network = `${sel.namespace}/${sel.name}`;
+    const wanted = sel.request.ifname;
+    const hit = owned.find(
+      (a) => !matched.has(a) && a.displayName === network && (wanted === undefined || a.ifName === wanted),
+    );
+    if (hit) matched.add(hit);
+    else pending.push(sel);
+  }
+  const removes: DynamicChange[] = owned
+    .filter((a) => !matched.has(a))
+    .map((a) => ({ kind: 'remove', network: a.displayName, ifName: a.ifName }));
+  for (const r of removes) used.delete(r.ifName);
+  const requested = new Set(selections.map((s) => s.request.ifname).filter((n): n is string => !!n));
+  for (const sel of pending) {
+    let ifName = sel.request.ifname;
+    if (!ifName) {
+      let n = 1;
+      while (used.has(`net${n}`) || requested.has(`net${n}`)) n++;
+      ifName = `net${n}`;
+    }
+    used.add(ifName);
+    adds.push({ kind: 'add', network: `${sel.namespace}/${sel.name}`, ifName, selection: sel });
+  }
+  return [...removes, ...adds];
+}

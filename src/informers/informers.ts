@@ -1,0 +1,396 @@
+/**
+ * informers/informers.ts: the resident daemon's warm Kubernetes state (I/O: HTTPS, list + watch).
+ *
+ * Two informers of @kubernetes/client-node (its ListWatch and KubeConfig: in a long-lived process its start-up
+ * cost no longer matters, and its watch handling is maintained upstream): the pods of this node (all namespaces,
+ * fieldSelector `spec.nodeName=<node>`) and every NetworkAttachmentDefinition. The `client` they back is a
+ * `KubeClient` (src/k8s/types.ts):
+ *
+ *   - getPod / getNad answer from the informer's cache once that informer has listed and is watching, when the
+ *     object is there (and, for a pod, has the UID the caller expects); otherwise one GET through the lean
+ *     client: a pod created a moment ago, a pod of another node, an informer that is not synced or is
+ *     reconnecting. A cache miss is never taken as NotFound: the GET says so, with the lean client's errors.
+ *   - updatePodStatus and createEvent go through ONE kept-alive lean client (loadKubeClient), so its error
+ *     shapes (404 NotFound, 409 Conflict, 401/403 texts, transient codes) and Multus' retry rules stay as in
+ *     the thin plugin. A stale cached pod costs a 409 and one re-read, exactly as a thin call's race would.
+ *
+ * `requestCount` is the lean client's (the GETs, status writes and events of requests); list/watch traffic is
+ * not part of any request. Every request of ours is reported to `metrics.apiCall` (verb, resource, seconds,
+ * ok); watches are long-lived and are not. An informer error (list refused, watch broken) marks it unsynced
+ * (`metrics.informerSynced(name, false)`) and restarts it with backoff (1 s doubling to 30 s, jittered); a
+ * watch that ends normally (the API server's timeout) resumes at once from its resourceVersion, and a 410
+ * Gone re-lists (client-node's ListWatch does both).
+ *
+ * `onPod` hands the pod informer's adds, updates and deletes to a listener (dynamic networks react to a changed
+ * networks annotation with it: hotplug/dynamic.ts).
+ *
+ * With a warm cache an ADD makes one request (the network-status write) plus its events, a DEL none.
+ */
+import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import type { KubernetesListObject } from '@kubernetes/client-node/dist/types.js';
+import type { Watch } from '@kubernetes/client-node/dist/watch.js';
+import { retryDelay } from '../base/backoff.ts';
+import { CniCode, CniError, messageOf } from '../base/errors.ts';
+import type { Logger } from '../base/log.ts';
+import { isDns1123Subdomain } from '../base/names.ts';
+import { loadKubeClient } from '../k8s/client.ts';
+import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, Pod } from '../k8s/types.ts';
+import type { ClientNode, InformerMetrics, InformerSource, Obj } from './informer-config.ts';
+import { getJson, informerConfig } from './informer-config.ts';
+
+export interface WarmKube {
+  client: KubeClient;
+  /** Both informers have listed once and are watching. */
+  synced(): boolean;
+  /** Resolves true once synced, false when `timeoutMs` passes first (or the informers are closed). */
+  waitForSync(timeoutMs: number): Promise<boolean>;
+  /**
+   * Calls `listener` for each pod of this node the pod informer adds, updates or deletes, after its cache holds
+   * the change (a re-list after 410 Gone replays adds and updates too). Returns the unsubscribe. A listener's
+   * exception is logged and does not stop the informer.
+   */
+  onPod(listener: PodListener): () => void;
+  /** Stops the informers and closes the lean client's connections. */
+  close(): void;
+}
+
+/** A pod change seen by the pod informer (`deleted`: the pod left the node or the API). */
+export type PodListener = (pod: Pod, deleted: boolean) => void;
+
+export interface WarmKubeOptions extends InformerSource {
+  /** This node's name (MULTUS_NODE_NAME or the hostname): the pod informer's field selector. */
+  nodeName: string;
+  log: Logger;
+  metrics?: InformerMetrics;
+  /** Backoff of an informer restart after an error (tests make it short). */
+  backoff?: { initialMs: number; maxMs: number };
+}
+
+export const POD_INFORMER = 'pods';
+export const NAD_INFORMER = 'network-attachment-definitions';
+const NAD_PATH = '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions';
+const LIST_PAGE = 500;
+
+async function loadClientNode(): Promise<ClientNode> {
+  const [config, cache, watch] = await Promise.all([
+    import('@kubernetes/client-node/dist/config.js'),
+    import('@kubernetes/client-node/dist/cache.js'),
+    import('@kubernetes/client-node/dist/watch.js'),
+  ]);
+  return { KubeConfig: config.KubeConfig, ListWatch: cache.ListWatch, Watch: watch.Watch };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// One informer with restart and sync state
+
+interface Informer {
+  readonly name: string;
+  synced(): boolean;
+  get(namespace: string, name: string): Obj | undefined;
+  /** Subscribes to adds/updates (deleted false) and deletes (deleted true); returns the unsubscribe. */
+  subscribe(listener: (obj: Obj, deleted: boolean) => void): () => void;
+  start(): void;
+  stop(): void;
+}
+
+function informer(
+  name: string,
+  path: string,
+  fieldSelector: string | undefined,
+  kc: KubeConfig,
+  o: WarmKubeOptions,
+  onChange: () => void,
+  cn: ClientNode,
+): Informer {
+  const backoff = o.backoff ?? { initialMs: 1000, maxMs: 30_000 };
+  let listed = false;
+  let watching = false;
+  let stopped = false;
+  /** Errors since the informer last watched: the restart waits retryDelay(failures). */
+  let failures = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let reported: boolean | undefined;
+  const report = (): void => {
+    const now = listed && watching;
+    if (now !== reported) {
+      reported = now;
+      o.metrics?.informerSynced(name, now);
+      o.log.verbose(`informer ${name}: ${now ? 'synced' : 'not synced'}`);
+      onChange();
+    }
+  };
+
+  const list = async (): Promise<KubernetesListObject<Obj>> => {
+    const t0 = performance.now();
+    let ok = false;
+    try {
+      const items: Obj[] = [];
+      let cont = '';
+      let resourceVersion = '';
+      do {
+        const q = new URLSearchParams({ limit: String(LIST_PAGE) });
+        if (fieldSelector) q.set('fieldSelector', fieldSelector);
+        if (cont) q.set('continue', cont);
+        const page = await getJson(kc, `${path}?${q}`);
+        items.push(...(page.items ?? []));
+        resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+        cont = page.metadata?._continue ?? (page.metadata as { continue?: string } | undefined)?.continue ?? '';
+      } while (cont);
+      ok = true;
+      listed = true;
+      return { apiVersion: 'v1', kind: 'List', metadata: { resourceVersion }, items };
+    } finally {
+      o.metrics?.apiCall('list', name, (performance.now() - t0) / 1000, ok);
+    }
+  };
+
+  // The watch of client-node, told apart: established (HTTP 200, streaming) or failed.
+  const realWatch = new cn.Watch(kc);
+  type Query = Record<string, string | number | boolean | undefined>;
+  type Callback = (phase: string, obj: unknown, w: unknown) => void;
+  const watch = {
+    watch: async (p: string, q: Query, cb: Callback, done: (err: unknown) => void) => {
+      let failed = false;
+      const controller = await realWatch.watch(p, q, cb, (err: unknown) => {
+        if (err) failed = true;
+        watching = false;
+        done(err);
+      });
+      if (!failed && !stopped) {
+        watching = true;
+        failures = 0;
+        report();
+      }
+      return controller;
+    },
+  } as unknown as Watch;
+
+  const lw = new cn.ListWatch<Obj>(path, watch, list, false, undefined, fieldSelector);
+  lw.on('error', (err: unknown) => {
+    watching = false;
+    report();
+    if (stopped || timer) return;
+    failures += 1;
+    const wait = Math.round(retryDelay(failures, backoff) * (0.9 + Math.random() * 0.2));
+    o.log.warn(`informer ${name}: ${messageOf(err)}; restarting in ${wait} ms`);
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (!stopped) void lw.start().catch((e: unknown) => o.log.warn(`informer ${name}: ${messageOf(e)}`));
+    }, wait);
+    timer.unref?.();
+  });
+
+  return {
+    name,
+    synced: () => listed && watching,
+    get: (namespace, n) => lw.get(n, namespace),
+    subscribe(listener) {
+      const safe = (deleted: boolean) => (obj: Obj) => {
+        try {
+          listener(obj, deleted);
+        } catch (e) {
+          o.log.error(`informer ${name}: a listener failed: ${messageOf(e)}`);
+        }
+      };
+      const changed = safe(false);
+      const deleted = safe(true);
+      lw.on('add', changed);
+      lw.on('update', changed);
+      lw.on('delete', deleted);
+      return () => {
+        lw.off('add', changed);
+        lw.off('update', changed);
+        lw.off('delete', deleted);
+      };
+    },
+    start() {
+      report();
+      void lw.start().catch((e: unknown) => o.log.warn(`informer ${name}: ${messageOf(e)}`));
+    },
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      void lw.stop();
+      watching = false;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The client: cache first, the lean client for everything else
+
+/** The lean client with every request reported to `metrics.apiCall`. */
+function measured(lean: KubeClient, metrics: InformerMetrics | undefined): KubeClient {
+  const timed = async <T>(verb: string, resource: string, call: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    let ok = false;
+    try {
+      const r = await call();
+      ok = true;
+      return r;
+    } finally {
+      metrics?.apiCall(verb, resource, (performance.now() - t0) / 1000, ok);
+    }
+  };
+  return {
+    getPod: (ns, name, opts) => timed('get', 'pods', () => lean.getPod(ns, name, opts)),
+    getNad: (ns, name, opts) => timed('get', NAD_INFORMER, () => lean.getNad(ns, name, opts)),
+    updatePodStatus: (pod, opts) => timed('update', 'pods/status', () => lean.updatePodStatus(pod, opts)),
+    createEvent: (e, opts) => timed('create', 'events', () => lean.createEvent(e, opts)),
+    getResourceClaim: (ns, name, opts) => timed('get', 'resourceclaims', () => lean.getResourceClaim(ns, name, opts)),
+    listResourceSlices: (node, driver, opts) =>
+      timed('list', 'resourceslices', () => lean.listResourceSlices(node, driver, opts)),
+    applyClaimDevices: (ns, name, manager, devices, opts) =>
+      timed('patch', 'resourceclaims/status', () => lean.applyClaimDevices(ns, name, manager, devices, opts)),
+    get requestCount() {
+      return lean.requestCount;
+    },
+    info: lean.info,
+    close: () => lean.close(),
+  };
+}
+
+const MAX_PENDING_EVENTS = 1000;
+
+class WarmClient implements KubeClient {
+  private events: Promise<void> = Promise.resolve();
+  private pendingEvents = 0;
+
+  constructor(
+    private readonly api: KubeClient,
+    private readonly pods: Informer,
+    private readonly nads: Informer,
+    private readonly log: Logger,
+  ) {}
+
+  get requestCount(): number {
+    return this.api.requestCount;
+  }
+
+  get info(): ClientInfo {
+    return this.api.info;
+  }
+
+  async getPod(namespace: string, name: string, opts?: CallOptions): Promise<Pod> {
+    if (this.pods.synced() && !opts?.fresh) {
+      const hit = this.pods.get(namespace, name) as Pod | undefined;
+      // A pod re-created under the same name that the watch has not delivered yet: ask the API server.
+      if (hit && (!opts?.uid || hit.metadata.uid === opts.uid)) return structuredClone(hit);
+    }
+    return this.api.getPod(namespace, name, opts);
+  }
+
+  async getNad(namespace: string, name: string, opts?: CallOptions): Promise<Nad> {
+    if (this.nads.synced()) {
+      const hit = this.nads.get(namespace, name) as Nad | undefined;
+      if (hit) return structuredClone(hit);
+    }
+    return this.api.getNad(namespace, name, opts);
+  }
+
+  updatePodStatus(pod: Pod, opts?: CallOptions): Promise<Pod> {
+    return this.api.updatePodStatus(pod, opts);
+  }
+
+  /** DRA objects are read per call (devices/dra.ts caches within one call): no informer (docs/resident.md). */
+  getResourceClaim(namespace: string, name: string, opts?: CallOptions): Promise<DraObject> {
+    return this.api.getResourceClaim(namespace, name, opts);
+  }
+
+  listResourceSlices(nodeName: string, driver: string, opts?: CallOptions): Promise<DraObject[]> {
+    return this.api.listResourceSlices(nodeName, driver, opts);
+  }
+
+  applyClaimDevices(ns: string, name: string, manager: string, devices: unknown[], opts?: CallOptions): Promise<void> {
+    return this.api.applyClaimDevices(ns, name, manager, devices, opts);
+  }
+
+  /**
+   * Events are best effort (the interface says callers ignore their errors), and a daemon outlives the call: they
+   * are posted in order in the background, so an ADD does not wait for its AddedInterface round trips (client-go's
+   * event recorder does the same). At most MAX_PENDING_EVENTS wait; beyond that an event is dropped and logged.
+   */
+  createEvent(event: EventInput, opts?: CallOptions): Promise<void> {
+    if (this.pendingEvents >= MAX_PENDING_EVENTS) {
+      this.log.verbose(`event ${event.reason} dropped: ${MAX_PENDING_EVENTS} events are still being posted`);
+      return Promise.resolve();
+    }
+    this.pendingEvents++;
+    this.events = this.events
+      .then(() => this.api.createEvent(event, opts))
+      .catch((e: unknown) => this.log.verbose(`event ${event.reason} not recorded: ${messageOf(e)}`))
+      .finally(() => this.pendingEvents--);
+    return Promise.resolve();
+  }
+
+  /** Resolves once every event queued so far has been posted (or failed). */
+  flushEvents(): Promise<void> {
+    return this.events;
+  }
+
+  /** Idle keep-alive connections only; the informers run until WarmKube.close(). */
+  close(): void {
+    this.api.close();
+  }
+}
+
+/**
+ * Starts both informers and returns at once (they sync in the background: see `synced()`/`waitForSync`).
+ * Throws a CniError when there is no Kubernetes configuration, the kubeconfig cannot be used, or the node name
+ * is not a valid name.
+ */
+export async function startWarmKube(o: WarmKubeOptions): Promise<WarmKube> {
+  if (!isDns1123Subdomain(o.nodeName)) {
+    const msg = `informers: node name "${o.nodeName}" is not a valid Kubernetes node name (set MULTUS_NODE_NAME)`;
+    throw new CniError(CniCode.InvalidConfig, msg);
+  }
+  const lean = await loadKubeClient({ kubeconfig: o.kubeconfig, env: o.env, log: o.log });
+  if (!lean) {
+    throw new CniError(CniCode.InvalidConfig, 'informers: no kubeconfig and no in-cluster service environment');
+  }
+  const cn = await loadClientNode();
+  const kc = await informerConfig(o, cn);
+  const waiters = new Set<() => void>();
+  let closed = false;
+  const changed = (): void => {
+    for (const w of [...waiters]) w();
+  };
+  const pods = informer(POD_INFORMER, '/api/v1/pods', `spec.nodeName=${o.nodeName}`, kc, o, changed, cn);
+  const nads = informer(NAD_INFORMER, NAD_PATH, undefined, kc, o, changed, cn);
+  const api = measured(lean, o.metrics);
+  const client = new WarmClient(api, pods, nads, o.log);
+  const synced = (): boolean => !closed && pods.synced() && nads.synced();
+  pods.start();
+  nads.start();
+  o.log.verbose(`informers: pods of node ${o.nodeName} and NADs from ${lean.info.server}`);
+  return {
+    client,
+    synced,
+    waitForSync(timeoutMs) {
+      if (synced()) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const finish = (v: boolean): void => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve(v);
+        };
+        const check = (): void => {
+          if (synced()) finish(true);
+          else if (closed) finish(false);
+        };
+        const timer = setTimeout(() => finish(false), timeoutMs);
+        waiters.add(check);
+      });
+    },
+    onPod: (listener) => pods.subscribe((obj, deleted) => listener(obj as unknown as Pod, deleted)),
+    close() {
+      if (closed) return;
+      closed = true;
+      pods.stop();
+      nads.stop();
+      lean.close();
+      changed();
+    },
+  };
+}

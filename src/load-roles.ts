@@ -1,0 +1,27 @@
+/**
+ * load-roles.ts: loads the second bundle (roles.ts: daemon, hotplug, plan, install, is-default-ready) for
+ * those roles only, so the thin plugin's start-up never parses it: the embedded file `multus-daemon.cjs` of the
+ * executable (scripts/build-daemon.mjs), else this source tree's module (base/embedded.ts says how).
+ */
+import { loadEmbedded } from './base/embedded.ts';
+
+export interface DaemonModule {
+  runDaemon(argv: string[]): Promise<number>;
+  /** `multus hotplug ...` (docs/hotplug.md). */
+  runHotplugCli(argv: string[]): Promise<number>;
+  /** `multus plan ...` (docs/hotplug.md). */
+  runPlanCli(argv: string[]): Promise<number>;
+  /** `multus install ...` (docs/install.md). */
+  installMain(argv: readonly string[]): Promise<number>;
+  /** `multus --is-default-ready ...` (docs/install.md). */
+  readyMain(argv: readonly string[]): Promise<number>;
+  /** Multus' program names (thin_entrypoint, install_multus, multus-daemon, multus with flags; docs/install.md). */
+  runEntrypoint(name: string, program: string, argv: readonly string[]): Promise<number>;
+}
+
+/** Relative to base/embedded.ts: the embedded bundle, else src/roles.ts. */
+const SPECIFIERS = ['./multus-daemon.cjs', '../roles.ts'];
+
+export function loadDaemonModule(): Promise<DaemonModule> {
+  return loadEmbedded<DaemonModule>('the daemon module', SPECIFIERS, 'runDaemon');
+}

@@ -1,0 +1,172 @@
+/**
+ * 00-multus.conf generation (multusConfigFile: auto): the master is picked by name (never ours, never a multus
+ * config), the file carries type multus-shim, daemonSocketDir, clusterNetwork and the daemon's 00-multus.conf
+ * keys, is written 0600 when the master appears, regenerated when it changes, removed when it goes and on stop.
+ */
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ConfigWriter } from '../../../src/daemon/autoconf.ts';
+import { generateMultusConf, pickMaster, startConfigWriter } from '../../../src/daemon/autoconf.ts';
+import { parseDaemonConfig } from '../../../src/daemon/config.ts';
+import { parseMultusConf } from '../../../src/multus/conf.ts';
+
+const silent = { error() {}, warn() {}, verbose() {}, debug() {}, enabled: () => false };
+
+describe('pickMaster', () => {
+  const files: Record<string, string> = {
+    '00-multus.conf': '{"type":"multus-shim","cniVersion":"1.0.0"}',
+    '05-other-multus.conf': '{"type":"multus","cniVersion":"1.0.0"}',
+    '10-flannel.conflist': '{"name":"cbr0","plugins":[{"type":"flannel"}]}',
+    '20-bridge.conf': '{"type":"bridge"}',
+    '01-broken.conf': '{',
+    '00-aaa.txt': '{"type":"x"}',
+  };
+  const read = (n: string) => (n in files ? Buffer.from(files[n]!) : undefined);
+
+  it('first by name among .conf/.conflist/.json, skipping ours, other multus configs and non-JSON', () => {
+    expect(pickMaster(Object.keys(files), '', read)).toBe('10-flannel.conflist');
+  });
+
+  it('multusMasterCNI names it; never ours even when named', () => {
+    expect(pickMaster(Object.keys(files), '20-bridge.conf', read)).toBe('20-bridge.conf');
+    expect(pickMaster(Object.keys(files), '00-multus.conf', read)).toBeUndefined();
+    expect(pickMaster(Object.keys(files), 'missing.conf', read)).toBeUndefined();
+  });
+});
+
+describe('generateMultusConf', () => {
+  it('type multus-shim, daemonSocketDir, clusterNetwork = the master path, capabilities, the daemon keys', () => {
+    const cfg = parseDaemonConfig(
+      JSON.stringify({
+        socketDir: '/host/run/multus/',
+        daemonSocketDir: '/run/multus/',
+        kubeconfig: '/k',
+        binDir: '/b',
+        capabilities: { bandwidth: true },
+      }),
+    );
+    const text = generateMultusConf(cfg, '/etc/cni/net.d/10-x.conflist', {
+      cniVersion: '0.4.0',
+      name: 'x',
+      plugins: [{ type: 'a', capabilities: { portMappings: true, foo: false } }],
+    });
+    expect(JSON.parse(text)).toEqual({
+      cniVersion: '0.4.0',
+      name: 'multus-cni-network',
+      type: 'multus-shim',
+      daemonSocketDir: '/run/multus/',
+      clusterNetwork: '/etc/cni/net.d/10-x.conflist',
+      kubeconfig: '/k',
+      binDir: '/b',
+      capabilities: { portMappings: true, bandwidth: true },
+    });
+    // A thin call reads the same file.
+    expect(parseMultusConf(text)).toMatchObject({
+      clusterNetwork: '/etc/cni/net.d/10-x.conflist',
+      kubeconfig: '/k',
+      binDir: '/b',
+    });
+  });
+
+  it("cniVersion from the daemon config wins; overrideNetworkName takes the master's name", () => {
+    const cfg = parseDaemonConfig(JSON.stringify({ cniVersion: '1.0.0', overrideNetworkName: true }));
+    expect(
+      JSON.parse(generateMultusConf(cfg, '/m.conf', { cniVersion: '0.3.1', name: 'mine', type: 't' })),
+    ).toMatchObject({ cniVersion: '1.0.0', name: 'mine' });
+  });
+});
+
+describe('startConfigWriter', () => {
+  let dir: string;
+  let writer: ConfigWriter | undefined;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'mts-autoconf-'));
+  });
+  afterEach(() => {
+    writer?.stop({ remove: false });
+    writer = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const cfg = (extra: Record<string, unknown> = {}) =>
+    parseDaemonConfig(JSON.stringify({ cniConfigDir: dir, socketDir: '/run/x/', pollMs: 1, ...extra }));
+  const ours = () => join(dir, '00-multus.conf');
+  const read = () => JSON.parse(readFileSync(ours(), 'utf8')) as Record<string, unknown>;
+
+  it('waits for the master, writes 0600, follows changes, removes on stop', () => {
+    writer = startConfigWriter({ cfg: cfg(), log: silent, pollMs: 3_600_000 });
+    expect(existsSync(ours())).toBe(false);
+    writeFileSync(join(dir, '20-b.conf'), '{"cniVersion":"1.0.0","type":"bridge","name":"b"}');
+    writer.sync();
+    expect(read()).toMatchObject({
+      type: 'multus-shim',
+      clusterNetwork: join(dir, '20-b.conf'),
+      daemonSocketDir: '/run/x/',
+    });
+    expect(statSync(ours()).mode & 0o777).toBe(0o600);
+    // A master earlier by name appears: it takes over.
+    writeFileSync(join(dir, '10-a.conflist'), '{"cniVersion":"0.4.0","name":"a","plugins":[{"type":"ptp"}]}');
+    writer.sync();
+    expect(read()).toMatchObject({ clusterNetwork: join(dir, '10-a.conflist'), cniVersion: '0.4.0' });
+    // It changes: regenerated.
+    writeFileSync(join(dir, '10-a.conflist'), '{"cniVersion":"1.0.0","name":"a","plugins":[{"type":"ptp"}]}');
+    writer.sync();
+    expect(read()).toMatchObject({ cniVersion: '1.0.0' });
+    // Our own file is never the master, however often we look.
+    writer.sync();
+    expect(read()).toMatchObject({ clusterNetwork: join(dir, '10-a.conflist') });
+    writer.stop();
+    writer = undefined;
+    expect(existsSync(ours())).toBe(false);
+    expect(existsSync(join(dir, '10-a.conflist'))).toBe(true);
+  });
+
+  it('with only our own file present there is no master: nothing is written', () => {
+    writeFileSync(ours(), '{"cniVersion":"1.0.0","type":"multus-shim","name":"m","clusterNetwork":"/x"}');
+    writer = startConfigWriter({ cfg: cfg(), log: silent, pollMs: 3_600_000 });
+    expect(writer.current()).toBe('');
+    expect(read()).toMatchObject({ clusterNetwork: '/x' }); // untouched, not ours to remove
+    writer.stop();
+    writer = undefined;
+    expect(existsSync(ours())).toBe(true);
+  });
+
+  it('the master going away removes the file', () => {
+    writeFileSync(join(dir, '10-a.conf'), '{"cniVersion":"1.0.0","type":"bridge","name":"a"}');
+    writer = startConfigWriter({ cfg: cfg(), log: silent, pollMs: 3_600_000 });
+    expect(existsSync(ours())).toBe(true);
+    rmSync(join(dir, '10-a.conf'));
+    writer.sync();
+    expect(existsSync(ours())).toBe(false);
+  });
+
+  it('notices a master that appears late without being asked (watch or poll)', async () => {
+    writer = startConfigWriter({ cfg: cfg(), log: silent, pollMs: 20 });
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, '10-late.conf'), '{"cniVersion":"1.0.0","type":"bridge","name":"late"}');
+    for (let i = 0; i < 500 && !existsSync(ours()); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(read()).toMatchObject({ clusterNetwork: join(dir, '10-late.conf') });
+  });
+
+  it('multusConfigFile <path>: copied into cniConfigDir when elsewhere, left alone when already there', () => {
+    const other = join(dir, 'elsewhere');
+    mkdirSync(other);
+    const given = '{"cniVersion":"1.0.0","type":"multus-shim","name":"mine","clusterNetwork":"/x"}';
+    writeFileSync(join(other, '05-mine.conf'), given);
+    const elsewhere = cfg({ multusConfigFile: join(other, '05-mine.conf') });
+    writer = startConfigWriter({ cfg: elsewhere, log: silent, pollMs: 3_600_000 });
+    expect(readFileSync(join(dir, '05-mine.conf'), 'utf8')).toBe(readFileSync(join(other, '05-mine.conf'), 'utf8'));
+    expect(existsSync(ours())).toBe(false);
+    writer.stop();
+    writer = undefined;
+    expect(existsSync(join(dir, '05-mine.conf'))).toBe(false);
+    writeFileSync(join(dir, '06-here.conf'), given);
+    const here = cfg({ multusConfigFile: join(dir, '06-here.conf') });
+    writer = startConfigWriter({ cfg: here, log: silent, pollMs: 3_600_000 });
+    expect(writer.current()).toBe(join(dir, '06-here.conf'));
+    writer.stop();
+    writer = undefined;
+    expect(existsSync(join(dir, '06-here.conf'))).toBe(true);
+  });
+});

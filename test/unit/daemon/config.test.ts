@@ -1,0 +1,98 @@
+/** daemon-config.json parsing: Multus thick's keys and defaults, the 00-multus.conf keys, clear errors. */
+import { describe, expect, it } from 'vitest';
+import { DaemonConfigError, parseDaemonConfig } from '../../../src/daemon/config.ts';
+
+const parse = (o: unknown) => parseDaemonConfig(JSON.stringify(o));
+
+describe('parseDaemonConfig', () => {
+  it('defaults as Multus thick (socketDir /run/multus/, cniConfigDir /etc/cni/net.d, multusConfigFile auto)', () => {
+    const c = parse({});
+    expect(c).toMatchObject({
+      socketDir: '/run/multus/',
+      daemonSocketDir: '/run/multus/',
+      chrootDir: '',
+      cniConfigDir: '/etc/cni/net.d',
+      multusAutoconfigDir: '/etc/cni/net.d',
+      multusConfigFile: 'auto',
+      multusMasterCNI: '',
+      connectionLimit: 0,
+      metricsPort: undefined,
+      metricsBindAddress: '127.0.0.1',
+      shutdownGraceMs: 30_000,
+      shutdownDrainMs: 2_000,
+      cleanupConfigOnExit: false,
+      multusKeys: {},
+    });
+  });
+
+  it('cleanupConfigOnExit: false unless set to true; anything but a boolean is an error naming the key', () => {
+    expect(parse({ cleanupConfigOnExit: true }).cleanupConfigOnExit).toBe(true);
+    expect(parse({ cleanupConfigOnExit: false }).cleanupConfigOnExit).toBe(false);
+    expect(() => parse({ cleanupConfigOnExit: 'yes' })).toThrow(/`cleanupConfigOnExit` must be true or false/);
+  });
+
+  it("reads Multus thick's keys, keeps the 00-multus.conf keys, ignores unknown ones", () => {
+    const c = parse({
+      chrootDir: '/hostroot',
+      socketDir: '/host/run/multus/',
+      cniVersion: '0.3.1',
+      logLevel: 'VERBOSE',
+      logFile: '/var/log/multus.log',
+      connectionLimit: 8,
+      metricsPort: 9091,
+      multusAutoconfigDir: '/host/etc/cni/net.d',
+      multusMasterCNI: '10-flannel.conflist',
+      kubeconfig: '/etc/kubeconfig',
+      binDir: '/opt/cni/bin',
+      readinessindicatorfile: '/run/ready',
+      perNodeCertificate: { enabled: false },
+      somethingElse: 1,
+    });
+    expect(c).toMatchObject({
+      chrootDir: '/hostroot',
+      socketDir: '/host/run/multus/',
+      daemonSocketDir: '/host/run/multus/',
+      logLevel: 'verbose',
+      connectionLimit: 8,
+      metricsPort: 9091,
+      multusMasterCNI: '10-flannel.conflist',
+      readinessIndicatorFile: '/run/ready',
+    });
+    expect(c.multusKeys).toEqual({
+      cniVersion: '0.3.1',
+      logLevel: 'VERBOSE',
+      logFile: '/var/log/multus.log',
+      kubeconfig: '/etc/kubeconfig',
+      binDir: '/opt/cni/bin',
+      readinessindicatorfile: '/run/ready',
+    });
+  });
+
+  const bad: [string, unknown, RegExp][] = [
+    ['not JSON', '{', /not valid JSON/],
+    ['an array', [], /JSON object/],
+    ['relative socketDir', { socketDir: 'run' }, /`socketDir` must be an absolute path/],
+    ['connectionLimit 0', { connectionLimit: 0 }, /`connectionLimit` must be a whole number from 1/],
+    ['metricsPort text', { metricsPort: '9091' }, /`metricsPort` must be a whole number from 1 to 65535/],
+    ['relative multusConfigFile', { multusConfigFile: 'x.conf' }, /`multusConfigFile` must be "auto" or an absolute/],
+    ['multusMasterCNI with a slash', { multusMasterCNI: '../x.conf' }, /`multusMasterCNI` must be a file name/],
+    ['unknown cniVersion', { cniVersion: '9.9.9' }, /`cniVersion` must be one of/],
+    ['logLevel', { logLevel: 'loud' }, /`logLevel` must be one of panic, error, verbose, debug/],
+    ['forceCNIVersion text', { forceCNIVersion: 'yes' }, /`forceCNIVersion` must be true or false/],
+    ['a 00-multus.conf key of the wrong type', { binDir: 5 }, /`binDir` must be a string/],
+    ['delegates of the wrong type', { delegates: {} }, /`delegates` must be an array/],
+  ];
+  for (const [name, input, msg] of bad) {
+    it(`refuses ${name} with one line naming the key`, () => {
+      let err: unknown;
+      try {
+        parseDaemonConfig(typeof input === 'string' ? input : JSON.stringify(input));
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(DaemonConfigError);
+      expect((err as Error).message).toMatch(msg);
+      expect((err as Error).message).not.toContain('\n');
+    });
+  }
+});
