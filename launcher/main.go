@@ -1,8 +1,9 @@
 //go:build linux
 
 // multus: the launcher of multus-ts (build/multus, installed as /opt/cni/bin/multus). It is what a container
-// runtime execs; it starts the Bun executable beside it (.multus-bun) with an environment in which the Bun
-// runtime finds none of the caller's variables, so that nothing in the runtime's environment can change what
+// runtime execs; it starts the Bun executable beside it (.multus-bun-<id>, which it carries in its own file and
+// extracts there on its first run, payload.go) with an environment in which the Bun runtime finds none of the
+// caller's variables, so that nothing in the runtime's environment can change what
 // Bun does before our code runs (docs/build.md, "The launcher"):
 //
 //   - BUN_OPTIONS (--preload, --config, --version, --help, --print, ...), BUN_INSPECT*, BUN_BE_BUN, BUN_JSC_*,
@@ -29,10 +30,15 @@ import (
 )
 
 const (
-	payloadName = ".multus-bun"
-	heldPrefix  = "MULTUS_TS_HELD_"
-	launcherVar = "MULTUS_TS_LAUNCHER"
+	payloadPrefix = ".multus-bun-"
+	heldPrefix    = "MULTUS_TS_HELD_"
+	launcherVar   = "MULTUS_TS_LAUNCHER"
 )
+
+// payloadID names the Bun executable this launcher carries (the first 16 hex digits of its SHA-256), set by the
+// build (-X main.payloadID=...): the launcher starts <its directory>/.multus-bun-<payloadID>, extracting it from
+// its own file first when it is not there (payload.go).
+var payloadID = "unset"
 
 // roleEnv holds the runtime settings the executable sets for its own roles (e.g. a JavaScriptCore heap option for
 // the daemon as BUN_JSC_<option>=<value>). The caller cannot add to them: its variables are all held.
@@ -45,7 +51,7 @@ func main() {
 	if err != nil {
 		fail("multus-ts: cannot find its own executable (is /proc mounted?)", err.Error())
 	}
-	payload := filepath.Join(filepath.Dir(self), payloadName)
+	payload := filepath.Join(filepath.Dir(self), payloadPrefix+payloadID)
 	caller := syscall.Environ()
 	env := make([]string, 0, len(caller)+4)
 	for _, kv := range caller {
@@ -54,8 +60,14 @@ func main() {
 	env = append(env, launcherVar+"="+self)
 	env = append(env, roleEnv[role(os.Args)]...)
 	err = syscall.Exec(payload, os.Args, env)
-	fail("multus-ts: cannot start "+payload,
-		err.Error()+": install .multus-bun (build/.multus-bun) beside "+self+"; they are one program")
+	if err == syscall.ENOENT {
+		// first run of this file here (a copy, an upgrade): the Bun executable is in it
+		if xerr := extractPayload(self, payload); xerr != nil {
+			fail("multus-ts: cannot extract its Bun executable to "+payload, xerr.Error())
+		}
+		err = syscall.Exec(payload, os.Args, env)
+	}
+	fail("multus-ts: cannot start "+payload, err.Error())
 }
 
 // role names the role the arguments ask for: the daemon is `multus daemon ...`.

@@ -1,14 +1,13 @@
 /**
  * build-steps/smoke.mjs: the build's last check: a copy of the executable in a fresh temp dir, run with an empty
  * environment (as `env -i`) plus CNI_COMMAND=VERSION, must print a CNI version result and nothing on stderr:
- * it needs neither node_modules nor anything from this shell.
+ * it needs neither node_modules nor anything from this shell, and the copy of `multus` alone extracts the Bun
+ * executable it carries (launcher/payload.go).
  */
 import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dirname } from 'node:path';
 import { fail, log, run } from './common.mjs';
-import { PAYLOAD } from './launcher.mjs';
 
 /** @param {string} exe */
 export function smokeTest(exe) {
@@ -17,8 +16,6 @@ export function smokeTest(exe) {
     const copy = join(dir, 'multus');
     copyFileSync(exe, copy);
     chmodSync(copy, 0o755);
-    copyFileSync(join(dirname(exe), PAYLOAD), join(dir, PAYLOAD)); // the launcher starts it
-    chmodSync(join(dir, PAYLOAD), 0o755);
     const t = performance.now();
     const r = run(copy, [], { env: { CNI_COMMAND: 'VERSION' }, cwd: dir, input: '{"cniVersion":"1.0.0"}' });
     const took = performance.now() - t;

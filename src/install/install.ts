@@ -37,7 +37,7 @@ import {
 } from './node-token.ts';
 import { GENERATED_FILES, generateMultusConf, pickMaster } from './multusconf.ts';
 import { InstallError, type InstallOptions } from './options.ts';
-import { PAYLOAD_NAME } from '../base/caller-env.ts';
+import { payloadsBeside } from './files.ts';
 import type { Env } from '../cni/request.ts';
 
 export interface InstallDeps {
@@ -95,11 +95,10 @@ async function verify(o: InstallOptions, deps: InstallDeps): Promise<string | nu
 }
 
 async function copyBinaries(src: string, o: InstallOptions, deps: InstallDeps): Promise<void> {
-  // the Bun executable the launcher starts, first: a new launcher never finds an old or missing one
-  const payload = join(dirname(src), PAYLOAD_NAME);
-  if (await exists(payload)) {
-    await copyExecutableAtomic(payload, o.cniBinDir, PAYLOAD_NAME);
-    deps.log(`${PAYLOAD_NAME} ${payload} is copied to ${join(o.cniBinDir, PAYLOAD_NAME)}`);
+  // the Bun executable the launcher starts, first (else the launcher's first run writes it; docs/build.md)
+  for (const name of await payloadsBeside(src)) {
+    await copyExecutableAtomic(join(dirname(src), name), o.cniBinDir, name);
+    deps.log(`${name} ${join(dirname(src), name)} is copied to ${join(o.cniBinDir, name)}`);
   }
   await copyExecutableAtomic(src, o.cniBinDir, 'multus');
   deps.log(`multus binary ${src} is copied to ${join(o.cniBinDir, 'multus')}`);

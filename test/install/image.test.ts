@@ -95,7 +95,8 @@ describe.runIf(ready)('npm run image', () => {
 
   it("holds Multus' layout: the executable under each name, the shim, busybox, exactly ldd's libraries, the CA bundle", () => {
     const shim = existsSync(join(REPO, 'build', 'multus-shim'));
-    const bins = ['.multus-bun', 'multus', ...(shim ? ['multus-shim'] : [])];
+    const payloads = readdirSync(join(REPO, 'build')).filter((f) => f.startsWith('.multus-bun-'));
+    const bins = [...payloads, 'multus', ...(shim ? ['multus-shim'] : [])];
     // the resident daemon's tools: chroot for chrootDir, nsenter and ip for the routes it sets in pods
     const extra = shim ? ['/usr/sbin/chroot', '/usr/bin/nsenter', '/usr/bin/ip'] : [];
     const libs = new Set<string>();
@@ -110,6 +111,8 @@ describe.runIf(ready)('npm run image', () => {
     expect(libs.size).toBeGreaterThan(3);
     const expected = [
       ...NAMES.map((n) => `.${n}`),
+      // the Bun executable the launcher carries, beside each directory of its names (docs/build.md)
+      ...payloads.flatMap((p) => [`./usr/src/multus-cni/bin/${p}`, `./${p}`]),
       ...(shim ? ['./usr/src/multus-cni/bin/multus-shim'] : []),
       ...extra.map((x) => `.${x}`),
       ...[...libs].map((l) => `.${l}`),

@@ -174,7 +174,8 @@ export class Runtime {
     }
     for (const f of await readdir(PLUGIN_DIR)) await copyFile(join(PLUGIN_DIR, f), join(this.binDir, f));
     // the launcher and the Bun executable it starts (docs/build.md, "The launcher")
-    for (const f of ['.multus-bun', 'multus']) {
+    const payloads = (await readdir(dirname(MULTUS_BIN))).filter((f) => f.startsWith('.multus-bun-'));
+    for (const f of [...payloads, 'multus']) {
       await copyFile(join(dirname(MULTUS_BIN), f), join(this.binDir, f));
       await chmod(join(this.binDir, f), 0o755);
     }
