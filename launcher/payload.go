@@ -12,13 +12,11 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -47,13 +45,13 @@ func extractPayload(self, dest string) error {
 	if string(trailer[48:]) != trailerMagic {
 		return errors.New(self + " carries no Bun executable (rebuild with npm run build)")
 	}
-	offset := int64(binary.LittleEndian.Uint64(trailer[0:8]))
-	size := int64(binary.LittleEndian.Uint64(trailer[8:16]))
+	offset := int64(le64(trailer[0:8]))
+	size := int64(le64(trailer[8:16]))
 	sum := trailer[16:48]
-	if hex.EncodeToString(sum[:8]) != payloadID || offset < 0 || size <= 0 || offset+size > st.Size()-trailerSize {
-		return fmt.Errorf("%s: its trailer does not match its launcher (id %s): the file is damaged", self, payloadID)
+	if hexString(sum[:8]) != payloadID || offset < 0 || size <= 0 || offset+size > st.Size()-trailerSize {
+		return errors.New(self + ": its trailer does not match its launcher (id " + payloadID + "): the file is damaged")
 	}
-	tmp := fmt.Sprintf("%s.tmp-%d", dest, os.Getpid())
+	tmp := dest + ".tmp-" + strconv.Itoa(os.Getpid())
 	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
 	if err != nil {
 		return err
@@ -98,4 +96,23 @@ func removeOlderPayloads(dir, keep string) {
 		}
 		os.Remove(filepath.Join(dir, name))
 	}
+}
+
+// le64 decodes a little-endian uint64 (encoding/binary and encoding/hex would pull fmt and reflect into the build).
+func le64(b []byte) uint64 {
+	var v uint64
+	for i := 7; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
+
+// hexString is b in lower-case hex digits.
+func hexString(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
 }
