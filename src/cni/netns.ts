@@ -45,8 +45,10 @@ export function netnsKind(path: string): NetnsKind {
   let st;
   try {
     st = statSync(path);
-  } catch {
-    return { kind: 'missing' };
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
+    return { kind: 'other', what: `it cannot be read: ${code ?? String(e)}` };
   }
   if (!st.isFile()) return { kind: 'other', what: st.isDirectory() ? 'a directory' : 'not a namespace file' };
   let fsType: number;

@@ -15,7 +15,7 @@ import { fileExists, isRoot, needs } from '../helpers/skip.ts';
 import { cniBody, http } from '../helpers/daemon.ts';
 import { testNetns } from '../helpers/netns.ts';
 
-const EXE = resolve('build/multus');
+const EXE = process.env.MULTUS_TS_BIN || resolve('build/multus');
 const ready = () => needs(isRoot(), fileExists(EXE, 'the built executable (npm run build)'));
 
 let dir: string;

@@ -14,7 +14,7 @@ import { fileExists, isRoot, needs } from '../helpers/skip.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SHIM = join(ROOT, 'build/multus-shim');
-const MULTUS = join(ROOT, 'build/multus');
+const MULTUS = process.env.MULTUS_TS_BIN || join(ROOT, 'build/multus');
 const NOBODY = 65534;
 const ready = needs(isRoot(), fileExists(SHIM, 'build/multus-shim (Go)'), fileExists(MULTUS, 'build/multus'));
 
