@@ -3,7 +3,7 @@
  * process (wall time and CPU ticks), the runtime's environment, the checks of an ADD and a DEL answer, and the
  * rotated rounds that interleave the units of a scenario.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -187,4 +187,36 @@ export function rotatedRounds({
     if (round >= 0 && ((round + 1) % 10 === 0 || round + 1 === rounds)) progress(round + 1);
   }
   measuring(false);
+}
+
+/**
+ * A network namespace for CNI_NETNS (multus-ts refuses a path that is not one since issue 28, src/cni/netns.ts),
+ * held by a small process (`unshare --net`, `unshare -rn` without root) that ends with the bench: its
+ * `/proc/<pid>/ns/net`. Nothing is configured in it; the trivial delegate never enters it.
+ */
+export function heldNetns() {
+  const ino = (p) => {
+    try {
+      return statSync(p).ino;
+    } catch {
+      return undefined;
+    }
+  };
+  const own = ino('/proc/self/ns/net');
+  const watch = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done`;
+  const root = process.getuid?.() === 0;
+  const child = spawn('unshare', [...(root ? ['--net'] : ['-rn']), 'sh', '-c', watch], {
+    stdio: 'ignore',
+    detached: true,
+  });
+  child.unref();
+  process.once('exit', () => child.kill('SIGKILL'));
+  const path = `/proc/${child.pid}/ns/net`;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (const deadline = Date.now() + 5000; ; Atomics.wait(pause, 0, 0, 5)) {
+    const i = ino(path);
+    if (i !== undefined && i !== own) return path;
+    if (Date.now() > deadline || child.exitCode !== null)
+      fail('cannot hold a network namespace (unshare --net, or -rn)');
+  }
 }

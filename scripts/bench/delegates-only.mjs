@@ -2,11 +2,11 @@
  * Scenario `delegates-only` of scripts/bench.mjs: a multus config with one inline delegate (no Kubernetes) and
  * the trivial delegate plugin. Each round runs, in an order rotated by one every round: a bare `node -e 0` of the
  * base binary (the floor), the stripped base's `node -e 0` when the build cached one, multus VERSION, multus ADD
- * then DEL of one container, and the trivial delegate alone for ADD and for DEL. Then peak RSS in a phase of its
- * own. Its keys go at the top level of the JSON line (docs/performance.md explains each).
+ * then DEL of one container, and the trivial delegate alone for ADD and for DEL; when build/multus is the launcher,
+ * also VERSION of the Bun executable it starts, run directly (`version_direct`: the same call without the
+ * launcher's exec, so `launcher` is its cost side by side). Then peak RSS in a phase of its own. Its keys go at the top level of the JSON line (docs/performance.md explains each).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   DELEGATE_TYPE,
@@ -16,6 +16,7 @@ import {
   cniEnv,
   cpuMs,
   fail,
+  heldNetns,
   parseJson,
   r2,
   rotatedRounds,
@@ -42,8 +43,7 @@ function setup({ tmp, delegate }) {
     binDir: delegate.binDir,
     delegates: [delegateConf],
   };
-  const netns = join(tmp, 'netns'); // an existing path; CNI_NETNS_OVERRIDE=1 says it is fine
-  writeFileSync(netns, '');
+  const netns = heldNetns();
   let seq = 0;
   return {
     conf,
@@ -64,12 +64,20 @@ function checkVersion(r) {
 }
 
 /** The units of a round; each returns {sample key: run}. */
-function units(sc, { exe, node, stripped, delegate }) {
+function units(sc, { exe, node, stripped, delegate, payload }) {
   const floor = (key, file) => ({
     name: key,
     fn: () => {
       const r = timed(file, ['-e', '0'], sc.baseEnv);
       if (r.status !== 0) fail(show(`${key} node -e 0`, r));
+      return { [key]: r };
+    },
+  });
+  const version = (key, file) => ({
+    name: key,
+    fn: () => {
+      const r = timed(file, [], { ...sc.baseEnv, CNI_COMMAND: 'VERSION' }, sc.versionInput);
+      checkVersion(r);
       return { [key]: r };
     },
   });
@@ -84,14 +92,8 @@ function units(sc, { exe, node, stripped, delegate }) {
   return [
     floor('floor', node),
     ...(stripped ? [floor('floor_stripped', stripped)] : []),
-    {
-      name: 'version',
-      fn: () => {
-        const r = timed(exe, [], { ...sc.baseEnv, CNI_COMMAND: 'VERSION' }, sc.versionInput);
-        checkVersion(r);
-        return { version: r };
-      },
-    },
+    version('version', exe),
+    ...(payload ? [version('version_direct', payload)] : []),
     {
       name: 'add+del',
       fn: () => {
@@ -143,7 +145,8 @@ function measureRounds(sc, ctx) {
     progress: (done) => {
       const m = (k) => stats(samples[k]).median_ms;
       say(
-        `round ${done}/${opts.rounds}: medians floor ${m('floor')} ms, VERSION ${m('version')} ms, ` +
+        `round ${done}/${opts.rounds}: medians floor ${m('floor')} ms, VERSION ${m('version')} ms` +
+          (samples.version_direct ? ` (without the launcher ${m('version_direct')} ms), ` : ', ') +
           `ADD ${m('add')} ms, DEL ${m('del')} ms, delegate ${m('delegate_add')} ms ` +
           `(${((performance.now() - t0) / 1000).toFixed(1)} s)`,
       );
@@ -152,9 +155,26 @@ function measureRounds(sc, ctx) {
   return set;
 }
 
+/** VERSION without the launcher, and the launcher's cost: the same call through it minus without it. */
+function launcherKeys(samples, ticks, payload) {
+  const through = stats(samples.version);
+  const direct = stats(samples.version_direct);
+  return {
+    version_direct: { ...direct, exe: payload },
+    launcher: {
+      median_ms: r2(through.median_ms - direct.median_ms),
+      cpu_mean_ms: r2(
+        cpuMs(ticks.version, samples.version.length) - cpuMs(ticks.version_direct, samples.version_direct.length),
+      ),
+      method:
+        'VERSION through build/multus (launcher exec, then the Bun executable) minus VERSION of the Bun executable run directly, same rounds',
+    },
+  };
+}
+
 /** The scenario's keys of the JSON line. */
 function figures(sc, ctx, { samples, ticks }, { rss, method }) {
-  const { opts, stripped } = ctx;
+  const { opts, stripped, payload } = ctx;
   // Overhead: each ADD/DEL minus its delegate calls, each at the run's median delegate time.
   const dAdd = stats(samples.delegate_add).median_ms;
   const dDel = stats(samples.delegate_del).median_ms;
@@ -174,6 +194,7 @@ function figures(sc, ctx, { samples, ticks }, { rss, method }) {
     floor,
     ...(stripped ? { floor_stripped: stats(samples.floor_stripped) } : {}),
     version: stats(samples.version),
+    ...(payload ? launcherKeys(samples, ticks, payload) : {}),
     total: stats([...samples.add, ...samples.del]),
     overhead,
     add: stats(samples.add),
@@ -192,9 +213,16 @@ function figures(sc, ctx, { samples, ticks }, { rss, method }) {
     rss_mib: { version: r2(rss.version), add: r2(rss.add), del: r2(rss.del), floor_node_e_0: r2(rss.floor) },
     // Mean CPU time (user + sys) per call, from the children's rusage: insensitive to competing load.
     cpu_mean_ms: Object.fromEntries(
-      ['floor', ...(stripped ? ['floor_stripped'] : []), 'version', 'add', 'del', 'delegate_add', 'delegate_del'].map(
-        (k) => [k, cpu(k)],
-      ),
+      [
+        'floor',
+        ...(stripped ? ['floor_stripped'] : []),
+        'version',
+        ...(payload ? ['version_direct'] : []),
+        'add',
+        'del',
+        'delegate_add',
+        'delegate_del',
+      ].map((k) => [k, cpu(k)]),
     ),
     goals: {
       overhead_median_within_10ms_of_floor: overhead.median_ms - floor.median_ms <= 10,

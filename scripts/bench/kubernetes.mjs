@@ -6,7 +6,7 @@
  * The cluster runs in the helper process of k8s-helper.mjs. docs/performance.md describes the method and the keys.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,7 @@ import {
   countStats,
   cpuMs,
   fail,
+  heldNetns,
   r2,
   rotatedRounds,
   sampleSet,
@@ -87,8 +88,7 @@ function callSetup(tmp, delegate, cl) {
       binDir: delegate.binDir,
       delegates: [delegateConf],
     });
-  const netns = join(tmp, 'netns-k8s');
-  writeFileSync(netns, '');
+  const netns = heldNetns();
   return {
     confs: { lean: confOf(cl.kubeconfig), exec: confOf(cl.execKubeconfig), execCount: confOf(cl.execCountKubeconfig) },
     delegateBytes: JSON.stringify(delegateConf),
