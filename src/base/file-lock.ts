@@ -6,6 +6,8 @@
  * behind. The lock file may be removed by its holder (DEL, when the container is gone): a waiter that then gets
  * the lock of the removed file sees that the path names another file (or none) and tries again. Waiting polls
  * (LOCK_NB every 20 ms), so the event loop keeps running (timeouts, signals). Without FFI (Node) there is no lock.
+ * Nor when the lock file cannot be made because the file system takes no new file (read-only, full, over quota):
+ * then no other call can write there either, and a DEL must still be served (docs/reliability.md).
  */
 import { closeSync, constants, fstatSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -43,7 +45,8 @@ export async function lockFile(path: string, waitMs: number): Promise<FileLock |
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const deadline = Date.now() + waitMs;
   for (;;) {
-    const fd = openSync(path, OPEN_FLAGS, 0o600);
+    const fd = openLockFile(path);
+    if (fd === undefined) return NO_LOCK;
     if (c.flock(fd, LOCK_EX | LOCK_NB) === 0) {
       if (sameFile(fd, path)) return held(fd, path);
       closeSync(fd); // removed by its last holder meanwhile: lock the file that is there now
@@ -52,6 +55,18 @@ export async function lockFile(path: string, waitMs: number): Promise<FileLock |
     closeSync(fd);
     if (Date.now() >= deadline) return 'timeout';
     await sleep(POLL_MS);
+  }
+}
+
+/** The file system refuses new files: no lock (see above). */
+const UNWRITABLE = new Set(['EROFS', 'ENOSPC', 'EDQUOT']);
+
+function openLockFile(path: string): number | undefined {
+  try {
+    return openSync(path, OPEN_FLAGS, 0o600);
+  } catch (e) {
+    if (UNWRITABLE.has((e as NodeJS.ErrnoException).code ?? '')) return undefined;
+    throw e;
   }
 }
 
