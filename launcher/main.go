@@ -60,8 +60,9 @@ func main() {
 	env = append(env, launcherVar+"="+self)
 	env = append(env, roleEnv[role(os.Args)]...)
 	err = syscall.Exec(payload, os.Args, env)
-	if err == syscall.ENOENT {
-		// first run of this file here (a copy, an upgrade): the Bun executable is in it
+	// first run of this file here (a copy, an upgrade): the Bun executable is in it. Again if a launcher of another
+	// build in this directory removed it meanwhile (an upgrade's few moments; it removes older ones).
+	for try := 0; err == syscall.ENOENT && try < 3; try++ {
 		if xerr := extractPayload(self, payload); xerr != nil {
 			fail("multus-ts: cannot extract its Bun executable to "+payload, xerr.Error())
 		}

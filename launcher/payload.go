@@ -26,7 +26,11 @@ const (
 )
 
 func extractPayload(self, dest string) error {
-	f, err := os.Open(self)
+	// the file this process runs, also when the path now names another (an upgrade renamed a new build over it)
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		f, err = os.Open(self)
+	}
 	if err != nil {
 		return err
 	}
