@@ -37,7 +37,7 @@ import {
   machine,
   strippedBase,
 } from './bench/artifacts.mjs';
-import { BenchError, DELEGATE_TYPE, ROOT, fail, say } from './bench/common.mjs';
+import { BenchError, DELEGATE_TYPE, ROOT, boundNetns, fail, say } from './bench/common.mjs';
 import { runDelegatesOnly } from './bench/delegates-only.mjs';
 import { runDensity } from './bench/density.mjs';
 import { k8sBinaries } from './bench/k8s-helper.mjs';
@@ -89,10 +89,12 @@ async function main() {
     scenario: run[0],
     scenarios_run: run,
   };
-  const ctx = { opts, exe, node, stripped, payload, delegate, tmp, mach, k8sPresent: k8s.present };
+  const netns = boundNetns(tmp);
+  const ctx = { opts, exe, node, stripped, payload, delegate, tmp, netns, mach, k8sPresent: k8s.present };
   try {
     await runScenarios(run, ctx, out);
   } finally {
+    spawnSync('umount', [netns]);
     rmSync(tmp, { recursive: true, force: true });
   }
   // Without delegates-only: the context keys it gives, without its figures.

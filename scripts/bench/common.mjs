@@ -3,8 +3,8 @@
  * process (wall time and CPU ticks), the runtime's environment, the checks of an ADD and a DEL answer, and the
  * rotated rounds that interleave the units of a scenario.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -190,33 +190,13 @@ export function rotatedRounds({
 }
 
 /**
- * A network namespace for CNI_NETNS (multus-ts refuses a path that is not one since issue 28, src/cni/netns.ts),
- * held by a small process (`unshare --net`, `unshare -rn` without root) that ends with the bench: its
- * `/proc/<pid>/ns/net`. Nothing is configured in it; the trivial delegate never enters it.
+ * An empty network namespace bound on `<tmp>/netns` for CNI_NETNS (multus-ts refuses a path that is not one since
+ * issue 28, src/cni/netns.ts); the trivial delegate never enters it. Root only; `umount` it before removing tmp.
  */
-export function heldNetns() {
-  const ino = (p) => {
-    try {
-      return statSync(p).ino;
-    } catch {
-      return undefined;
-    }
-  };
-  const own = ino('/proc/self/ns/net');
-  const watch = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done`;
-  const root = process.getuid?.() === 0;
-  const child = spawn('unshare', [...(root ? ['--net'] : ['-rn']), 'sh', '-c', watch], {
-    stdio: 'ignore',
-    detached: true,
-  });
-  child.unref();
-  process.once('exit', () => child.kill('SIGKILL'));
-  const path = `/proc/${child.pid}/ns/net`;
-  const pause = new Int32Array(new SharedArrayBuffer(4));
-  for (const deadline = Date.now() + 5000; ; Atomics.wait(pause, 0, 0, 5)) {
-    const i = ino(path);
-    if (i !== undefined && i !== own) return path;
-    if (Date.now() > deadline || child.exitCode !== null)
-      fail('cannot hold a network namespace (unshare --net, or -rn)');
-  }
+export function boundNetns(tmp) {
+  const path = join(tmp, 'netns');
+  writeFileSync(path, '');
+  const r = spawnSync('unshare', [`--net=${path}`, 'true'], { encoding: 'utf8' });
+  if (r.status !== 0) fail(`cannot bind a network namespace on ${path} (root needed): ${r.stderr}`);
+  return path;
 }

@@ -16,7 +16,6 @@ import {
   cniEnv,
   cpuMs,
   fail,
-  heldNetns,
   parseJson,
   r2,
   rotatedRounds,
@@ -33,7 +32,7 @@ import { rssMeter } from './rss.mjs';
 export const description = 'multus conf with one inline delegate (no Kubernetes), trivial delegate plugin';
 
 /** What multus is asked to do: its config, the delegate config it passes on, delegate calls per command. */
-function setup({ tmp, delegate }) {
+function setup({ tmp, delegate, netns }) {
   const delegateConf = { cniVersion: '1.0.0', name: 'bench-net', type: DELEGATE_TYPE };
   const conf = {
     cniVersion: '1.0.0',
@@ -43,7 +42,6 @@ function setup({ tmp, delegate }) {
     binDir: delegate.binDir,
     delegates: [delegateConf],
   };
-  const netns = heldNetns();
   let seq = 0;
   return {
     conf,

@@ -19,7 +19,6 @@ import {
   countStats,
   cpuMs,
   fail,
-  heldNetns,
   r2,
   rotatedRounds,
   sampleSet,
@@ -74,7 +73,7 @@ async function startCluster(helper, delegate, podCount) {
 }
 
 /** The multus configs (lean, exec, exec with a run counter), the delegate's, and the environment of a call. */
-function callSetup(tmp, delegate, cl) {
+function callSetup(tmp, delegate, netns, cl) {
   const cniDir = join(tmp, 'cni-k8s');
   mkdirSync(cniDir, { recursive: true });
   const delegateConf = { cniVersion: '1.0.0', name: 'bench-net', type: delegate.type };
@@ -88,7 +87,6 @@ function callSetup(tmp, delegate, cl) {
       binDir: delegate.binDir,
       delegates: [delegateConf],
     });
-  const netns = heldNetns();
   return {
     confs: { lean: confOf(cl.kubeconfig), exec: confOf(cl.execKubeconfig), execCount: confOf(cl.execCountKubeconfig) },
     delegateBytes: JSON.stringify(delegateConf),
@@ -322,7 +320,7 @@ function result({ opts, cl, load, set, api, unattributed, rss, execRuns }) {
 
 /** Runs the scenario (`ctx` = {opts, exe, node, delegate, tmp}); returns the object under the `kubernetes` key. */
 export async function runKubernetes(ctx) {
-  const { opts, exe, node, delegate, tmp } = ctx;
+  const { opts, exe, node, delegate, tmp, netns } = ctx;
   if (opts.k8sRounds < 30)
     say(`WARNING: ${opts.k8sRounds} kubernetes rounds: the figures need at least 30 (--k8s-rounds)`);
   const load0 = r2(loadavg()[0]);
@@ -331,7 +329,7 @@ export async function runKubernetes(ctx) {
     // Pods, made ahead of time: 2 per round (lean, exec), the checks, the RSS runs.
     const podCount = 2 * (opts.warmup + opts.k8sRounds) + 3 + 2 * opts.rssSamples;
     const { cl, takePod } = await startCluster(helper, delegate, podCount);
-    const k = callSetup(tmp, delegate, cl);
+    const k = callSetup(tmp, delegate, netns, cl);
     const execRuns = correctness(exe, k, cl, takePod);
     const set = measureRounds(ctx, k, takePod);
     const load = { start: load0, end: r2(loadavg()[0]) };
