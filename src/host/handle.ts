@@ -13,6 +13,7 @@ import type { FileLock } from '../base/file-lock.ts';
 import { lockFile } from '../base/file-lock.ts';
 import { assertSafeComponent } from '../base/files.ts';
 import { UnsafeDirError, securePrivateDir } from '../base/private-dir.ts';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../base/log.ts';
 import { silentLogger } from '../base/log.ts';
@@ -29,6 +30,7 @@ import { cmdGc } from '../multus/commands/gc.ts';
 import { cmdStatus } from '../multus/commands/status.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import { parseMultusConf } from '../multus/conf.ts';
+import { scratchCachePath } from '../multus/scratch-cache.ts';
 import type { Host } from './host.ts';
 import { commandDeps } from './host.ts';
 
@@ -142,21 +144,20 @@ async function dispatch(req: CniRequest, conf: MultusConf, deps: CommandDeps): P
   if (rule.readiness === 'note') await noteReadiness(conf, deps);
   if (!rule.locks) return rule.cmd(ctx, deps);
   const lock = await lockContainer(conf, checked);
-  let deleted = false;
   try {
-    const out = await rule.cmd(ctx, deps);
-    deleted = req.command === 'DEL';
-    return out;
+    return await rule.cmd(ctx, deps);
   } finally {
-    if (deleted) lock.releaseAndRemove();
-    else lock.release();
+    // the lock file lives as long as the container's scratch cache: it goes after a DEL and a rolled-back ADD
+    if (existsSync(scratchCachePath(conf.cniDir, req.containerId))) lock.release();
+    else lock.releaseAndRemove();
   }
 }
 
 /**
  * The container's lock, `<cniDir>/.lock-<containerID>` (a name no container ID has): a DEL that comes while an ADD
  * of the same container runs (in this process or another) waits for it, for at most delegateTimeoutSeconds, then
- * fails with code 11 for the runtime to retry (issue 28, docs/reliability.md). Removed by a DEL that succeeded.
+ * fails with code 11 for the runtime to retry (issue 28, docs/reliability.md). Removed when the container has no
+ * scratch cache after the call (a DEL, an ADD that rolled back).
  */
 async function lockContainer(conf: MultusConf, req: CniRequest): Promise<FileLock> {
   assertSafeComponent(req.containerId, 'container ID');

@@ -177,7 +177,10 @@ describe.runIf(ready)('npm run image', () => {
         expect(hostBin()).toEqual(['multus-shim', 'passthru']);
       }
       expect(inRoot(['/install_multus', '--type', 'thin']).code).toBe(0);
-      expect(hostBin()).toEqual(shim ? ['multus', 'multus-shim', 'passthru'] : ['multus', 'passthru']);
+      // and the Bun executable our launcher (multus) starts, beside it (docs/build.md, "The launcher")
+      const [payload, ...rest] = hostBin();
+      expect(payload).toMatch(/^\.multus-bun-[0-9a-f]{16}$/);
+      expect(rest).toEqual(shim ? ['multus', 'multus-shim', 'passthru'] : ['multus', 'passthru']);
       expect(inRoot(['/install_multus', '--bogus'])).toMatchObject({ code: 2, stderr: /unknown flag: --bogus\n$/ });
       expect(inRoot(['/install_multus', '-t', 'thinner'])).toMatchObject({ code: 1 });
     });
