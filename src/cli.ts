@@ -1,6 +1,7 @@
 /**
- * cli.ts: the process edge, the bundle's entry. The only reader of process.env, stdin and argv, and the only
- * writer of stdout and the exit code.
+ * cli.ts: the process edge, the bundle's entry. In the plugin roles (the CNI plugin, passthru) the only reader of
+ * process.env, stdin and argv, and the only writer of stdout and the exit code; the other roles (roles.ts: the
+ * daemon, install, the operator commands) read their own argv and environment in their entry functions.
  *
  * One executable serves every role: run as `passthru` it is the passthru plugin (docs/behaviour.md,
  * "Auxiliary chain"); run as `thin_entrypoint`, `install_multus` or `multus-daemon` (the names of Multus' images)

@@ -2,6 +2,7 @@
  * load-roles.ts: loads the second bundle (roles.ts: daemon, hotplug, plan, install, is-default-ready) for
  * those roles only, so the thin plugin's start-up never parses it: the embedded file `multus-daemon.cjs` of the
  * executable (scripts/build-daemon.mjs), else this source tree's module (base/embedded.ts says how).
+ * Tested by test/daemon/bundle.test.ts, test/install/cli.test.ts (roles loaded from the embedded bundle).
  */
 import { loadEmbedded } from './base/embedded.ts';
 

@@ -3,7 +3,7 @@
  * the trivial delegate plugin. Each round runs, in an order rotated by one every round: a bare `node -e 0` of the
  * base binary (the floor), the stripped base's `node -e 0` when the build cached one, multus VERSION, multus ADD
  * then DEL of one container, and the trivial delegate alone for ADD and for DEL; when build/multus is the launcher,
- * also VERSION of the Bun executable it starts, run directly (`version_direct`: the same call without the
+ * also VERSION of the Bun executable it starts, run directly (`direct_version`: the same call without the
  * launcher's exec, so `launcher` is its cost side by side). Then peak RSS in a phase of its own. Its keys go at the top level of the JSON line (docs/performance.md explains each).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -61,21 +61,48 @@ function checkVersion(r) {
   if (r.status !== 0 || !j || !Array.isArray(j.supportedVersions)) fail(`multus VERSION: ${show('VERSION', r)}`);
 }
 
-/** The units of a round; each returns {sample key: run}. */
-function units(sc, { exe, node, stripped, delegate, payload }) {
+/**
+ * VERSION and ADD+DEL of `exe` (VERSION alone with `versionOnly`), its sample keys prefixed with `p` (`before_` for
+ * --before's build, `direct_` for the Bun executable the launcher starts).
+ */
+function multusUnits(sc, exe, p, versionOnly = false) {
+  const what = p === 'before_' ? 'multus (--before)' : 'multus';
+  return [
+    {
+      name: `${p}version`,
+      fn: () => {
+        const r = timed(exe, [], { ...sc.baseEnv, CNI_COMMAND: 'VERSION' }, sc.versionInput);
+        checkVersion(r);
+        return { [`${p}version`]: r };
+      },
+    },
+    ...(versionOnly ? [] : [addDelUnit(sc, exe, p, what)]),
+  ];
+}
+
+/** ADD then DEL of one container through `exe`. */
+function addDelUnit(sc, exe, p, what) {
+  return {
+    name: `${p}add+del`,
+    keys: [`${p}add`, `${p}del`],
+    fn: () => {
+      const pod = sc.newPod();
+      const a = timed(exe, [], sc.env('ADD', pod), sc.confBytes);
+      checkAdd(what, a);
+      const d = timed(exe, [], sc.env('DEL', pod), sc.confBytes);
+      checkDel(what, d);
+      return { [`${p}add`]: a, [`${p}del`]: d };
+    },
+  };
+}
+
+/** The units of a round; each returns {sample key: run} (its `keys`, else its name). */
+function units(sc, { exe, node, stripped, delegate, opts, payload }) {
   const floor = (key, file) => ({
     name: key,
     fn: () => {
       const r = timed(file, ['-e', '0'], sc.baseEnv);
       if (r.status !== 0) fail(show(`${key} node -e 0`, r));
-      return { [key]: r };
-    },
-  });
-  const version = (key, file) => ({
-    name: key,
-    fn: () => {
-      const r = timed(file, [], { ...sc.baseEnv, CNI_COMMAND: 'VERSION' }, sc.versionInput);
-      checkVersion(r);
       return { [key]: r };
     },
   });
@@ -90,19 +117,9 @@ function units(sc, { exe, node, stripped, delegate, payload }) {
   return [
     floor('floor', node),
     ...(stripped ? [floor('floor_stripped', stripped)] : []),
-    version('version', exe),
-    ...(payload ? [version('version_direct', payload)] : []),
-    {
-      name: 'add+del',
-      fn: () => {
-        const pod = sc.newPod();
-        const a = timed(exe, [], sc.env('ADD', pod), sc.confBytes);
-        checkAdd('multus', a);
-        const d = timed(exe, [], sc.env('DEL', pod), sc.confBytes);
-        checkDel('multus', d);
-        return { add: a, del: d };
-      },
-    },
+    ...multusUnits(sc, exe, ''),
+    ...(payload ? multusUnits(sc, payload, 'direct_', true) : []),
+    ...(opts.before ? multusUnits(sc, opts.before, 'before_') : []),
     alone('ADD'),
     alone('DEL'),
   ];
@@ -128,7 +145,7 @@ async function peakRss(sc, { exe, node }, samples) {
 function measureRounds(sc, ctx) {
   const { opts, exe, node } = ctx;
   const list = units(sc, ctx);
-  const set = sampleSet(list.map((u) => u.name).flatMap((n) => (n === 'add+del' ? ['add', 'del'] : [n])));
+  const set = sampleSet(list.flatMap((u) => u.keys ?? [u.name]));
   const { samples } = set;
   say(
     `${opts.scenario}: ${exe} vs ${node} -e 0; ${opts.warmup} warm-up + ${opts.rounds} rounds of ` +
@@ -144,7 +161,7 @@ function measureRounds(sc, ctx) {
       const m = (k) => stats(samples[k]).median_ms;
       say(
         `round ${done}/${opts.rounds}: medians floor ${m('floor')} ms, VERSION ${m('version')} ms` +
-          (samples.version_direct ? ` (without the launcher ${m('version_direct')} ms), ` : ', ') +
+          (samples.direct_version ? ` (without the launcher ${m('direct_version')} ms), ` : ', ') +
           `ADD ${m('add')} ms, DEL ${m('del')} ms, delegate ${m('delegate_add')} ms ` +
           `(${((performance.now() - t0) / 1000).toFixed(1)} s)`,
       );
@@ -156,13 +173,13 @@ function measureRounds(sc, ctx) {
 /** VERSION without the launcher, and the launcher's cost: the same call through it minus without it. */
 function launcherKeys(samples, ticks, payload) {
   const through = stats(samples.version);
-  const direct = stats(samples.version_direct);
+  const direct = stats(samples.direct_version);
   return {
-    version_direct: { ...direct, exe: payload },
+    direct_version: { ...direct, exe: payload },
     launcher: {
       median_ms: r2(through.median_ms - direct.median_ms),
       cpu_mean_ms: r2(
-        cpuMs(ticks.version, samples.version.length) - cpuMs(ticks.version_direct, samples.version_direct.length),
+        cpuMs(ticks.version, samples.version.length) - cpuMs(ticks.direct_version, samples.direct_version.length),
       ),
       method:
         'VERSION through build/multus (launcher exec, then the Bun executable) minus VERSION of the Bun executable run directly, same rounds',
@@ -215,13 +232,14 @@ function figures(sc, ctx, { samples, ticks }, { rss, method }) {
         'floor',
         ...(stripped ? ['floor_stripped'] : []),
         'version',
-        ...(payload ? ['version_direct'] : []),
+        ...(payload ? ['direct_version'] : []),
         'add',
         'del',
         'delegate_add',
         'delegate_del',
       ].map((k) => [k, cpu(k)]),
     ),
+    ...(opts.before ? { before: beforeKeys(opts.before, samples, cpu) } : {}),
     goals: {
       overhead_median_within_10ms_of_floor: overhead.median_ms - floor.median_ms <= 10,
       peak_rss_under_60_mib: peak < 60,
@@ -229,13 +247,29 @@ function figures(sc, ctx, { samples, ticks }, { rss, method }) {
   };
 }
 
+/** --before's build, timed in the same rounds: its wall times and CPU beside this build's. */
+function beforeKeys(exe, samples, cpu) {
+  return {
+    exe,
+    version: stats(samples.before_version),
+    add: stats(samples.before_add),
+    del: stats(samples.before_del),
+    cpu_mean_ms: { version: cpu('before_version'), add: cpu('before_add'), del: cpu('before_del') },
+  };
+}
+
 /** Runs the scenario: `ctx` = {opts, tmp, exe, node, stripped, delegate, mach}; its keys of the JSON line. */
 export async function runDelegatesOnly(ctx) {
   const sc = setup(ctx);
   // Correctness first: the ADD result must be the delegate's, converted to the conf's version.
-  const pod = sc.newPod();
-  checkDelegateResult('multus', timed(ctx.exe, [], sc.env('ADD', pod), sc.confBytes));
-  checkDel('multus', timed(ctx.exe, [], sc.env('DEL', pod), sc.confBytes));
+  for (const [what, exe] of [
+    ['multus', ctx.exe],
+    ...(ctx.opts.before ? [['multus (--before)', ctx.opts.before]] : []),
+  ]) {
+    const pod = sc.newPod();
+    checkDelegateResult(what, timed(exe, [], sc.env('ADD', pod), sc.confBytes));
+    checkDel(what, timed(exe, [], sc.env('DEL', pod), sc.confBytes));
+  }
   const set = measureRounds(sc, ctx);
   const rss = await peakRss(sc, ctx, ctx.opts.rssSamples);
   return figures(sc, ctx, set, rss);

@@ -116,11 +116,13 @@ function correctness(exe, k, cl, takePod) {
 }
 
 /** The units of a round; the timed multus calls' wall-clock windows go to `windows` while measuring. */
-function units({ exe, node, delegate }, k, takePod, windows, state) {
+function units({ exe, node, delegate, opts }, k, takePod, windows, state) {
   const now = () => performance.timeOrigin + performance.now();
+  // `before`: --before's build with the lean config
   const call = (variant, command, pod) => {
     const start = now();
-    const r = timed(exe, [], k.env(command, pod), k.confs[variant]);
+    const bin = variant === 'before' ? opts.before : exe;
+    const r = timed(bin, [], k.env(command, pod), k.confs[variant === 'before' ? 'lean' : variant]);
     if (state.measuring) windows.push({ variant, command, start, end: now() });
     return r;
   };
@@ -130,7 +132,8 @@ function units({ exe, node, delegate }, k, takePod, windows, state) {
     checkAdd(variant, a);
     const d = call(variant, 'DEL', pod);
     checkDel(variant, d);
-    return variant === 'lean' ? { add: a, del: d } : { exec_add: a, exec_del: d };
+    const p = variant === 'lean' ? '' : `${variant}_`;
+    return { [`${p}add`]: a, [`${p}del`]: d };
   };
   const alone = (command) => () => {
     const r = timed(delegate.path, [], k.env(command, { id: 'x'.repeat(64), name: 'p', uid: 'u' }), k.delegateBytes);
@@ -146,6 +149,7 @@ function units({ exe, node, delegate }, k, takePod, windows, state) {
     { name: 'floor', fn: floor },
     { name: 'add+del', fn: () => addDel('lean') },
     { name: 'exec add+del', fn: () => addDel('exec') },
+    ...(opts.before ? [{ name: 'before add+del', fn: () => addDel('before') }] : []),
     { name: 'delegate_add', fn: alone('ADD') },
     { name: 'delegate_del', fn: alone('DEL') },
   ];
@@ -156,7 +160,7 @@ function measureRounds(ctx, k, takePod) {
   const windows = [];
   const state = { measuring: false };
   const list = units(ctx, k, takePod, windows, state);
-  const set = sampleSet(SAMPLE_KEYS);
+  const set = sampleSet([...SAMPLE_KEYS, ...(ctx.opts.before ? ['before_add', 'before_del'] : [])]);
   say(`kubernetes: ${warmup} warm-up + ${rounds} rounds of ${list.map((u) => u.name).join(', ')} (rotated)`);
   const tr = performance.now();
   rotatedRounds({
@@ -199,6 +203,7 @@ async function apiRequests(helper, windows) {
   const api = {
     lean: { ADD: perCall(windows, 'lean', 'ADD'), DEL: perCall(windows, 'lean', 'DEL') },
     exec: { ADD: perCall(windows, 'exec', 'ADD'), DEL: perCall(windows, 'exec', 'DEL') },
+    before: { ADD: perCall(windows, 'before', 'ADD'), DEL: perCall(windows, 'before', 'DEL') },
   };
   say(
     `kubernetes: API requests per ADD (lean): ${JSON.stringify(api.lean.ADD.requests)} ${JSON.stringify(api.lean.ADD.patterns)}; ` +
@@ -274,6 +279,17 @@ function execKeys(set, floor, api, execRuns) {
   };
 }
 
+/** --before's build, timed in the same rounds with the lean config: its figures beside this build's. */
+function beforeKeys(exe, set, api) {
+  return {
+    exe,
+    ...figures(set, 'before_add', 'before_del'),
+    api_requests_per_add: reqSummary(api.before.ADD),
+    api_requests_per_del: reqSummary(api.before.DEL),
+    events_per_add: eventsPerAdd(api.before.ADD),
+  };
+}
+
 /** The object printed under the `kubernetes` key. */
 function result({ opts, cl, load, set, api, unattributed, rss, execRuns }) {
   const { samples, ticks } = set;
@@ -311,6 +327,7 @@ function result({ opts, cl, load, set, api, unattributed, rss, execRuns }) {
     unattributed_api_requests: unattributed,
     peak_rss_mib: { add: r2(rss.add), del: r2(rss.del), exec_add: r2(rss.exec_add), exec_del: r2(rss.exec_del) },
     kubernetes_exec_auth: execKeys(set, floor, api, execRuns),
+    ...(opts.before ? { before: beforeKeys(opts.before, set, api) } : {}),
     goals: {
       api_requests_per_add_at_most_n_plus_2: api.lean.ADD.requests.max <= N + 2,
       overhead_median_under_80ms: lean.overhead.median_ms < 80,
@@ -326,8 +343,8 @@ export async function runKubernetes(ctx) {
   const load0 = r2(loadavg()[0]);
   const helper = startHelper(node, say);
   try {
-    // Pods, made ahead of time: 2 per round (lean, exec), the checks, the RSS runs.
-    const podCount = 2 * (opts.warmup + opts.k8sRounds) + 3 + 2 * opts.rssSamples;
+    // Pods, made ahead of time: 2 per round (lean, exec; 3 with --before), the checks, the RSS runs.
+    const podCount = (opts.before ? 3 : 2) * (opts.warmup + opts.k8sRounds) + 3 + 2 * opts.rssSamples;
     const { cl, takePod } = await startCluster(helper, delegate, podCount);
     const k = callSetup(tmp, delegate, netns, cl);
     const execRuns = correctness(exe, k, cl, takePod);

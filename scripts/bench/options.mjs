@@ -9,6 +9,7 @@ const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'];
 export function usage(code) {
   process.stderr.write(
     'usage: node scripts/bench.mjs [--rounds N] [--k8s-rounds N] [--warmup N] [--rss-samples N] [--scenario NAME] [--exe FILE]\n' +
+      '       [--before FILE]\n' +
       `  --rounds N        measured rounds of delegates-only, default 60 (the figures need at least 50)\n` +
       `  --k8s-rounds N    measured rounds of kubernetes, default 40 (the figures need at least 30)\n` +
       `  --warmup N        rounds run first and discarded (each scenario), default 5\n` +
@@ -16,6 +17,8 @@ export function usage(code) {
       `  --scenario NAME   delegates-only, kubernetes or all (default all when test/k8s/build.sh's binaries\n` +
       `                    exist, else delegates-only)\n` +
       `  --exe FILE        the executable to measure, default build/multus (built first if missing)\n` +
+      `  --before FILE     another build (e.g. an earlier commit's build/multus) timed in the same rounds:\n` +
+      `                    VERSION and ADD/DEL (delegates-only), lean ADD/DEL (kubernetes), under "before"\n` +
       `scenario resident (only when asked for: --scenario resident):\n` +
       `  --resident-rounds N  measured rounds, default 40\n` +
       `  --rss-pairs A,B      ADD/DEL pairs after which the daemons' RSS is read, default 1000,10000\n` +
@@ -40,6 +43,7 @@ function defaults() {
     rssSamples: 5,
     scenario: null,
     exe: null,
+    before: null,
     residentRounds: 40,
     rssPairs: [1000, 10000],
     concurrency: 100,
@@ -69,6 +73,7 @@ export function parseArgs(argv) {
     else if (k === '--rss-samples') o.rssSamples = int();
     else if (k === '--scenario') o.scenario = next();
     else if (k === '--exe') o.exe = resolve(next());
+    else if (k === '--before') o.before = resolve(next());
     else if (k === '--resident-rounds') o.residentRounds = int();
     else if (k === '--concurrency') o.concurrency = int();
     else if (k === '--gomultus') o.gomultus = resolve(next());

@@ -3,6 +3,7 @@
  * the sleeps between checks, `initialMs * factor^i`, each stretched by up to `jitter` (the readiness wait).
  * `retryDelay`: the wait before the n-th retry of something that keeps failing, doubling up to a cap (the
  * daemon's informer restarts and dynamic-network retries).
+ * Tested by test/unit/multus/readiness.test.ts (the readiness schedule), test/unit/install/install-conf.test.ts.
  */
 import { CniCode, CniError } from './errors.ts';
 

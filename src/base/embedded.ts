@@ -8,6 +8,7 @@
  * copy, compiled to bytecode with the rest, and never a file of the working directory; when build/multus.cjs
  * runs under Node it is the built bundle beside it; under vitest or `node src/...` it is the source module named
  * last (relative to this file). Keep this file free of imports: it is on every thin call's path.
+ * Tested by test/fixture/bun-build.test.ts and test/daemon/bundle.test.ts (the bundles and their loading).
  */
 
 /**

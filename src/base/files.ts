@@ -28,6 +28,13 @@ export type ReadOutcome<T> = { kind: 'ok'; value: T } | { kind: 'missing' } | { 
 
 let tempCounter = 0;
 
+/**
+ * The most a temp name adds to the file name it stands for: `.` before it, `.tmp-<pid>-<time>-<counter>-<random>`
+ * after it (pid up to 7 digits, time 8, counter up to 8, random 6), rounded up: a name that fits only without it
+ * cannot be written atomically.
+ */
+export const TEMP_NAME_EXTRA = 40;
+
 /** Temp files start with '.', which no libcni network name can (it must start alphanumeric), so scans skip them. */
 function tempPathFor(path: string): string {
   tempCounter += 1;

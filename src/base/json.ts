@@ -2,6 +2,7 @@
  * base/json.ts: the decoding kit (pure). JSON text to objects, and typed field reads with Go encoding/json's
  * rules: an absent or null key is the zero value, a wrong type is an error naming the key. Also the Go-compatible
  * encoding helpers (sorted map keys, HTML-safe escapes) that make our cache bytes equal Go's.
+ * Tested by test/unit/cni/request.test.ts (decoding), test/unit/multus/network-status.test.ts (Go's escapes).
  */
 import { CniCode, CniError, messageOf } from './errors.ts';
 
@@ -22,12 +23,23 @@ export function sortKeys(value: Json): Json {
   return out;
 }
 
+/** compat: what Go's json.Marshal escapes inside strings besides JSON's own (HTML safety, JS line terminators). */
+export const GO_HTML_ESCAPES: Readonly<Record<string, string>> = {
+  '<': '\\u003c',
+  '>': '\\u003e',
+  '&': '\\u0026',
+  '\u2028': '\\u2028',
+  '\u2029': '\\u2029',
+};
+
+/** JSON text with Go's HTML-safe escapes (those characters can only be inside its strings). The one place. */
+export function goHtmlEscape(json: string): string {
+  return json.replace(/[<>&\u2028\u2029]/g, (c) => GO_HTML_ESCAPES[c]!);
+}
+
 /** JSON.stringify plus Go's HTML-safe escapes, so our bytes equal Go's for the same value. */
 export function goJson(value: unknown): string {
-  return JSON.stringify(value).replace(
-    /[<>&\u2028\u2029]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return goHtmlEscape(JSON.stringify(value));
 }
 
 export function isObject(value: unknown): value is Json {

@@ -2,6 +2,7 @@
  * base/keys.ts: reading the keys of a JSON config (pure). One predicate per value kind, `getKey` that reads a
  * key with Go's rule (absent or null is the default, another type is an error naming the key, code 7),
  * `decodeObject` for JSON text that must be an object (code 6), and `withContext` to prefix an error.
+ * Tested by test/unit/multus/conf.test.ts (typed key reads and their messages).
  */
 import { CniCode, CniError, wrapError } from './errors.ts';
 import { decodeJsonObject, isObject } from './json.ts';

@@ -3,6 +3,7 @@
  * names (libcni's valid-name characters) and interface names (IFNAMSIZ, no "/", ":" or whitespace). Each
  * rejection is a CniError naming the value and the rule. Also the RFC 1123 label and subdomain tests Kubernetes
  * applies to namespaces and object names.
+ * Tested by test/unit/cni/request.test.ts, test/unit/k8s/kubeconfig.test.ts.
  */
 import { CniCode, CniError } from './errors.ts';
 

@@ -1,5 +1,6 @@
 /**
  * versions.ts: the CNI spec versions this plugin speaks and how to compare them (pure).
+ * Tested by test/unit/multus/conf.test.ts, test/unit/cni/request.test.ts.
  */
 import { CniCode, CniError } from './errors.ts';
 

@@ -104,6 +104,18 @@ export function parseK8sArgs(pairs: ArgPairs): K8sArgs {
   return k8s;
 }
 
+/** The pod arguments of a pod the caller already knows (dynamic networks, `multus plan`): no CNI_ARGS to parse. */
+export function podK8sArgs(pod: { namespace: string; name: string; uid: string }, infraContainerId = ''): K8sArgs {
+  return {
+    ignoreUnknown: false,
+    podNamespace: pod.namespace,
+    podName: pod.name,
+    podInfraContainerId: infraContainerId,
+    podUid: pod.uid,
+    ip: '',
+  };
+}
+
 /**
  * The delegate's CNI_ARGS (Multus `CreateCNIRuntimeConf`, docs/behaviour.md#delegate-args): the five base keys in
  * Multus' order, then the runtime's pairs merged once, then `extra` (MAC=/IP= on ADD) replacing same-named keys.

@@ -2,6 +2,7 @@
  * cni/ip.ts: IP addresses and CIDRs as Go parses them (netip.ParseAddr, net.ParseCIDR) and prints them
  * (net.IP.String, net.IPNet.String): IPv6 compressed, IPv4-mapped shown as IPv4, no leading zeros; and the checks
  * Multus makes with net.ParseIP, net.ParseCIDR and net.ParseMAC on selection requests (pure).
+ * Tested by test/unit/cni/result.test.ts (addresses as Go prints them).
  */
 
 export interface Cidr {

@@ -10,6 +10,7 @@
  *
  * Deliberate difference from libcni: DEL keeps going through a chain after a plugin fails (libcni stops), so
  * an IPAM plugin earlier in the chain still releases its address; the errors are joined (docs/compatibility.md).
+ * Tested by test/unit/multus/commands.test.ts (chains, prevResult, caches, DEL, GC), test/e2e/ with the real libcni.
  */
 import type { RequestCommand } from './request.ts';
 import type { ResultCacheEntry } from './result-cache.ts';
@@ -22,7 +23,7 @@ import type { Exec, ExecOutput } from './exec.ts';
 import { StoppingError } from './exec.ts';
 import type { Logger } from '../base/log.ts';
 import type { CniResult } from './result-model.ts';
-import { convertResult, parseResult } from './result.ts';
+import { PluginResult, convertResult } from './result.ts';
 import { parsePluginError } from './plugin-error.ts';
 import { versionAtLeast } from '../base/versions.ts';
 
@@ -57,8 +58,6 @@ export interface NetworkDeps {
   timeoutMs: number;
 }
 
-type Command = RequestCommand;
-
 export function buildPluginConfig(
   network: Network,
   plugin: PluginConf,
@@ -66,27 +65,23 @@ export function buildPluginConfig(
   capabilityArgs: Record<string, unknown>,
   inject: Record<string, unknown> = {},
 ): Buffer {
-  const conf: Record<string, unknown> = {
-    ...structuredClone(plugin),
-    name: network.name,
-    cniVersion: network.cniVersion,
-  };
-  if (prevResult) conf.prevResult = structuredClone(prevResult);
+  // Serialised at once and never changed: the plugin's keys, prevResult and the capability values are shared,
+  // not copied (the attachment's runtimeConfig was copied once, multus/attachments.ts capabilityArgsFor).
+  const conf: Record<string, unknown> = { ...plugin, name: network.name, cniVersion: network.cniVersion };
+  if (prevResult) conf.prevResult = prevResult;
   const runtimeConfig: Record<string, unknown> = {};
   const declared = plugin.capabilities;
   if (declared && typeof declared === 'object') {
     for (const [capability, enabled] of Object.entries(declared as Record<string, unknown>)) {
-      if (enabled === true && capability in capabilityArgs) {
-        runtimeConfig[capability] = structuredClone(capabilityArgs[capability]);
-      }
+      if (enabled === true && capability in capabilityArgs) runtimeConfig[capability] = capabilityArgs[capability];
     }
   }
   if (Object.keys(runtimeConfig).length > 0) conf.runtimeConfig = runtimeConfig;
-  Object.assign(conf, structuredClone(inject));
+  Object.assign(conf, inject);
   return Buffer.from(JSON.stringify(conf));
 }
 
-function pluginEnv(command: Command, rt: RuntimeConf | undefined, deps: NetworkDeps): Record<string, string> {
+function pluginEnv(command: RequestCommand, rt: RuntimeConf | undefined, deps: NetworkDeps): Record<string, string> {
   return {
     ...deps.baseEnv,
     CNI_COMMAND: command,
@@ -108,7 +103,7 @@ export class PluginNotRunnable extends CniError {
 
 /** Runs one plugin; returns its stdout on success, throws the plugin's error (its code kept) otherwise. */
 async function runPlugin(
-  command: Command,
+  command: RequestCommand,
   plugin: PluginConf,
   stdin: Buffer,
   rt: RuntimeConf | undefined,
@@ -137,12 +132,12 @@ function describe(plugin: PluginConf): string {
   return `plugin type="${plugin.type}"${typeof plugin.name === 'string' ? ` name="${plugin.name}"` : ''}`;
 }
 
-export async function addNetwork(network: Network, rt: RuntimeConf, deps: NetworkDeps): Promise<CniResult> {
-  let result: CniResult | undefined;
+export async function addNetwork(network: Network, rt: RuntimeConf, deps: NetworkDeps): Promise<PluginResult> {
+  let result: PluginResult | undefined;
   for (const plugin of network.plugins) {
-    const stdin = buildPluginConfig(network, plugin, result, rt.capabilityArgs);
+    const stdin = buildPluginConfig(network, plugin, result?.raw, rt.capabilityArgs);
     try {
-      result = parseResult(await runPlugin('ADD', plugin, stdin, rt, deps), network.cniVersion);
+      result = PluginResult.parse(await runPlugin('ADD', plugin, stdin, rt, deps), network.cniVersion);
     } catch (e) {
       throw wrapError(e, `${describe(plugin)} failed (add)`);
     }
@@ -157,7 +152,7 @@ export async function addNetwork(network: Network, rt: RuntimeConf, deps: Networ
     netns: rt.netns,
     cniArgs: rt.args,
     capabilityArgs: rt.capabilityArgs,
-    result,
+    result: result.raw,
   });
   return result;
 }

@@ -10,11 +10,13 @@
  * missing one (the delegates get no CNI_NETNS), so that DEL cannot fail for ever (issue 28; docs/reliability.md).
  * A namespace file is on nsfs (statfs, as the plugins' ns.GetNS checks); its type is asked with NS_GET_NSTYPE
  * through Bun's FFI where the runtime has it (base/libc.ts; under Node the statfs check only).
+ * Tested by test/unit/host/handle.test.ts (the netns rule per command) and test/fixture/hardening-caches.test.ts
+ * (finding 9, on build/multus).
  */
 import { closeSync, openSync, statSync, statfsSync } from 'node:fs';
 import { CniCode, CniError } from '../base/errors.ts';
 import { libc } from '../base/libc.ts';
-import type { CniRequest } from './request.ts';
+import type { CallEnv } from './request.ts';
 
 const OWN_NETNS = '/proc/self/ns/net';
 const NSFS_MAGIC = 0x6e736673;
@@ -67,7 +69,7 @@ export function netnsKind(path: string): NetnsKind {
  * `mustExist`: ADD and CHECK need the namespace; DEL of one that is already gone is normal. Returns the request
  * the command runs with: on DEL, GC and STATUS one whose CNI_NETNS is not a network namespace goes without it.
  */
-export function checkNetns<R extends CniRequest>(req: R, mustExist: boolean, kindOf = netnsKind): R {
+export function checkNetns<R extends CallEnv>(req: R, mustExist: boolean, kindOf = netnsKind): R {
   if (!req.netns) return req;
   const target = kindOf(req.netns);
   if (target.kind === 'missing') {

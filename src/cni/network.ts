@@ -5,6 +5,7 @@
  * or objects and return new values. `loadNetworkFile`, `loadNetworkPath` and `findNetworkInDir` only read files
  * and directories and hand the bytes to the parsers, as libcni's FromBytes/FromFile split does
  * (docs/behaviour.md, "Delegate configs").
+ * Tested by test/unit/multus/conf.test.ts (parseNetwork, files, conflists), test/unit/multus/nad.test.ts.
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -63,16 +64,36 @@ export function parseNetwork(
     if (!isObject(decoded)) throw invalid('network config must be a JSON object');
     const obj = injectName(decoded, opts.defaultName);
     const bytes = isBytes && obj === decoded ? input : Buffer.from(JSON.stringify(obj));
-    if (isSingle(obj)) return validateNetwork(singleNetwork(obj, bytes));
-    const header = parseListHeader(obj);
-    if (header.plugins === undefined) {
-      throw invalid(
-        "delegate must have the 'type' or 'plugins' field: set 'type' for one plugin or 'plugins' for a chain",
-      );
-    }
-    return validateNetwork(assembleList(header, obj, bytes, []));
+    return networkOf(obj, bytes);
   };
   return opts.source === undefined ? parse() : withContext(opts.source, parse);
+}
+
+/**
+ * A copy of `network` with its config changed by `edit` (libcni's InjectConf, for a whole config or conflist):
+ * the config is decoded from the bytes once, `edit` changes that object (or returns another), and the new bytes
+ * are encoded once; the new network is read from the object, never decoded again. Every change multus makes to a
+ * delegate's config (cni-args, device IDs, the inherited version) goes through here.
+ */
+export function editNetwork(
+  network: Network,
+  edit: (conf: Record<string, unknown>) => Record<string, unknown> | void,
+): Network {
+  const conf = decodeObject(network.bytes, 'network config');
+  const edited = edit(conf) ?? conf;
+  return networkOf(edited, Buffer.from(JSON.stringify(edited)));
+}
+
+/** The network `obj` describes, with `bytes` (its JSON) as the bytes to cache and execute. */
+function networkOf(obj: Record<string, unknown>, bytes: Buffer): Network {
+  if (isSingle(obj)) return validateNetwork(singleNetwork(obj, bytes));
+  const header = parseListHeader(obj);
+  if (header.plugins === undefined) {
+    throw invalid(
+      "delegate must have the 'type' or 'plugins' field: set 'type' for one plugin or 'plugins' for a chain",
+    );
+  }
+  return validateNetwork(assembleList(header, obj, bytes, []));
 }
 
 function injectName(obj: Record<string, unknown>, defaultName: string | undefined): Record<string, unknown> {

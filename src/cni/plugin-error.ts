@@ -1,6 +1,7 @@
 /**
  * cni/plugin-error.ts: a failing plugin's output as a CniError (pure), as libcni's pluginErr does: the plugin's
  * own CNI error JSON when it printed one (its code kept), else the exit status and the tail of stderr.
+ * Tested by test/unit/cni/result.test.ts (parsePluginError).
  */
 import { CniCode, CniError } from '../base/errors.ts';
 import { isObject as isObj } from '../base/json.ts';

@@ -32,7 +32,7 @@ export interface CallEnv {
 }
 
 export interface CniRequest extends CallEnv {
-  command: Command;
+  command: RequestCommand;
   config: Record<string, unknown>;
   cniVersion: string;
   stdin: Buffer;

@@ -16,6 +16,7 @@ import {
   isTempName,
   readOutcome,
   removeIfPresent,
+  TEMP_NAME_EXTRA,
   writeFileAtomic,
 } from '../base/files.ts';
 import type { Json } from '../base/json.ts';
@@ -60,11 +61,12 @@ const NAME_MAX = 255;
  */
 export function assertResultCacheFits(networkName: string, containerId: string, ifName: string): void {
   const bytes = Buffer.byteLength(basename(resultCachePath('/', networkName, containerId, ifName)));
-  if (bytes <= NAME_MAX) return;
+  if (bytes + TEMP_NAME_EXTRA <= NAME_MAX) return;
   throw new CniError(
     CniCode.InvalidConfig,
-    `network name "${networkName.slice(0, 64)}..." is too long: its result cache file name would be ${bytes} bytes, ` +
-      `at most ${NAME_MAX} allowed; use a shorter network name`,
+    `network name "${networkName.slice(0, 64)}..." is too long: its result cache file name would be ${bytes} bytes ` +
+      `and up to ${bytes + TEMP_NAME_EXTRA} while it is written (a temp file, then a rename), at most ${NAME_MAX} ` +
+      'allowed; use a shorter network name',
   );
 }
 

@@ -2,6 +2,7 @@
  * cni/result-model.ts: the typed model of a CNI result (pure): libcni's Go structs, one shape per layout
  * (0.1.0/0.2.0, 0.3.x/0.4.0, 1.x), decoded from and encoded to the JSON libcni reads and prints, and the
  * conversions between layouts (libcni's converters). cni/result.ts is the public face.
+ * Tested by test/unit/cni/result.test.ts (libcni's conversions, test/data/results/libcni-conversions.json).
  */
 import { CniCode, CniError } from '../base/errors.ts';
 import { SUPPORTED_VERSIONS, isSupportedVersion } from '../base/versions.ts';

@@ -1,8 +1,9 @@
 /**
  * result.ts: a plugin's result and a failing plugin's output (pure, no I/O).
  *
- * Owns three things. `parseResult` turns a plugin's stdout into a validated `CniResult` (libcni
- * invoke.ExecPluginWithResult: fixupResultVersion, then create.Create). `convertResult` moves a result between
+ * Owns the public face of a result. `PluginResult` is a plugin's result decoded once (libcni
+ * invoke.ExecPluginWithResult: fixupResultVersion, then create.Create), with every form ADD needs built from that
+ * one model; `parseResult` checks a plugin's stdout the same way into a plain `CniResult`. `convertResult` moves a result between
  * CNI versions exactly as libcni v1.3.0 does (pkg/types/{020,040,100}, internal/convert.go), including the
  * wire form libcni prints: Go struct key order for 0.x, `"dns": {}` always present in 0.x, and alphabetically
  * sorted keys with empty `dns` dropped in 1.x (100's MarshalJSON round-trips through a map). Addresses come out
@@ -11,10 +12,10 @@
  * test/data/results/libcni-conversions.json was produced by generate.go.txt next to it.
  */
 import { CniCode, CniError } from '../base/errors.ts';
-import type { CniResult, Obj, Rich } from './result-model.ts';
-import { convertTyped, decode, encode, encodeIface, encodeIpConfig, resultFamily } from './result-model.ts';
-import { decodeJsonObject, sortKeysDeep } from '../base/json.ts';
-import { versionOrDefault } from '../base/versions.ts';
+import type { CniResult, Obj, Typed } from './result-model.ts';
+import { convertTyped, decode, encode, resultFamily } from './result-model.ts';
+import { decodeJsonObject } from '../base/json.ts';
+import { CURRENT_VERSION, versionOrDefault } from '../base/versions.ts';
 
 /** An interface of a result in 1.x form (libcni types100.Interface). */
 export interface ResultInterface {
@@ -64,13 +65,7 @@ function parseObject(bytes: Buffer | string): Obj {
  * CniError(6) for output that is not a result or has a malformed field, CniError(1) for an unknown version.
  */
 export function parseResult(bytes: Buffer | string, fallbackVersion: string): CniResult {
-  const raw = parseObject(bytes);
-  const own = raw.cniVersion;
-  const version = typeof own === 'string' && own !== '' ? own : versionOrDefault(fallbackVersion);
-  const result: CniResult = { cniVersion: version, ...raw };
-  result.cniVersion = version;
-  decode(result, version);
-  return result;
+  return PluginResult.parse(bytes, fallbackVersion).raw;
 }
 
 /**
@@ -91,18 +86,67 @@ export function normalizeResult(result: CniResult): CniResult {
   return encode(decode(result, result.cniVersion), result.cniVersion);
 }
 
-function to1x(result: CniResult): Rich {
-  const typed = convertTyped(decode(result, result.cniVersion), '1x');
-  if (typed.family === '02x') throw new Error('unreachable: conversion to 1.x gave a 0.2.0 layout');
-  return typed;
-}
+/**
+ * A plugin's result, decoded once into libcni's typed model. `raw` is the result as the plugin printed it (its
+ * version fixed up, unknown keys kept): what the next plugin of a chain gets as prevResult and what the result
+ * cache keeps. Every other form comes from the one decoded model and is built once: `as(version)`, the result as
+ * libcni prints it in that version (GetAsVersion, then its MarshalJSON), and the 1.x view `interfaces()`,
+ * `ips()`, `routes()`, `dns()` that network-status, events and claims read. The objects returned are shared: read
+ * or serialise them, never change them.
+ */
+export class PluginResult {
+  private readonly printed = new Map<string, CniResult>();
 
-/** The result's interfaces in 1.x form; a 0.1.0/0.2.0 result has none. */
-export function resultInterfaces(result: CniResult): ResultInterface[] {
-  return to1x(result).interfaces.map((i) => sortKeysDeep(encodeIface(i, '1x')) as unknown as ResultInterface);
-}
+  private constructor(
+    readonly raw: CniResult,
+    private readonly typed: Typed,
+  ) {}
 
-/** The result's IPs in 1.x form (a 0.1.0/0.2.0 result's ip4 then ip6). */
-export function resultIps(result: CniResult): ResultIp[] {
-  return to1x(result).ips.map((ip) => sortKeysDeep(encodeIpConfig(ip, '1x')) as unknown as ResultIp);
+  /** A plugin's stdout (parseResult's rules). */
+  static parse(bytes: Buffer | string, fallbackVersion: string): PluginResult {
+    const raw = parseObject(bytes);
+    const own = raw.cniVersion;
+    const version = typeof own === 'string' && own !== '' ? own : versionOrDefault(fallbackVersion);
+    const result: CniResult = { cniVersion: version, ...raw };
+    result.cniVersion = version;
+    return new PluginResult(result, decode(result, version));
+  }
+
+  /** A result object read back (a cache, a test), checked as parseResult checks a plugin's. */
+  static of(raw: CniResult): PluginResult {
+    return new PluginResult(raw, decode(raw, raw.cniVersion));
+  }
+
+  get cniVersion(): string {
+    return this.raw.cniVersion;
+  }
+
+  /** libcni's print form in `version` (normalizeResult(convertResult(raw, version)), built once per version). */
+  as(version: string): CniResult {
+    const target = versionOrDefault(version);
+    let out = this.printed.get(target);
+    if (!out) {
+      out = encode(convertTyped(this.typed, resultFamily(target)), target);
+      this.printed.set(target, out);
+    }
+    return out;
+  }
+
+  /** The interfaces in 1.x form; a 0.1.0/0.2.0 result has none. */
+  interfaces(): ResultInterface[] {
+    return (this.as(CURRENT_VERSION).interfaces as ResultInterface[] | undefined) ?? [];
+  }
+
+  /** The IPs in 1.x form (a 0.1.0/0.2.0 result's ip4 then ip6), with Go's address spelling. */
+  ips(): ResultIp[] {
+    return (this.as(CURRENT_VERSION).ips as ResultIp[] | undefined) ?? [];
+  }
+
+  routes(): { dst: string; gw?: string }[] {
+    return (this.as(CURRENT_VERSION).routes as { dst: string; gw?: string }[] | undefined) ?? [];
+  }
+
+  dns(): { nameservers?: string[]; domain?: string; search?: string[]; options?: string[] } {
+    return (this.as(CURRENT_VERSION).dns as ReturnType<PluginResult['dns']> | undefined) ?? {};
+  }
 }

@@ -9,6 +9,7 @@
  */
 import { isAbsolute } from 'node:path';
 import { messageOf } from '../base/errors.ts';
+import { isObject } from '../base/json.ts';
 import type { LogLevel } from '../base/log.ts';
 import { parseLogLevel } from '../base/log.ts';
 import { isSupportedVersion, SUPPORTED_VERSIONS } from '../base/versions.ts';
@@ -47,7 +48,8 @@ export interface DaemonConfig {
   shutdownGraceMs: number;
   /**
    * Our key (`shutdownDrainSeconds`, default 2): after SIGTERM the daemon keeps serving this long with `/readyz`
-   * answering 500 (Multus HEAD #1525 waits 10 s), so a shim that checked readiness just before is still served.
+   * answering 500 (k8snetworkplumbingwg/multus-cni#1525, after v4.3.0, waits 10 s), so a shim that checked readiness
+   * just before is still served.
    */
   shutdownDrainMs: number;
   /**
@@ -66,8 +68,6 @@ export interface DaemonConfig {
 
 export class DaemonConfigError extends Error {}
 Object.defineProperty(DaemonConfigError.prototype, 'name', { value: 'DaemonConfigError', enumerable: false });
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function bad(key: string, what: string): DaemonConfigError {
   return new DaemonConfigError(`daemon config: \`${key}\` must be ${what}`);

@@ -8,10 +8,10 @@ import { CniCode, CniError, toCniError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { Host } from '../host/host.ts';
 import { isObject } from '../base/json.ts';
-import type { Env } from '../cni/request.ts';
+import type { Env, RequestCommand } from '../cni/request.ts';
 import { readCallEnv } from '../cni/request.ts';
-import type { DelegateApiDeps, DelegateCommand, DelegateRequest } from '../hotplug/delegate.ts';
-import { runDelegate } from '../hotplug/delegate.ts';
+import type { DelegateDeps, DelegateRequest } from '../hotplug/delegate.ts';
+import { runDelegate, servedConf } from '../hotplug/delegate.ts';
 import type { RequestQueue } from './queue.ts';
 import { cniCallOf, decodeBodyObject, readRequest, send, sendError } from './wire.ts';
 
@@ -22,10 +22,11 @@ export interface DelegateHttpDeps {
   queue: RequestQueue;
   multusConf: () => Buffer;
   limit: number;
-  links?: DelegateApiDeps['links'];
+  links?: DelegateDeps['links'];
 }
 
-const COMMANDS: readonly DelegateCommand[] = ['ADD', 'DEL', 'CHECK', 'STATUS'];
+/** The commands `/delegate` runs (Multus thick's HandleDelegateRequest: no GC). */
+const COMMANDS: readonly RequestCommand[] = ['ADD', 'DEL', 'CHECK', 'STATUS'];
 /** What `/delegate` requires besides the command (Multus thick's): the pod sandbox and the pod, no CNI_PATH. */
 const REQUIRED_ENV = ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_ARGS'];
 
@@ -33,7 +34,8 @@ const REQUIRED_ENV = ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_ARGS'];
 export function decodeDelegateBody(body: Buffer, daemonEnv: Env): DelegateRequest {
   const value = decodeBodyObject(body);
   const { env, stdin } = cniCallOf(value, daemonEnv);
-  const command = (env.CNI_COMMAND ?? '').toUpperCase() as DelegateCommand;
+  // any case is accepted here (Multus thick's switch is case-sensitive): a lenient reading kept from the start
+  const command = (env.CNI_COMMAND ?? '').toUpperCase() as RequestCommand;
   if (!COMMANDS.includes(command)) {
     throw new CniError(
       CniCode.InvalidEnv,
@@ -67,13 +69,9 @@ export async function serveDelegate(req: IncomingMessage, res: ServerResponse, d
   const call = await readRequest(req, res, deps.limit, (body) => decodeDelegateBody(body, deps.daemonEnv));
   if (!call) return;
   const key = call.containerId === '' ? `\0delegate${anonymous++}` : call.containerId;
-  const api: DelegateApiDeps = {
-    host: deps.host,
-    multusConf: deps.multusConf,
-    ...(deps.links ? { links: deps.links } : {}),
-  };
+  const api: DelegateDeps = { host: deps.host, ...(deps.links ? { links: deps.links } : {}) };
   try {
-    const result = await deps.queue.run(key, () => runDelegate(call, api));
+    const result = await deps.queue.run(key, () => runDelegate({ req: call, conf: servedConf(deps.multusConf) }, api));
     const ms = (performance.now() - started).toFixed(1);
     deps.log.verbose(`/delegate ${call.command} ${call.containerId} ${call.ifName}: 200 in ${ms} ms`);
     send(res, 200, JSON.stringify({ Result: result }));

@@ -11,16 +11,18 @@
  *
  * This module is its own bundle (an embedded file of the executable, scripts/build-daemon.mjs): the thin plugin
  * never loads it.
+ * Tested by test/daemon/process.test.ts, test/daemon/signals.test.ts, test/daemon/drain.test.ts (the daemon as
+ * a process).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
-import { callerEnv } from '../base/caller-env.ts';
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
+import { callerEnv } from '../base/caller-env.ts';
 import { STOP_SIGNALS, killRunningDelegates, realExec, stopStartingDelegates } from '../cni/exec.ts';
 import { createHost } from '../host/host.ts';
 import type { KubeClient } from '../k8s/types.ts';
@@ -36,6 +38,7 @@ import type { Metrics } from './metrics.ts';
 import { createMetrics } from './metrics.ts';
 import type { DynamicNetworks } from '../hotplug/dynamic.ts';
 import { startDynamicNetworks } from '../hotplug/dynamic.ts';
+import type { RequestQueue } from './queue.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
 import { listenUnix, removeSocket } from './socket.ts';
@@ -152,129 +155,142 @@ function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise
 
 const processIo: DaemonIo = { env: callerEnv(process.env), writeStderr: (s) => process.stderr.write(s) };
 
-export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promise<number> {
-  const stop = io.stopSignal ?? signalPromise();
-  const again = io.againSignal ?? (io.stopSignal ? () => new Promise<string>(() => {}) : signalPromise);
-  let cfg: DaemonConfig;
-  let exec: Exec = realExec;
-  try {
-    const path = parseArgs(argv);
-    if (path === undefined) {
-      (io.writeStdout ?? ((s: string) => process.stdout.write(s)))(USAGE);
-      return 0;
-    }
-    cfg = readConfig(path);
-    const isRoot = io.isRoot ?? (() => process.getuid?.() === 0);
-    if (!isRoot()) throw new StartError('the multus daemon must run as root (it runs CNI plugins)');
-    if (cfg.chrootDir) {
-      const program = findChrootProgram();
-      if (!program) throw new StartError('chrootDir is set but no chroot program was found (/usr/sbin/chroot)');
-      if (!existsSync(cfg.chrootDir)) throw new StartError(`chrootDir ${cfg.chrootDir} does not exist`);
-      exec = chrootExec(exec, cfg.chrootDir, program);
-    }
-  } catch (e) {
-    io.writeStderr(`multus daemon: ${messageOf(e)}\n`);
-    return 2;
-  }
-  const log = createLogger(
-    { level: cfg.logLevel, logFile: cfg.logFile || undefined, logToStderr: cfg.logToStderr },
-    { writeStderr: io.writeStderr },
-  );
+/** A started daemon: its socket, and `stop()`, the shutdown a stop signal runs (drain, grace, kill, close). */
+export interface DaemonHandle {
+  socket: string;
+  /**
+   * Stops serving: dynamic networks first, then `/readyz` answers 500 for shutdownDrainSeconds while calls are
+   * still served, then the socket closes and in-flight calls get shutdownGraceSeconds; `again` (a second signal)
+   * cuts both waits short. The delegates still running are killed, everything started is closed.
+   */
+  stop(reason: string, again?: Promise<string>): Promise<void>;
+}
 
-  let metrics: Metrics | undefined;
-  let metricsServer: Server | undefined;
-  let writer: ConfigWriter | undefined;
-  let warm: WarmKube | undefined;
-  let dynamic: DynamicNetworks | undefined;
-  let socket: string | undefined;
-  const server = { http: undefined as Server | undefined };
-  let stopping = false;
-  const queue = createQueue(cfg.connectionLimit);
-  const host = { close: () => {} };
+/** What a daemon is started with (runDaemon reads it from argv and the config file). */
+interface DaemonSetup {
+  cfg: DaemonConfig;
+  exec: Exec;
+}
+
+/** The config and exec of the config file at `path`; a StartError says what is wrong. */
+function setUp(path: string, io: DaemonIo): DaemonSetup {
+  const cfg = readConfig(path);
+  const isRoot = io.isRoot ?? (() => process.getuid?.() === 0);
+  if (!isRoot()) throw new StartError('the multus daemon must run as root (it runs CNI plugins)');
+  if (!cfg.chrootDir) return { cfg, exec: realExec };
+  const program = findChrootProgram();
+  if (!program) throw new StartError('chrootDir is set but no chroot program was found (/usr/sbin/chroot)');
+  if (!existsSync(cfg.chrootDir)) throw new StartError(`chrootDir ${cfg.chrootDir} does not exist`);
+  return { cfg, exec: chrootExec(realExec, cfg.chrootDir, program) };
+}
+
+/** What a started daemon holds, so the start can undo itself and stop() can close it. */
+interface Parts {
+  http?: Server;
+  socket?: string;
+  writer?: ConfigWriter;
+  warm?: WarmKube;
+  metricsServer?: Server;
+  dynamic?: DynamicNetworks;
+  host?: { close(): void };
+}
+
+function closeParts(p: Parts, cfg: DaemonConfig): void {
+  p.http?.close();
+  if (p.socket) removeSocket(p.socket);
+  p.writer?.stop({ remove: cfg.cleanupConfigOnExit });
+  p.metricsServer?.close();
+  p.warm?.close();
+  p.host?.close();
+}
+
+function createMetricsFor(cfg: DaemonConfig): Metrics | undefined {
+  if (cfg.metricsPort === undefined) return undefined;
   try {
-    if (cfg.metricsPort !== undefined) {
-      try {
-        metrics = createMetrics();
-      } catch (e) {
-        throw new StartError(`metricsPort is set but ${messageOf(e)}`);
-      }
-      exec = timedExec(exec, metrics);
-    }
-    warm = await startWarm(cfg, io.env, log, metrics);
+    return createMetrics();
+  } catch (e) {
+    throw new StartError(`metricsPort is set but ${messageOf(e)}`);
+  }
+}
+
+/**
+ * Starts the daemon of `setup`: metrics, the warm Kubernetes cache, the Host, the generated config, the socket
+ * server, `/metrics`, dynamic networks. A failure closes what was started and throws (a StartError for a bad
+ * setting).
+ */
+export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger): Promise<DaemonHandle> {
+  const { cfg } = setup;
+  const parts: Parts = {};
+  const queue = createQueue(cfg.connectionLimit);
+  let stopping = false;
+  try {
+    const metrics = createMetricsFor(cfg);
+    const exec = metrics ? timedExec(setup.exec, metrics) : setup.exec;
+    const warm = (parts.warm = await startWarm(cfg, io.env, log, metrics));
     const warmKubeconfig = typeof cfg.multusKeys.kubeconfig === 'string' ? cfg.multusKeys.kubeconfig : '';
-    const connectKube = kubeConnector(warm, warmKubeconfig);
-    const realHost = createHost({ writeStderr: io.writeStderr, exec, connectKube });
-    host.close = () => realHost.close();
-    writer = startConfigWriter({ cfg, log });
+    const host = createHost({ writeStderr: io.writeStderr, exec, connectKube: kubeConnector(warm, warmKubeconfig) });
+    parts.host = host;
+    const writer = (parts.writer = startConfigWriter({ cfg, log }));
+    const multusConf = (): Buffer => {
+      const path = writer.current();
+      if (!path) throw new Error('no multus config is served yet (waiting for the master network config)');
+      return readFileSync(path);
+    };
     const notReady = (): string | undefined => {
       const indicator = cfg.readinessIndicatorFile;
       if (indicator && !existsSync(indicator)) return `waiting for ${indicator}`;
       if (warm && !warm.synced()) return 'the Kubernetes informers have not synced yet';
       return undefined;
     };
-    const served = writer;
-    const multusConf = (): Buffer => {
-      const path = served.current();
-      if (!path) throw new Error('no multus config is served yet (waiting for the master network config)');
-      return readFileSync(path);
-    };
-    const deps = {
-      host: realHost,
-      daemonEnv: io.env,
-      log,
-      queue,
-      notReady,
-      stopping: () => stopping,
-      multusConf,
-      ...(metrics ? { metrics } : {}),
-    };
-    server.http = createCniServer(deps);
-    socket = await listenUnix(server.http, cfg.socketDir);
-    if (metrics) metricsServer = await serveMetrics(metrics, cfg, log);
+    const served = { host, daemonEnv: io.env, log, queue, notReady, stopping: () => stopping, multusConf };
+    parts.http = createCniServer({ ...served, ...(metrics ? { metrics } : {}) });
+    const socket = (parts.socket = await listenUnix(parts.http, cfg.socketDir));
+    if (metrics) parts.metricsServer = await serveMetrics(metrics, cfg, log);
     if (cfg.dynamicNetworks) {
-      const intervalMs = cfg.dynamicNetworksPollMs;
       // with informers, the pod informer's updates drive it and the poll is a resync
       const events = warm ? { events: warm.onPod } : {};
-      dynamic = startDynamicNetworks({
-        host: realHost,
-        queue,
-        log,
-        daemonEnv: io.env,
-        multusConf,
-        intervalMs,
-        ...events,
-      });
+      const intervalMs = cfg.dynamicNetworksPollMs;
+      parts.dynamic = startDynamicNetworks({ host, queue, log, daemonEnv: io.env, multusConf, intervalMs, ...events });
     }
     log.verbose(`multus daemon serving ${socket}`);
+    const stop = async (reason: string, again: Promise<string> = new Promise(() => {})) => {
+      stopping = true;
+      await parts.dynamic?.stop();
+      await shutDown({ cfg, log, queue, http: parts.http!, reason, again });
+      closeParts({ ...parts, http: undefined }, cfg);
+      log.verbose('multus daemon stopped');
+    };
+    return { socket, stop };
   } catch (e) {
-    io.writeStderr(`multus daemon: ${messageOf(e)}\n`);
-    server.http?.close();
-    if (socket) removeSocket(socket);
-    writer?.stop({ remove: cfg.cleanupConfigOnExit });
-    warm?.close();
-    host.close();
-    return e instanceof StartError ? 2 : 1;
+    closeParts(parts, cfg);
+    throw e;
   }
+}
 
-  const sig = await stop;
-  // Listening at once: a second signal during the shutdown must not end the process with its delegates running.
-  const second = again();
-  stopping = true;
-  await dynamic?.stop();
+interface Shutdown {
+  cfg: DaemonConfig;
+  log: Logger;
+  queue: RequestQueue;
+  http: Server;
+  reason: string;
+  again: Promise<string>;
+}
+
+/** The drain, the close of the socket, the grace for in-flight calls, and the kill of delegates left running. */
+async function shutDown({ cfg, log, queue, http, reason, again }: Shutdown): Promise<void> {
   if (cfg.shutdownDrainMs > 0) {
-    log.verbose(`caught ${sig}: /readyz answers 500, serving ${cfg.shutdownDrainMs / 1000} s more before closing`);
+    log.verbose(`caught ${reason}: /readyz answers 500, serving ${cfg.shutdownDrainMs / 1000} s more before closing`);
     // a second signal cuts the drain short as it does the grace below
-    await Promise.race([new Promise((r) => setTimeout(r, cfg.shutdownDrainMs)), second]);
+    await Promise.race([new Promise((r) => setTimeout(r, cfg.shutdownDrainMs)), again]);
   }
-  log.verbose(`caught ${sig}, stopping: ${queue.pending()} request(s) in flight`);
-  const http = server.http;
+  log.verbose(`caught ${reason}, stopping: ${queue.pending()} request(s) in flight`);
   const closed = new Promise<void>((resolve) => http.close(() => resolve()));
   http.closeIdleConnections();
   let timer: NodeJS.Timeout | undefined;
   const grace = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => resolve('timeout'), cfg.shutdownGraceMs);
   });
-  const interrupted = second.then((s) => `caught ${s} again`);
+  const interrupted = again.then((s) => `caught ${s} again`);
   const waited = await Promise.race([queue.idle().then(() => 'idle' as const), grace, interrupted]);
   if (waited !== 'idle') {
     const why = waited === 'timeout' ? `after ${cfg.shutdownGraceMs / 1000} s` : `(${waited})`;
@@ -286,11 +302,36 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   const killed = killRunningDelegates();
   if (killed > 0) log.error(`killed the process groups of ${killed} delegate(s) still running`);
   await Promise.race([closed, new Promise((r) => setTimeout(r, 1000))]);
-  removeSocket(socket);
-  writer.stop({ remove: cfg.cleanupConfigOnExit });
-  metricsServer?.close();
-  warm?.close();
-  host.close();
-  log.verbose('multus daemon stopped');
+}
+
+/** `multus daemon [--config PATH]`: starts the daemon, serves until a stop signal, stops; the exit code. */
+export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promise<number> {
+  const stop = io.stopSignal ?? signalPromise();
+  const again = io.againSignal ?? (io.stopSignal ? () => new Promise<string>(() => {}) : signalPromise);
+  let setup: DaemonSetup;
+  try {
+    const path = parseArgs(argv);
+    if (path === undefined) {
+      (io.writeStdout ?? ((s: string) => process.stdout.write(s)))(USAGE);
+      return 0;
+    }
+    setup = setUp(path, io);
+  } catch (e) {
+    io.writeStderr(`multus daemon: ${messageOf(e)}\n`);
+    return 2;
+  }
+  const { cfg } = setup;
+  const logOptions = { level: cfg.logLevel, logFile: cfg.logFile || undefined, logToStderr: cfg.logToStderr };
+  const log = createLogger(logOptions, { writeStderr: io.writeStderr });
+  let daemon: DaemonHandle;
+  try {
+    daemon = await startDaemon(setup, io, log);
+  } catch (e) {
+    io.writeStderr(`multus daemon: ${messageOf(e)}\n`);
+    return e instanceof StartError ? 2 : 1;
+  }
+  const sig = await stop;
+  // Listening at once: a second signal during the shutdown must not end the process with its delegates running.
+  await daemon.stop(sig, again());
   return 0;
 }

@@ -7,7 +7,7 @@
  * metrics of prom-client keep their standard names (`process_*`, `nodejs_*`), which dashboards expect. Beside
  * ours, Multus' own names with Multus' labels and label values (docs/resident.md, "Metrics"), so dashboards
  * built for Multus thick work: `multus_server_request_total` (HEAD) and the per-plugin
- * `multus_cni_plugin_*` of Multus PR #1533.
+ * `multus_cni_plugin_*` of k8snetworkplumbingwg/multus-cni#1533.
  *
  * Label values come from requests (command, plugin type): they are bounded here, so a caller that sends
  * arbitrary values cannot grow the registry without limit (unknown commands become `other`, plugin types past
@@ -75,9 +75,8 @@ class BoundedValues {
   }
 }
 
-export function createMetrics(): Metrics {
-  const register = new Registry();
-  collectDefaultMetrics({ register });
+/** The registry's instruments: ours (`multus_ts_*`) and Multus' own names (multusMetrics). */
+function instruments(register: Registry) {
   /** One metric of this registry: `multus_ts_<name>`, its help text and label names. */
   const spec = <L extends string>(name: string, help: string, labelNames: L[]) => ({
     name: `${METRIC_PREFIX}${name}`,
@@ -106,7 +105,13 @@ export function createMetrics(): Metrics {
   const synced = new Gauge(
     spec('informer_synced', '1 when the informer has listed and is watching, 0 otherwise', ['informer']),
   );
-  const multus = multusMetrics(register);
+  return { requests, requestSeconds, inFlight, delegateSeconds, apiSeconds, synced, multus: multusMetrics(register) };
+}
+
+export function createMetrics(): Metrics {
+  const register = new Registry();
+  collectDefaultMetrics({ register });
+  const { requests, requestSeconds, inFlight, delegateSeconds, apiSeconds, synced, multus } = instruments(register);
   const pluginTypes = new BoundedValues();
   const resources = new BoundedValues();
   const informers = new BoundedValues();
@@ -160,7 +165,8 @@ export function createMetrics(): Metrics {
 
 /**
  * Multus' metric names, labels and help texts as its daemon registers them (pkg/server/server.go at HEAD, and
- * pkg/server/metrics_exec.go of PR #1533): `outcome` is `success`/`failure` there (ours say `error`), the
+ * pkg/server/metrics_exec.go of k8snetworkplumbingwg/multus-cni#1533): `outcome` is `success`/`failure` there (ours say
+ * `error`), the
  * duration histogram has Prometheus' default buckets, and a call without CNI_COMMAND is `UNKNOWN`.
  */
 function multusMetrics(register: Registry) {

@@ -5,7 +5,8 @@
  * CNI call through `handle()` and answers 200 `{"Result": <result or null>}`, or a non-200 status with the CNI
  * error JSON (its code kept): 400 when the request itself is at fault (codes 1-8: version, env, decoding,
  * config, netns), 500 otherwise. `GET`/`POST /healthz` answer 200 when the daemon is ready, else 503.
- * `GET`/`POST /readyz` (Multus HEAD #1525; its shim polls it before ADD, CHECK, GC and STATUS, and /healthz
+ * `GET`/`POST /readyz` (k8snetworkplumbingwg/multus-cni#1525, after v4.3.0; its shim polls it before ADD, CHECK, GC and
+ * STATUS, and /healthz
  * before DEL) answers as /healthz while serving and 500 once the daemon is stopping; /healthz stays 200 while it
  * drains, so DELs still come in. Both Multus' shims and ours only look at "200 or not" and at the body, so the
  * split 400/500 is for people and logs.
@@ -124,7 +125,7 @@ export function createCniServer(deps: ServerDeps): Server {
     if (path === '/delegate') {
       return fail(404, CniCode.InvalidConfig, 'the multus-ts daemon does not serve /delegate (dynamic networks)');
     }
-    fail(404, CniCode.InvalidConfig, `no such path "${path}": the daemon serves /cni, /healthz and /readyz`);
+    fail(404, CniCode.InvalidConfig, `no such path "${path}": the daemon serves /cni, /delegate, /healthz and /readyz`);
   });
   guardConnections(server); // header deadline, 400/431 (issue 28 finding 13)
   return server;

@@ -4,6 +4,8 @@
  * A socket file that still answers belongs to a running daemon: start-up fails rather than steal it. One that
  * refuses connections is left over from a daemon that died, and is removed. The directory (and those above it) must
  * be root's alone, and a socket file of another user is never used or removed: start-up fails (issue 28).
+ * Tested by test/unit/daemon/server.test.ts, test/daemon/process.test.ts (modes, non-root refused),
+ * test/shim/peer.test.ts (another user's socketDir and socket).
  */
 import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
 import type { Server } from 'node:http';

@@ -3,6 +3,7 @@
  * limit, decoding Multus thick's `{"env": {...}, "config": <base64>}`, and answering JSON with one request
  * per connection. An error answers with its CNI error JSON: 400 when the caller is at fault (codes 1-8,
  * base/errors.ts `isCallerFault`), 500 otherwise.
+ * Tested by test/unit/daemon/server.test.ts (bodies, limits, statuses).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CniCode, CniError, isCallerFault, messageOf, toCniError } from '../base/errors.ts';

@@ -2,6 +2,7 @@
  * devices/device-info.ts: device-info files (docs/behaviour.md#device-info). The paths are pure; copying the device
  * plugin's file to the attachment's CNIDeviceInfoFile, reading it for network-status and removing it on DEL are
  * I/O, and never fail a call (a problem comes back as a warning to log).
+ * Tested by test/unit/devices/devices.test.ts.
  */
 import { closeSync, fchmodSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';

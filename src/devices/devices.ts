@@ -14,7 +14,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import type { Network } from '../cni/network.ts';
-import { parseNetwork } from '../cni/network.ts';
+import { editNetwork } from '../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { ListPodResourcesResponse } from './podresources.ts';
@@ -128,7 +128,8 @@ function sortIds(ids: readonly string[]): string[] {
 }
 
 /**
- * Multus #1539 (after #1540 reverted v4.3.0's pod-wide sort, #1481): per resource name, each container's IDs
+ * k8snetworkplumbingwg/multus-cni#1539 (after #1540 reverted v4.3.0's pod-wide sort, #1481): per resource name, each
+ * container's IDs
  * (all its entries of that resource, NUMA nodes included) sorted, the containers appended in their order, so
  * the n-th attachment of a resource gets a device of the container it belongs with
  * (docs/behaviour.md#device-ids). The entries are not changed.
@@ -306,6 +307,5 @@ export function injectDeviceId(config: Json, deviceId: string): Json {
 
 /** `injectDeviceId` on a delegate network; the new bytes (cached for DEL) carry the device ID. */
 export function injectDeviceIdIntoNetwork(network: Network, deviceId: string): Network {
-  const config = JSON.parse(network.bytes.toString('utf8')) as Json;
-  return parseNetwork(Buffer.from(JSON.stringify(injectDeviceId(config, deviceId))));
+  return editNetwork(network, (config) => injectDeviceId(config, deviceId));
 }

@@ -2,6 +2,7 @@
  * devices/dra-objects.ts: reading the DRA objects devices/dra.ts fetches (pure): a pod's claims and extended
  * resource mappings, a claim's allocation results, a driver's ResourceSlices indexed by pool and device with
  * Multus' two string attributes (docs/behaviour.md#device-ids). Every malformed object is a CNI error naming it.
+ * Tested by test/unit/devices/dra.test.ts, test/k8s/dra.test.ts.
  */
 import { CniCode, CniError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';

@@ -1,6 +1,6 @@
 /**
  * devices/dra.ts: device IDs from Dynamic Resource Allocation (resource.k8s.io/v1), as Multus HEAD's
- * pkg/draclient reads them (PR #1492; docs/behaviour.md#device-ids).
+ * pkg/draclient reads them (k8snetworkplumbingwg/multus-cni#1492; docs/behaviour.md#device-ids).
  *
  * For each claim of the pod (`status.resourceClaimStatuses[]` as Multus reads, and, beyond Multus, the claims
  * `spec.resourceClaims[]` names directly, which that status never lists), GET its ResourceClaim, and for each

@@ -5,6 +5,7 @@
  * resident daemon builds one and serves every request with it. It owns the plugin exec seam, the clock, the
  * readiness waiter, a logger factory, and a cache of Kubernetes clients keyed by kubeconfig path (so a daemon
  * keeps one keep-alive connection per API server), closed by `close()`.
+ * Tested by test/unit/host/handle.test.ts.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../base/log.ts';
@@ -24,7 +25,7 @@ export interface Host {
   exec: Exec;
   clock: Clock;
   readiness: ReadinessDeps;
-  /** The logger for one request, from the request's multus config. */
+  /** The logger of a multus config (one per parsed config: a call asking again gets the same one). */
   logger(conf: MultusConf): Logger;
   /** The Kubernetes client for a config (undefined without one); kept and reused for the host's life. */
   kube(conf: MultusConf, env: Env, log: Logger): Promise<KubeClient | undefined>;
@@ -48,22 +49,25 @@ export interface HostOptions {
 export function createHost(o: HostOptions): Host {
   const clients = new Map<string, Promise<KubeClient | undefined>>();
   const connect = o.connectKube ?? connectKube;
+  const loggers = new WeakMap<MultusConf, Logger>();
   return {
     exec: o.exec ?? realExec,
     clock: o.clock ?? { now: () => Date.now(), sleep: (ms) => sleep(ms) },
     readiness: o.readiness ?? realReadinessDeps,
     ...(o.routes ? { routes: o.routes } : {}),
     ...(o.devices ? { devices: o.devices } : {}),
-    logger: (conf) =>
-      createLogger(
-        {
-          level: conf.logLevel,
-          logFile: conf.logFile || undefined,
-          logToStderr: conf.logToStderr,
-          logOptions: conf.logOptions,
-        },
-        { writeStderr: o.writeStderr },
-      ),
+    logger(conf) {
+      let log = loggers.get(conf);
+      if (!log) {
+        const { logLevel: level, logToStderr, logOptions } = conf;
+        log = createLogger(
+          { level, logFile: conf.logFile || undefined, logToStderr, logOptions },
+          { writeStderr: o.writeStderr },
+        );
+        loggers.set(conf, log);
+      }
+      return log;
+    },
     kube(conf, env, log) {
       const key = `${conf.kubeconfig}\0${env.KUBERNETES_SERVICE_HOST ?? ''}\0${env.KUBERNETES_SERVICE_PORT ?? ''}`;
       let client = clients.get(key);

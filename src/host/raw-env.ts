@@ -6,6 +6,7 @@
  * a delegate unchanged from JavaScript (Go passes it through). Rather than hand delegates rewritten bytes, the
  * raw environment is checked and the call refused with code 4 naming the variable and the byte
  * (docs/compatibility.md, "Environment bytes").
+ * Tested by test/unit/multus/reliability.test.ts (D3), test/fixture/env-bytes.test.ts.
  */
 import { readFileSync } from 'node:fs';
 import { callerEntry } from '../base/caller-env.ts';

@@ -14,32 +14,29 @@
  * multus config, the Kubernetes client and the sandbox's links, and answers.
  */
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
-import type { Logger } from '../base/log.ts';
 import { statusNetwork } from '../cni/libcni.ts';
 import { parseNetwork } from '../cni/network.ts';
-import type { CallEnv, Env } from '../cni/request.ts';
+import type { K8sArgs } from '../cni/cniargs.ts';
+import type { CallEnv, Env, RequestCommand } from '../cni/request.ts';
 import type { CniResult } from '../cni/result-model.ts';
-import { convertResult } from '../cni/result.ts';
 import type { Host } from '../host/host.ts';
-import { commandDeps } from '../host/host.ts';
+import { prepare } from '../host/prepare.ts';
 import type { KubeClient } from '../k8s/types.ts';
-import { callContext } from '../multus/commands/context.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import { parseMultusConf } from '../multus/conf.ts';
 import type { SandboxLinks } from '../routes/nsenter.ts';
 import { checkedPod, hotplugAdd, hotplugCheck, hotplugDel } from './hotplug.ts';
 import { mergeConfigArgs } from '../multus/nad.ts';
-import type { Delegate } from '../multus/plan.ts';
+import type { Delegate } from '../multus/attachments.ts';
 import { nadDelegate } from '../multus/podnetworks.ts';
 import type { NetworkSelection } from '../multus/selection.ts';
 import { checkNamespaceIsolation, parseNetworkSelections } from '../multus/selection.ts';
 import { nsenterLinks } from '../routes/nsenter.ts';
 
-export type DelegateCommand = 'ADD' | 'DEL' | 'CHECK' | 'STATUS';
-
 /** A decoded `/delegate` request (pure): the env table's fields of the call, and what it plugs in. */
 export interface DelegateRequest extends CallEnv {
-  command: DelegateCommand;
+  /** ADD, DEL, CHECK or STATUS (daemon/delegate-http.ts refuses GC). */
+  command: RequestCommand;
   /** What delegates inherit: the daemon's environment with the request's CNI_* variables. */
   env: Env;
   /** The delegate's config bytes (empty when `network` names a NAD). */
@@ -70,11 +67,29 @@ export function selectionOf(req: DelegateRequest, podNamespace: string): Network
   return selection!;
 }
 
-export interface DelegateApiDeps {
+export interface DelegateDeps {
   host: Host;
-  /** The multus config the daemon serves (its bytes), read per request. */
-  multusConf(): Buffer;
   links?: SandboxLinks;
+}
+
+/**
+ * One hot-plug call: the decoded request, the multus config the daemon serves, and, for dynamic networks, the pod
+ * typed (no CNI_ARGS to parse) and the element of its annotation (instead of the request's attributes).
+ */
+export interface DelegateCall {
+  req: DelegateRequest;
+  conf: MultusConf;
+  k8s?: K8sArgs;
+  selection?: NetworkSelection;
+}
+
+/** The multus config the daemon serves, parsed; a TryAgainLater error while it has none. */
+export function servedConf(bytes: () => Buffer): MultusConf {
+  try {
+    return parseMultusConf(bytes());
+  } catch (e) {
+    throw new CniError(CniCode.TryAgainLater, `the multus daemon has no usable multus config yet: ${messageOf(e)}`);
+  }
 }
 
 async function delegateFor(
@@ -87,39 +102,27 @@ async function delegateFor(
   const sel = given ? { ...given, request: { ...given.request, ifname: req.ifName } } : selectionOf(req, podNamespace);
   if (req.network) {
     if (conf.namespaceIsolation) checkNamespaceIsolation([sel], podNamespace, conf.globalNamespaces);
-    return nadDelegate(kube, conf.confDir, sel, 'create it, or name another network');
+    const source = given ? 'selection' : 'hotplug';
+    return nadDelegate(kube, conf.confDir, sel, 'create it, or name another network', source);
   }
   const loaded = parseNetwork(req.config, { source: 'the /delegate config' });
   const network = sel.request.configArgs ? mergeConfigArgs(loaded, sel.request.configArgs) : loaded;
-  return { network, displayName: network.name, request: sel.request };
+  return { network, displayName: network.name, request: sel.request, source: 'hotplug' };
 }
 
 /**
- * Runs one decoded `/delegate` request; the ADD result (CNI 1.0.0, as Multus thick answers), else null.
- * `selection`: an element of the pod's annotation (dynamic networks) instead of the request's attributes.
+ * Runs one hot-plug call through the front door (host/prepare.ts); the ADD result (CNI 1.0.0, as Multus thick
+ * answers), else null.
  */
-export async function runDelegate(
-  req: DelegateRequest,
-  deps: DelegateApiDeps,
-  selection?: NetworkSelection,
-): Promise<CniResult | null> {
-  let conf: MultusConf;
-  try {
-    conf = parseMultusConf(deps.multusConf());
-  } catch (e) {
-    throw new CniError(CniCode.TryAgainLater, `the multus daemon has no usable multus config yet: ${messageOf(e)}`);
-  }
-  const log: Logger = deps.host.logger(conf);
-  const cdeps = commandDeps(deps.host, req.env, log);
+export async function runDelegate(call: DelegateCall, deps: DelegateDeps): Promise<CniResult | null> {
+  const { req, conf } = call;
+  const ctx = await prepare(deps.host, { req, conf, env: req.env, ...(call.k8s ? { k8s: call.k8s } : {}) });
   if (req.command === 'STATUS') {
-    if (req.config.length > 0) {
-      const ctx = callContext(req, conf, cdeps);
+    if (req.config.length > 0)
       await statusNetwork(parseNetwork(req.config, { source: 'the /delegate config' }), ctx.net);
-    }
     return null;
   }
-  const ctx = callContext(req, conf, cdeps);
-  const kube = await cdeps.kube(conf);
+  const kube = await ctx.kube();
   if (!kube) {
     throw new CniError(
       CniCode.InvalidConfig,
@@ -129,16 +132,16 @@ export async function runDelegate(
       },
     );
   }
-  const hdeps = { kube, links: deps.links ?? nsenterLinks, log };
-  log.verbose(`/delegate ${req.command} ${req.containerId} ${req.ifName} (${ctx.pod})`);
+  const hdeps = { kube, links: deps.links ?? nsenterLinks };
+  ctx.log.verbose(`/delegate ${req.command} ${req.containerId} ${req.ifName} (${ctx.podRef})`);
   if (req.command === 'ADD') {
     const pod = (await checkedPod(kube, ctx))!;
-    const delegate = await delegateFor(req, conf, kube, ctx.k8s.podNamespace, selection);
+    const delegate = await delegateFor(req, conf, kube, ctx.k8s.podNamespace, call.selection);
     const result = await hotplugAdd(ctx, pod, delegate, hdeps);
     try {
-      return convertResult(result, '1.0.0');
+      return result.as('1.0.0');
     } catch {
-      return result;
+      return result.raw; // a 0.1.0/0.2.0 result without an IP has no 1.0.0 form
     }
   }
   if (req.command === 'CHECK') {

@@ -2,14 +2,15 @@
  * dynamic-plan.ts: what to plug and unplug so a running pod's attachments follow its networks annotation
  * (pure; the daemon's dynamic networks, docs/hotplug.md).
  *
- * The pod's current attachments are its scratch cache. Those made from the config (the cluster network, the
- * defaultNetworks, the auxiliary chain: the first `statics` attachments and any whose name is not
- * `<namespace>/<nad>`) are never touched. The others are matched with the annotation's elements by
+ * The pod's current attachments are its scratch cache, each with its source (multus/attachments.ts
+ * `fromCachedDelegates`). Those made from the config (the cluster network, the defaultNetworks, the auxiliary
+ * chain) and those not made from a NAD (a hot-plugged config) are never touched. The others are matched with the
+ * annotation's elements by
  * `<namespace>/<name>@<interface>`; an element without an interface matches the first unmatched attachment of
  * the same NAD, and when it has none it gets the first `net<N>` nobody uses or asks for. Unmatched attachments
  * are removed, unmatched elements added, in annotation order. Reordering the annotation changes nothing.
  */
-import type { Attachment } from '../multus/plan.ts';
+import type { Attachment } from '../multus/attachments.ts';
 import type { NetworkSelection } from '../multus/selection.ts';
 
 export interface DynamicChange {
@@ -23,12 +24,12 @@ export interface DynamicChange {
 
 export const changeKey = (c: { network: string; ifName: string }): string => `${c.network}@${c.ifName}`;
 
-export function planDynamicChanges(
-  current: Attachment[],
-  statics: number,
-  selections: NetworkSelection[],
-): DynamicChange[] {
-  const owned = current.filter((a, i) => i >= statics && !a.isClusterNetwork && a.displayName.includes('/'));
+/** An attachment the annotation owns: one of its elements (or a hot-plugged NAD), named `<namespace>/<nad>`. */
+const followsAnnotation = (a: Attachment): boolean =>
+  (a.source === 'selection' || a.source === 'hotplug') && a.displayName.includes('/');
+
+export function planDynamicChanges(current: Attachment[], selections: NetworkSelection[]): DynamicChange[] {
+  const owned = current.filter(followsAnnotation);
   const used = new Set(current.map((a) => a.ifName));
   const matched = new Set<Attachment>();
   const adds: DynamicChange[] = [];

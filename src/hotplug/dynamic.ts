@@ -30,7 +30,9 @@ import type { DynamicChange } from './dynamic-plan.ts';
 import { changeKey, planDynamicChanges } from './dynamic-plan.ts';
 import type { SandboxLinks } from '../routes/nsenter.ts';
 import { cachedAttachments, clusterIfNameOf } from './hotplug.ts';
-import { NETWORKS_ANNOTATION } from '../multus/podnetworks.ts';
+import { cachedRoles } from '../multus/attachments.ts';
+import { podK8sArgs } from '../cni/cniargs.ts';
+import { NETWORKS_ANNOTATION } from '../multus/selection.ts';
 import { emitEvents } from '../multus/publish.ts';
 import { parseNetworkSelections } from '../multus/selection.ts';
 import { readScratchCache } from '../multus/scratch-cache.ts';
@@ -272,26 +274,24 @@ class Dynamic implements DynamicNetworks {
     return emitEvents(kube, pod, [{ type: 'Warning', reason: 'NetworkChangeFailed', message }], this.d.log);
   }
 
-  private async apply(sb: KnownSandbox, pod: Pod, change: DynamicChange): Promise<void> {
+  /** One change through hot-plug's front door, with the pod typed (no CNI_ARGS) and the config already parsed. */
+  private async apply(conf: MultusConf, sb: KnownSandbox, pod: Pod, change: DynamicChange): Promise<void> {
     const req: DelegateRequest = {
       command: change.kind === 'add' ? 'ADD' : 'DEL',
       env: Object.fromEntries(Object.entries(this.d.daemonEnv).filter(([k]) => !k.startsWith('CNI_'))),
       containerId: sb.containerId,
       netns: sb.netns,
       ifName: change.ifName,
-      args: [
-        `K8S_POD_NAMESPACE=${pod.metadata.namespace}`,
-        `K8S_POD_NAME=${pod.metadata.name}`,
-        `K8S_POD_UID=${pod.metadata.uid}`,
-      ].join(';'),
+      args: '',
       path: [],
       netnsOverride: false,
       config: Buffer.alloc(0),
       network: change.network,
       attributes: {},
     };
-    const deps = { host: this.d.host, multusConf: this.d.multusConf, ...(this.d.links ? { links: this.d.links } : {}) };
-    await runDelegate(req, deps, change.selection);
+    const k8s = podK8sArgs(pod.metadata);
+    const call = { req, conf, k8s, ...(change.selection ? { selection: change.selection } : {}) };
+    await runDelegate(call, { host: this.d.host, ...(this.d.links ? { links: this.d.links } : {}) });
   }
 
   private async reconcile(conf: MultusConf, kube: KubeClient, sb: KnownSandbox, pod: Pod): Promise<void> {
@@ -310,10 +310,10 @@ class Dynamic implements DynamicNetworks {
     }
     const scratch = readScratchCache(conf.cniDir, sb.containerId);
     if (scratch.kind !== 'ok') return; // deleted meanwhile (or unreadable: the pod's DEL deals with it)
-    const current = cachedAttachments(scratch.value, clusterIfNameOf(conf.cniDir, sb.containerId, scratch.value));
-    const statics = 1 + (conf.systemNamespaces.includes(pod.metadata.namespace) ? 0 : conf.defaultNetworks.length);
+    const clusterIfName = clusterIfNameOf(conf.cniDir, sb.containerId, scratch.value);
+    const current = cachedAttachments(scratch.value, clusterIfName, cachedRoles(conf, pod.metadata.namespace));
     let nextRetry = Infinity;
-    for (const change of planDynamicChanges(current, statics, selections)) {
+    for (const change of planDynamicChanges(current, selections)) {
       const key = `${sb.containerId}\0${change.kind}\0${changeKey(change)}`;
       if (this.givenUp.has(prefix + key)) continue;
       const retry = this.retries.get(key);
@@ -321,7 +321,7 @@ class Dynamic implements DynamicNetworks {
         nextRetry = Math.min(nextRetry, retry.next);
         continue;
       }
-      const next = await this.attempt(kube, sb, pod, change, { key, prefix, attempts: retry?.attempts ?? 0 });
+      const next = await this.attempt({ conf, kube }, sb, pod, change, { key, prefix, attempts: retry?.attempts ?? 0 });
       if (next !== undefined) nextRetry = Math.min(nextRetry, next);
     }
     if (nextRetry === Infinity) this.synced.set(sb.containerId, annotation);
@@ -333,14 +333,14 @@ class Dynamic implements DynamicNetworks {
 
   /** One change; returns when to retry it, or undefined (done, or given up for this annotation value). */
   private async attempt(
-    kube: KubeClient,
+    { conf, kube }: Context,
     sb: KnownSandbox,
     pod: Pod,
     change: DynamicChange,
     at: { key: string; prefix: string; attempts: number },
   ): Promise<number | undefined> {
     try {
-      await this.apply(sb, pod, change);
+      await this.apply(conf, sb, pod, change);
       this.retries.delete(at.key);
       const where = `${pod.metadata.namespace}/${pod.metadata.name}`;
       this.d.log.verbose(`dynamic networks: ${change.kind} ${changeKey(change)} in ${where}`);

@@ -15,33 +15,27 @@
  * position, net<i>). The cluster network (the first attachment) cannot be unplugged.
  */
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
-import type { Logger } from '../base/log.ts';
 import { addNetwork, checkNetwork, delNetwork } from '../cni/libcni.ts';
-import type { CniResult } from '../cni/result-model.ts';
-import { resultInterfaces, resultIps } from '../cni/result.ts';
+import type { PluginResult } from '../cni/result.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';
 import { httpStatusOf as apiStatus } from '../k8s/types.ts';
 import { listResultCaches } from '../cni/result-cache.ts';
 import type { CachedDelegate } from '../multus/scratch-cache.ts';
 import { readScratchCache, writeScratchCache } from '../multus/scratch-cache.ts';
 import type { CallContext } from '../multus/commands/context.ts';
-import { runtimeConfFor } from '../multus/commands/context.ts';
-import type { NetworkStatus } from '../multus/network-status.ts';
-import { buildNetworkStatuses, formatNetworkStatus } from '../multus/network-status.ts';
-import type { Attachment, Delegate } from '../multus/plan.ts';
-import { fromCachedDelegate, planAttachments, toCachedDelegate } from '../multus/plan.ts';
-import type { PodEvent } from '../multus/publish.ts';
-import { addedInterfaceEvent, emitEvents } from '../multus/publish.ts';
+import { podTag, runtimeConfFor } from '../multus/commands/context.ts';
+import { buildNetworkStatuses, editStatusEntries } from '../multus/network-status.ts';
+import type { Attachment, CachedRoles, Delegate } from '../multus/attachments.ts';
+import { fromCachedDelegates, planAttachments, toCachedDelegate } from '../multus/attachments.ts';
+import { addedInterfaceEvents, editNetworkStatus, emitEvents, removedInterfaceEvent } from '../multus/publish.ts';
 import type { SandboxLinks } from '../routes/nsenter.ts';
-
-const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';
 
 // ---------------------------------------------------------------------------------------------------------
 // Pure planning.
 
 /** The attachments a scratch cache describes, with their interface names (`clusterIfName` for the first). */
-export function cachedAttachments(cached: CachedDelegate[], clusterIfName: string): Attachment[] {
-  return planAttachments(cached.map(fromCachedDelegate), clusterIfName);
+export function cachedAttachments(cached: CachedDelegate[], clusterIfName: string, roles?: CachedRoles): Attachment[] {
+  return planAttachments(fromCachedDelegates(cached, roles), clusterIfName);
 }
 
 /** Every attachment but the cluster network carries its interface name, so positions no longer matter. */
@@ -120,42 +114,17 @@ export function planHotplugDel(
   return { attachment: existing[index]!, cache: pinned(rest) };
 }
 
-/** The network-status entries of an annotation value (unparseable or absent: none). */
-export function parseStatusEntries(value: string | undefined): NetworkStatus[] {
-  if (!value) return [];
-  try {
-    const parsed = JSON.parse(value) as unknown;
-    return Array.isArray(parsed) ? parsed.filter((e): e is NetworkStatus => typeof e === 'object' && e !== null) : [];
-  } catch {
-    return [];
-  }
-}
-
-/** The entries with those of `ifName` replaced by `added` (appended) and those of each `removed` name gone. */
-export function editStatusEntries(
-  current: NetworkStatus[],
-  edit: { remove: string[]; add: NetworkStatus[] },
-): NetworkStatus[] {
-  const gone = new Set([...edit.remove, ...edit.add.map((e) => e.interface).filter((n): n is string => !!n)]);
-  return [...current.filter((e) => !(e.interface && gone.has(e.interface))), ...edit.add];
-}
-
-export function removedInterfaceEvent(ifName: string, displayName: string): PodEvent {
-  return { type: 'Normal', reason: 'RemovedInterface', message: `Removed ${ifName} from ${displayName}` };
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // I/O.
 
 export interface HotplugDeps {
   kube: KubeClient;
   links: SandboxLinks;
-  log: Logger;
 }
 
 /** The interface name the runtime gave the cluster network: from its result cache, else eth0. */
 export function clusterIfNameOf(cniDir: string, containerId: string, cached: CachedDelegate[]): string {
-  const first = cached[0] ? fromCachedDelegate(cached[0]) : undefined;
+  const [first] = fromCachedDelegates(cached.slice(0, 1));
   if (!first) return 'eth0';
   for (const { outcome } of listResultCaches(cniDir, { containerId })) {
     if (outcome.kind === 'ok' && outcome.value.networkName === first.network.name) return outcome.value.ifName;
@@ -221,45 +190,6 @@ export async function checkedPod(
   return pod;
 }
 
-const CONFLICT_ATTEMPTS = 5;
-
-/** Edits the pod's network-status through pods/status; a 409 re-reads the pod and edits again (up to 5). */
-export async function editNetworkStatus(
-  kube: KubeClient,
-  pod: Pod,
-  edit: (current: NetworkStatus[]) => NetworkStatus[],
-  log: Logger,
-): Promise<void> {
-  let current = pod;
-  for (let attempt = 1; ; attempt++) {
-    const entries = edit(parseStatusEntries(current.metadata.annotations?.[NETWORK_STATUS_ANNOTATION]));
-    const annotations = { ...current.metadata.annotations, [NETWORK_STATUS_ANNOTATION]: formatNetworkStatus(entries) };
-    try {
-      await kube.updatePodStatus({ ...current, metadata: { ...current.metadata, annotations } });
-      return;
-    } catch (e) {
-      const status = apiStatus(e);
-      if (status === 404)
-        return log.verbose(
-          `pod ${pod.metadata.namespace}/${pod.metadata.name} was deleted before its network-status was written`,
-        );
-      if (status !== 409 || attempt >= CONFLICT_ATTEMPTS) throw wrapError(e, 'error setting the networks status');
-      const fresh = await kube.getPod(pod.metadata.namespace, pod.metadata.name).catch((err: unknown) => {
-        if (apiStatus(err) === 404) return undefined;
-        throw wrapError(err, 'error setting the networks status');
-      });
-      if (!fresh) return;
-      if (fresh.metadata.uid !== pod.metadata.uid) {
-        throw new CniError(
-          CniCode.InvalidConfig,
-          `error setting the networks status: pod ${pod.metadata.namespace}/${pod.metadata.name} was recreated`,
-        );
-      }
-      current = fresh;
-    }
-  }
-}
-
 /**
  * Hot-plug ADD of `delegate` as `ctx.req.ifName`. Anything failing after the cache was written is rolled back
  * (the delegate's DEL, the old cache restored), so a refused or failed request leaves the pod as it was.
@@ -269,7 +199,7 @@ export async function hotplugAdd(
   pod: Pod,
   delegate: Delegate,
   deps: HotplugDeps,
-): Promise<CniResult> {
+): Promise<PluginResult> {
   const cached = readSandboxCache(ctx);
   const clusterIfName = clusterIfNameOf(ctx.conf.cniDir, ctx.req.containerId, cached);
   const links = await deps.links.names(ctx.req.netns);
@@ -283,15 +213,15 @@ export async function hotplugAdd(
       writeScratchCache(ctx.conf.cniDir, ctx.req.containerId, cached);
     } catch (e) {
       // The attachment stays in the cache, so the pod's DEL still removes it.
-      deps.log.error(`[${ctx.pod}]: rollback of ${name}/${attachment.ifName} failed: ${messageOf(e)}`);
+      ctx.log.error(`${podTag(ctx)}: rollback of ${name}/${attachment.ifName} failed: ${messageOf(e)}`);
     }
   };
-  let result: CniResult;
+  let result: PluginResult;
   try {
     result = await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx.net);
   } catch (e) {
     await rollback();
-    throw wrapError(e, `[${ctx.pod}:${name}]: error adding container to network "${name}"`);
+    throw wrapError(e, `${podTag(ctx, name)}: error adding container to network "${name}"`);
   }
   if (!ctx.conf.systemNamespaces.includes(pod.metadata.namespace)) {
     try {
@@ -300,17 +230,14 @@ export async function hotplugAdd(
         deps.kube,
         pod,
         (current) => editStatusEntries(current, { remove: [attachment.ifName], add: entries }),
-        deps.log,
+        ctx.log,
       );
     } catch (e) {
       await rollback();
-      throw wrapError(e, `[${ctx.pod}]`);
+      throw wrapError(e, podTag(ctx));
     }
   }
-  const ips = resultIps(result).map((ip) => ip.address);
-  if (ips.length > 0 || resultInterfaces(result).length > 0) {
-    await emitEvents(deps.kube, pod, [addedInterfaceEvent(attachment.ifName, ips, attachment.displayName)], deps.log);
-  }
+  await emitEvents(deps.kube, pod, addedInterfaceEvents(attachment, result), ctx.log);
   return result;
 }
 
@@ -329,16 +256,12 @@ export async function hotplugDel(
   const clusterIfName = clusterIfNameOf(ctx.conf.cniDir, ctx.req.containerId, cached);
   const plan = planHotplugDel(cached, clusterIfName, ctx.req.ifName);
   if (!plan) {
-    if (!fallback) return deps.log.verbose(`[${ctx.pod}]: no attachment ${ctx.req.ifName} to remove`);
+    if (!fallback) return ctx.log.verbose(`${podTag(ctx)}: no attachment ${ctx.req.ifName} to remove`);
     const [attachment] = planAttachments(
       [{ ...fallback, request: { ...fallback.request, ifname: ctx.req.ifName } }],
       clusterIfName,
     );
-    await delNetwork(
-      attachment!.network,
-      runtimeConfFor(ctx, { ...attachment!, isClusterNetwork: false }, 'DEL'),
-      ctx.net,
-    );
+    await delNetwork(attachment!.network, runtimeConfFor(ctx, attachment!, 'DEL'), ctx.net);
     return;
   }
   const { attachment } = plan;
@@ -346,7 +269,7 @@ export async function hotplugDel(
   try {
     await delNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'DEL'), ctx.net);
   } catch (e) {
-    throw wrapError(e, `[${ctx.pod}:${name}]: error deleting ${attachment.ifName} of network "${name}"`);
+    throw wrapError(e, `${podTag(ctx, name)}: error deleting ${attachment.ifName} of network "${name}"`);
   }
   writeScratchCache(ctx.conf.cniDir, ctx.req.containerId, plan.cache);
   if (!pod) return;
@@ -355,10 +278,10 @@ export async function hotplugDel(
       deps.kube,
       pod,
       (current) => editStatusEntries(current, { remove: [attachment.ifName], add: [] }),
-      deps.log,
+      ctx.log,
     );
   }
-  await emitEvents(deps.kube, pod, [removedInterfaceEvent(attachment.ifName, attachment.displayName)], deps.log);
+  await emitEvents(deps.kube, pod, [removedInterfaceEvent(attachment.ifName, attachment.displayName)], ctx.log);
 }
 
 /** Hot-plug CHECK of the cached attachment named `ctx.req.ifName`. */
@@ -374,6 +297,6 @@ export async function hotplugCheck(ctx: CallContext): Promise<void> {
   try {
     await checkNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'CHECK'), ctx.net);
   } catch (e) {
-    throw wrapError(e, `[${ctx.pod}:${attachment.network.name}]: error checking ${attachment.ifName}`);
+    throw wrapError(e, `${podTag(ctx, attachment.network.name)}: error checking ${attachment.ifName}`);
   }
 }

@@ -4,6 +4,7 @@
  * The libcni result caches record each attachment's container ID, netns path and CNI_ARGS (pod namespace,
  * name, UID); a sandbox counts while its container still has a scratch cache. Used by `multus hotplug` to find
  * a pod's sandbox and by dynamic networks to know which pods to follow.
+ * Tested by test/unit/hotplug/dynamic.test.ts, test/e2e-k8s/hotplug.test.ts.
  */
 import { listResultCaches } from '../cni/result-cache.ts';
 import { readScratchCache } from '../multus/scratch-cache.ts';

@@ -2,6 +2,7 @@
  * informers/informer-config.ts: @kubernetes/client-node's KubeConfig for the informers, from the same kubeconfig as the
  * lean client (or the in-cluster account), with a token file re-read before every list and watch (client-node
  * reads `token-file` once).
+ * Tested by test/k8s/warm.test.ts (against a real kube-apiserver).
  */
 import type { IncomingMessage } from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';

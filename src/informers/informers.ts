@@ -25,18 +25,17 @@
  * networks annotation with it: hotplug/dynamic.ts).
  *
  * With a warm cache an ADD makes one request (the network-status write) plus its events, a DEL none.
+ * Tested by test/k8s/warm.test.ts (against a real kube-apiserver), test/k8s/dra.test.ts.
  */
-import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
-import type { KubernetesListObject } from '@kubernetes/client-node/dist/types.js';
-import type { Watch } from '@kubernetes/client-node/dist/watch.js';
-import { retryDelay } from '../base/backoff.ts';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { isDns1123Subdomain } from '../base/names.ts';
 import { loadKubeClient } from '../k8s/client.ts';
 import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, Pod } from '../k8s/types.ts';
-import type { ClientNode, InformerMetrics, InformerSource, Obj } from './informer-config.ts';
-import { getJson, informerConfig } from './informer-config.ts';
+import type { ClientNode, InformerMetrics, InformerSource } from './informer-config.ts';
+import { informerConfig } from './informer-config.ts';
+import type { Informer, InformerOptions } from './informer.ts';
+import { informer, timedCall } from './informer.ts';
 
 export interface WarmKube {
   client: KubeClient;
@@ -57,19 +56,14 @@ export interface WarmKube {
 /** A pod change seen by the pod informer (`deleted`: the pod left the node or the API). */
 export type PodListener = (pod: Pod, deleted: boolean) => void;
 
-export interface WarmKubeOptions extends InformerSource {
+export interface WarmKubeOptions extends InformerSource, InformerOptions {
   /** This node's name (MULTUS_NODE_NAME or the hostname): the pod informer's field selector. */
   nodeName: string;
-  log: Logger;
-  metrics?: InformerMetrics;
-  /** Backoff of an informer restart after an error (tests make it short). */
-  backoff?: { initialMs: number; maxMs: number };
 }
 
 export const POD_INFORMER = 'pods';
 export const NAD_INFORMER = 'network-attachment-definitions';
 const NAD_PATH = '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions';
-const LIST_PAGE = 500;
 
 async function loadClientNode(): Promise<ClientNode> {
   const [config, cache, watch] = await Promise.all([
@@ -81,158 +75,12 @@ async function loadClientNode(): Promise<ClientNode> {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// One informer with restart and sync state
-
-interface Informer {
-  readonly name: string;
-  synced(): boolean;
-  get(namespace: string, name: string): Obj | undefined;
-  /** Subscribes to adds/updates (deleted false) and deletes (deleted true); returns the unsubscribe. */
-  subscribe(listener: (obj: Obj, deleted: boolean) => void): () => void;
-  start(): void;
-  stop(): void;
-}
-
-function informer(
-  name: string,
-  path: string,
-  fieldSelector: string | undefined,
-  kc: KubeConfig,
-  o: WarmKubeOptions,
-  onChange: () => void,
-  cn: ClientNode,
-): Informer {
-  const backoff = o.backoff ?? { initialMs: 1000, maxMs: 30_000 };
-  let listed = false;
-  let watching = false;
-  let stopped = false;
-  /** Errors since the informer last watched: the restart waits retryDelay(failures). */
-  let failures = 0;
-  let timer: NodeJS.Timeout | undefined;
-  let reported: boolean | undefined;
-  const report = (): void => {
-    const now = listed && watching;
-    if (now !== reported) {
-      reported = now;
-      o.metrics?.informerSynced(name, now);
-      o.log.verbose(`informer ${name}: ${now ? 'synced' : 'not synced'}`);
-      onChange();
-    }
-  };
-
-  const list = async (): Promise<KubernetesListObject<Obj>> => {
-    const t0 = performance.now();
-    let ok = false;
-    try {
-      const items: Obj[] = [];
-      let cont = '';
-      let resourceVersion = '';
-      do {
-        const q = new URLSearchParams({ limit: String(LIST_PAGE) });
-        if (fieldSelector) q.set('fieldSelector', fieldSelector);
-        if (cont) q.set('continue', cont);
-        const page = await getJson(kc, `${path}?${q}`);
-        items.push(...(page.items ?? []));
-        resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-        cont = page.metadata?._continue ?? (page.metadata as { continue?: string } | undefined)?.continue ?? '';
-      } while (cont);
-      ok = true;
-      listed = true;
-      return { apiVersion: 'v1', kind: 'List', metadata: { resourceVersion }, items };
-    } finally {
-      o.metrics?.apiCall('list', name, (performance.now() - t0) / 1000, ok);
-    }
-  };
-
-  // The watch of client-node, told apart: established (HTTP 200, streaming) or failed.
-  const realWatch = new cn.Watch(kc);
-  type Query = Record<string, string | number | boolean | undefined>;
-  type Callback = (phase: string, obj: unknown, w: unknown) => void;
-  const watch = {
-    watch: async (p: string, q: Query, cb: Callback, done: (err: unknown) => void) => {
-      let failed = false;
-      const controller = await realWatch.watch(p, q, cb, (err: unknown) => {
-        if (err) failed = true;
-        watching = false;
-        done(err);
-      });
-      if (!failed && !stopped) {
-        watching = true;
-        failures = 0;
-        report();
-      }
-      return controller;
-    },
-  } as unknown as Watch;
-
-  const lw = new cn.ListWatch<Obj>(path, watch, list, false, undefined, fieldSelector);
-  lw.on('error', (err: unknown) => {
-    watching = false;
-    report();
-    if (stopped || timer) return;
-    failures += 1;
-    const wait = Math.round(retryDelay(failures, backoff) * (0.9 + Math.random() * 0.2));
-    o.log.warn(`informer ${name}: ${messageOf(err)}; restarting in ${wait} ms`);
-    timer = setTimeout(() => {
-      timer = undefined;
-      if (!stopped) void lw.start().catch((e: unknown) => o.log.warn(`informer ${name}: ${messageOf(e)}`));
-    }, wait);
-    timer.unref?.();
-  });
-
-  return {
-    name,
-    synced: () => listed && watching,
-    get: (namespace, n) => lw.get(n, namespace),
-    subscribe(listener) {
-      const safe = (deleted: boolean) => (obj: Obj) => {
-        try {
-          listener(obj, deleted);
-        } catch (e) {
-          o.log.error(`informer ${name}: a listener failed: ${messageOf(e)}`);
-        }
-      };
-      const changed = safe(false);
-      const deleted = safe(true);
-      lw.on('add', changed);
-      lw.on('update', changed);
-      lw.on('delete', deleted);
-      return () => {
-        lw.off('add', changed);
-        lw.off('update', changed);
-        lw.off('delete', deleted);
-      };
-    },
-    start() {
-      report();
-      void lw.start().catch((e: unknown) => o.log.warn(`informer ${name}: ${messageOf(e)}`));
-    },
-    stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-      void lw.stop();
-      watching = false;
-    },
-  };
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 // The client: cache first, the lean client for everything else
 
 /** The lean client with every request reported to `metrics.apiCall`. */
 function measured(lean: KubeClient, metrics: InformerMetrics | undefined): KubeClient {
-  const timed = async <T>(verb: string, resource: string, call: () => Promise<T>): Promise<T> => {
-    const t0 = performance.now();
-    let ok = false;
-    try {
-      const r = await call();
-      ok = true;
-      return r;
-    } finally {
-      metrics?.apiCall(verb, resource, (performance.now() - t0) / 1000, ok);
-    }
-  };
+  const timed = <T>(verb: string, resource: string, call: () => Promise<T>): Promise<T> =>
+    timedCall(metrics, verb, resource, call);
   return {
     getPod: (ns, name, opts) => timed('get', 'pods', () => lean.getPod(ns, name, opts)),
     getNad: (ns, name, opts) => timed('get', NAD_INFORMER, () => lean.getNad(ns, name, opts)),

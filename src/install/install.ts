@@ -35,7 +35,7 @@ import {
   accountOf,
   requestNodeToken,
 } from './node-token.ts';
-import { GENERATED_FILES, generateMultusConf, pickMaster } from './multusconf.ts';
+import { GENERATED_FILES, generateMultusConf, pickMaster } from '../multus/generate-conf.ts';
 import { InstallError, type InstallOptions } from './options.ts';
 import { payloadsBeside } from './files.ts';
 import type { Env } from '../cni/request.ts';
@@ -206,8 +206,8 @@ async function nodeBoundToken(
 /** The master's path, or null when there is none (yet). */
 async function findMaster(o: InstallOptions): Promise<string | null> {
   const { names, dirs } = await listDir(o.multusAutoconfigDir);
-  const name = pickMaster(names, o.multusMasterCniFileName, (n) => dirs.has(n));
-  return name === null ? null : join(o.multusAutoconfigDir, name);
+  const name = pickMaster(names, o.multusMasterCniFileName, { mode: 'thin', isDir: (n) => dirs.has(n) });
+  return name === undefined ? null : join(o.multusAutoconfigDir, name);
 }
 
 /**
@@ -221,7 +221,7 @@ async function refreshMultusConf(o: InstallOptions, deps: InstallDeps, st: State
   if (bytes === null) return false;
   const key = `${path}\0${sha256(bytes)}`;
   if (key === st.masterKey && (await ownFilePresent(o))) return true;
-  const conf = generateMultusConf(bytes.toString('utf8'), path, o);
+  const conf = generateMultusConf(bytes.toString('utf8'), path, { ...o, mode: 'thin' });
   const out = join(o.cniConfDir, conf.fileName);
   if (st.masterKey !== null) deps.log('master config changed - recreating multus config');
   await writeAtomic(out, conf.text, 0o600);

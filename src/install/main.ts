@@ -2,6 +2,7 @@
  * main.ts: the process edges of `multus install` and `multus --is-default-ready`, imported by cli.ts only in
  * those roles. Failures are one line on stderr naming the path and what to do, with exit status 1 (2 for a bad
  * option); SIGTERM and SIGINT stop the installer (exit 0).
+ * Tested by test/install/cli.test.ts (the built executable's install roles).
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { callerEnv, launcherPath } from '../base/caller-env.ts';

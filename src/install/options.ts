@@ -5,7 +5,9 @@
  * for strings, `--name` or `--name=true|false` for booleans. The multus-ts additions are documented in
  * docs/install.md: `--multus-cni-conf-dir-host`, `--service-account-dir`, `--install-binary-only`,
  * `--skip-multus-conf`. A bad option is an InstallError naming the option and what to write instead.
+ * Tested by test/unit/install/install-conf.test.ts, test/unit/install/install.test.ts.
  */
+import { parseCniVersion } from '../multus/generate-conf.ts';
 
 export class InstallError extends Error {}
 Object.defineProperty(InstallError.prototype, 'name', { value: 'InstallError', enumerable: false });
@@ -286,13 +288,4 @@ function checkOptions(o: InstallOptions): void {
     throw new InstallError(`--token-binding=${o.tokenBinding}: write --token-binding=pod or --token-binding=node`);
   }
   if (o.multusCniConfDirHost === '') o.multusCniConfDirHost = o.multusCniConfDir.replace(/^\/host(?=\/)/, '');
-}
-
-/** containernetworking/cni's version.ParseVersion: "" is 0.1.0, up to three integer parts. */
-export function parseCniVersion(v: string): [number, number, number] | null {
-  if (v === '') return [0, 1, 0];
-  const parts = v.split('.');
-  if (parts.length > 3 || !parts.every((p) => /^[+-]?\d+$/.test(p))) return null;
-  const n = parts.map(Number);
-  return [n[0]!, n[1] ?? 0, n[2] ?? 0];
 }

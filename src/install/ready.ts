@@ -6,6 +6,7 @@
  * checks again on the conf's `readinessBackoff` schedule (src/multus/readiness.ts), or for --wait seconds
  * (`--wait 0` checks once), then answers one line. The plan of the checks is pure (`readySchedule`); the
  * file checks and sleeps are `ReadinessDeps`.
+ * Tested by test/unit/install/install-conf.test.ts, test/install/cli.test.ts.
  */
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';

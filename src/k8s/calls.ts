@@ -1,6 +1,7 @@
 /**
  * k8s/calls.ts: the calls Multus makes, as paths and messages, and the mapping of an HTTP status or a transport
  * failure to a `KubeApiError` with Multus' texts and an RBAC hint (pure).
+ * Tested by test/unit/k8s/k8s.test.ts.
  */
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { isDns1123Label, isDns1123Subdomain } from '../base/names.ts';
@@ -227,7 +228,7 @@ function authError(
   const msg =
     `${apiMsg ?? 'Unauthorized'}: the API server at ${cfg.server} rejected the credentials of ${who} ` +
     `(${target(c)}): the token or client certificate is invalid or expired; a token copied into a kubeconfig stops ` +
-    'working when its service account token is rotated or expires (Multus #852): use tokenFile, which is read on every request';
+    'working when its service account token is rotated or expires (k8snetworkplumbingwg/multus-cni#852): use tokenFile, which is read on every request';
   return new KubeApiError(CniCode.Internal, msg, status, reason);
 }
 

@@ -3,7 +3,8 @@
  *
  * A lean path of our own, node:https with a keep-alive agent and JSON bodies, serves the kubeconfigs a node
  * has (token, tokenFile, client certificates, basic auth) and the in-cluster service account; tokens from
- * files are read again for every request, so rotated service-account tokens keep working (Multus #852).
+ * files are read again for every request, so rotated service-account tokens keep working
+ * (k8snetworkplumbingwg/multus-cni#852).
  * @kubernetes/client-node is loaded lazily, only for `user.exec`, `user.auth-provider`, `cluster.proxy-url` or
  * YAML the lean reader refuses (see fallback.ts); it never loads for a plain kubeconfig.
  *
@@ -13,6 +14,7 @@
  * are code 11; 401/403 say who needs which RBAC rule; 404 and 409 carry the API server's message unchanged
  * (callers compose Multus' texts from it). Names are validated before they reach a URL; an invalid name is a
  * NotFound without a request, as the API server would answer. No header, token, key or password is logged.
+ * Tested by test/unit/k8s/k8s.test.ts, test/k8s/cluster.test.ts (a real kube-apiserver).
  */
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { inClusterConfig, loadKubeconfigFile } from './kubeconfig-files.ts';

@@ -2,6 +2,7 @@
  * k8s/fallback-loader.ts: loads @kubernetes/client-node's KubeConfig (k8s/fallback.ts) on demand: the embedded
  * file `k8s-fallback.cjs` of the executable (scripts/build-k8s-fallback.mjs), else this source tree's module
  * (base/embedded.ts says how).
+ * Tested by test/unit/k8s/k8s.test.ts.
  */
 import { loadEmbedded } from '../base/embedded.ts';
 import type { FallbackSession } from './fallback.ts';

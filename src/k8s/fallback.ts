@@ -10,6 +10,7 @@
  * It imports client-node's `dist/config.js` rather than the package root so that the bundle
  * (scripts/build-k8s-fallback.mjs) leaves out the generated API classes; the version is pinned in package.json.
  * Never put a credential into an error message or log line.
+ * Tested by test/unit/k8s/k8s.test.ts (the client-node fallback), test/k8s/cluster.test.ts.
  */
 import type { Agent } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';

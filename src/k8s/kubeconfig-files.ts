@@ -1,6 +1,7 @@
 /**
  * k8s/kubeconfig-files.ts: the file side of a client config (I/O): reading a kubeconfig, token and certificate
  * files with client-go's messages, and the pod's service account (client-go's rest.InClusterConfig).
+ * Tested by test/unit/k8s/kubeconfig.test.ts.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -2,6 +2,7 @@
  * k8s/transport.ts: credentials per request (token files re-read so rotated tokens keep working, client
  * certificates, impersonation, the client-node fallback's credentials) and the HTTP(S) transport with one
  * deadline per request (I/O: node:http / node:https, loaded on the first request).
+ * Tested by test/unit/k8s/k8s.test.ts, test/k8s/cluster.test.ts.
  */
 import type * as http from 'node:http';
 import type * as https from 'node:https';
@@ -36,7 +37,8 @@ interface RequestAuth {
 
 /**
  * File contents, read again when the file's inode, size or mtime changed (rotated certificates). A file that is
- * missing or empty for a moment (a certificate rotation swaps a symlink or truncates first: Multus #1483) keeps
+ * missing or empty for a moment (a certificate rotation swaps a symlink or truncates first:
+ * k8snetworkplumbingwg/multus-cni#1483) keeps
  * the last good contents; with none yet it is code 11, so the runtime retries instead of failing for good.
  */
 class FileCache {

@@ -2,6 +2,7 @@
  * k8s/types.ts: what the Kubernetes client deals in (the objects it reads and writes, the client interface) and
  * its error, `KubeApiError`: a CniError with the HTTP status (0 without a response) and the API's reason.
  * `isTransient` is the one rule for what a caller may retry.
+ * Tested by test/unit/k8s/k8s.test.ts (isTransient, httpStatusOf).
  */
 import { CniCode, CniError } from '../base/errors.ts';
 import type { CniCodeValue } from '../base/errors.ts';

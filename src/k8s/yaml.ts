@@ -2,6 +2,7 @@
  * k8s/yaml.ts: the block-style YAML subset that kubectl, kubeadm, kind, k3s and Multus' entrypoint write, read
  * by a small strict reader that either returns exactly what a YAML parser would or throws `YamlSubsetError`;
  * the caller then hands the text to a full YAML parser in the lazily loaded fallback module (pure).
+ * Tested by test/unit/k8s/kubeconfig.test.ts.
  */
 import { YamlSubsetError } from './kubeconfig.ts';
 

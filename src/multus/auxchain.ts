@@ -15,7 +15,7 @@ import { parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { VALID_NAME } from '../base/names.ts';
 import type { Logger } from '../base/log.ts';
-import type { Delegate } from './plan.ts';
+import type { Delegate } from './attachments.ts';
 import { SUPPORTED_VERSIONS } from '../base/versions.ts';
 
 /**
@@ -34,7 +34,7 @@ export function auxiliaryChain(conf: MultusConf, log: Logger): Delegate | undefi
   }
   try {
     const network = loadChain(conf, name);
-    return network.plugins.length > 1 ? { network, displayName: name, request: {} } : undefined;
+    return network.plugins.length > 1 ? { network, displayName: name, request: {}, source: 'auxiliary' } : undefined;
   } catch (e) {
     log.error(`auxiliary chain "${name}" skipped: ${messageOf(e)}`);
     return undefined;

@@ -10,15 +10,15 @@
  * removes exactly what ADD wrote. Both are best effort: a failure is logged and never fails the pod's ADD or DEL.
  * RBAC: `patch` on `resourceclaims/status` (from Kubernetes 1.36 also the `resourceclaims/driver` verbs the
  * API requires of a node agent: docs/install.md).
+ * Tested by test/k8s/dra.test.ts (against a real kube-apiserver).
  */
 import { createHash } from 'node:crypto';
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
-import type { CniResult } from '../cni/result-model.ts';
-import { resultInterfaces, resultIps } from '../cni/result.ts';
+import type { PluginResult } from '../cni/result.ts';
 import type { KubeClient } from '../k8s/types.ts';
 import { httpStatusOf } from '../k8s/types.ts';
-import type { Attachment } from './plan.ts';
+import type { Attachment } from './attachments.ts';
 
 interface ClaimRef {
   namespace: string;
@@ -47,10 +47,11 @@ function refOf(attachment: Attachment): (ClaimRef & { driver: string; pool: stri
 }
 
 /** The attachment's interface in the pod: its addresses (CIDR) and MAC from the result. */
-function networkData(attachment: Attachment, result: CniResult): Record<string, unknown> {
-  const ifaces = resultInterfaces(result);
+function networkData(attachment: Attachment, result: PluginResult): Record<string, unknown> {
+  const ifaces = result.interfaces();
   const index = ifaces.findIndex((i) => i.name === attachment.ifName && i.sandbox);
-  const ips = resultIps(result)
+  const ips = result
+    .ips()
     .filter((ip) => index < 0 || ip.interface === undefined || ip.interface === index)
     .map((ip) => ip.address);
   const mac = index < 0 ? undefined : ifaces[index]!.mac;
@@ -64,7 +65,7 @@ function networkData(attachment: Attachment, result: CniResult): Record<string, 
 /** status.devices[] entries per claim ("namespace/claim") for the attachments made from claim devices. */
 function claimDeviceEntries(
   attachments: Attachment[],
-  results: CniResult[],
+  results: PluginResult[],
   now: Date,
 ): Map<string, { ref: ClaimRef; devices: Record<string, unknown>[] }> {
   const byClaim = new Map<string, { ref: ClaimRef; devices: Record<string, unknown>[] }>();
@@ -100,7 +101,7 @@ export async function publishClaimNetworkData(
   kube: KubeClient,
   containerId: string,
   attachments: Attachment[],
-  results: CniResult[],
+  results: PluginResult[],
   log: Logger,
 ): Promise<void> {
   const manager = claimFieldManager(containerId);

@@ -36,7 +36,7 @@ import {
   withContext,
 } from '../base/keys.ts';
 import type { Network } from '../cni/network.ts';
-import type { Delegate } from './plan.ts';
+import type { AttachmentSource, Delegate } from './attachments.ts';
 import { findNetworkInDir, loadNetworkPath, parseNetwork } from '../cni/network.ts';
 import { SUPPORTED_VERSIONS, isSupportedVersion, versionOrDefault } from '../base/versions.ts';
 import type { LogLevel, LogOptions } from '../base/log.ts';
@@ -322,8 +322,10 @@ export interface ResolveOptions {
  * the message.
  */
 export function resolveStaticNetworks(conf: MultusConf, opts: ResolveOptions = {}): Delegate[] {
-  if (conf.clusterNetwork === '') return conf.delegates.map(configDelegate);
-  const networks = [resolveNetworkRef(conf, conf.clusterNetwork, 'clusterNetwork', opts.lookup)];
+  if (conf.clusterNetwork === '')
+    return conf.delegates.map((n, i) => configDelegate(n, i === 0 ? 'cluster' : 'default'));
+  const cluster = resolveNetworkRef(conf, conf.clusterNetwork, 'clusterNetwork', opts.lookup);
+  const networks: Delegate[] = [{ ...cluster, source: 'cluster' }];
   const systemPod = opts.podNamespace !== undefined && conf.systemNamespaces.includes(opts.podNamespace);
   if (opts.clusterOnly === true || systemPod) return networks;
   for (const value of conf.defaultNetworks) {
@@ -335,12 +337,12 @@ export function resolveStaticNetworks(conf: MultusConf, opts: ResolveOptions = {
 function resolveNetworkRef(conf: MultusConf, value: string, role: string, lookup: NetworkLookup | undefined): Delegate {
   return withContext(`failed to get ${role} "${value}"`, () => {
     // compat: any value with a '/' is a path, so "ns/name" is not a NAD reference (docs/behaviour.md#cluster-network).
-    if (value.includes('/')) return configDelegate(loadNetworkPath(value));
-    return lookup?.(value) ?? configDelegate(findNetworkInDir(conf.confDir, value));
+    if (value.includes('/')) return configDelegate(loadNetworkPath(value), 'default');
+    return lookup?.(value) ?? configDelegate(findNetworkInDir(conf.confDir, value), 'default');
   });
 }
 
 /** A network of the multus config: named by its own name, with no selection request. */
-function configDelegate(network: Network): Delegate {
-  return { network, displayName: network.name, request: {} };
+function configDelegate(network: Network, source: AttachmentSource): Delegate {
+  return { network, displayName: network.name, request: {}, source };
 }

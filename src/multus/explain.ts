@@ -1,27 +1,27 @@
 /**
  * explain.ts: what an ADD of a pod would do, without doing it (`multus plan`, docs/hotplug.md).
  *
- * `explainAdd` resolves the pod's delegates with ADD's resolver (podnetworks.ts: the config's cluster and default
- * networks, the default-network override, the networks annotation, namespace isolation, the NADs) through a
- * read-only `KubeClient`, in its collecting mode: it keeps going past each error so it can report every one an
- * ADD would hit (ADD stops at the first), with the message ADD would give. Then it plans the attachments (interface names), each plugin's
- * runtimeConfig and CNI_ARGS, and the default-route moves. `formatExplanation` prints it for people.
- * Device IDs (resourceName) are assigned from the kubelet at ADD time and are only named here.
+ * `explainAdd` runs ADD's own planner (plan-add.ts `planAdd`) through a read-only `KubeClient`, in its collecting
+ * mode: it keeps going past each error so it can report every one an ADD would hit (ADD stops at the first), with
+ * the message ADD gives. Then it shows each attachment's interface name, plugins, runtimeConfig and CNI_ARGS, and
+ * the default-route moves. `formatExplanation` prints it for people. A pod that does not exist is planned as ADD
+ * plans it: the configured networks only. Device IDs (resourceName) are assigned from the kubelet at ADD time and
+ * are only named here.
+ * Tested by test/unit/multus/plan-add.test.ts, test/e2e-k8s/hotplug.test.ts (`multus plan`).
  */
 import { toCniError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { K8sArgs } from '../cni/cniargs.ts';
-import { formatCniArgs } from '../cni/cniargs.ts';
+import { formatCniArgs, podK8sArgs, podRef } from '../cni/cniargs.ts';
 import { buildPluginConfig } from '../cni/libcni.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';
 import { httpStatusOf as apiStatus } from '../k8s/types.ts';
 import type { RoutePlan } from '../routes/routes.ts';
-import { planDefaultRoutes } from '../routes/routes.ts';
 import type { MultusConf } from './conf.ts';
-import type { Attachment } from './plan.ts';
-import { capabilityArgsFor, delegateArgsFor, planAttachments, undeclaredCapabilities } from './plan.ts';
+import type { Attachment } from './attachments.ts';
+import { capabilityArgsFor, delegateArgsFor } from './attachments.ts';
+import { planAdd } from './plan-add.ts';
 import type { PodLookup } from './podnetworks.ts';
-import { resolvePodDelegates } from './podnetworks.ts';
 
 export interface PlannedPlugin {
   type: string;
@@ -86,50 +86,25 @@ export async function explainAdd(
   log: Logger,
 ): Promise<Explanation> {
   const errors: PlanError[] = [];
-  const warnings: string[] = [...conf.warnings];
   const ro = readOnly(kube);
   let pod: Pod | undefined;
   try {
     pod = await ro.getPod(namespace, name);
   } catch (e) {
-    errors.push(apiStatus(e) === 404 ? { code: 7, msg: `pod ${namespace}/${name} does not exist` } : asError(e));
+    if (apiStatus(e) !== 404) errors.push(asError(e));
   }
-  const k8s: K8sArgs = {
-    ignoreUnknown: true,
-    podNamespace: namespace,
-    podName: name,
-    podInfraContainerId: '<container ID>',
-    podUid: pod?.metadata.uid ?? '',
-    ip: '',
-  };
-  const deps = { kube: ro, log, warn: () => Promise.resolve() };
-  const lookup: PodLookup = pod ? { kind: 'found', pod } : { kind: 'unknown', reason: 'planning' };
-  const delegates = await resolvePodDelegates(conf, k8s, lookup, deps, (e) => errors.push(asError(e)));
-  let attachments: Attachment[] = [];
-  try {
-    attachments = planAttachments(delegates, 'eth0');
-  } catch (e) {
-    errors.push(asError(e));
-  }
-  for (const a of attachments) {
-    const missing = undeclaredCapabilities(a);
-    if (missing.length === 0) continue;
-    const msg =
-      `${a.displayName} requests ${missing.join(', ')} ` + `but no plugin of network "${a.network.name}" declares it`;
-    if (conf.strictCapabilities) errors.push({ code: 7, msg: `${msg} (strictCapabilities)` });
-    else warnings.push(`${msg}; the request is ignored`);
-  }
-  let defaultRoutes: RoutePlan[] | undefined;
-  try {
-    defaultRoutes = planDefaultRoutes(attachments);
-  } catch (e) {
-    errors.push(asError(e));
-  }
+  const k8s = podK8sArgs({ namespace, name, uid: pod?.metadata.uid ?? '' }, '<container ID>');
+  const lookup: PodLookup = pod ? { kind: 'found', pod } : { kind: 'unknown', reason: 'not found' };
+  const resolve = { kube: ro, log, warn: () => Promise.resolve() };
+  // a sandbox's ID as runtimes make it (64 hex characters), for the result cache file names
+  const containerId = '0'.repeat(64);
+  const input = { conf, k8s, lookup, ifName: 'eth0', containerId, tag: `[${podRef(k8s)}]`, log, resolve };
+  const plan = await planAdd(input, (e) => errors.push(asError(e)));
   return {
     pod: { namespace, name, uid: pod?.metadata.uid ?? '', found: pod !== undefined },
-    attachments: attachments.map((a) => describeAttachment(a, conf, k8s)),
-    defaultRoutes,
-    warnings,
+    attachments: plan.attachments.map((a) => describeAttachment(a, conf, k8s)),
+    defaultRoutes: plan.defaultRoutes,
+    warnings: [...conf.warnings, ...plan.warnings],
     errors,
   };
 }

@@ -6,8 +6,9 @@
  * selection element (`annotation`, with its JSON kind and an example for error messages), which runtimeConfig key
  * it fills (`capability`, and whether a plugin must declare it), which CNI_ARGS key it adds on ADD (`cniArg`), and
  * how Multus' scratch cache records it (`cacheKey`, `cacheSlot`). Selection (multus/selection.ts), planning
- * (multus/plan.ts) and the scratch-cache codec (multus/scratch-cache.ts) are all driven by this table, so a new
+ * (multus/attachments.ts) and the scratch-cache codec (multus/scratch-cache.ts) are all driven by this table, so a new
  * field is one row here plus, when its values need more than a type check, a validator in selection.ts.
+ * Tested by test/unit/multus/selection.test.ts, test/unit/multus/scratch-cache.test.ts.
  */
 
 /** What one attachment asks for; absent means "nothing asked". */

@@ -8,10 +8,10 @@
  * the `name` the plugins see) stays the config's own. The resourceName annotation is carried for device IDs.
  */
 import type { Network } from '../cni/network.ts';
-import { findNetworkInDir, parseNetwork } from '../cni/network.ts';
+import { editNetwork, findNetworkInDir, parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, wrapError } from '../base/errors.ts';
 import type { Nad } from '../k8s/types.ts';
-import type { Delegate } from './plan.ts';
+import type { AttachmentSource, Delegate } from './attachments.ts';
 import type { AttachmentRequest } from './fields.ts';
 import { isObject } from '../base/json.ts';
 
@@ -58,23 +58,28 @@ export function networkFromNad(nad: Nad, confDir: string): Network {
  * (Multus panics). Returns a new network; the bytes (cached for DEL) carry the merged args.
  */
 export function mergeConfigArgs(network: Network, configArgs: Record<string, unknown>): Network {
-  const conf = JSON.parse(network.bytes.toString()) as Record<string, unknown>;
-  const targets = network.isList ? (conf.plugins as Record<string, unknown>[]) : [conf];
-  for (const [index, target] of targets.entries()) {
-    const where = network.isList ? `plugin ${index} of network "${network.name}"` : `network "${network.name}"`;
-    const args = target.args ?? {};
-    if (!isObject(args))
-      throw new CniError(CniCode.InvalidConfig, `cannot merge cni-args: "args" of ${where} is not an object`);
-    const cni = args.cni ?? {};
-    if (!isObject(cni))
-      throw new CniError(CniCode.InvalidConfig, `cannot merge cni-args: "args.cni" of ${where} is not an object`);
-    target.args = { ...args, cni: { ...cni, ...structuredClone(configArgs) } };
-  }
-  return parseNetwork(Buffer.from(JSON.stringify(conf)));
+  return editNetwork(network, (conf) => {
+    const targets = network.isList ? (conf.plugins as Record<string, unknown>[]) : [conf];
+    for (const [index, target] of targets.entries()) {
+      const where = network.isList ? `plugin ${index} of network "${network.name}"` : `network "${network.name}"`;
+      const args = target.args ?? {};
+      if (!isObject(args))
+        throw new CniError(CniCode.InvalidConfig, `cannot merge cni-args: "args" of ${where} is not an object`);
+      const cni = args.cni ?? {};
+      if (!isObject(cni))
+        throw new CniError(CniCode.InvalidConfig, `cannot merge cni-args: "args.cni" of ${where} is not an object`);
+      target.args = { ...args, cni: { ...cni, ...configArgs } };
+    }
+  });
 }
 
 /** A delegate for one NAD, with the selection's requests (and the NAD's resource name, for device IDs). */
-export function delegateFromNad(nad: Nad, confDir: string, request: AttachmentRequest): Delegate {
+export function delegateFromNad(
+  nad: Nad,
+  confDir: string,
+  request: AttachmentRequest,
+  source: AttachmentSource,
+): Delegate {
   const loaded = networkFromNad(nad, confDir);
   const network = request.configArgs ? mergeConfigArgs(loaded, request.configArgs) : loaded;
   const resourceName = nad.metadata.annotations?.[RESOURCE_NAME_ANNOTATION];
@@ -82,5 +87,6 @@ export function delegateFromNad(nad: Nad, confDir: string, request: AttachmentRe
     network,
     displayName: `${nad.metadata.namespace}/${nad.metadata.name}`,
     request: resourceName ? { ...request, resourceName } : { ...request },
+    source,
   };
 }

@@ -18,9 +18,11 @@
  *   first IP with a gateway even if its interface is host-side, and then marks no entry at all.
  * - A default route without `gw` adds nothing to `gateway`; Multus writes the string "<nil>".
  */
-import type { CniResult } from '../cni/result-model.ts';
-import type { ResultInterface, ResultIp } from '../cni/result.ts';
-import { convertResult, normalizeResult } from '../cni/result.ts';
+import { goHtmlEscape } from '../base/json.ts';
+import type { PluginResult, ResultInterface, ResultIp } from '../cni/result.ts';
+
+/** The annotation this module writes (named here only). */
+export const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';
 
 export interface NetworkStatusDns {
   nameservers?: string[];
@@ -49,15 +51,9 @@ interface Result1x {
   dns: NetworkStatusDns;
 }
 
-/** The result in 1.x layout with Go's address spelling (convertResult leaves a same-version result as is). */
-function as1x(result: CniResult): Result1x {
-  const r = normalizeResult(convertResult(result, '1.1.0'));
-  return {
-    interfaces: (r.interfaces as ResultInterface[] | undefined) ?? [],
-    ips: (r.ips as ResultIp[] | undefined) ?? [],
-    routes: (r.routes as Result1x['routes'] | undefined) ?? [],
-    dns: (r.dns as NetworkStatusDns | undefined) ?? {},
-  };
+/** The result's 1.x view with Go's address spelling (decoded once, PluginResult). */
+function as1x(result: PluginResult): Result1x {
+  return { interfaces: result.interfaces(), ips: result.ips(), routes: result.routes(), dns: result.dns() };
 }
 
 /** Go's net.IP.String() of the address: the CIDR text without its prefix length. */
@@ -148,7 +144,7 @@ function perInterface(r: Result1x, base: Omit<EntryParts, 'iface' | 'ips'>): Net
  */
 export function buildNetworkStatuses(
   displayName: string,
-  result: CniResult,
+  result: PluginResult,
   isDefault: boolean,
   deviceInfo?: Record<string, unknown>,
 ): NetworkStatus[] {
@@ -159,22 +155,31 @@ export function buildNetworkStatuses(
   return [entry({ ...base, iface: only?.sandbox ? only : undefined, ips: r.ips.map(ipOf) })];
 }
 
-/** compat: Go's json.Marshal escapes these inside strings (HTML safety, JavaScript line terminators). */
-const GO_ESCAPES: Record<string, string> = {
-  '<': '\\u003c',
-  '>': '\\u003e',
-  '&': '\\u0026',
-  '\u2028': '\\u2028',
-  '\u2029': '\\u2029',
-};
-
 /**
  * The annotation value. compat: byte for byte what nad-client's SetNetworkStatus writes: each entry as Go's
  * MarshalIndent with 4 spaces, joined by "," (no newline), wrapped in "[" "]"; `[]` for no entries.
  */
 export function formatNetworkStatus(statuses: NetworkStatus[]): string {
-  const entries = statuses.map((s) =>
-    JSON.stringify(ordered(s), null, 4).replace(/[<>&\u2028\u2029]/g, (c) => GO_ESCAPES[c]!),
-  );
+  const entries = statuses.map((s) => goHtmlEscape(JSON.stringify(ordered(s), null, 4)));
   return `[${entries.join(',')}]`;
+}
+
+/** The network-status entries of an annotation value (unparseable or absent: none). */
+export function parseStatusEntries(value: string | undefined): NetworkStatus[] {
+  if (!value) return [];
+  try {
+    const parsed = JSON.parse(value) as unknown;
+    return Array.isArray(parsed) ? parsed.filter((e): e is NetworkStatus => typeof e === 'object' && e !== null) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The entries with those of `ifName` replaced by `added` (appended) and those of each `removed` name gone. */
+export function editStatusEntries(
+  current: NetworkStatus[],
+  edit: { remove: string[]; add: NetworkStatus[] },
+): NetworkStatus[] {
+  const gone = new Set([...edit.remove, ...edit.add.map((e) => e.interface).filter((n): n is string => !!n)]);
+  return [...current.filter((e) => !(e.interface && gone.has(e.interface))), ...edit.add];
 }

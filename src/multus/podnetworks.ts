@@ -10,6 +10,7 @@
  * at the first failure, before a delegate runs, and `multus plan` collects them all. `nadDelegate` is the one NAD
  * fetch (hot-plug uses it too), with the one "cannot find" message. API economy: one GET for the pod and one per NAD
  * (at most N+2 requests per ADD with the status write).
+ * Tested by test/unit/multus/kube-commands.test.ts, test/e2e-k8s/pod-networks.test.ts.
  */
 import type { K8sArgs } from '../cni/cniargs.ts';
 import type { MultusConf } from './conf.ts';
@@ -24,16 +25,16 @@ import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../
 import type { DraDeviceRef } from '../devices/dra.ts';
 import { addDraDevices, hasDraClaims } from '../devices/dra.ts';
 import { delegateFromNad } from './nad.ts';
-import type { Delegate } from './plan.ts';
+import type { AttachmentSource, Delegate } from './attachments.ts';
 import type { NetworkSelection } from './selection.ts';
 import {
+  NETWORKS_ANNOTATION,
   checkNamespaceIsolation,
   parseDefaultNetworkAnnotation,
   parseNetworkSelections,
   validateDefaultRoutes,
 } from './selection.ts';
 
-export const NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
 export const DEFAULT_NETWORK_ANNOTATION = 'v1.multus-cni.io/default-network';
 const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
 
@@ -130,10 +131,16 @@ function missingNad(sel: NadRef, fix: string): CniError {
  * The delegate of the NAD `sel` names (one GET), with the selection's request: a missing NAD is code 7, another
  * failure to read it code 11 (try again), a NAD whose config does not load code 7.
  */
-export async function nadDelegate(kube: KubeClient, confDir: string, sel: NadRef, fix: string): Promise<Delegate> {
+export async function nadDelegate(
+  kube: KubeClient,
+  confDir: string,
+  sel: NadRef,
+  fix: string,
+  source: AttachmentSource,
+): Promise<Delegate> {
   const nad = await fetchNad(kube, sel.namespace, sel.name);
   if (!nad) throw missingNad(sel, fix);
-  return delegateFromNad(nad, confDir, sel.request);
+  return delegateFromNad(nad, confDir, sel.request, source);
 }
 
 /** clusterNetwork/defaultNetworks: NADs in multusNamespace for plain names, else config names or paths. */
@@ -147,7 +154,7 @@ async function clusterDelegates(
     const names = [conf.clusterNetwork, ...(conf.systemNamespaces.includes(podNamespace) ? [] : conf.defaultNetworks)];
     for (const name of new Set(names.filter((n) => n && !n.includes('/')))) {
       const nad = await fetchNad(kube, conf.multusNamespace, name);
-      if (nad) found.set(name, delegateFromNad(nad, conf.confDir, {}));
+      if (nad) found.set(name, delegateFromNad(nad, conf.confDir, {}, 'default'));
     }
   }
   return resolveStaticNetworks(conf, { podNamespace, lookup: (name) => found.get(name) });
@@ -160,6 +167,7 @@ async function selectionDelegate(
   pod: Pod,
   sel: NadRef,
   annotation: string,
+  source: AttachmentSource,
 ): Promise<Delegate> {
   const nad = await fetchNad(deps.kube!, sel.namespace, sel.name);
   if (!nad) {
@@ -167,7 +175,22 @@ async function selectionDelegate(
     await deps.warn(pod, 'NoNetworkFound', error.msg);
     throw error;
   }
-  return withPod(pod, 'error loading k8s delegates', () => delegateFromNad(nad, conf.confDir, sel.request));
+  return withPod(pod, 'error loading k8s delegates', () => delegateFromNad(nad, conf.confDir, sel.request, source));
+}
+
+/** Runs `step`; with `collect` (`multus plan`), an error is handed to it and `fallback` returned instead. */
+export async function attempt<T>(
+  collect: ((error: CniError) => void) | undefined,
+  fallback: T,
+  step: () => T | Promise<T>,
+): Promise<T> {
+  if (!collect) return step();
+  try {
+    return await step();
+  } catch (e) {
+    collect(toCniError(e));
+    return fallback;
+  }
 }
 
 /**
@@ -183,20 +206,11 @@ export async function resolvePodDelegates(
   deps: ResolveDeps,
   collect?: (error: CniError) => void,
 ): Promise<Delegate[]> {
-  const attempt = async <T>(fallback: T, step: () => T | Promise<T>): Promise<T> => {
-    if (!collect) return step();
-    try {
-      return await step();
-    } catch (e) {
-      collect(toCniError(e));
-      return fallback;
-    }
-  };
-  const delegates = await attempt([], () => clusterDelegates(conf, k8s.podNamespace, deps.kube));
+  const delegates = await attempt(collect, [], () => clusterDelegates(conf, k8s.podNamespace, deps.kube));
   if (lookup.kind !== 'found') return delegates;
   const pod = lookup.pod;
   const annotations = pod.metadata.annotations ?? {};
-  const override = await attempt(undefined, () =>
+  const override = await attempt(collect, undefined, () =>
     withPod(pod, 'error in loading the default network from the pod annotation', () =>
       parseDefaultNetworkAnnotation(annotations[DEFAULT_NETWORK_ANNOTATION], conf.multusNamespace),
     ),
@@ -206,12 +220,12 @@ export async function resolvePodDelegates(
     // (docs/behaviour.md#default-network-annotation, docs/behaviour.md#runtime-config); Multus
     // honours an @ifname here, which would hide eth0 from the runtime (docs/compatibility.md).
     const sel = { ...override, request: {} };
-    const replaced = await attempt(undefined, () =>
-      selectionDelegate(conf, deps, pod, sel, DEFAULT_NETWORK_ANNOTATION),
+    const replaced = await attempt(collect, undefined, () =>
+      selectionDelegate(conf, deps, pod, sel, DEFAULT_NETWORK_ANNOTATION, 'cluster'),
     );
     if (replaced) delegates[0] = replaced;
   }
-  const selections = await attempt([], () =>
+  const selections = await attempt(collect, [], () =>
     withPod(pod, 'error loading k8s delegates', () => {
       const parsed = parseNetworkSelections(annotations[NETWORKS_ANNOTATION], pod.metadata.namespace);
       validateDefaultRoutes(parsed);
@@ -220,13 +234,13 @@ export async function resolvePodDelegates(
   );
   for (const sel of selections) {
     // Multus' order: each element's namespace isolation, then its NAD
-    const delegate = await attempt(undefined, () => {
+    const delegate = await attempt(collect, undefined, () => {
       if (conf.namespaceIsolation) {
         withPod(pod, 'error loading k8s delegates', () =>
           checkNamespaceIsolation([sel], pod.metadata.namespace, conf.globalNamespaces),
         );
       }
-      return selectionDelegate(conf, deps, pod, sel, NETWORKS_ANNOTATION);
+      return selectionDelegate(conf, deps, pod, sel, NETWORKS_ANNOTATION, 'selection');
     });
     if (delegate) delegates.push(delegate);
   }

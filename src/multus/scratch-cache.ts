@@ -202,7 +202,8 @@ function delegateBytes(v: Json, fallback: Json, ctx: string): Buffer {
   return Buffer.from(goJson(fallback));
 }
 
-// Go Multus releases before multus-cni #1521 cached conflists twice: `CNINetworkConfigList` (libcni's list with
+// Go Multus releases before k8snetworkplumbingwg/multus-cni#1521 cached conflists twice: `CNINetworkConfigList`
+// (libcni's list with
 // each plugin's raw bytes) and a lossy `Bytes` marshalled from NetConfList that dropped plugin-specific keys such
 // as calico's kubeconfig. Go Multus HEAD rebuilds Bytes from the raw plugins and keeps only the runtime keys
 // Multus injected (deviceID, pciBusID, args.cni) from the lossy copy (types/conf.go DelegateNetConf.UnmarshalJSON).

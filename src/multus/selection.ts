@@ -38,7 +38,7 @@ export interface NetworkSelection {
   request: AttachmentRequest;
 }
 
-const NETWORKS_KEY = 'k8s.v1.cni.cncf.io/networks';
+export const NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
 const DEFAULT_NETWORK_KEY = 'v1.multus-cni.io/default-network';
 const TEXT_FORM = '[<namespace>/]<name>[@<ifname>]';
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -281,7 +281,7 @@ function parseAnnotation(annotation: string, defaultNamespace: string, key: stri
 /** `k8s.v1.cni.cncf.io/networks` (docs/behaviour.md#networks-annotation); namespaces default to `defaultNamespace` (the pod's). */
 export function parseNetworkSelections(annotation: string | undefined, defaultNamespace: string): NetworkSelection[] {
   if (annotation === undefined || annotation === '') return [];
-  return parseAnnotation(annotation, defaultNamespace, NETWORKS_KEY);
+  return parseAnnotation(annotation, defaultNamespace, NETWORKS_ANNOTATION);
 }
 
 /**
@@ -335,7 +335,7 @@ export function checkNamespaceIsolation(
     throw new CniError(
       CniCode.InvalidConfig,
       `GetNetworkDelegates: namespace isolation enabled, annotation violates permission, pod is in namespace ${podNamespace} but refers to target namespace ${s.namespace}` +
-        ` (network "${s.namespace}/${s.name}" in ${NETWORKS_KEY}); use a NetworkAttachmentDefinition in namespace ${podNamespace}` +
+        ` (network "${s.namespace}/${s.name}" in ${NETWORKS_ANNOTATION}); use a NetworkAttachmentDefinition in namespace ${podNamespace}` +
         ` or in a global namespace (${globalNamespaces.join(', ') || 'none configured'})`,
     );
   }
@@ -357,20 +357,20 @@ export function validateDefaultRoutes(selections: NetworkSelection[]): void {
   if (v4 > 1 || all.length - v4 > 1) {
     throw new CniError(
       CniCode.InvalidConfig,
-      `multus does not support ECMP for default-route: ${NETWORKS_KEY} asks for ${all.join(', ')}; give at most one IPv4 and one IPv6 gateway`,
+      `multus does not support ECMP for default-route: ${NETWORKS_ANNOTATION} asks for ${all.join(', ')}; give at most one IPv4 and one IPv6 gateway`,
     );
   }
   const [first, second] = carriers;
   if (first && second) {
     throw new CniError(
       CniCode.InvalidConfig,
-      `"default-route" is set on both ${label(first.s, first.i)} and ${label(second.s, second.i)} of ${NETWORKS_KEY}, but only one element may carry it (NPWG §4.1.2.1.9); keep it on the attachment that should own the pod's default route`,
+      `"default-route" is set on both ${label(first.s, first.i)} and ${label(second.s, second.i)} of ${NETWORKS_ANNOTATION}, but only one element may carry it (NPWG §4.1.2.1.9); keep it on the attachment that should own the pod's default route`,
     );
   }
   if (first && first.gws.length === 0) {
     throw new CniError(
       CniCode.InvalidConfig,
-      `${label(first.s, first.i)} of ${NETWORKS_KEY} has "default-route": [], which would remove the default route of every interface of the pod, eth0 included; omit the key to keep the cluster network's default route, or give this attachment's gateway such as ["10.1.1.1"]`,
+      `${label(first.s, first.i)} of ${NETWORKS_ANNOTATION} has "default-route": [], which would remove the default route of every interface of the pod, eth0 included; omit the key to keep the cluster network's default route, or give this attachment's gateway such as ["10.1.1.1"]`,
     );
   }
 }

@@ -3,6 +3,7 @@
  * prints what an ADD of that pod would do, touching nothing (multus/explain.ts, docs/hotplug.md). It reads the
  * pod and its NADs with the multus config's kubeconfig (or --kubeconfig) and writes nothing to the API.
  * Exit codes: 0 the ADD would go ahead, 1 it would fail (the errors are printed), 2 bad usage or no API.
+ * Tested by test/e2e-k8s/hotplug.test.ts (`multus plan` against a real API).
  */
 import { readFileSync } from 'node:fs';
 import { callerEnv } from '../base/caller-env.ts';

@@ -3,6 +3,7 @@
  * of nsenter and ip, a runner that spawns from an argument array (no shell) with `LC_ALL=C` and a timeout, and
  * the link names of a netns (what hot-plug checks an interface name against). `nsenter --net=<CNI_NETNS> ip ...`,
  * since `ip -n` only takes names under /var/run/netns and CNI_NETNS is any path.
+ * Tested by test/unit/routes/netns-routes.test.ts, test/unit/hotplug/delegate.test.ts.
  */
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';

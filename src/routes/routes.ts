@@ -36,7 +36,7 @@ export interface RoutePlan extends RouteChange {
   ifName: string;
 }
 
-/** The part of an `Attachment` (plan.ts) that planning reads. */
+/** The part of an `Attachment` (multus/attachments.ts) that planning reads. */
 export interface RouteRequester {
   ifName: string;
   /**

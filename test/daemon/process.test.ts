@@ -83,9 +83,8 @@ function callEnv(command: string, cid = 'c1'): Record<string, string> {
   };
 }
 
-describe('multus daemon (process)', () => {
+describe.runIf(ready())('multus daemon (process)', () => {
   it('a bad config value is one line on stderr naming the key, exit 2', async () => {
-    if (!ready()) return;
     const d = spawnDaemon(baseConfig({ connectionLimit: -1 }));
     const { code, stderr } = await d.exited;
     expect(code).toBe(2);
@@ -97,7 +96,6 @@ describe('multus daemon (process)', () => {
   });
 
   it('SIGTERM: the call in flight finishes, new connections refused, socket removed, config kept, exit 0', async () => {
-    if (!ready()) return;
     mkdirSync(join(dir, 'bin'));
     const plugin = join(dir, 'bin', 'slow');
     writeFileSync(
@@ -141,7 +139,6 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
   });
 
   it('SIGTERM with cleanupConfigOnExit: the generated config is removed, as Multus thick does', async () => {
-    if (!ready()) return;
     writeFileSync(
       join(dir, 'net.d', '10-br.conf'),
       JSON.stringify({ cniVersion: '1.0.0', name: 'br', type: 'bridge' }),
@@ -155,77 +152,81 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
     expect(existsSync(join(dir, 'net.d', '10-br.conf'))).toBe(true);
   });
 
-  it('the socket is refused to a non-root user (0700 directory, 0600 socket)', async () => {
-    if (!ready() || !needs(fileExists('/usr/bin/setpriv', 'setpriv (util-linux)'))) return;
-    chmodSync(dir, 0o755);
-    const d = spawnDaemon(baseConfig({ multusConfigFile: join(dir, 'none.conf') }));
-    await until(() => existsSync(d.socket), 'the daemon to listen');
-    const asNobody = (): string => {
-      const script =
-        "require('net').connect(process.argv[1])" +
-        ".on('connect',()=>{console.log('CONNECTED');process.exit(0)})" +
-        ".on('error',(e)=>{console.log(e.code);process.exit(0)})";
-      const env = { PATH: process.env.PATH ?? '' };
-      const nobody = ['--reuid=65534', '--regid=65534', '--clear-groups'];
-      const r = spawnSync('setpriv', [...nobody, process.execPath, '-e', script, d.socket], { env });
-      return r.stdout.toString().trim();
-    };
-    expect(asNobody()).toBe('EACCES');
-    chmodSync(dirname(d.socket), 0o711); // even with the directory open, the socket itself is root-only
-    expect(asNobody()).toBe('EACCES');
-    expect(await connectError(d.socket)).toBe('CONNECTED'); // root may
-    d.child.kill('SIGTERM');
-    expect((await d.exited).code).toBe(0);
-  });
+  it.runIf(needs(fileExists('/usr/bin/setpriv', 'setpriv (util-linux)')))(
+    'the socket is refused to a non-root user (0700 directory, 0600 socket)',
+    async () => {
+      chmodSync(dir, 0o755);
+      const d = spawnDaemon(baseConfig({ multusConfigFile: join(dir, 'none.conf') }));
+      await until(() => existsSync(d.socket), 'the daemon to listen');
+      const asNobody = (): string => {
+        const script =
+          "require('net').connect(process.argv[1])" +
+          ".on('connect',()=>{console.log('CONNECTED');process.exit(0)})" +
+          ".on('error',(e)=>{console.log(e.code);process.exit(0)})";
+        const env = { PATH: process.env.PATH ?? '' };
+        const nobody = ['--reuid=65534', '--regid=65534', '--clear-groups'];
+        const r = spawnSync('setpriv', [...nobody, process.execPath, '-e', script, d.socket], { env });
+        return r.stdout.toString().trim();
+      };
+      expect(asNobody()).toBe('EACCES');
+      chmodSync(dirname(d.socket), 0o711); // even with the directory open, the socket itself is root-only
+      expect(asNobody()).toBe('EACCES');
+      expect(await connectError(d.socket)).toBe('CONNECTED'); // root may
+      d.child.kill('SIGTERM');
+      expect((await d.exited).code).toBe(0);
+    },
+  );
 
-  it('chrootDir: delegates are found and run inside that root', async () => {
-    if (!ready() || !needs(fileExists('/usr/sbin/chroot', 'chroot (coreutils)'))) return;
-    // A minimal root: dash with its libc, and a plugin that succeeds only when it sees the root's marker.
-    const root = join(dir, 'root');
-    const ldd = spawnSync('ldd', ['/usr/bin/dash']).stdout.toString();
-    const libs = [...ldd.matchAll(/(\/[^\s]+\.so[^\s]*)/g)].map((m) => m[1]!);
-    for (const lib of libs) {
-      mkdirSync(join(root, dirname(lib)), { recursive: true });
-      copyFileSync(lib, join(root, lib));
-    }
-    mkdirSync(join(root, 'bin'), { recursive: true });
-    copyFileSync('/usr/bin/dash', join(root, 'bin', 'sh'));
-    chmodSync(join(root, 'bin', 'sh'), 0o755);
-    writeFileSync(join(root, 'inside-marker'), '');
-    mkdirSync(join(root, 'opt', 'cni', 'bin'), { recursive: true });
-    writeFileSync(
-      join(root, 'opt', 'cni', 'bin', 'rooted'),
-      `#!/bin/sh
+  it.runIf(needs(fileExists('/usr/sbin/chroot', 'chroot (coreutils)')))(
+    'chrootDir: delegates are found and run inside that root',
+    async () => {
+      // A minimal root: dash with its libc, and a plugin that succeeds only when it sees the root's marker.
+      const root = join(dir, 'root');
+      const ldd = spawnSync('ldd', ['/usr/bin/dash']).stdout.toString();
+      const libs = [...ldd.matchAll(/(\/[^\s]+\.so[^\s]*)/g)].map((m) => m[1]!);
+      for (const lib of libs) {
+        mkdirSync(join(root, dirname(lib)), { recursive: true });
+        copyFileSync(lib, join(root, lib));
+      }
+      mkdirSync(join(root, 'bin'), { recursive: true });
+      copyFileSync('/usr/bin/dash', join(root, 'bin', 'sh'));
+      chmodSync(join(root, 'bin', 'sh'), 0o755);
+      writeFileSync(join(root, 'inside-marker'), '');
+      mkdirSync(join(root, 'opt', 'cni', 'bin'), { recursive: true });
+      writeFileSync(
+        join(root, 'opt', 'cni', 'bin', 'rooted'),
+        `#!/bin/sh
 if [ ! -f /inside-marker ]; then echo '{"code":7,"msg":"not inside the root"}'; exit 1; fi
 echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
 '"ips":[{"address":"10.8.0.2/24","interface":0}]}'
 `,
-      { mode: 0o755 },
-    );
-    const d = spawnDaemon(baseConfig({ chrootDir: root, multusConfigFile: join(dir, 'none.conf') }));
-    await until(() => existsSync(d.socket), 'the daemon to listen');
-    const conf = {
-      cniVersion: '1.0.0',
-      name: 'm',
-      type: 'multus-shim',
-      binDir: '/opt/cni/bin',
-      cniDir: join(dir, 'cache'),
-      delegates: [{ cniVersion: '1.0.0', name: 'r', type: 'rooted' }],
-    };
-    const add = await http(d.socket, '/cni', { body: cniBody(callEnv('ADD'), conf) });
-    expect(add.status).toBe(200);
-    expect(add.json()).toMatchObject({ Result: { ips: [{ address: '10.8.0.2/24' }] } });
-    // Not in the root: not found, as a thin call would say.
-    const missing = await http(d.socket, '/cni', {
-      body: cniBody(callEnv('ADD', 'c2'), {
-        ...conf,
-        delegates: [{ cniVersion: '1.0.0', name: 'x', type: 'dash' }],
-        binDir: '/usr/bin',
-      }),
-    });
-    expect(missing.status).toBe(400);
-    expect(missing.json()).toMatchObject({ code: 7, msg: expect.stringContaining('failed to find plugin "dash"') });
-    d.child.kill('SIGTERM');
-    expect((await d.exited).code).toBe(0);
-  });
+        { mode: 0o755 },
+      );
+      const d = spawnDaemon(baseConfig({ chrootDir: root, multusConfigFile: join(dir, 'none.conf') }));
+      await until(() => existsSync(d.socket), 'the daemon to listen');
+      const conf = {
+        cniVersion: '1.0.0',
+        name: 'm',
+        type: 'multus-shim',
+        binDir: '/opt/cni/bin',
+        cniDir: join(dir, 'cache'),
+        delegates: [{ cniVersion: '1.0.0', name: 'r', type: 'rooted' }],
+      };
+      const add = await http(d.socket, '/cni', { body: cniBody(callEnv('ADD'), conf) });
+      expect(add.status).toBe(200);
+      expect(add.json()).toMatchObject({ Result: { ips: [{ address: '10.8.0.2/24' }] } });
+      // Not in the root: not found, as a thin call would say.
+      const missing = await http(d.socket, '/cni', {
+        body: cniBody(callEnv('ADD', 'c2'), {
+          ...conf,
+          delegates: [{ cniVersion: '1.0.0', name: 'x', type: 'dash' }],
+          binDir: '/usr/bin',
+        }),
+      });
+      expect(missing.status).toBe(400);
+      expect(missing.json()).toMatchObject({ code: 7, msg: expect.stringContaining('failed to find plugin "dash"') });
+      d.child.kill('SIGTERM');
+      expect((await d.exited).code).toBe(0);
+    },
+  );
 });

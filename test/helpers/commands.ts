@@ -1,13 +1,24 @@
-/** Calls a command the way handle() does: the call context first, then the command with its deps. */
+/** Calls a command the way handle() does: the call context first (host/prepare.ts builds it), then the command. */
+import { silentLogger } from '../../src/base/log.ts';
+import type { Exec } from '../../src/cni/exec.ts';
 import type { CniRequest } from '../../src/cni/request.ts';
+import type { KubeClient } from '../../src/k8s/types.ts';
 import type { CallContext, CommandDeps } from '../../src/multus/commands/context.ts';
 import { callContext } from '../../src/multus/commands/context.ts';
 import type { MultusConf } from '../../src/multus/conf.ts';
 
-export function withContext(
-  req: CniRequest,
-  conf: MultusConf,
-  deps: CommandDeps,
-): [CallContext<CniRequest>, CommandDeps] {
-  return [callContext(req, conf, deps), deps];
+export function withContext(req: CniRequest, conf: MultusConf, deps: CommandDeps): [CallContext<CniRequest>] {
+  return [callContext(req, conf, deps)];
+}
+
+/** A command's deps with Kubernetes: `exec` and `kube` given, readiness always met, a real clock, no log. */
+export function kubeDeps(exec: Exec, kube: KubeClient): CommandDeps {
+  return {
+    exec,
+    log: silentLogger,
+    readiness: { exists: async () => true, sleep: async () => {} },
+    env: {},
+    kube: async () => kube,
+    clock: { now: () => Date.now(), sleep: async () => {} },
+  };
 }

@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/base/log.ts';
 import type { WarmKube } from '../../src/informers/informers.ts';
 import { startWarmKube } from '../../src/informers/informers.ts';
-import { editNetworkStatus } from '../../src/hotplug/hotplug.ts';
+import { editNetworkStatus } from '../../src/multus/publish.ts';
 import { loadKubeClient } from '../../src/k8s/client.ts';
 import { handle } from '../../src/host/handle.ts';
 import type { Host } from '../../src/host/host.ts';
@@ -366,7 +366,7 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
       expect(afterAdd.status).toEqual(before.status);
       expect(JSON.parse(afterAdd.annotations['k8s.v1.cni.cncf.io/network-status']!)).toHaveLength(2);
 
-      // the hot-plug write (src/hotplug/hotplug.ts) from the same kind of client and pod copy
+      // the network-status writer (src/multus/publish.ts) as hot-plug calls it, from the same kind of client and pod copy
       const kube =
         mode === 'resident'
           ? warm.client

@@ -9,65 +9,55 @@
  * attachment rolls back every attachment made so far (docs/behaviour.md#rollback), so no interface or IP is left
  * behind.
  */
-import { auxiliaryChain } from '../auxchain.ts';
+import { planAdd } from '../plan-add.ts';
 import { removeScratchCache, writeScratchCache } from '../scratch-cache.ts';
-import { assertResultCacheFits } from '../../cni/result-cache.ts';
 import { addNetwork, delNetwork } from '../../cni/libcni.ts';
 import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/device-info.ts';
-import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
+import { messageOf, wrapError } from '../../base/errors.ts';
 import type { KubeClient, Pod } from '../../k8s/types.ts';
 import { buildNetworkStatuses } from '../network-status.ts';
-import type { Attachment } from '../plan.ts';
-import { inheritListVersion, planAttachments, toCachedDelegate, undeclaredCapabilities } from '../plan.ts';
+import type { Attachment } from '../attachments.ts';
+import { toCachedDelegate } from '../attachments.ts';
 import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-routes.ts';
-import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
+import { lookupPod } from '../podnetworks.ts';
 import { publishClaimNetworkData } from '../claim-status.ts';
-import { planDefaultRoutes } from '../../routes/routes.ts';
-import { addedInterfaceEvent, emitEvents, publishNetworkStatus } from '../publish.ts';
+import type { RoutePlan } from '../../routes/routes.ts';
+import { addedInterfaceEvents, editNetworkStatus, emitEvents } from '../publish.ts';
 import type { CniResult } from '../../cni/result-model.ts';
-import { convertResult, normalizeResult, resultInterfaces, resultIps } from '../../cni/result.ts';
-import type { CallContext, CommandDeps } from './context.ts';
+import type { PluginResult } from '../../cni/result.ts';
+import type { CallContext } from './context.ts';
 import { deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from './context.ts';
 
-export async function cmdAdd(ctx: CallContext, deps: CommandDeps): Promise<CniResult> {
+export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
   const { req, conf } = ctx;
-  const kube = await deps.kube(conf);
-  const pod = await lookupPod(kube, ctx.k8s, 'ADD', deps);
-  if (pod.kind === 'unknown' && kube)
-    deps.log.verbose(`${podTag(ctx)}: ${pod.reason}: attaching the configured networks only`);
-  const delegates = inheritListVersion(
-    await resolvePodDelegates(conf, ctx.k8s, pod, resolveDeps(kube, deps)),
-    conf.cniVersion,
-  );
-  const aux = auxiliaryChain(conf, deps.log);
-  if (aux) delegates.push(aux);
-  const attachments = planAttachments(delegates, req.ifName);
-  checkCapabilities(ctx, attachments);
-  for (const a of attachments) assertResultCacheFits(a.network.name, req.containerId, a.ifName);
+  const kube = await ctx.kube();
+  const lookup = await lookupPod(kube, ctx.k8s, 'ADD', ctx);
+  if (lookup.kind === 'unknown' && kube)
+    ctx.log.verbose(`${podTag(ctx)}: ${lookup.reason}: attaching the configured networks only`);
+  const plan = await planAdd({
+    conf,
+    k8s: ctx.k8s,
+    lookup,
+    ifName: req.ifName,
+    containerId: req.containerId,
+    tag: podTag(ctx),
+    log: ctx.log,
+    resolve: resolveDeps(kube, ctx),
+  });
+  for (const warning of plan.warnings) ctx.log.warn(warning);
+  const { attachments } = plan;
   writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));
   const results = await addAttachments(ctx, attachments);
-  await moveDefaultRoutes(ctx, attachments, deps);
-  if (kube && pod.kind === 'found') await reportAttachments(ctx, kube, pod.pod, attachments, results);
-  if (kube && pod.kind === 'found' && conf.publishClaimNetworkData) {
-    await publishClaimNetworkData(kube, req.containerId, attachments, results, ctx.net.log);
+  if (plan.defaultRoutes) await moveDefaultRoutes(ctx, attachments, plan.defaultRoutes);
+  if (kube && lookup.kind === 'found') await reportAttachments(ctx, kube, lookup.pod, attachments, results);
+  if (kube && lookup.kind === 'found' && conf.publishClaimNetworkData) {
+    await publishClaimNetworkData(kube, req.containerId, attachments, results, ctx.log);
   }
-  return normalizeResult(convertResult(results[0]!, conf.cniVersion));
+  return results[0]!.as(conf.cniVersion);
 }
 
-/** A request no plugin can honour: a warning (Multus compatible), or an error with strictCapabilities. */
-function checkCapabilities(ctx: CallContext, attachments: Attachment[]): void {
-  for (const attachment of attachments) {
-    const missing = undeclaredCapabilities(attachment);
-    if (missing.length === 0) continue;
-    const msg = `${attachment.displayName} requests ${missing.join(', ')} but no plugin of network "${attachment.network.name}" declares ${missing.length > 1 ? 'those capabilities' : 'that capability'}`;
-    if (ctx.conf.strictCapabilities)
-      throw new CniError(CniCode.InvalidConfig, `${podTag(ctx)}: ${msg} (strictCapabilities)`);
-    ctx.net.log.warn(`${podTag(ctx)}: ${msg}; the request is ignored`);
-  }
-}
-
-async function addAttachments(ctx: CallContext, attachments: Attachment[]): Promise<CniResult[]> {
-  const results: CniResult[] = [];
+async function addAttachments(ctx: CallContext, attachments: Attachment[]): Promise<PluginResult[]> {
+  const results: PluginResult[] = [];
   for (const [index, attachment] of attachments.entries()) {
     try {
       copyDeviceInfo(ctx, attachment);
@@ -87,11 +77,9 @@ async function addAttachments(ctx: CallContext, attachments: Attachment[]): Prom
  * the libcni result caches of the attachments whose routes changed are rewritten so CHECK and DEL agree with
  * the namespace. A failure rolls the whole ADD back (Multus leaves the attachments behind).
  */
-async function moveDefaultRoutes(ctx: CallContext, attachments: Attachment[], deps: CommandDeps): Promise<void> {
-  const plan = planDefaultRoutes(attachments);
-  if (!plan) return;
+async function moveDefaultRoutes(ctx: CallContext, attachments: Attachment[], plan: RoutePlan[]): Promise<void> {
   try {
-    await applyRoutePlan(ctx.req.netns, plan, deps.routes);
+    await applyRoutePlan(ctx.req.netns, plan, ctx.routes);
     const refs = attachments.map((a) => ({ ifName: a.ifName, networkName: a.network.name }));
     updateCachedDefaultRoutes(ctx.conf.cniDir, ctx.req.containerId, refs, plan);
   } catch (e) {
@@ -123,34 +111,23 @@ async function reportAttachments(
   kube: KubeClient,
   pod: Pod,
   attachments: Attachment[],
-  results: CniResult[],
+  results: PluginResult[],
 ): Promise<void> {
   // Pods in systemNamespaces get no network-status (docs/behaviour.md#network-status; Multus compares the pod's *name*
-  // there, #1205).
+  // there, k8snetworkplumbingwg/multus-cni#1205).
   if (!ctx.conf.systemNamespaces.includes(pod.metadata.namespace)) {
     const statuses = attachments.flatMap((a, i) =>
       buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork, deviceInfoOf(ctx, a)),
     );
     try {
-      await publishNetworkStatus(kube, pod, statuses, ctx.net.log);
+      if (statuses.length > 0) await editNetworkStatus(kube, pod, () => statuses, ctx.log);
     } catch (e) {
       await rollback(ctx, attachments);
       throw wrapError(e, podTag(ctx));
     }
   }
-  const events = attachments.flatMap((a, i) => {
-    const ips = resultIps(results[i]!);
-    return ips.length > 0 || resultInterfaces(results[i]!).length > 0
-      ? [
-          addedInterfaceEvent(
-            a.ifName,
-            ips.map((ip) => ip.address),
-            a.displayName,
-          ),
-        ]
-      : [];
-  });
-  await emitEvents(kube, pod, events, ctx.net.log);
+  const events = attachments.flatMap((a, i) => addedInterfaceEvents(a, results[i]!));
+  await emitEvents(kube, pod, events, ctx.log);
 }
 
 /**

@@ -5,24 +5,25 @@
  * (Multus checks only the static `delegates`, so annotation networks were never checked: docs/compatibility.md).
  * Without a scratch cache it checks the config's delegates. Networks below 0.4.0 cannot CHECK and are
  * skipped. All failures are reported together.
+ * Tested by test/unit/multus/commands.test.ts.
  */
 import { readScratchCache } from '../scratch-cache.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import { checkNetwork, joinErrors } from '../../cni/libcni.ts';
 import type { CniError } from '../../base/errors.ts';
 import { wrapError } from '../../base/errors.ts';
-import type { Attachment, Delegate } from '../plan.ts';
-import { fromCachedDelegate, inheritListVersion, planAttachments } from '../plan.ts';
-import type { CallContext, CommandDeps } from './context.ts';
+import type { Delegate } from '../attachments.ts';
+import { cachedRoles, fromCachedDelegates, inheritListVersion, planAttachments } from '../attachments.ts';
+import type { CallContext } from './context.ts';
 import { podTag, runtimeConfFor } from './context.ts';
 
-export async function cmdCheck(ctx: CallContext, _deps: CommandDeps): Promise<void> {
+export async function cmdCheck(ctx: CallContext): Promise<void> {
   const { req } = ctx;
   const attachments = planAttachments(inheritListVersion(recordedDelegates(ctx), ctx.conf.cniVersion), req.ifName);
   const failures: CniError[] = [];
   for (const attachment of attachments) {
     const name = attachment.network.name;
-    if (isAuxiliaryChain(ctx, attachment)) continue;
+    if (attachment.source === 'auxiliary') continue; // it makes no interface of its own (docs/behaviour.md#aux-chain)
     try {
       const checked = await checkNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'CHECK'), ctx.net);
       if (!checked)
@@ -36,16 +37,9 @@ export async function cmdCheck(ctx: CallContext, _deps: CommandDeps): Promise<vo
   if (failures.length > 0) throw joinErrors(failures);
 }
 
-/** The auxiliary chain makes no interface of its own (docs/behaviour.md#aux-chain): there is nothing at net<i> to check. */
-function isAuxiliaryChain(ctx: CallContext, attachment: Attachment): boolean {
-  return (
-    attachment.displayName === ctx.conf.auxiliaryCNIChainName && attachment.network.plugins[0]?.type === 'passthru'
-  );
-}
-
 function recordedDelegates(ctx: CallContext): Delegate[] {
   const scratch = readScratchCache(ctx.conf.cniDir, ctx.req.containerId);
-  if (scratch.kind === 'ok') return scratch.value.map(fromCachedDelegate);
+  if (scratch.kind === 'ok') return fromCachedDelegates(scratch.value, cachedRoles(ctx.conf, ctx.k8s.podNamespace));
   if (scratch.kind === 'corrupt') {
     ctx.net.log.error(
       `${podTag(ctx)}: scratch cache unreadable, checking the config's delegates: ${scratch.error.msg}`,

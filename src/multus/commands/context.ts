@@ -2,9 +2,11 @@
  * commands/context.ts: what every command is given and what it derives once per call (pure, except the
  * readiness helpers, which go through injected deps).
  *
- * A command is `cmdX(request, conf, deps)`: no process globals, so a resident daemon can call it per request.
- * `CallContext` gathers the parsed CNI_ARGS and the settings every delegate call shares; `runtimeConfFor`
- * turns an attachment into libcni's RuntimeConf with its own copy of runtimeConfig.
+ * A command is `cmdX(ctx)`: no process globals, so a resident daemon can call it per request. `CallContext`
+ * (built by host/prepare.ts, the one front door) gathers the request, the multus config, the parsed CNI_ARGS,
+ * the logger, the seams and the settings every delegate call shares; `runtimeConfFor` turns an attachment into
+ * libcni's RuntimeConf with its own copy of runtimeConfig.
+ * Tested by test/unit/multus/commands.test.ts, test/unit/multus/kube-commands.test.ts.
  */
 import { isAbsolute } from 'node:path';
 import type { ArgPairs, K8sArgs } from '../../cni/cniargs.ts';
@@ -18,15 +20,16 @@ import type { Exec } from '../../cni/exec.ts';
 import type { KubeClient, Pod } from '../../k8s/types.ts';
 import type { Logger } from '../../base/log.ts';
 import type { NetnsRouteDeps } from '../../routes/netns-routes.ts';
-import type { Attachment } from '../plan.ts';
+import type { Attachment } from '../attachments.ts';
 import type { Clock } from '../../base/backoff.ts';
 import type { ResolveDeps } from '../podnetworks.ts';
 import { emitEvents } from '../publish.ts';
-import { capabilityArgsFor, delegateArgsFor } from '../plan.ts';
+import { capabilityArgsFor, delegateArgsFor } from '../attachments.ts';
 import type { ReadinessDeps } from '../readiness.ts';
 import { checkReadinessOnce, waitForReadiness } from '../readiness.ts';
 import type { CallEnv, Env } from '../../cni/request.ts';
 
+/** What the host gives one call (host/host.ts `commandDeps`): the seams, and the call's logger and environment. */
 export interface CommandDeps {
   exec: Exec;
   log: Logger;
@@ -47,14 +50,26 @@ export interface DeviceDeps extends ResourceMapDeps {
   dpDevinfoDir?: string;
 }
 
-/** `R`: the request, the CNI_* variables of any call (a hot-plug request's too) unless a command needs more. */
+/**
+ * Everything one call works with, built once by host/prepare.ts: the request (`R`: the CNI_* variables of any
+ * call, a hot-plug request's too, unless a command needs more), the multus config, the pod it is for, the
+ * logger and the seams. Commands take it alone.
+ */
 export interface CallContext<R extends CallEnv = CallEnv> {
   req: R;
   conf: MultusConf;
+  /** The pod the call is for, as CNI_ARGS name it (or as the caller typed it: dynamic networks). */
   k8s: K8sArgs;
   runtimePairs: ArgPairs;
   /** "ns/name/uid", for error prefixes as Multus writes them. */
-  pod: string;
+  podRef: string;
+  log: Logger;
+  clock: Clock;
+  readiness: ReadinessDeps;
+  /** The Kubernetes client for the call's config, undefined when it names none (loaded on first call). */
+  kube(): Promise<KubeClient | undefined>;
+  routes?: NetnsRouteDeps;
+  devices?: DeviceDeps;
   net: NetworkDeps;
   /** Where CNIDeviceInfoFiles are written, and where device plugins leave theirs (docs/behaviour.md#device-info). */
   devinfoDir: string;
@@ -74,9 +89,15 @@ function pluginDirs(binDir: string, cniPath: string[], log: CommandDeps['log']):
   return dirs;
 }
 
-export function callContext<R extends CallEnv>(req: R, conf: MultusConf, deps: CommandDeps): CallContext<R> {
-  const runtimePairs = parseCniArgs(req.args);
-  const k8s = parseK8sArgs(runtimePairs);
+/** The call context of `req` (pure): CNI_ARGS parsed once, unless the caller hands the pod in as `k8s`. */
+export function callContext<R extends CallEnv>(
+  req: R,
+  conf: MultusConf,
+  deps: CommandDeps,
+  k8sArgs?: K8sArgs,
+): CallContext<R> {
+  const runtimePairs = k8sArgs ? [] : parseCniArgs(req.args);
+  const k8s = k8sArgs ?? parseK8sArgs(runtimePairs);
   const baseEnv: Record<string, string> = {};
   for (const [key, value] of Object.entries(deps.env)) if (value !== undefined) baseEnv[key] = value;
   return {
@@ -84,7 +105,13 @@ export function callContext<R extends CallEnv>(req: R, conf: MultusConf, deps: C
     conf,
     k8s,
     runtimePairs,
-    pod: podRef(k8s),
+    podRef: podRef(k8s),
+    log: deps.log,
+    clock: deps.clock,
+    readiness: deps.readiness,
+    kube: () => deps.kube(conf),
+    ...(deps.routes ? { routes: deps.routes } : {}),
+    ...(deps.devices ? { devices: deps.devices } : {}),
     devinfoDir: deps.devices?.cniDevinfoDir ?? CNI_DEVINFO_DIR,
     dpDevinfoDir: deps.devices?.dpDevinfoDir ?? DP_DEVINFO_DIR,
     net: {
@@ -118,7 +145,7 @@ export function deviceInfoFileOf(ctx: CallContext, attachment: Attachment): stri
 
 /** The prefix of a call's messages, as Multus writes it: `[namespace/name/uid]` or `[namespace/name/uid:network]`. */
 export function podTag(ctx: CallContext, network?: string): string {
-  return network === undefined ? `[${ctx.pod}]` : `[${ctx.pod}:${network}]`;
+  return network === undefined ? `[${ctx.podRef}]` : `[${ctx.podRef}:${network}]`;
 }
 
 export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command: string): RuntimeConf {
@@ -134,26 +161,28 @@ export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command
   };
 }
 
-export function resolveDeps(kube: KubeClient | undefined, deps: CommandDeps): ResolveDeps {
+export function resolveDeps(kube: KubeClient | undefined, ctx: CallContext): ResolveDeps {
   return {
     kube,
-    log: deps.log,
-    ...(deps.devices ? { devices: deps.devices } : {}),
+    log: ctx.log,
+    ...(ctx.devices ? { devices: ctx.devices } : {}),
     warn: (pod: Pod, reason: string, message: string) =>
-      kube ? emitEvents(kube, pod, [{ type: 'Warning', reason, message }], deps.log) : Promise.resolve(),
+      kube ? emitEvents(kube, pod, [{ type: 'Warning', reason, message }], ctx.log) : Promise.resolve(),
   };
 }
 
 /** ADD, STATUS and GC wait for the readiness indicator file (docs/behaviour.md#npwg); CHECK does not. */
-export async function waitUntilReady(conf: MultusConf, deps: CommandDeps): Promise<void> {
+export async function waitUntilReady(ctx: CallContext): Promise<void> {
+  const { conf } = ctx;
   if (conf.readinessIndicatorFile) {
-    await waitForReadiness(conf.readinessIndicatorFile, conf.readinessBackoff, deps.readiness);
+    await waitForReadiness(conf.readinessIndicatorFile, conf.readinessBackoff, ctx.readiness);
   }
 }
 
 /** DEL never waits: tearing down must not depend on the default network (docs/behaviour.md#readiness). It only logs. */
-export async function noteReadiness(conf: MultusConf, deps: CommandDeps): Promise<void> {
-  if (conf.readinessIndicatorFile && !(await checkReadinessOnce(conf.readinessIndicatorFile, deps.readiness))) {
-    deps.log.verbose(`readinessindicatorfile ${conf.readinessIndicatorFile} is missing; deleting anyway`);
+export async function noteReadiness(ctx: CallContext): Promise<void> {
+  const { conf } = ctx;
+  if (conf.readinessIndicatorFile && !(await checkReadinessOnce(conf.readinessIndicatorFile, ctx.readiness))) {
+    ctx.log.verbose(`readinessindicatorfile ${conf.readinessIndicatorFile} is missing; deleting anyway`);
   }
 }

@@ -7,7 +7,8 @@
  * attachments a corrupt scratch cache lost). With a scratch cache no API request is made. Then it
  * deletes all of them in reverse order, keeps going past failures, and returns one error naming each failed
  * attachment (docs/behaviour.md#npwg). A corrupt cache is logged and removed once its attachments are gone, never a
- * silent success (Multus #948, #1087); a corrupt result cache that nothing else explains fails the DEL.
+ * silent success (k8snetworkplumbingwg/multus-cni#948, #1087); a corrupt result cache that nothing else explains fails
+ * the DEL.
  */
 import { listResultCaches } from '../../cni/result-cache.ts';
 import type { CachedDelegate } from '../scratch-cache.ts';
@@ -21,10 +22,10 @@ import { delNetwork, runtimeConfFromCache, joinErrors } from '../../cni/libcni.t
 import { removeDeviceInfo } from '../../devices/device-info.ts';
 import type { Network } from '../../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
-import type { Attachment, Delegate } from '../plan.ts';
+import type { Attachment, Delegate } from '../attachments.ts';
 import { clearClaimNetworkData } from '../claim-status.ts';
-import { fromCachedDelegate, inheritListVersion, planAttachments } from '../plan.ts';
-import type { CallContext, CommandDeps } from './context.ts';
+import { cachedRoles, fromCachedDelegateAt, inheritListVersion, planAttachments } from '../attachments.ts';
+import type { CallContext } from './context.ts';
 import { podTag, resolveDeps, runtimeConfFor } from './context.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 
@@ -42,8 +43,8 @@ interface DelPlan {
   scratchCorrupt: boolean;
 }
 
-export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void> {
-  const plan = await planTeardowns(ctx, deps);
+export async function cmdDel(ctx: CallContext): Promise<void> {
+  const plan = await planTeardowns(ctx);
   const failures: CniError[] = [];
   for (const { network, rt } of [...plan.teardowns].reverse()) {
     try {
@@ -55,7 +56,7 @@ export async function cmdDel(ctx: CallContext, deps: CommandDeps): Promise<void>
       );
     }
   }
-  await clearClaims(ctx, plan, deps);
+  await clearClaims(ctx, plan);
   finishCaches(ctx, plan, failures.length === 0);
   for (const path of sweepCacheTemps(ctx.conf.cniDir))
     ctx.net.log.verbose(`removed ${path}, left by an interrupted write`);
@@ -79,7 +80,7 @@ function removeDeviceInfoOf(ctx: CallContext, rt: RuntimeConf): void {
   if (warning) ctx.net.log.verbose(`${podTag(ctx)}: ${warning}`);
 }
 
-async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPlan> {
+async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
   const { conf, req } = ctx;
   const scratch = readScratchCacheEntries(conf.cniDir, req.containerId);
   const cached = scratch.kind === 'ok' ? cachedAttachments(ctx, scratch.value) : undefined;
@@ -90,7 +91,7 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
       ctx.net.log.error(
         `${podTag(ctx)}: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`,
       );
-    attachments = planAttachments(inheritListVersion(await currentDelegates(ctx, deps), conf.cniVersion), req.ifName);
+    attachments = planAttachments(inheritListVersion(await currentDelegates(ctx), conf.cniVersion), req.ifName);
   }
   const teardowns = attachments.map((a) => ({
     network: a.network,
@@ -123,48 +124,41 @@ async function planTeardowns(ctx: CallContext, deps: CommandDeps): Promise<DelPl
 }
 
 /**
- * The scratch cache's attachments, each at its place in the list (the place names its interface); an entry that
- * cannot be read is logged and skipped (its result cache still names what it attached), so a bad entry never makes
- * every DEL fail (issue 28; docs/reliability.md). Undefined when no entry is left: then DEL plans as without one.
+ * The scratch cache's attachments, each at its place in the list (the place names its interface and its source);
+ * an entry that cannot be read is logged and skipped (its result cache still names what it attached), so a bad
+ * entry never makes every DEL fail (issue 28; docs/reliability.md). Undefined when no entry is left: then DEL plans
+ * as without one.
  */
 function cachedAttachments(
   ctx: CallContext,
   read: { entries: (CachedDelegate | undefined)[]; problems: string[] },
 ): { attachments: Attachment[]; skipped: number } | undefined {
   const problems = [...read.problems];
+  const roles = cachedRoles(ctx.conf, ctx.k8s.podNamespace);
   const placed: { delegate: Delegate; index: number }[] = [];
   read.entries.forEach((entry, index) => {
     if (!entry) return;
     try {
-      placed.push({ delegate: fromCachedDelegate(entry), index });
+      placed.push({ delegate: fromCachedDelegateAt(entry, index, roles), index });
     } catch (e) {
       problems.push(`delegate ${index}: ${messageOf(e)}`);
     }
   });
   for (const p of problems) ctx.net.log.error(`${podTag(ctx)}: scratch cache entry skipped: ${p}`);
   if (placed.length === 0 && read.entries.length > 0) return undefined;
-  const delegates = inheritListVersion(
-    placed.map(({ delegate, index }) => ({
-      ...delegate,
-      request: {
-        ...delegate.request,
-        ifname: delegate.request.ifname || (index === 0 ? ctx.req.ifName : `net${index}`),
-      },
-    })),
-    ctx.conf.cniVersion,
-  );
-  const attachments = planAttachments(delegates, ctx.req.ifName).map((a, i) => ({
-    ...a,
-    isClusterNetwork: placed[i]!.index === 0,
+  const delegates = placed.map(({ delegate, index }) => ({
+    ...delegate,
+    request: { ...delegate.request, ifname: delegate.request.ifname || (index === 0 ? ctx.req.ifName : `net${index}`) },
   }));
+  const attachments = planAttachments(inheritListVersion(delegates, ctx.conf.cniVersion), ctx.req.ifName);
   return { attachments, skipped: problems.length };
 }
 
 /** KEP-4817 (docs/behaviour.md#claim-network-data): this sandbox's claim entries go with it; best effort. */
-async function clearClaims(ctx: CallContext, plan: DelPlan, deps: CommandDeps): Promise<void> {
+async function clearClaims(ctx: CallContext, plan: DelPlan): Promise<void> {
   if (!ctx.conf.publishClaimNetworkData || !plan.attachments.some((a) => a.request.claimDevice)) return;
   try {
-    const kube = await deps.kube(ctx.conf);
+    const kube = await ctx.kube();
     if (kube) await clearClaimNetworkData(kube, ctx.req.containerId, plan.attachments, ctx.net.log);
   } catch (e) {
     ctx.net.log.error(`${podTag(ctx)}: cannot remove the claims' network data: ${messageOf(e)}`);
@@ -176,11 +170,11 @@ async function clearClaims(ctx: CallContext, plan: DelPlan, deps: CommandDeps): 
  * API answers at once). On DEL nothing here is fatal: what cannot be resolved is logged, and the result
  * caches still name every attachment ADD made.
  */
-async function currentDelegates(ctx: CallContext, deps: CommandDeps): Promise<Delegate[]> {
+async function currentDelegates(ctx: CallContext): Promise<Delegate[]> {
   try {
-    const kube = await deps.kube(ctx.conf);
-    const pod = await lookupPod(kube, ctx.k8s, 'DEL', deps);
-    return await resolvePodDelegates(ctx.conf, ctx.k8s, pod, resolveDeps(kube, deps));
+    const kube = await ctx.kube();
+    const lookup = await lookupPod(kube, ctx.k8s, 'DEL', ctx);
+    return await resolvePodDelegates(ctx.conf, ctx.k8s, lookup, resolveDeps(kube, ctx));
   } catch (e) {
     ctx.net.log.error(
       `${podTag(ctx)}: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`,

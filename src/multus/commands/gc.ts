@@ -1,18 +1,20 @@
 /**
  * commands/gc.ts: CNI GC (orchestration, CNI spec 1.1).
  *
- * The runtime names the attachments of the multus network that are still valid
- * (`cni.dev/valid-attachments`, by container ID). Every delegate attachment in multus' own result cache that
- * belongs to another container is stale: it is deleted with the config and arguments recorded at ADD, then
- * the attachments that container's scratch cache lists without a result cache (an ADD cut short after a plugin
- * may have reserved something), and that container's scratch cache goes with them. Then every configured or cached network gets GC with its own
- * attachments that are still valid, and temp files of interrupted writes are swept. Multus declares every cached entry valid, so its cache only grows (Multus #1488); without the
- * runtime's list nothing is deleted (conservative). Failures are collected, never stop the sweep.
+ * The runtime names the attachments of the multus network that are still valid (`cni.dev/valid-attachments`,
+ * by container ID). Every delegate attachment in multus' own result cache that belongs to another container is
+ * stale: it is deleted with the config and arguments recorded at ADD, then the attachments that container's
+ * scratch cache lists without a result cache (an ADD cut short after a plugin may have reserved something), and
+ * that container's scratch cache goes with them. Then every configured or cached network gets GC with its own
+ * attachments that are still valid, and temp files of interrupted writes are swept. Multus declares every cached
+ * entry valid, so its cache only grows (k8snetworkplumbingwg/multus-cni#1488); without the runtime's list nothing
+ * is deleted (conservative). Failures are collected, never stop the sweep.
+ * Tested by test/unit/multus/commands.test.ts, test/unit/multus/reliability.test.ts.
  */
 import type { ResultCacheEntry } from '../../cni/result-cache.ts';
 import { listResultCaches } from '../../cni/result-cache.ts';
 import { readScratchCache, removeScratchCache } from '../scratch-cache.ts';
-import { fromCachedDelegate, planAttachments } from '../plan.ts';
+import { fromCachedDelegates, planAttachments } from '../attachments.ts';
 import { parseNetwork } from '../../cni/network.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import type { GcAttachment } from '../../cni/libcni.ts';
@@ -21,10 +23,10 @@ import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Network } from '../../cni/network.ts';
 import { sweepCacheTemps } from '../sweep.ts';
 import type { CniRequest } from '../../cni/request.ts';
-import type { Delegate } from '../plan.ts';
-import type { CallContext, CommandDeps } from './context.ts';
+import type { Delegate } from '../attachments.ts';
+import type { CallContext } from './context.ts';
 
-export async function cmdGc(ctx: CallContext<CniRequest>, _deps: CommandDeps): Promise<void> {
+export async function cmdGc(ctx: CallContext<CniRequest>): Promise<void> {
   const { req, conf } = ctx;
   const valid = parseValidAttachments(req.config);
   const failures: CniError[] = [];
@@ -123,7 +125,7 @@ async function deleteUnrecorded(
 ): Promise<boolean> {
   const scratch = readScratchCache(ctx.conf.cniDir, id);
   if (scratch.kind !== 'ok' || !entries[0]) return true;
-  const delegates = scratch.value.map(fromCachedDelegate);
+  const delegates = fromCachedDelegates(scratch.value);
   const clusterIfName = entries.find((e) => e.networkName === delegates[0]?.network.name)?.ifName ?? 'eth0';
   const recorded = new Set(entries.map((e) => `${e.networkName}\0${e.ifName}`));
   let ok = true;

@@ -5,13 +5,14 @@
  * ADD; a delegate's own error (code 50, 51, ... and its message) passes through unchanged, as Multus returns
  * libcni's *types.Error as it is; only a plugin that could not be run gets the network's name as context.
  * A cluster network below 1.1.0 cannot answer STATUS and is taken as ready, as libcni does.
+ * Tested by test/unit/multus/commands.test.ts.
  */
 import { resolveStaticNetworks } from '../conf.ts';
 import { PluginNotRunnable, statusNetwork } from '../../cni/libcni.ts';
 import { CniError, wrapError } from '../../base/errors.ts';
-import type { CallContext, CommandDeps } from './context.ts';
+import type { CallContext } from './context.ts';
 
-export async function cmdStatus(ctx: CallContext, _deps: CommandDeps): Promise<void> {
+export async function cmdStatus(ctx: CallContext): Promise<void> {
   const { conf } = ctx;
   const cluster = resolveStaticNetworks(conf, { clusterOnly: true })[0];
   if (!cluster) return;

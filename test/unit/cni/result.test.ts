@@ -7,7 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { CniError } from '../../../src/base/errors.ts';
 import { type CniResult, resultFamily } from '../../../src/cni/result-model.ts';
 import { type PluginOutput, parsePluginError } from '../../../src/cni/plugin-error.ts';
-import { convertResult, normalizeResult, parseResult, resultInterfaces, resultIps } from '../../../src/cni/result.ts';
+import { PluginResult, convertResult, normalizeResult, parseResult } from '../../../src/cni/result.ts';
+
+const resultInterfaces = (r: CniResult) => PluginResult.of(r).interfaces();
+const resultIps = (r: CniResult) => PluginResult.of(r).ips();
 import {
   ALL_VERSIONS,
   familyOf,

@@ -8,8 +8,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ConfigWriter } from '../../../src/daemon/autoconf.ts';
-import { generateMultusConf, pickMaster, startConfigWriter } from '../../../src/daemon/autoconf.ts';
+import { startConfigWriter } from '../../../src/daemon/autoconf.ts';
+import type { DaemonConfig } from '../../../src/daemon/config.ts';
 import { parseDaemonConfig } from '../../../src/daemon/config.ts';
+import { generateMultusConf as generate, pickMaster as pick } from '../../../src/multus/generate-conf.ts';
+
+/** The one master rule in the daemon's (shim) mode. */
+const pickMaster = (names: string[], wanted: string, read: (n: string) => Buffer | undefined) =>
+  pick(names, wanted, { mode: 'shim', isDir: () => false, read });
+/** The one generator in the daemon's (shim) mode, for a master object. */
+const generateMultusConf = (cfg: DaemonConfig, path: string, master: Record<string, unknown>) =>
+  generate(JSON.stringify(master), path, { ...cfg, mode: 'shim' }).text;
 import { parseMultusConf } from '../../../src/multus/conf.ts';
 
 const silent = { error() {}, warn() {}, verbose() {}, debug() {}, enabled: () => false };
@@ -25,7 +34,7 @@ describe('pickMaster', () => {
   };
   const read = (n: string) => (n in files ? Buffer.from(files[n]!) : undefined);
 
-  it('first by name among .conf/.conflist/.json, skipping ours, other multus configs and non-JSON', () => {
+  it('first by name among .conf/.conflist, skipping ours, other multus configs and non-JSON', () => {
     expect(pickMaster(Object.keys(files), '', read)).toBe('10-flannel.conflist');
   });
 

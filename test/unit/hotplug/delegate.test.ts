@@ -9,9 +9,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { DelegateApiDeps } from '../../../src/hotplug/delegate.ts';
+import type { DelegateDeps } from '../../../src/hotplug/delegate.ts';
 import { decodeDelegateBody } from '../../../src/daemon/delegate-http.ts';
-import { runDelegate } from '../../../src/hotplug/delegate.ts';
+import { runDelegate, servedConf } from '../../../src/hotplug/delegate.ts';
 import { createQueue } from '../../../src/daemon/queue.ts';
 import { createCniServer } from '../../../src/daemon/server.ts';
 import { listenUnix } from '../../../src/daemon/socket.ts';
@@ -82,13 +82,15 @@ function body(command: string, o: { uid?: string; ifName?: string; attrs?: Recor
   );
 }
 
-const deps = (): DelegateApiDeps => ({
-  host,
-  multusConf: () => Buffer.from(JSON.stringify(multusConf())),
-  links: { names: async () => ['lo', 'eth0'] },
-});
+const deps = (): DelegateDeps => ({ host, links: { names: async () => ['lo', 'eth0'] } });
 const run = (command: string, o: Parameters<typeof body>[1] = {}) =>
-  runDelegate(decodeDelegateBody(body(command, o), {}), deps());
+  runDelegate(
+    {
+      req: decodeDelegateBody(body(command, o), {}),
+      conf: servedConf(() => Buffer.from(JSON.stringify(multusConf()))),
+    },
+    deps(),
+  );
 const scratchNames = () =>
   (JSON.parse(readFileSync(join(dir, 'multus', 'cid1'), 'utf8')) as { Name: string }[]).map((d) => d.Name);
 const statusIfaces = () =>

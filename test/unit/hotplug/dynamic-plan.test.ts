@@ -3,11 +3,16 @@ import { describe, expect, it } from 'vitest';
 import { parseNetwork } from '../../../src/cni/network.ts';
 import { planDynamicChanges } from '../../../src/hotplug/dynamic-plan.ts';
 import { cachedAttachments } from '../../../src/hotplug/hotplug.ts';
-import type { Delegate } from '../../../src/multus/plan.ts';
-import { toCachedDelegate } from '../../../src/multus/plan.ts';
+import type { Delegate } from '../../../src/multus/attachments.ts';
+import { toCachedDelegate } from '../../../src/multus/attachments.ts';
 
 function delegate(name: string, request: Delegate['request'] = {}, displayName = name): Delegate {
-  return { network: parseNetwork({ cniVersion: '1.0.0', name, type: 'macvlan' }), displayName, request };
+  return {
+    network: parseNetwork({ cniVersion: '1.0.0', name, type: 'macvlan' }),
+    displayName,
+    request,
+    source: 'selection',
+  };
 }
 
 describe('planDynamicChanges', () => {
@@ -21,6 +26,7 @@ describe('planDynamicChanges', () => {
         delegate('b', { ifname: 'data0' }, 'ns/b'),
       ].map((d) => toCachedDelegate({ ...d, ifName: '', isClusterNetwork: false })),
       'eth0',
+      { defaults: 1 },
     );
   const sel = (name: string, ifname?: string, namespace = 'ns') => ({
     name,
@@ -30,12 +36,12 @@ describe('planDynamicChanges', () => {
   const show = (cs: ReturnType<typeof planDynamicChanges>) => cs.map((c) => `${c.kind} ${c.network}@${c.ifName}`);
 
   it('changes nothing when the annotation matches, in any order, and never touches the statics', () => {
-    expect(planDynamicChanges(made(), 2, [sel('a'), sel('b', 'data0')])).toEqual([]);
-    expect(planDynamicChanges(made(), 2, [sel('b', 'data0'), sel('a', 'net2')])).toEqual([]);
+    expect(planDynamicChanges(made(), [sel('a'), sel('b', 'data0')])).toEqual([]);
+    expect(planDynamicChanges(made(), [sel('b', 'data0'), sel('a', 'net2')])).toEqual([]);
   });
 
   it('removes what left the annotation and adds what joined it, removals first, adds in annotation order', () => {
-    expect(show(planDynamicChanges(made(), 2, [sel('c'), sel('b', 'data0'), sel('d', 'x1'), sel('c')]))).toEqual([
+    expect(show(planDynamicChanges(made(), [sel('c'), sel('b', 'data0'), sel('d', 'x1'), sel('c')]))).toEqual([
       'remove ns/a@net2',
       'add ns/c@net2', // net1 is the static's; net2 was freed by the removal
       'add ns/d@x1',
@@ -44,7 +50,7 @@ describe('planDynamicChanges', () => {
   });
 
   it('moves an element to another interface name by removing and adding it', () => {
-    expect(show(planDynamicChanges(made(), 2, [sel('a'), sel('b', 'data1')]))).toEqual([
+    expect(show(planDynamicChanges(made(), [sel('a'), sel('b', 'data1')]))).toEqual([
       'remove ns/b@data0',
       'add ns/b@data1',
     ]);

@@ -2,18 +2,18 @@
 import { describe, expect, it } from 'vitest';
 import { CniError } from '../../../src/base/errors.ts';
 import { parseNetwork } from '../../../src/cni/network.ts';
-import {
-  cachedAttachments,
-  editStatusEntries,
-  parseStatusEntries,
-  planHotplugAdd,
-  planHotplugDel,
-} from '../../../src/hotplug/hotplug.ts';
-import type { Delegate } from '../../../src/multus/plan.ts';
-import { toCachedDelegate } from '../../../src/multus/plan.ts';
+import { cachedAttachments, planHotplugAdd, planHotplugDel } from '../../../src/hotplug/hotplug.ts';
+import { editStatusEntries, parseStatusEntries } from '../../../src/multus/network-status.ts';
+import type { Delegate } from '../../../src/multus/attachments.ts';
+import { toCachedDelegate } from '../../../src/multus/attachments.ts';
 
 function delegate(name: string, request: Delegate['request'] = {}, displayName = name): Delegate {
-  return { network: parseNetwork({ cniVersion: '1.0.0', name, type: 'macvlan' }), displayName, request };
+  return {
+    network: parseNetwork({ cniVersion: '1.0.0', name, type: 'macvlan' }),
+    displayName,
+    request,
+    source: 'selection',
+  };
 }
 
 /** A scratch cache as ADD writes it: cluster network, then net1, net2 by position. */

@@ -6,9 +6,17 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_BACKOFF } from '../../../src/base/backoff.ts';
 import type { ReadinessDeps } from '../../../src/multus/readiness.ts';
-import { goMarshal, goNumber } from '../../../src/install/gojson.ts';
+import { goMarshal, goNumber } from '../../../src/base/gojson.ts';
 import { type KubeconfigInputs, renderKubeconfig } from '../../../src/install/kubeconfig.ts';
-import { generateMultusConf, pickMaster } from '../../../src/install/multusconf.ts';
+import type { ThinConfOptions } from '../../../src/multus/generate-conf.ts';
+import { generateMultusConf as generate, pickMaster as pick } from '../../../src/multus/generate-conf.ts';
+
+/** The one generator in its thin mode (`multus install`). */
+const generateMultusConf = (text: string, path: string, o: ThinConfOptions) =>
+  generate(text, path, { ...o, mode: 'thin' });
+/** The one master rule in its thin mode, null for none. */
+const pickMaster = (names: string[], wanted: string, isDir: (n: string) => boolean) =>
+  pick(names, wanted, { mode: 'thin', isDir }) ?? null;
 import { FLAGS, InstallError, defaultOptions, parseInstallArgs } from '../../../src/install/options.ts';
 import { isDefaultReady, parseReadyArgs, readySchedule } from '../../../src/install/ready.ts';
 

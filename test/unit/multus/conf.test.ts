@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MultusConf } from '../../../src/multus/conf.ts';
-import type { Delegate } from '../../../src/multus/plan.ts';
+import type { Delegate } from '../../../src/multus/attachments.ts';
 import type { Network } from '../../../src/cni/network.ts';
 import { findNetworkInDir, loadNetworkFile, loadNetworkPath, parseNetwork } from '../../../src/cni/network.ts';
 import { parseMultusConf, resolveStaticNetworks } from '../../../src/multus/conf.ts';
@@ -946,7 +946,9 @@ describe('resolveStaticNetworks (docs/behaviour.md#cluster-network)', () => {
       const calls: string[] = [];
       const lookup = (name: string): Delegate | undefined => {
         calls.push(name);
-        return name === 'nad1' ? { network: nad, displayName: 'kube-system/nad1', request: {} } : undefined;
+        return name === 'nad1'
+          ? { network: nad, displayName: 'kube-system/nad1', request: {}, source: 'default' }
+          : undefined;
       };
       const parsed = clusterConf({ clusterNetwork: 'nad1', defaultNetworks: ['gamma', at('files/single.conf')] });
       expect(names(resolveStaticNetworks(parsed, { lookup }))).toEqual([

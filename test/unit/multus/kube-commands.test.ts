@@ -10,9 +10,8 @@ import { cmdAdd } from '../../../src/multus/commands/add.ts';
 import type { CommandDeps } from '../../../src/multus/commands/context.ts';
 import { cmdDel } from '../../../src/multus/commands/del.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
-import { silentLogger } from '../../../src/base/log.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
-import { withContext } from '../../helpers/commands.ts';
+import { kubeDeps, withContext } from '../../helpers/commands.ts';
 import { FakeExec, cniErrorReply } from '../../helpers/fake-exec.ts';
 import { FakeKube, FakeKubeError } from '../../helpers/fake-kube.ts';
 import { startPodResourcesServer } from '../../devices/podresources-server.ts';
@@ -45,14 +44,7 @@ function setup(annotations: Record<string, string> = {}, confExtra: Record<strin
     delegates: [{ cniVersion: '1.0.0', name: 'cluster', type: 'p0' }],
     ...confExtra,
   };
-  const deps: CommandDeps = {
-    exec,
-    log: silentLogger,
-    readiness: { exists: async () => true, sleep: async () => {} },
-    env: {},
-    kube: async () => kube,
-    clock: { now: () => Date.now(), sleep: async () => {} },
-  };
+  const deps: CommandDeps = kubeDeps(exec, kube);
   const call = (command: 'ADD' | 'DEL') => {
     const stdin = Buffer.from(JSON.stringify(conf));
     const env = {

@@ -87,6 +87,7 @@ describe('mergeConfigArgs', () => {
       nad('net-a', { cniVersion: '1.0.0', type: 'sriov' }, { 'k8s.v1.cni.cncf.io/resourceName': 'intel.com/sriov' }),
       confDir,
       { configArgs: { vlan: 5 } },
+      'selection',
     );
     expect(d.displayName).toBe('ns1/net-a');
     expect(d.request.resourceName).toBe('intel.com/sriov');

@@ -5,8 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { NetworkStatus } from '../../../src/multus/network-status.ts';
-import { buildNetworkStatuses, formatNetworkStatus } from '../../../src/multus/network-status.ts';
+import { buildNetworkStatuses as build, formatNetworkStatus } from '../../../src/multus/network-status.ts';
 import type { CniResult } from '../../../src/cni/result-model.ts';
+import { PluginResult } from '../../../src/cni/result.ts';
+
+/** The entries of a result given as the plugin printed it (decoded once, as ADD does). */
+const buildNetworkStatuses = (name: string, result: CniResult, isDefault: boolean, info?: Record<string, unknown>) =>
+  build(name, PluginResult.of(result), isDefault, info);
 
 const NS = '/var/run/netns/pod';
 const PCI = { type: 'pci', version: '1.1.0', pci: { 'pci-address': '0000:03:00.1' } };

@@ -2,29 +2,11 @@
  * scripts/check-rooms.mjs (run by `npm run check`) on planted trees: it must fail on an import circle, inside a
  * room as well as across rooms and through type-only imports, and on a wrong-way arrow; a clean tree passes.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { plantedCheck } from '../../helpers/planted-tree.ts';
 
-const SCRIPT = join(import.meta.dirname, '../../../scripts/check-rooms.mjs');
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-/** Runs the check on a tree of `files` (path relative to the fake src/ → content). */
-function check(files: Record<string, string>): { status: number | null; stderr: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'rooms-'));
-  dirs.push(dir);
-  for (const [path, text] of Object.entries(files)) {
-    mkdirSync(dirname(join(dir, path)), { recursive: true });
-    writeFileSync(join(dir, path), text);
-  }
-  const out = spawnSync(process.execPath, [SCRIPT, dir], { encoding: 'utf8' });
-  return { status: out.status, stderr: out.stderr };
-}
+const check = plantedCheck(join(import.meta.dirname, '../../../scripts/check-rooms.mjs'));
 
 describe('check-rooms', () => {
   it('passes a tree whose imports point down and never go round', () => {

@@ -1,5 +1,5 @@
 /**
- * plan.ts: which attachments a call makes, and what each delegate is given (pure).
+ * attachments.ts: which attachments a call makes, and what each delegate is given (pure).
  *
  * An attachment is one delegate network bound to one interface name in the pod: the cluster network first (CNI_IFNAME),
  * then the others as net<i> by position unless they ask for a name (docs/behaviour.md#ordering). For each attachment
@@ -13,21 +13,29 @@ import type { CachedDelegate } from './scratch-cache.ts';
 import type { ArgPairs, K8sArgs } from '../cni/cniargs.ts';
 import { buildDelegateArgs } from '../cni/cniargs.ts';
 import type { Network } from '../cni/network.ts';
-import { parseNetwork } from '../cni/network.ts';
+import { editNetwork, parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError } from '../base/errors.ts';
-import { decodeObject } from '../base/keys.ts';
 import { DEFAULT_VERSION } from '../base/versions.ts';
 import { validateIfName } from '../base/names.ts';
+
+/**
+ * Where an attachment comes from: the cluster network (the config's, or the pod's default-network override), one
+ * of the config's defaultNetworks (or its other `delegates`), an element of the pod's networks annotation, the
+ * auxiliary chain, or a hot-plug request (`/delegate`, `multus hotplug`).
+ */
+export type AttachmentSource = 'cluster' | 'default' | 'selection' | 'auxiliary' | 'hotplug';
 
 export interface Delegate {
   network: Network;
   /** The name users see: "<namespace>/<nad>" for NADs, the network name otherwise. */
   displayName: string;
   request: AttachmentRequest;
+  source: AttachmentSource;
 }
 
 export interface Attachment extends Delegate {
   ifName: string;
+  /** `source === 'cluster'`: it gets CNI_IFNAME and ignores selection requests. */
   isClusterNetwork: boolean;
 }
 
@@ -35,7 +43,7 @@ export interface Attachment extends Delegate {
 export function planAttachments(delegates: Delegate[], clusterIfName: string): Attachment[] {
   const byName = new Map<string, string>();
   return delegates.map((delegate, index) => {
-    const isClusterNetwork = index === 0;
+    const isClusterNetwork = delegate.source === 'cluster';
     const ifName = delegate.request.ifname || (isClusterNetwork ? clusterIfName : `net${index}`);
     validateIfName(ifName);
     const previous = byName.get(ifName);
@@ -146,9 +154,54 @@ export function toCachedDelegate(attachment: Attachment): CachedDelegate {
   };
 }
 
-export function fromCachedDelegate(cached: CachedDelegate): Delegate {
-  const network = parseNetwork(cached.bytes);
-  return { network, displayName: cached.name || network.name, request: cached.request };
+/**
+ * The delegates a scratch cache records, each with its source. The cache keeps Go Multus' bytes, which do not
+ * record it, so it is recovered here, the one place that reads it back: the first record is the cluster network;
+ * the auxiliary chain is the record named `auxiliaryCNIChainName` whose first plugin is passthru; the next
+ * `defaults` records are the config's defaultNetworks (`defaultsFor`); the rest are selections (an annotation's or
+ * a hot-plug request's, which the cache does not tell apart).
+ */
+export function fromCachedDelegates(cached: CachedDelegate[], roles: CachedRoles = {}): Delegate[] {
+  return cached.map((record, index) => fromCachedDelegateAt(record, index, roles));
+}
+
+/** The record at `index` of a scratch cache (fromCachedDelegates; DEL reads each record on its own). */
+export function fromCachedDelegateAt(record: CachedDelegate, index: number, roles: CachedRoles = {}): Delegate {
+  const network = parseNetwork(record.bytes);
+  const displayName = record.name || network.name;
+  let source: AttachmentSource = 'selection';
+  if (index === 0) source = 'cluster';
+  else if (roles.auxiliaryName && displayName === roles.auxiliaryName && network.plugins[0]?.type === 'passthru')
+    source = 'auxiliary';
+  else if (index <= (roles.defaults ?? 0)) source = 'default';
+  return { network, displayName, request: record.request, source };
+}
+
+/** What tells the records of a scratch cache apart (fromCachedDelegates). */
+export interface CachedRoles {
+  /** How many of the config's defaultNetworks follow the cluster network (none for a pod in systemNamespaces). */
+  defaults?: number;
+  auxiliaryName?: string;
+}
+
+/** The roles of a pod's cached records under `conf` (its defaultNetworks unless the pod is in systemNamespaces). */
+export function cachedRoles(
+  conf: {
+    defaultNetworks: string[];
+    systemNamespaces: string[];
+    auxiliaryCNIChainName: string;
+    clusterNetwork: string;
+    delegates: unknown[];
+  },
+  podNamespace: string,
+): CachedRoles {
+  const defaults =
+    conf.clusterNetwork === ''
+      ? Math.max(0, conf.delegates.length - 1)
+      : conf.systemNamespaces.includes(podNamespace)
+        ? 0
+        : conf.defaultNetworks.length;
+  return { defaults, ...(conf.auxiliaryCNIChainName ? { auxiliaryName: conf.auxiliaryCNIChainName } : {}) };
 }
 
 /**
@@ -160,9 +213,12 @@ export function inheritListVersion(delegates: Delegate[], version: string): Dele
   if (version === DEFAULT_VERSION) return delegates;
   return delegates.map((delegate) => {
     if (!delegate.network.isList) return delegate;
-    const obj = decodeObject(delegate.network.bytes, 'network config');
-    if (typeof obj.cniVersion === 'string' && obj.cniVersion !== '') return delegate;
-    const network = parseNetwork(Buffer.from(JSON.stringify({ ...obj, cniVersion: version })));
-    return { ...delegate, network };
+    let changed = false;
+    const network = editNetwork(delegate.network, (obj) => {
+      if (typeof obj.cniVersion === 'string' && obj.cniVersion !== '') return;
+      changed = true;
+      return { ...obj, cniVersion: version };
+    });
+    return changed ? { ...delegate, network } : delegate;
   });
 }

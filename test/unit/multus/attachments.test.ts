@@ -2,20 +2,27 @@ import { describe, expect, it } from 'vitest';
 import type { K8sArgs } from '../../../src/cni/cniargs.ts';
 import { parseNetwork } from '../../../src/cni/network.ts';
 import { CniError } from '../../../src/base/errors.ts';
-import type { Delegate } from '../../../src/multus/plan.ts';
+import type { Delegate } from '../../../src/multus/attachments.ts';
 import {
   capabilityArgsFor,
   delegateArgsFor,
-  fromCachedDelegate,
-  planAttachments,
+  fromCachedDelegates,
+  planAttachments as planAll,
   toCachedDelegate,
   undeclaredCapabilities,
-} from '../../../src/multus/plan.ts';
+} from '../../../src/multus/attachments.ts';
 
 function delegate(name: string, request: Delegate['request'] = {}, displayName = name): Delegate {
   const network = parseNetwork({ cniVersion: '1.0.0', name, type: 'bridge' });
-  return { network, displayName, request };
+  return { network, displayName, request, source: 'selection' };
 }
+
+/** A pod's delegates as the resolvers give them: the cluster network first. */
+const planAttachments = (delegates: Delegate[], clusterIfName: string) =>
+  planAll(
+    delegates.map((d, i) => (i === 0 ? { ...d, source: 'cluster' as const } : d)),
+    clusterIfName,
+  );
 
 const k8s: K8sArgs = {
   ignoreUnknown: true,
@@ -145,7 +152,7 @@ describe('delegateArgsFor', () => {
 });
 
 describe('scratch cache records', () => {
-  it('round-trip an attachment through toCachedDelegate/fromCachedDelegate', () => {
+  it('round-trip an attachment through toCachedDelegate/fromCachedDelegates', () => {
     const request = {
       ifname: 'data0',
       mac: '02:00:00:00:00:01',
@@ -153,11 +160,11 @@ describe('scratch cache records', () => {
       portMappings: [{ hostPort: 1, containerPort: 2 }],
     };
     const [attachment] = planAttachments([delegate('nad-a', request, 'ns1/nad-a')], 'eth0');
-    const back = fromCachedDelegate(toCachedDelegate(attachment!));
-    expect(back.displayName).toBe('ns1/nad-a');
-    expect(back.request).toEqual(request);
-    expect(back.network.name).toBe('nad-a');
-    expect(back.network.bytes.equals(attachment!.network.bytes)).toBe(true);
+    const [back] = fromCachedDelegates([toCachedDelegate(attachment!)]);
+    expect(back!.displayName).toBe('ns1/nad-a');
+    expect(back!.request).toEqual(request);
+    expect(back!.network.name).toBe('nad-a');
+    expect(back!.network.bytes.equals(attachment!.network.bytes)).toBe(true);
   });
 });
 
@@ -180,7 +187,10 @@ describe('undeclaredCapabilities', () => {
       type: 'bridge',
       ...(capabilities ? { capabilities } : {}),
     });
-    const [, other] = planAttachments([delegate('a'), { network, displayName: 'ns/b', request }], 'eth0');
+    const [, other] = planAttachments(
+      [delegate('a'), { network, displayName: 'ns/b', request, source: 'selection' }],
+      'eth0',
+    );
     expect(undeclaredCapabilities(other!)).toEqual(expected);
   });
 

@@ -6,7 +6,9 @@
  * `&`, U+2028 and U+2029 escaped as `\u003c`..., and numbers in Go's float64 form. `goMarshal` writes the same
  * bytes for any value `JSON.parse` returns, so the two generated files can be compared byte for byte
  * (docs/install.md, "Generated config").
+ * Tested by test/unit/install/install-conf.test.ts (goMarshal, goNumber).
  */
+import { GO_HTML_ESCAPES } from './json.ts';
 
 const ESCAPES: Record<string, string> = {
   '"': '\\"',
@@ -14,11 +16,7 @@ const ESCAPES: Record<string, string> = {
   '\n': '\\n',
   '\r': '\\r',
   '\t': '\\t',
-  '<': '\\u003c',
-  '>': '\\u003e',
-  '&': '\\u0026',
-  '\u2028': '\\u2028',
-  '\u2029': '\\u2029',
+  ...GO_HTML_ESCAPES,
 };
 
 /** A string as Go's json.Marshal quotes it (HTML-safe; other control characters as \u00XX). */
