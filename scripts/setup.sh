@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent setup of a fresh machine for multus-ts: system packages for the end-to-end tier, node_modules,
 # the libcni driver the end-to-end tests run the plugin with, the Kubernetes tier's kube-apiserver/etcd, Go
-# Multus v4.3.0 (test/peers/build-gomultus.sh) and the runtime tier's crictl, pause image, kubelet,
+# Multus v4.3.0 (test/peers/build-gomultus.sh), cnitool and helm (test/peers/build-go-tool.sh) and the
+# runtime tier's crictl, pause image, kubelet,
 # kube-controller-manager and kube-scheduler (test/runtime/build.sh --kubelet), critest and CRI-O
 # (test/runtime/build-critest.sh, build-crio.sh).
 #
@@ -125,6 +126,13 @@ fi
 if [[ -f test/peers/build-whereabouts.sh ]]; then
   say "whereabouts peer: $(bash test/peers/build-whereabouts.sh)"
 fi
+
+# 5c. cnitool v1.3.0, the CNI project's own client, which drives build/multus in test/e2e/cnitool.test.ts;
+#     helm v3.22.0, which lints, renders and installs the chart in deployments/helm/multus (test/install/helm-chart.test.ts
+#     and the kubelet tier). test/peers/build-go-tool.sh reuses each one's output while its inputs are unchanged.
+for b in cnitool helm; do
+  say "$b: $(bash test/peers/build-go-tool.sh "$b")"
+done
 
 # 6. The runtime tier's crictl (Go modules), sandbox image, and the kubelet node's kubelet,
 #    kube-controller-manager and kube-scheduler (test/runtime/build.sh --kubelet, cached the same way).

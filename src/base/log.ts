@@ -2,7 +2,7 @@
  * log.ts: the levelled logger, built once from the conf and passed in (I/O: stderr and one log file).
  *
  * Levels, line format and the `warning: ` prefix follow Multus pkg/logging (docs/behaviour.md#logging): a line
- * `<RFC3339 local time> [<level>] <message>` goes to stderr when enabled and to the log file when one is set. The file
+ * `<RFC3339 local time> [<level>] <message>` (Go's time.RFC3339: `Z` in UTC) goes to stderr when enabled and to the log file when one is set. The file
  * is opened lazily, so an invocation that logs nothing touches no file. Rotation is lumberjack-compatible
  * (natefinch/lumberjack v2: backup names, count and age pruning, gzip) and is honoured here, where thin Multus ignores
  * `logOptions` (docs/behaviour.md#logging quirk). Secrets are redacted before anything is written, and a logging
@@ -73,8 +73,9 @@ export const silentLogger: Logger = Object.freeze({
 const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
 
 /**
- * RFC 3339 in local time with a numeric offset (`2026-11-30T04:31:02+00:00`), no fraction. Go's time.RFC3339,
- * which Multus uses, writes `Z` instead of `+00:00` for a zero offset; both are RFC 3339.
+ * The time as Go's `t.Format(time.RFC3339)` prints a local `time.Now()`, which Multus' pkg/logging writes
+ * (docs/behaviour.md#logging): local time, no fraction, `Z` for a zero offset (`2026-11-30T04:31:02Z`, what a
+ * container without TZ prints, and what log parsers anchor on), else the numeric offset (`+05:30`).
  */
 export function formatTimestamp(d: Date, offsetMinutes = -d.getTimezoneOffset()): string {
   const local = new Date(d.getTime() + offsetMinutes * 60_000);
@@ -82,7 +83,8 @@ export function formatTimestamp(d: Date, offsetMinutes = -d.getTimezoneOffset())
   const abs = Math.abs(offsetMinutes);
   const date = `${pad(local.getUTCFullYear(), 4)}-${pad(local.getUTCMonth() + 1)}-${pad(local.getUTCDate())}`;
   const time = `${pad(local.getUTCHours())}:${pad(local.getUTCMinutes())}:${pad(local.getUTCSeconds())}`;
-  return `${date}T${time}${sign}${pad(Math.floor(abs / 60))}:${pad(abs % 60)}`;
+  const zone = offsetMinutes === 0 ? 'Z' : `${sign}${pad(Math.floor(abs / 60))}:${pad(abs % 60)}`;
+  return `${date}T${time}${zone}`;
 }
 
 export function formatLogLine(d: Date, level: LogLevel, msg: string): string {

@@ -64,9 +64,28 @@ export function findInPath(type: string, dirs: string[]): string {
       // not in this directory (or not executable): try the next one, as libcni's FindInPath does
     }
   }
-  throw new CniError(CniCode.InvalidConfig, `failed to find plugin "${type}" in path [${dirs.join(' ')}]`, {
-    details: 'install the plugin into binDir or a CNI_PATH directory, or fix the delegate\'s "type"',
-  });
+  throw new PluginNotFoundError(type, dirs);
+}
+
+/** A plugin in none of the bin dirs (libcni's words): ADD also warns about it (docs/behaviour.md#missing-plugin). */
+export class PluginNotFoundError extends CniError {
+  constructor(
+    readonly pluginType: string,
+    readonly dirs: readonly string[],
+  ) {
+    super(CniCode.InvalidConfig, `failed to find plugin "${pluginType}" in path [${dirs.join(' ')}]`, {
+      details: 'install the plugin into binDir or a CNI_PATH directory, or fix the delegate\'s "type"',
+    });
+  }
+}
+Object.defineProperty(PluginNotFoundError.prototype, 'name', { value: 'PluginNotFoundError', enumerable: false });
+
+/** The PluginNotFoundError `err` is or was caused by (wrapError keeps the cause), if any. */
+export function missingPluginOf(err: unknown): PluginNotFoundError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof PluginNotFoundError) return e;
+  }
+  return undefined;
 }
 
 function collect(stream: NodeJS.ReadableStream, sink: Buffer[], limit: { left: number }): void {

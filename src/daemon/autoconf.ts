@@ -7,8 +7,9 @@
  * every 00-multus.conf key of the daemon config).
  *
  * `startConfigWriter` watches the directory (fs.watch, plus a poll because inotify misses changes
- * on some mounts), writes the file atomically (0600, as Multus) when its content changes, removes it when the
- * master disappears, and on `stop()` removes the file if it wrote it, unless told `{ remove: false }` (the
+ * on some mounts), writes the file atomically (0600, as Multus) when its content changes or it went missing (when
+ * another CNI renamed it away, Cilium's `.cilium_bak`, it also warns in the log and by a node event), removes it
+ * when the master disappears, and on `stop()` removes the file if it wrote it, unless told `{ remove: false }` (the
  * daemon passes its `cleanupConfigOnExit`, false by default: the file outlives the daemon, docs/resident.md).
  */
 import type { FSWatcher } from 'node:fs';
@@ -19,6 +20,7 @@ import type { Logger } from '../base/log.ts';
 import { writeFileAtomic } from '../base/files.ts';
 import { GENERATED_FILES, generateMultusConf, pickMaster } from '../multus/generate-conf.ts';
 import type { DaemonConfig } from './config.ts';
+import { RENAMED_REASON, renamedAway, renamedAwayMessage } from '../multus/renamed-conf.ts';
 
 export const GENERATED_NAME = GENERATED_FILES[0];
 
@@ -34,7 +36,14 @@ export interface ConfigWriterOptions {
   cfg: DaemonConfig;
   log: Logger;
   pollMs?: number;
+  /** A Warning event on the node (best effort): the file we wrote was renamed away by another program. */
+  warnNode?(reason: string, message: string): void;
+  /** The clock (ms) of the renamed-file warning's interval (default Date.now). */
+  now?(): number;
 }
+
+/** A renamed-away 00-multus.conf is reported at most this often (another CNI may rename it again and again). */
+const RENAMED_WARNING_MS = 10 * 60_000;
 
 function isDirectory(path: string): boolean {
   try {
@@ -82,6 +91,21 @@ function servedPath(cfg: DaemonConfig): string {
   return join(cfg.cniConfigDir, basename(cfg.multusConfigFile));
 }
 
+/**
+ * Our file at `path` is gone: if another program renamed it (Cilium's `.cilium_bak`), the warning's text
+ * (multus/renamed-conf.ts), else undefined.
+ */
+function renamedAwayWarning(path: string): string | undefined {
+  let names: string[];
+  try {
+    names = readdirSync(dirname(path));
+  } catch {
+    return undefined;
+  }
+  const found = renamedAway(names, [basename(path)]);
+  return found ? renamedAwayMessage(dirname(path), found) : undefined;
+}
+
 /** fs.watch of `dir` calling `changed`; none when it does not exist yet (the poll notices when it does). */
 function watchDir(dir: string, changed: () => void): FSWatcher[] {
   try {
@@ -99,6 +123,17 @@ export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
   let written: string | undefined; // the content we last wrote
   let writtenPath = target; // where we wrote it
   let lastMaster = '';
+  let renamedWarnedAt: number | undefined;
+
+  const noteRenamedAway = (path: string): void => {
+    const now = (o.now ?? Date.now)();
+    if (renamedWarnedAt !== undefined && now - renamedWarnedAt < RENAMED_WARNING_MS) return;
+    const message = renamedAwayWarning(path);
+    if (message === undefined) return;
+    renamedWarnedAt = now;
+    log.warn(message);
+    o.warnNode?.(RENAMED_REASON, message);
+  };
 
   const remove = (why: string): void => {
     if (written === undefined) return;
@@ -127,7 +162,9 @@ export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
         lastMaster = want.master;
         return; // already where the runtime reads it
       }
-      if (written === want.text && readOrUndefined(path)?.toString('utf8') === want.text) return;
+      const onDisk = readOrUndefined(path);
+      if (written === want.text && onDisk?.toString('utf8') === want.text) return;
+      if (written !== undefined && onDisk === undefined) noteRenamedAway(path);
       writeFileAtomic(path, want.text, 0o600);
       if (want.master !== lastMaster) log.verbose(`wrote ${path} for the master CNI config ${want.master}`);
       written = want.text;

@@ -7,6 +7,7 @@
  * generated 00-multus.conf carries. Unknown keys are ignored; a bad value is a `DaemonConfigError` whose one-line
  * message names the key and what to write.
  */
+import { isIP } from 'node:net';
 import { isAbsolute } from 'node:path';
 import { messageOf } from '../base/errors.ts';
 import { isObject } from '../base/json.ts';
@@ -42,7 +43,10 @@ export interface DaemonConfig {
   connectionLimit: number;
   /** Prometheus /metrics port (undefined = off). */
   metricsPort: number | undefined;
-  /** Our key: the address /metrics listens on (default 127.0.0.1). */
+  /**
+   * Our key: the address /metrics listens on; '' (the default) is every address of the node, as Multus' `:port`
+   * (docs/resident.md#metrics); `127.0.0.1` keeps it to the node itself.
+   */
   metricsBindAddress: string;
   /** Our key: how long SIGTERM waits for in-flight requests. */
   shutdownGraceMs: number;
@@ -135,6 +139,13 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
   const levelText = str(raw, 'logLevel', '');
   const logLevel = levelText === '' ? 'error' : parseLogLevel(levelText);
   if (logLevel === undefined) throw bad('logLevel', `one of panic, error, verbose, debug (got "${levelText}")`);
+  const metricsBindAddress = str(raw, 'metricsBindAddress', '');
+  if (metricsBindAddress !== '' && isIP(metricsBindAddress) === 0) {
+    throw bad(
+      'metricsBindAddress',
+      `an IP address of the node, such as "127.0.0.1" or "::" (got "${metricsBindAddress}")`,
+    );
+  }
   const multusKeys = Object.fromEntries(Object.entries(raw).filter(([k]) => MULTUS_KEYS.includes(k)));
   checkMultusKeys(multusKeys);
 
@@ -156,7 +167,7 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     logToStderr: raw.logToStderr === undefined ? true : bool(raw, 'logToStderr'),
     connectionLimit: int(raw, 'connectionLimit', 1, 1_000_000) ?? 0,
     metricsPort: int(raw, 'metricsPort', 1, 65535),
-    metricsBindAddress: str(raw, 'metricsBindAddress', '127.0.0.1'),
+    metricsBindAddress,
     shutdownGraceMs: (int(raw, 'shutdownGraceSeconds', 0, 3600) ?? 30) * 1000,
     shutdownDrainMs: (int(raw, 'shutdownDrainSeconds', 0, 600) ?? 2) * 1000,
     cleanupConfigOnExit: bool(raw, 'cleanupConfigOnExit'),

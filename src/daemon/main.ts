@@ -25,6 +25,7 @@ import type { Exec } from '../cni/exec.ts';
 import { callerEnv } from '../base/caller-env.ts';
 import { STOP_SIGNALS, killRunningDelegates, realExec, stopStartingDelegates } from '../cni/exec.ts';
 import { createHost } from '../host/host.ts';
+import { nodeEvent } from '../k8s/calls.ts';
 import type { KubeClient } from '../k8s/types.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { ConfigWriter } from './autoconf.ts';
@@ -143,11 +144,13 @@ function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise
       (e: unknown) => res.writeHead(500).end(messageOf(e)),
     );
   });
+  // No address: every address of the node, as Multus' ":<metricsPort>" (docs/resident.md#metrics).
+  const host = cfg.metricsBindAddress || undefined;
+  const where = host === undefined ? `every address, port ${cfg.metricsPort}` : `${host} port ${cfg.metricsPort}`;
   return new Promise((resolve, reject) => {
-    const where = `${cfg.metricsBindAddress}:${cfg.metricsPort}`;
     server.once('error', (e) => reject(new StartError(`cannot serve /metrics on ${where}: ${messageOf(e)}`)));
-    server.listen(cfg.metricsPort, cfg.metricsBindAddress, () => {
-      log.verbose(`metrics on http://${cfg.metricsBindAddress}:${cfg.metricsPort}/metrics`);
+    server.listen(cfg.metricsPort, host, () => {
+      log.verbose(`metrics on ${where}: /metrics`);
       resolve(server);
     });
   });
@@ -204,6 +207,14 @@ function closeParts(p: Parts, cfg: DaemonConfig): void {
   p.host?.close();
 }
 
+/** Warning events about this node (MultusConfigRenamed, docs/install.md), when there is a Kubernetes client. */
+function nodeWarnings(warm: WarmKube | undefined, env: Env): { warnNode?: (reason: string, msg: string) => void } {
+  const kube = warm?.client;
+  if (!kube) return {};
+  const node = env.MULTUS_NODE_NAME || hostname();
+  return { warnNode: (reason, msg) => void kube.createEvent(nodeEvent(node, 'Warning', reason, msg)) };
+}
+
 function createMetricsFor(cfg: DaemonConfig): Metrics | undefined {
   if (cfg.metricsPort === undefined) return undefined;
   try {
@@ -227,10 +238,11 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
     const metrics = createMetricsFor(cfg);
     const exec = metrics ? timedExec(setup.exec, metrics) : setup.exec;
     const warm = (parts.warm = await startWarm(cfg, io.env, log, metrics));
+    if (warm && metrics) warm.onPod(metrics.podNetworks); // pod_network_name_info (docs/resident.md#metrics)
     const warmKubeconfig = typeof cfg.multusKeys.kubeconfig === 'string' ? cfg.multusKeys.kubeconfig : '';
     const host = createHost({ writeStderr: io.writeStderr, exec, connectKube: kubeConnector(warm, warmKubeconfig) });
     parts.host = host;
-    const writer = (parts.writer = startConfigWriter({ cfg, log }));
+    const writer = (parts.writer = startConfigWriter({ cfg, log, ...nodeWarnings(warm, io.env) }));
     const multusConf = (): Buffer => {
       const path = writer.current();
       if (!path) throw new Error('no multus config is served yet (waiting for the master network config)');
@@ -255,6 +267,7 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
     log.verbose(`multus daemon serving ${socket}`);
     const stop = async (reason: string, again: Promise<string> = new Promise(() => {})) => {
       stopping = true;
+      writer.stop({ remove: false }); // frozen: an uninstall's cleanup (docs/install.md, "Helm") is not undone
       await parts.dynamic?.stop();
       await shutDown({ cfg, log, queue, http: parts.http!, reason, again });
       closeParts({ ...parts, http: undefined }, cfg);

@@ -7,7 +7,9 @@
  * metrics of prom-client keep their standard names (`process_*`, `nodejs_*`), which dashboards expect. Beside
  * ours, Multus' own names with Multus' labels and label values (docs/resident.md, "Metrics"), so dashboards
  * built for Multus thick work: `multus_server_request_total` (HEAD) and the per-plugin
- * `multus_cni_plugin_*` of k8snetworkplumbingwg/multus-cni#1533.
+ * `multus_cni_plugin_*` of k8snetworkplumbingwg/multus-cni#1533; and network-metrics-daemon's `pod_network_name_info`,
+ * kept from the pod informer, so kubelet's `container_network_*` can be joined to NAD names without that second
+ * DaemonSet.
  *
  * Label values come from requests (command, plugin type): they are bounded here, so a caller that sends
  * arbitrary values cannot grow the registry without limit (unknown commands become `other`, plugin types past
@@ -16,6 +18,9 @@
  * This module is bundled only into the daemon's code; the thin plugin never loads it.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Pod } from '../k8s/types.ts';
+import type { PodNetworkLabels } from './pod-network-info.ts';
+import { podNetworkLabels } from './pod-network-info.ts';
 
 export interface Metrics {
   /** A request began; the returned function ends it (the in-flight gauge goes down once, however often called). */
@@ -28,6 +33,8 @@ export interface Metrics {
   serverRequest(path: string, status: number, method: string): void;
   apiCall(verb: string, resource: string, seconds: number, ok: boolean): void;
   informerSynced(name: string, synced: boolean): void;
+  /** A pod of the node added, changed or deleted: its `pod_network_name_info` series follow its network-status. */
+  podNetworks(pod: Pod, deleted: boolean): void;
   render(): Promise<{ contentType: string; body: string }>;
 }
 
@@ -112,6 +119,7 @@ export function createMetrics(): Metrics {
   const register = new Registry();
   collectDefaultMetrics({ register });
   const { requests, requestSeconds, inFlight, delegateSeconds, apiSeconds, synced, multus } = instruments(register);
+  const podNetworks = podNetworkInfo(register);
   const pluginTypes = new BoundedValues();
   const resources = new BoundedValues();
   const informers = new BoundedValues();
@@ -157,6 +165,7 @@ export function createMetrics(): Metrics {
     informerSynced(name, isSynced) {
       synced.set({ informer: informers.of(name) }, isSynced ? 1 : 0);
     },
+    podNetworks,
     async render() {
       return { contentType: register.contentType, body: await register.metrics() };
     },
@@ -188,5 +197,29 @@ function multusMetrics(register: Registry) {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),
+  };
+}
+
+/**
+ * network-metrics-daemon's `pod_network_name_info` (pkg/podmetrics: same name, help text and labels, value 0):
+ * on every event of a pod its series are dropped and made again from its network-status (daemon/pod-network-info.ts);
+ * a deleted pod's go. Label values are bounded by the pods of this node.
+ */
+function podNetworkInfo(register: Registry): (pod: Pod, deleted: boolean) => void {
+  const gauge = new Gauge({
+    name: 'pod_network_name_info',
+    help: 'Metric to identify network names of networks added to pods.',
+    labelNames: ['pod', 'namespace', 'interface', 'network_name'],
+    registers: [register],
+  });
+  const published = new Map<string, PodNetworkLabels[]>();
+  return (pod, deleted) => {
+    const key = `${pod.metadata.namespace}/${pod.metadata.name}`;
+    const next = deleted ? [] : podNetworkLabels(pod);
+    if (next === undefined) return; // not a list: keep what was published, as network-metrics-daemon does
+    for (const labels of published.get(key) ?? []) gauge.remove(labels);
+    for (const labels of next) gauge.set(labels, 0);
+    if (next.length > 0) published.set(key, next);
+    else published.delete(key);
   };
 }

@@ -6,7 +6,8 @@
  * copy the given 00-multus conf, or (`auto`) wait for the master CNI config and generate 00-multus.conf(list)
  * from it (multusconf.ts). Then keep running: every second (unless --skip-config-watch) rewrite the kubeconfig
  * when the token or CA changed and regenerate when the master changed, was replaced by another or our file
- * went missing; on stop (SIGTERM), remove the generated file when --cleanup-config-on-exit. With
+ * went missing (renamed away by another CNI, Cilium's `.cilium_bak`: a warning in the log and a Warning event on
+ * the node, renamed-conf.ts); on stop (SIGTERM), remove the generated file when --cleanup-config-on-exit. With
  * --token-binding=node the kubeconfig's token is one bound to the node (node-token.ts), renewed at 80% of its life.
  * The clock, the stop signal, the environment and the log are `InstallDeps`, so tests drive it step by step.
  */
@@ -31,12 +32,15 @@ import { apiServerUrl, renderKubeconfig } from './kubeconfig.ts';
 import {
   NODE_TOKEN_SECONDS,
   type NodeToken,
+  type PodCredentials,
   type NodeTokenRequest,
   accountOf,
   requestNodeToken,
 } from './node-token.ts';
 import { GENERATED_FILES, generateMultusConf, pickMaster } from '../multus/generate-conf.ts';
-import { InstallError, type InstallOptions } from './options.ts';
+import { InstallError, type InstallOptions, parseDaemonSetRef } from './options.ts';
+import { type DeletionState, deletionState } from './uninstall.ts';
+import { RENAMED_REASON, renamedAway, renamedAwayMessage } from '../multus/renamed-conf.ts';
 import { payloadsBeside } from './files.ts';
 import type { Env } from '../cni/request.ts';
 
@@ -52,7 +56,14 @@ export interface InstallDeps {
   now?(): number;
   /** the TokenRequest of --token-binding=node (default: node-token.ts's requestNodeToken) */
   requestNodeToken?(r: NodeTokenRequest): Promise<NodeToken>;
+  /** --cleanup-when-deleted's question (default: uninstall.ts's deletionState, one GET) */
+  deletionState?(r: PodCredentials & { namespace: string; name: string }): Promise<DeletionState>;
+  /** posts a Warning event on this node with the kubeconfig just written (best effort: never throws) */
+  warnNode?(w: { kubeconfig: string; reason: string; message: string }): Promise<void>;
 }
+
+/** A renamed-away 00-multus.conf is reported at most this often (another CNI may rename it again and again). */
+export const RENAMED_WARNING_MS = 10 * 60_000;
 
 export const TICK_MS = 1000;
 
@@ -61,6 +72,10 @@ interface State {
   tokenHash: string | null;
   masterKey: string | null;
   lastError: string | null;
+  /** when a renamed-away 00-multus.conf was last reported */
+  renamedWarnedAt: number | null;
+  /** --cleanup-when-deleted: the DaemonSet was readable when the installer started */
+  deletionAnswered: boolean;
   /** --token-binding=node: the current token, when to renew it, when to retry a failed request */
   node: { token: NodeToken | null; renewAt: number; retryAt: number; lastError: string | null };
 }
@@ -221,6 +236,7 @@ async function refreshMultusConf(o: InstallOptions, deps: InstallDeps, st: State
   if (bytes === null) return false;
   const key = `${path}\0${sha256(bytes)}`;
   if (key === st.masterKey && (await ownFilePresent(o))) return true;
+  if (key === st.masterKey) await noteRenamedAway(o, deps, st);
   const conf = generateMultusConf(bytes.toString('utf8'), path, { ...o, mode: 'thin' });
   const out = join(o.cniConfDir, conf.fileName);
   if (st.masterKey !== null) deps.log('master config changed - recreating multus config');
@@ -238,6 +254,18 @@ async function refreshMultusConf(o: InstallOptions, deps: InstallDeps, st: State
     deps.log(`Original master file moved to "${path}.old"`);
   }
   return true;
+}
+
+/** Our file went missing: if another program renamed it (Cilium's `.cilium_bak`), say so in the log and an event. */
+async function noteRenamedAway(o: InstallOptions, deps: InstallDeps, st: State): Promise<void> {
+  const found = renamedAway((await listDir(o.cniConfDir)).names, GENERATED_FILES);
+  const now = deps.now?.() ?? Date.now();
+  if (!found || (st.renamedWarnedAt !== null && now - st.renamedWarnedAt < RENAMED_WARNING_MS)) return;
+  st.renamedWarnedAt = now;
+  const message = renamedAwayMessage(o.cniConfDir, found);
+  deps.log(`warning: ${message}`);
+  const kubeconfig = join(o.cniConfDir, 'multus.d', 'multus.kubeconfig');
+  await deps.warnNode?.({ kubeconfig, reason: RENAMED_REASON, message });
 }
 
 async function ownFilePresent(o: InstallOptions): Promise<boolean> {
@@ -264,9 +292,12 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
     tokenHash: null,
     masterKey: null,
     lastError: null,
+    renamedWarnedAt: null,
+    deletionAnswered: false,
     node: { token: null, renewAt: 0, retryAt: 0, lastError: null },
   };
   await refreshKubeconfig(o, deps, st);
+  if (o.cleanupWhenDeleted !== '') await probeDeletion(o, deps, st);
   const auto = o.multusConfFile === 'auto';
   try {
     if (o.skipMultusConf) {
@@ -306,5 +337,53 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
     }
   } finally {
     if (o.cleanupConfigOnExit && deps.stopped()) await cleanup(o, deps);
+    else if (o.cleanupWhenDeleted !== '' && deps.stopped()) await cleanupIfDeleted(o, deps, st);
   }
+}
+
+/** uninstall.ts's question about the --cleanup-when-deleted DaemonSet, asked with the pod's token. */
+async function askDeletion(o: InstallOptions, deps: InstallDeps): Promise<DeletionState> {
+  const ref = parseDaemonSetRef(o.cleanupWhenDeleted)!; // checked by options.ts
+  try {
+    const ca = await readIfExists(join(o.serviceAccountDir, 'ca.crt'), 'service account CA');
+    const token = (await readIfExists(join(o.serviceAccountDir, 'token'), 'service account token'))?.toString('utf8');
+    if (token === undefined) throw new InstallError(`no service account token in ${o.serviceAccountDir}`);
+    const creds = { server: apiServerUrl(deps.env), ca: o.skipTlsVerify ? null : ca, token: token.trim(), ...ref };
+    return await (deps.deletionState ?? deletionState)(creds);
+  } catch (e) {
+    return { unknown: errText(e) };
+  }
+}
+
+/** At start: can this pod see its DaemonSet? (A refusal at stop then means the uninstall took its account.) */
+async function probeDeletion(o: InstallOptions, deps: InstallDeps, st: State): Promise<void> {
+  const state = await askDeletion(o, deps);
+  st.deletionAnswered = state === 'present';
+  if (!st.deletionAnswered) {
+    const what = typeof state === 'object' ? state.unknown : state;
+    deps.log(
+      `--cleanup-when-deleted: cannot read daemonset ${o.cleanupWhenDeleted} (${what}): the config will stay on uninstall`,
+    );
+  }
+}
+
+/** --cleanup-when-deleted: the config and the kubeconfig go only when the DaemonSet itself was deleted (uninstall.ts). */
+async function cleanupIfDeleted(o: InstallOptions, deps: InstallDeps, st: State): Promise<void> {
+  const which = `daemonset ${o.cleanupWhenDeleted}`;
+  const state = await askDeletion(o, deps);
+  if (state !== 'deleted' && !(state === 'revoked' && st.deletionAnswered)) {
+    const why =
+      state === 'present'
+        ? 'is still there (an upgrade or a restart)'
+        : `may be there (${typeof state === 'object' ? state.unknown : 'access refused, and it was refused at start too'})`;
+    deps.log(`${which} ${why}: keeping the multus config and kubeconfig on this node`);
+    return;
+  }
+  if (state === 'revoked') deps.log(`${which}: access to it was revoked with its account (helm uninstall)`);
+  deps.log(`${which} was deleted: removing the multus config and kubeconfig from this node`);
+  const files = [
+    ...GENERATED_FILES.map((f) => join(o.cniConfDir, f)),
+    join(o.cniConfDir, 'multus.d', 'multus.kubeconfig'),
+  ];
+  for (const f of files) if (await removeIfExists(f)) deps.log(`removed ${f}`);
 }

@@ -5,7 +5,10 @@
  * Tested by test/install/cli.test.ts (the built executable's install roles).
  */
 import { setTimeout as delay } from 'node:timers/promises';
+import { hostname } from 'node:os';
 import { callerEnv, launcherPath } from '../base/caller-env.ts';
+import { messageOf } from '../base/errors.ts';
+import { formatTimestamp, silentLogger } from '../base/log.ts';
 import { realReadinessDeps } from '../multus/readiness.ts';
 import { runInstall } from './install.ts';
 import { InstallError, type InstallOptions, parseInstallArgs, usage } from './options.ts';
@@ -15,6 +18,27 @@ function fail(prefix: string, e: unknown): number {
   const msg = e instanceof InstallError ? e.message : e instanceof Error ? e.message : String(e);
   process.stderr.write(`${prefix}: ${msg}\n`);
   return 1;
+}
+
+/** A Warning event on this node (MULTUS_NODE_NAME, else the host name: the pod is hostNetwork); never throws. */
+async function warnNode(w: { kubeconfig: string; reason: string; message: string }): Promise<void> {
+  try {
+    const [{ loadKubeClient }, { nodeEvent }] = await Promise.all([
+      import('../k8s/client.ts'),
+      import('../k8s/calls.ts'),
+    ]);
+    const env = callerEnv(process.env); // the caller's, also behind the launcher (base/caller-env.ts)
+    const kube = await loadKubeClient({ kubeconfig: w.kubeconfig, env, log: silentLogger });
+    if (!kube) return;
+    const node = env.MULTUS_NODE_NAME || hostname();
+    try {
+      await kube.createEvent(nodeEvent(node, 'Warning', w.reason, w.message));
+    } finally {
+      kube.close();
+    }
+  } catch (e) {
+    process.stdout.write(`${formatTimestamp(new Date())} event ${w.reason} not recorded: ${messageOf(e)}\n`);
+  }
 }
 
 export async function installMain(argv: readonly string[]): Promise<number> {
@@ -43,7 +67,8 @@ export async function runInstaller(opts: InstallOptions, prefix: string): Promis
       env: callerEnv(process.env),
       // the launcher (build/multus) when it started us: that is the `multus` to install, not the Bun executable
       execPath: launcherPath(process.env) ?? process.execPath,
-      log: (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`),
+      log: (line) => process.stdout.write(`${formatTimestamp(new Date())} ${line}\n`), // Multus' stamp (docs/install.md)
+      warnNode,
       stopped: () => stop.signal.aborted,
       async sleep(ms) {
         try {

@@ -65,20 +65,50 @@ export function accountOf(token: string): ServiceAccountRef {
   return { namespace, name };
 }
 
-/** POST .../serviceaccounts/<name>/token with a Node boundObjectRef. Rejects with a one-line reason. */
-export async function requestNodeToken(r: NodeTokenRequest): Promise<NodeToken> {
-  const what = `TokenRequest for ${r.namespace}/${r.name} bound to node ${r.nodeName}`;
-  // the Kubernetes client's transport (k8s/transport.ts): TLS options, the 32 MiB answer limit, the deadline
+/** What a call made with the pod's own credentials needs: the API server, its CA (null: not verified), the token. */
+export interface PodCredentials {
+  /** https://host:port */
+  server: string;
+  ca: Buffer | null;
+  token: string;
+}
+
+/**
+ * One API call with the pod's credentials over the Kubernetes client's transport (k8s/transport.ts: TLS options,
+ * the 32 MiB answer limit, a 10 s deadline). Rejects with `what` and a one-line reason when there is no answer.
+ */
+export async function callAsPod(
+  r: PodCredentials,
+  call: Call,
+  body: Buffer | undefined,
+  what: string,
+): Promise<{ status: number; body: Buffer }> {
   const cfg: ClientConfig = {
     source: 'in-cluster',
     path: '',
     contextName: '',
     clusterName: '',
-    userName: r.name,
+    userName: 'pod',
     server: r.server,
     tls: r.ca === null ? { insecureSkipTlsVerify: true } : { insecureSkipTlsVerify: false, caData: r.ca },
     auth: { token: r.token },
   };
+  let transport: Transport | undefined;
+  try {
+    transport = createTransport(cfg, undefined);
+    const auth = await new Credentials(cfg, undefined, silentLogger).forRequest();
+    return await send(transport, requestOptions(transport, call, auth, body), body, 10_000);
+  } catch (e) {
+    const why = e instanceof DeadlineError ? 'no answer within 10 s' : messageOf(e);
+    throw new Error(`${what}: ${why}`, { cause: e });
+  } finally {
+    transport?.agent.destroy();
+  }
+}
+
+/** POST .../serviceaccounts/<name>/token with a Node boundObjectRef. Rejects with a one-line reason. */
+export async function requestNodeToken(r: NodeTokenRequest): Promise<NodeToken> {
+  const what = `TokenRequest for ${r.namespace}/${r.name} bound to node ${r.nodeName}`;
   const call: Call = {
     verb: 'create',
     method: 'POST',
@@ -98,18 +128,7 @@ export async function requestNodeToken(r: NodeTokenRequest): Promise<NodeToken> 
       },
     }),
   );
-  let transport: Transport | undefined;
-  let wire;
-  try {
-    transport = createTransport(cfg, undefined);
-    const auth = await new Credentials(cfg, undefined, silentLogger).forRequest();
-    wire = await send(transport, requestOptions(transport, call, auth, body), body, 10_000);
-  } catch (e) {
-    const why = e instanceof DeadlineError ? 'no answer within 10 s' : messageOf(e);
-    throw new Error(`${what}: ${why}`, { cause: e });
-  } finally {
-    transport?.agent.destroy();
-  }
+  const wire = await callAsPod(r, call, body, what);
   const text = wire.body.toString('utf8');
   let answer: { message?: unknown; status?: { token?: unknown; expirationTimestamp?: unknown } } = {};
   try {

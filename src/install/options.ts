@@ -37,6 +37,8 @@ export interface InstallOptions {
   readinessIndicatorFile: string;
   renameConfFile: boolean;
   skipConfigWatch: boolean;
+  /** Multus #1532: watch even without --cleanup-config-on-exit; ours always watches with `auto`, so it changes nothing */
+  forceConfigWatch: boolean;
   skipMultusBinaryCopy: boolean;
   skipTlsVerify: boolean;
   forceCniVersion: boolean;
@@ -48,6 +50,8 @@ export interface InstallOptions {
   skipMultusConf: boolean;
   /** multus-ts: the kubeconfig's token: `pod` (the mounted one, as Multus) or `node` (TokenRequest bound to the node) */
   tokenBinding: string;
+  /** multus-ts: `<namespace>/<daemonset>`: on stop, remove the config and kubeconfig if that DaemonSet was deleted */
+  cleanupWhenDeleted: string;
   help: boolean;
 }
 
@@ -134,6 +138,12 @@ export const FLAGS: Record<string, Flag> = {
     def: false,
     help: 'dont watch for config (master cni and kubeconfig) changes (used only with --multus-conf-file=auto)',
   },
+  'force-config-watch': {
+    key: 'forceConfigWatch',
+    bool: true,
+    def: false,
+    help: 'watch for config changes even without --cleanup-config-on-exit (always so here: accepted for Multus #1532)',
+  },
   'rename-conf-file': {
     key: 'renameConfFile',
     bool: true,
@@ -185,6 +195,14 @@ export const FLAGS: Record<string, Flag> = {
     help:
       "the kubeconfig's token: pod (the mounted one, valid while this pod exists) or node (requested bound to " +
       'the node named by MULTUS_NODE_NAME, so it outlives the pod: needs create on serviceaccounts/token)',
+  },
+  'cleanup-when-deleted': {
+    key: 'cleanupWhenDeleted',
+    bool: false,
+    def: '',
+    help:
+      'NAMESPACE/DAEMONSET: when stopped because that DaemonSet was deleted (helm uninstall), remove 00-multus.conf(list) ' +
+      'and the kubeconfig, and keep them on any other stop (an upgrade): needs get on that daemonset',
   },
   help: { key: 'help', bool: true, def: false, help: 'show help message and quit' },
 };
@@ -287,5 +305,16 @@ function checkOptions(o: InstallOptions): void {
   if (o.tokenBinding !== 'pod' && o.tokenBinding !== 'node') {
     throw new InstallError(`--token-binding=${o.tokenBinding}: write --token-binding=pod or --token-binding=node`);
   }
+  if (o.cleanupWhenDeleted !== '' && !parseDaemonSetRef(o.cleanupWhenDeleted)) {
+    throw new InstallError(
+      `--cleanup-when-deleted=${o.cleanupWhenDeleted}: write the DaemonSet as NAMESPACE/NAME, e.g. kube-system/kube-multus-ds`,
+    );
+  }
   if (o.multusCniConfDirHost === '') o.multusCniConfDirHost = o.multusCniConfDir.replace(/^\/host(?=\/)/, '');
+}
+
+/** `<namespace>/<name>` of a DaemonSet (a DNS-1123 label, then a DNS-1123 subdomain), or undefined. */
+export function parseDaemonSetRef(ref: string): { namespace: string; name: string } | undefined {
+  const m = /^([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\/([a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)$/.exec(ref);
+  return m ? { namespace: m[1]!, name: m[2]! } : undefined;
 }

@@ -96,6 +96,17 @@ export function claimDevicesApplyCall(namespace: string, name: string, fieldMana
   };
 }
 
+/** An event about a Node, as kubelet records one: in namespace `default`, the node's name as its uid. */
+export function nodeEvent(nodeName: string, type: EventInput['type'], reason: string, message: string): EventInput {
+  return {
+    kind: 'Node',
+    pod: { metadata: { namespace: 'default', name: nodeName, uid: nodeName } },
+    type,
+    reason,
+    message,
+  };
+}
+
 let eventSeq = 0n;
 
 /**
@@ -107,9 +118,10 @@ export function eventBody(e: EventInput, now: Date = new Date()): Record<string,
   const m = e.pod.metadata;
   const stamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
   const nanos = BigInt(now.getTime()) * 1_000_000n + (eventSeq++ % 1_000_000n);
+  const kind = e.kind ?? 'Pod';
   const involvedObject: Record<string, unknown> = {
-    kind: 'Pod',
-    namespace: m.namespace,
+    kind,
+    ...(kind === 'Pod' ? { namespace: m.namespace } : {}), // a Node is cluster-scoped
     name: m.name,
     uid: m.uid,
     apiVersion: 'v1',

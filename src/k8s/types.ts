@@ -38,8 +38,12 @@ export interface DraObject {
 }
 
 export interface EventInput {
-  /** The involved object: a Pod, or just its metadata. */
+  /**
+   * The involved object: a Pod, or just its metadata; with `kind: 'Node'`, a node (metadata: namespace `default`,
+   * where kubelet records node events, the node's name, and its name again as uid, as kubelet does).
+   */
   pod: { metadata: { namespace: string; name: string; uid: string; resourceVersion?: string } };
+  kind?: 'Pod' | 'Node';
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;

@@ -44,7 +44,7 @@ export interface AttachmentField {
   mustDeclare?: boolean;
   /** The CNI_ARGS key added on ADD (arrays joined with ","). */
   cniArg?: string;
-  /** An empty array is still a request (default-route: [] is kept and rejected by validation, as Multus does). */
+  /** An empty array is still a request (`default-route: []` is kept: it removes every default route, as in Multus). */
   keepEmpty?: boolean;
   /** The scratch cache key, and where Go Multus' struct puts it: before or after the gateway filters, or after
    * `Bytes` as our own extension (Go Multus does not record it and ignores the key). */

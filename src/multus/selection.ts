@@ -18,9 +18,8 @@
  *   JSON type and a `cni-args` that is not an object are rejected, naming the element and the key.
  * - Interface names (text `@if`, JSON `interface`/`interfaceRequest`) get libcni's full check here (≤ 15
  *   bytes, not `.`/`..`, no `/`, `:` or whitespace); Multus checks part of it and libcni the rest at ADD.
- * - `default-route` (docs/behaviour.md#npwg): only one element may carry the key, and `"default-route": []` is
- *   rejected, because Multus then removes the default route of every interface, eth0 included
- * (docs/behaviour.md#default-route quirk).
+ * - `default-route` (docs/behaviour.md#npwg): only one element may carry the key. `"default-route": []` is
+ *   accepted, as the spec allows and Multus does (routes/routes.ts plans its effect).
  * - An empty default-network annotation or one naming no network (`[]`) is a clear error (Multus: a
  *   misleading message, or a panic).
  */
@@ -345,8 +344,8 @@ const label = (s: NetworkSelection, i: number): string => `element ${i} ("${s.na
 
 /**
  * The `default-route` requests of all selections: at most one IPv4 and one IPv6 gateway (Multus' ECMP check,
- * docs/behaviour.md#default-route), on at most one element (docs/behaviour.md#npwg), and never an empty list (it would
- * remove every default route of the pod, eth0's included, docs/behaviour.md#default-route quirk).
+ * docs/behaviour.md#default-route), on at most one element (docs/behaviour.md#npwg). An empty list is a request
+ * too: "This list may be empty" (NPWG §4.1.2.1.9).
  */
 export function validateDefaultRoutes(selections: NetworkSelection[]): void {
   const carriers = selections.flatMap((s, i) =>
@@ -365,12 +364,6 @@ export function validateDefaultRoutes(selections: NetworkSelection[]): void {
     throw new CniError(
       CniCode.InvalidConfig,
       `"default-route" is set on both ${label(first.s, first.i)} and ${label(second.s, second.i)} of ${NETWORKS_ANNOTATION}, but only one element may carry it (NPWG §4.1.2.1.9); keep it on the attachment that should own the pod's default route`,
-    );
-  }
-  if (first && first.gws.length === 0) {
-    throw new CniError(
-      CniCode.InvalidConfig,
-      `${label(first.s, first.i)} of ${NETWORKS_ANNOTATION} has "default-route": [], which would remove the default route of every interface of the pod, eth0 included; omit the key to keep the cluster network's default route, or give this attachment's gateway such as ["10.1.1.1"]`,
     );
   }
 }

@@ -80,17 +80,20 @@ function mappedToDotted(ip: string): string {
 }
 
 /**
- * The default-route moves of an ADD, one plan per attachment in order, or undefined when no attachment asks
- * for a gateway (nothing to do; `"default-route": []` requests no family and so changes nothing here, and
- * selection.ts rejects it anyway). For each requested family every attachment loses its default route in that
- * family, the requester included (its route is replaced by one via the requested gateway). More than one
- * gateway of a family, over all attachments, is ECMP, which Multus does not support (docs/behaviour.md#default-route).
+ * The default-route moves of an ADD, one plan per attachment in order, or undefined when no attachment carries
+ * `default-route` (nothing to do). For each requested family every attachment loses its default route in that
+ * family, the requester included (its route is replaced by one via the requested gateway). `"default-route": []`
+ * requests both families with no gateway: as in Multus (CheckGatewayConfig marks every delegate for filtering and
+ * none is exempted by a gateway), every interface of the pod loses its default routes, eth0's included
+ * (docs/behaviour.md#default-route). More than one gateway of a family, over all attachments, is ECMP, which
+ * Multus does not support.
  */
 export function planDefaultRoutes(attachments: RouteRequester[]): RoutePlan[] | undefined {
   const requests = attachments.flatMap((a) =>
     (a.request.defaultRoute ?? []).map((gw) => ({ a, ...gatewayFamily(gw) })),
   );
-  if (requests.length === 0) return undefined;
+  const emptyList = attachments.some((a) => a.request.defaultRoute?.length === 0);
+  if (requests.length === 0 && !emptyList) return undefined;
   for (const family of [4, 6] as const) {
     const same = requests.filter((r) => r.family === family);
     if (same.length > 1) {
@@ -100,8 +103,8 @@ export function planDefaultRoutes(attachments: RouteRequester[]): RoutePlan[] | 
       );
     }
   }
-  const deleteV4 = requests.some((r) => r.family === 4);
-  const deleteV6 = requests.some((r) => r.family === 6);
+  const deleteV4 = emptyList || requests.some((r) => r.family === 4);
+  const deleteV6 = emptyList || requests.some((r) => r.family === 6);
   return attachments.map((a) => ({
     ifName: a.ifName,
     deleteV4,

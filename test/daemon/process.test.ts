@@ -1,7 +1,8 @@
 /**
  * build/multus daemon as a child process: start-up errors, SIGTERM with a call in flight (it finishes, new
  * connections are refused, the socket and the generated config are removed, exit 0), the socket refused to a
- * non-root user, and chrootDir running delegates inside another root. Needs root and build/multus.
+ * non-root user, chrootDir running delegates inside another root, and /metrics on the node's address (Multus'
+ * `metricsPort` alone: every address) or on the one `metricsBindAddress` names. Needs root and build/multus.
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn, spawnSync } from 'node:child_process';
@@ -15,7 +16,8 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fileExists, isRoot, needs } from '../helpers/skip.ts';
@@ -230,3 +232,63 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
     },
   );
 });
+
+/** A non-loopback IPv4 address of this host: what a scrape of the node's address reaches. */
+function nodeAddress(): string | undefined {
+  const all = Object.values(networkInterfaces()).flatMap((list) => list ?? []);
+  return all.find((a) => a.family === 'IPv4' && !a.internal)?.address;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function scrape(address: string, port: number): Promise<string> {
+  try {
+    const res = await fetch(`http://${address}:${port}/metrics`, { signal: AbortSignal.timeout(5000) });
+    return `${res.status} ${(await res.text()).includes('process_resident_memory_bytes') ? 'metrics' : 'other'}`;
+  } catch (e) {
+    return String((e as { cause?: { code?: string } }).cause?.code ?? e);
+  }
+}
+
+async function untilServed(address: string, port: number): Promise<void> {
+  let last = '';
+  for (let i = 0; i < 300; i++) {
+    last = await scrape(address, port);
+    if (last === '200 metrics') return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`/metrics on ${address}:${port} not served within 15 s: ${last}`);
+}
+
+const node = nodeAddress();
+describe.runIf(ready() && needs({ ok: node !== undefined, reason: 'needs a non-loopback IPv4 address on the host' }))(
+  'multus daemon /metrics address',
+  () => {
+    it("metricsPort alone (Multus' key): served on the node's address, as Multus' \":<port>\"", async () => {
+      const port = await freePort();
+      const d = spawnDaemon(baseConfig({ metricsPort: port }));
+      await untilServed('127.0.0.1', port); // /metrics listens right after the socket
+      expect(await scrape(node!, port)).toBe('200 metrics');
+      d.child.kill('SIGTERM');
+      expect((await d.exited).code).toBe(0);
+    });
+
+    it('metricsBindAddress 127.0.0.1: the node itself only; the node address is refused', async () => {
+      const port = await freePort();
+      const d = spawnDaemon(baseConfig({ metricsPort: port, metricsBindAddress: '127.0.0.1' }));
+      await untilServed('127.0.0.1', port);
+      expect(await scrape(node!, port)).toBe('ECONNREFUSED');
+      d.child.kill('SIGTERM');
+      expect((await d.exited).code).toBe(0);
+    });
+  },
+);

@@ -3,7 +3,7 @@
  * answers from a script keyed by plugin type and command. No child process runs.
  */
 import type { Exec, ExecOutput } from '../../src/cni/exec.ts';
-import { CniError } from '../../src/base/errors.ts';
+import { PluginNotFoundError } from '../../src/cni/exec.ts';
 
 export interface FakeCall {
   type: string;
@@ -28,7 +28,7 @@ export class FakeExec implements Exec {
   }
 
   findInPath(type: string, dirs: string[]): string {
-    if (!this.known.has(type)) throw new CniError(7, `failed to find plugin "${type}" in path [${dirs.join(' ')}]`);
+    if (!this.known.has(type)) throw new PluginNotFoundError(type, dirs);
     return `/fake/${type}`;
   }
 

@@ -80,7 +80,7 @@ export async function runScripted(
   args: string[],
   ticks: Array<() => void | Promise<void>>,
   execPath = '/nonexistent/multus',
-  deps: Partial<Pick<InstallDeps, 'env' | 'now' | 'requestNodeToken'>> = {},
+  deps: Partial<Pick<InstallDeps, 'env' | 'now' | 'requestNodeToken' | 'warnNode' | 'deletionState'>> = {},
 ): Promise<Run> {
   const logs: string[] = [];
   let stopped = false;

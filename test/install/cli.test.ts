@@ -1,7 +1,7 @@
 /**
  * The built executable's install roles: `multus --is-default-ready` (present, absent, appearing during the
  * wait, read from the installed 00-multus.conflist), `multus install` (a bad option, SIGTERM with
- * --cleanup-config-on-exit).
+ * --cleanup-config-on-exit and Multus' --force-config-watch; Multus' log stamp).
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
@@ -22,7 +22,7 @@ interface Out {
 }
 
 function run(args: string[], during?: (p: ReturnType<typeof spawn>, out: Out) => Promise<void>): Promise<Out> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...ENV };
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', TZ: 'UTC', ...ENV };
   const p = spawn(TS, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const out: Out = { code: null, stdout: '', stderr: '' };
   p.stdout.on('data', (d: Buffer) => (out.stdout += d.toString()));
@@ -106,12 +106,16 @@ describe.runIf(built)('multus install (the executable)', () => {
   it('on SIGTERM removes what it wrote with --cleanup-config-on-exit and exits 0', async () => {
     const n = makeNode();
     writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
-    const out = await run(['install', ...n.args, '--cleanup-config-on-exit'], async (p, o) => {
+    const out = await run(['install', ...n.args, '--cleanup-config-on-exit', '--force-config-watch'], async (p, o) => {
       while (!o.stdout.includes('Entering watch loop')) await delay(50);
       expect(readdirSync(n.netd).sort()).toEqual(['00-multus.conflist', '10-flannel.conflist', 'multus.d']);
       p.kill('SIGTERM');
     });
     expect(out.code).toBe(0);
     expect(readdirSync(n.netd).sort()).toEqual(['10-flannel.conflist', 'multus.d']);
+    // Multus' stamp (Go's time.RFC3339, `Z` in UTC, no fraction) on every line, --force-config-watch accepted
+    const lines = out.stdout.split('\n').filter((l) => l !== '');
+    expect(lines.length).toBeGreaterThan(2);
+    for (const line of lines) expect(line).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \S/);
   });
 });

@@ -14,6 +14,7 @@ import type { WarmKube } from '../../src/informers/informers.ts';
 import { startWarmKube } from '../../src/informers/informers.ts';
 import type { Metrics } from '../../src/daemon/metrics.ts';
 import { createMetrics } from '../../src/daemon/metrics.ts';
+import { nodeEvent } from '../../src/k8s/calls.ts';
 import { handle } from '../../src/host/handle.ts';
 import { createHost } from '../../src/host/host.ts';
 import type { KubeClient } from '../../src/k8s/types.ts';
@@ -298,6 +299,45 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     await createPod('after-unsubscribe', NODE);
     await sleep(500); // the watch would have delivered it by now
     expect(seen.filter((s) => s.includes('elsewhere') || s.includes('after-unsubscribe'))).toEqual([]);
+  });
+
+  it("pod_network_name_info follows this node's pods' network-status through onPod (as daemon/main.ts wires it)", async () => {
+    const stop = warm.onPod(metrics.podNetworks);
+    const status = JSON.stringify([
+      { name: 'cbr0', interface: 'eth0', default: true },
+      { name: `${ns}/net-a`, interface: 'net1' },
+    ]);
+    await createPod('named', NODE, { 'k8s.v1.cni.cncf.io/network-status': status });
+    await createPod('named-elsewhere', OTHER_NODE, { 'k8s.v1.cni.cncf.io/network-status': status });
+    const series = async () =>
+      (await metrics.render()).body.split('\n').filter((l) => l.startsWith('pod_network_name_info{') && l.includes(ns));
+    const until = async (what: string, probe: (lines: string[]) => boolean) => {
+      const deadline = Date.now() + 15_000;
+      while (!probe(await series())) {
+        if (Date.now() > deadline) throw new Error(`${what} not within 15 s: ${JSON.stringify(await series())}`);
+        await sleep(50);
+      }
+    };
+    await until('the series', (l) => l.length === 2);
+    expect((await series()).sort()).toEqual([
+      `pod_network_name_info{pod="named",namespace="${ns}",interface="eth0",network_name="cbr0"} 0`,
+      `pod_network_name_info{pod="named",namespace="${ns}",interface="net1",network_name="${ns}/net-a"} 0`,
+    ]);
+    await cluster.admin.del(`${podPath(ns, 'named')}?gracePeriodSeconds=0`);
+    await until('their removal', (l) => l.length === 0);
+    stop();
+  });
+
+  it('a Warning event about the node (MultusConfigRenamed, as the daemon posts it) is recorded on the Node', async () => {
+    await client.createEvent(nodeEvent(NODE, 'Warning', 'MultusConfigRenamed', `renamed away ${ns}`));
+    await (client as unknown as { flushEvents(): Promise<void> }).flushEvents();
+    const list = (await cluster.admin.get(
+      '/api/v1/namespaces/default/events?fieldSelector=involvedObject.kind%3DNode',
+    )) as { items: { reason: string; message: string; type: string; involvedObject: Record<string, unknown> }[] };
+    const mine = list.items.filter((e) => e.message === `renamed away ${ns}`);
+    expect(mine.map((e) => [e.type, e.reason, e.involvedObject.kind, e.involvedObject.name])).toEqual([
+      ['Warning', 'MultusConfigRenamed', 'Node', NODE],
+    ]);
   });
 
   it('API requests are reported to the metrics by verb, resource and outcome', async () => {

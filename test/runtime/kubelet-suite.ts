@@ -27,9 +27,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
 import { collection, docs } from '../helpers/manifests.ts';
-import { type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/cluster.ts';
+import { type Cluster, k8sRequirements, podPath } from '../k8s/cluster.ts';
+import type { ApiTunnel } from '../e2e-k8s/world.ts';
 import {
-  ApiTunnel,
   NETWORKS_ANNOTATION,
   type PodRef,
   createNad,
@@ -37,19 +37,11 @@ import {
   networkStatus,
   podEvents,
 } from '../e2e-k8s/world.ts';
-import { run as runProcess } from '../e2e/helpers.ts';
-import { DRA_DRIVER, KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
+import type { NodeRuntime } from './node.ts';
+import { DRA_DRIVER, KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, nodeRequirements } from './node.ts';
 import { peerCases } from './kubelet-peers.ts';
-import {
-  CTR_BIN,
-  MULTUS_BIN,
-  REPO_ROOT,
-  type SandboxInfo,
-  childEnv,
-  run,
-  runOk,
-  runtimeRequirements,
-} from './runtime.ts';
+import { bootKubeletNode, until } from './kubelet-boot.ts';
+import { MULTUS_BIN, REPO_ROOT, type SandboxInfo, run, runOk, runtimeRequirements } from './runtime.ts';
 
 export type Mode = 'thin' | 'resident';
 const MANIFEST: Record<Mode, string> = { thin: 'multus-ts-thin.yml', resident: 'multus-ts-resident.yml' };
@@ -61,7 +53,6 @@ const KUBECONFIG_PATH = '/etc/cni/net.d/multus.d/multus.kubeconfig';
 const CLUSTER_NET = 'kl-cluster';
 const BRIDGE = 'mtsklbr0';
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface Link {
   ifname: string;
@@ -110,22 +101,6 @@ async function machineState(): Promise<MachineState> {
   return { sysctls, paths, kubeChains: kubeChains.sort() };
 }
 
-/** Polls `check` every 250 ms until it returns a value; fails with `what` and `why()` after `timeoutMs`. */
-async function until<T>(
-  what: string,
-  timeoutMs: number,
-  check: () => Promise<T | undefined>,
-  why: () => Promise<string>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms\n${await why()}`);
-    await sleep(250);
-  }
-}
-
 export function kubeletSuite(mode: Mode): void {
   const ready = needs(
     ...runtimeRequirements(),
@@ -145,7 +120,7 @@ export function kubeletSuite(mode: Mode): void {
 function suiteBody(mode: Mode): void {
   let cluster: Cluster;
   let node: NodeRuntime;
-  const tunnel = new ApiTunnel();
+  let tunnel: ApiTunnel | undefined;
   const ns = `mts-kl-${Math.random().toString(16).slice(2, 8)}`;
   let before: MachineState;
   let imageRef = '';
@@ -177,33 +152,7 @@ function suiteBody(mode: Mode): void {
 
   beforeAll(async () => {
     before = await machineState();
-    // privileged: the resident daemon runs delegates in pods' namespaces, as on any node
-    cluster = await startCluster({ serviceAccountAdmission: true, apiserverArgs: ['--allow-privileged=true'] });
-    node = await new NodeRuntime().prepare();
-    await node.forDaemonSet(CLUSTER_NET, BRIDGE, '10.251.0.0/24');
-    // the image, made from the current build/multus
-    const imageDir = join(node.dir, 'image');
-    const env = childEnv({ MULTUS_TS_IMAGE_DIR: imageDir });
-    const img = await runProcess('bash', [join(REPO_ROOT, 'scripts/image.sh')], { env, timeoutMs: 120_000 });
-    expect(img.code, `npm run image: ${img.stderr}`).toBe(0);
-    const tar = (await readdir(imageDir)).find((f) => f.endsWith('.tar'));
-    expect(tar, `no image tarball in ${imageDir}`).toBeDefined();
-
-    await node.start();
-    const imported = await runOk(CTR_BIN, [
-      '-a',
-      node.socket,
-      '-n',
-      'k8s.io',
-      'images',
-      'import',
-      join(imageDir, tar!),
-    ]);
-    imageRef = /unpacking (\S+) \(/.exec(imported)?.[1] ?? imported.trim();
-    await tunnel.open(cluster, node.hostNs, node.dir);
-    await node.startControlPlane(cluster);
-    await node.startKubelet(cluster);
-    await node.startDraDriver(cluster);
+    ({ cluster, node, tunnel, imageRef } = await bootKubeletNode(CLUSTER_NET, BRIDGE, '10.251.0.0/24'));
 
     // the mode's manifest as it is, but for the API server's address
     const port = new URL(cluster.server).port;
@@ -236,7 +185,7 @@ function suiteBody(mode: Mode): void {
 
   afterAll(async () => {
     await node?.stop();
-    await tunnel.close();
+    await tunnel?.close();
     await cluster?.stop();
   });
 

@@ -12,6 +12,7 @@
 import { planAdd } from '../plan-add.ts';
 import { removeScratchCache, writeScratchCache } from '../scratch-cache.ts';
 import { addNetwork, delNetwork } from '../../cni/libcni.ts';
+import { missingPluginOf } from '../../cni/exec.ts';
 import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/device-info.ts';
 import { messageOf, wrapError } from '../../base/errors.ts';
 import type { KubeClient, Pod } from '../../k8s/types.ts';
@@ -19,6 +20,7 @@ import { buildNetworkStatuses } from '../network-status.ts';
 import type { Attachment } from '../attachments.ts';
 import { toCachedDelegate } from '../attachments.ts';
 import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-routes.ts';
+import type { PodLookup } from '../podnetworks.ts';
 import { lookupPod } from '../podnetworks.ts';
 import { publishClaimNetworkData } from '../claim-status.ts';
 import type { RoutePlan } from '../../routes/routes.ts';
@@ -47,7 +49,7 @@ export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
   for (const warning of plan.warnings) ctx.log.warn(warning);
   const { attachments } = plan;
   writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));
-  const results = await addAttachments(ctx, attachments);
+  const results = await addAttachments(ctx, attachments).catch((e: unknown) => warnMissingPlugin(ctx, kube, lookup, e));
   if (plan.defaultRoutes) await moveDefaultRoutes(ctx, attachments, plan.defaultRoutes);
   if (kube && lookup.kind === 'found') await reportAttachments(ctx, kube, lookup.pod, attachments, results);
   if (kube && lookup.kind === 'found' && conf.publishClaimNetworkData) {
@@ -69,6 +71,28 @@ async function addAttachments(ctx: CallContext, attachments: Attachment[]): Prom
     }
   }
   return results;
+}
+
+/**
+ * A delegate's plugin missing from the bin dirs (Multus #1413, docs/behaviour.md#missing-plugin): beside the error the
+ * runtime reports, a warning in multus' log and a Warning event on the pod that say where the plugin must go. Rethrows.
+ */
+async function warnMissingPlugin(
+  ctx: CallContext,
+  kube: KubeClient | undefined,
+  pod: PodLookup,
+  e: unknown,
+): Promise<never> {
+  const missing = missingPluginOf(e);
+  if (missing) {
+    const msg =
+      `CNI plugin "${missing.pluginType}" is not in ${missing.dirs.join(', ')} on this node: install it there ` +
+      '(multus runs the plugins it is given, it ships none; a resident daemon without chrootDir looks in its own container)';
+    ctx.log.warn(`${podTag(ctx)}: ${msg}`);
+    if (kube && pod.kind === 'found')
+      await emitEvents(kube, pod.pod, [{ type: 'Warning', reason: 'PluginNotFound', message: msg }], ctx.log);
+  }
+  throw e;
 }
 
 /**

@@ -39,7 +39,8 @@ function localStamp(d: Date): string {
   const off = -d.getTimezoneOffset();
   const sign = off < 0 ? '-' : '+';
   const abs = Math.abs(off);
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}${sign}${p(Math.floor(abs / 60))}:${p(abs % 60)}`;
+  const zone = off === 0 ? 'Z' : `${sign}${p(Math.floor(abs / 60))}:${p(abs % 60)}`; // Go's time.RFC3339
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}${zone}`;
 }
 
 function capture(
@@ -105,7 +106,7 @@ describe('level filtering', () => {
 
 describe('line format', () => {
   it.each([
-    [0, '2026-11-30T04:31:02+00:00'],
+    [0, '2026-11-30T04:31:02Z'],
     [330, '2026-11-30T10:01:02+05:30'],
     [-300, '2026-11-29T23:31:02-05:00'],
     [-570, '2026-11-29T19:01:02-09:30'],
@@ -122,7 +123,7 @@ describe('line format', () => {
       `${localStamp(T0)} [error] Multus: error loading netconf\n`,
       `${localStamp(T0)} [error] warning: readiness indicator file missing\n`,
     ]);
-    expect(out[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d \[error\] /);
+    expect(out[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d) \[error\] /);
   });
 
   it('redacts secrets in logged messages', () => {
@@ -263,7 +264,8 @@ describe('rotation settings and names', () => {
 });
 
 describe('rotation', () => {
-  const LINE = 60; // bytes per line below: 25 stamp + " [error] " (9) + 25 message + "\n"
+  // bytes per line below: the stamp (20 in UTC, `Z`; 25 with an offset) + " [error] " (9) + 25 message + "\n"
+  const LINE = localStamp(T0).length + 35;
   const msg = (i: number): string => `message number ${String(i).padStart(10, '0')}`;
   const logFile = (): string => join(dir, 'multus.log');
 

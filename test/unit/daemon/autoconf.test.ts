@@ -1,9 +1,10 @@
 /**
  * 00-multus.conf generation (multusConfigFile: auto): the master is picked by name (never ours, never a multus
  * config), the file carries type multus-shim, daemonSocketDir, clusterNetwork and the daemon's 00-multus.conf
- * keys, is written 0600 when the master appears, regenerated when it changes, removed when it goes and on stop.
+ * keys, is written 0600 when the master appears, regenerated when it changes, removed when it goes and on stop,
+ * written again with a warning and a node event when another CNI renamed it away.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -139,6 +140,50 @@ describe('startConfigWriter', () => {
     writer.stop();
     writer = undefined;
     expect(existsSync(ours())).toBe(true);
+  });
+
+  it("our file renamed away by another CNI (Cilium's .cilium_bak, Multus #972): written again, a warning and a node event, at most every 10 min", () => {
+    writeFileSync(
+      join(dir, '05-cilium.conflist'),
+      '{"cniVersion":"1.0.0","name":"cilium","plugins":[{"type":"cilium-cni"}]}',
+    );
+    const warnings: string[] = [];
+    const events: string[] = [];
+    let now = 1_000_000;
+    const log = { ...silent, warn: (m: string) => warnings.push(m) };
+    writer = startConfigWriter({
+      cfg: cfg(),
+      log,
+      pollMs: 3_600_000,
+      now: () => now,
+      warnNode: (reason, message) => events.push(`${reason}: ${message}`),
+    });
+    expect(existsSync(ours())).toBe(true);
+    renameSync(ours(), `${ours()}.cilium_bak`);
+    writer.sync();
+    expect(read()).toMatchObject({ clusterNetwork: join(dir, '05-cilium.conflist') });
+    expect(warnings).toEqual([
+      `00-multus.conf in ${dir} was renamed to 00-multus.conf.cilium_bak by another program, so the runtime ran the primary network alone for new pods; Cilium renames every other CNI config when its cni.exclusive is true: set cni.exclusive=false (Helm value) to run Cilium as the primary network under multus. Writing 00-multus.conf again`,
+    ]);
+    expect(events).toEqual([`MultusConfigRenamed: ${warnings[0]}`]);
+    // renamed again a minute later: rewritten, not reported again yet
+    now += 60_000;
+    rmSync(`${ours()}.cilium_bak`);
+    renameSync(ours(), `${ours()}.cilium_bak`);
+    writer.sync();
+    expect(existsSync(ours())).toBe(true);
+    expect(events).toHaveLength(1);
+    // deleted (not renamed): rewritten silently
+    now += 3_600_000;
+    rmSync(`${ours()}.cilium_bak`);
+    rmSync(ours());
+    writer.sync();
+    expect(existsSync(ours())).toBe(true);
+    expect(events).toHaveLength(1);
+    // renamed after the interval: reported again
+    renameSync(ours(), `${ours()}.cilium_bak`);
+    writer.sync();
+    expect(events).toHaveLength(2);
   });
 
   it('the master going away removes the file', () => {

@@ -17,7 +17,7 @@ describe('parseDaemonConfig', () => {
       multusMasterCNI: '',
       connectionLimit: 0,
       metricsPort: undefined,
-      metricsBindAddress: '127.0.0.1',
+      metricsBindAddress: '', // every address, as Multus' ":<metricsPort>"
       shutdownGraceMs: 30_000,
       shutdownDrainMs: 2_000,
       cleanupConfigOnExit: false,
@@ -74,6 +74,11 @@ describe('parseDaemonConfig', () => {
     ['relative socketDir', { socketDir: 'run' }, /`socketDir` must be an absolute path/],
     ['connectionLimit 0', { connectionLimit: 0 }, /`connectionLimit` must be a whole number from 1/],
     ['metricsPort text', { metricsPort: '9091' }, /`metricsPort` must be a whole number from 1 to 65535/],
+    [
+      'metricsBindAddress not an address',
+      { metricsBindAddress: 'node-1' },
+      /`metricsBindAddress` must be an IP address/,
+    ],
     ['relative multusConfigFile', { multusConfigFile: 'x.conf' }, /`multusConfigFile` must be "auto" or an absolute/],
     ['multusMasterCNI with a slash', { multusMasterCNI: '../x.conf' }, /`multusMasterCNI` must be a file name/],
     ['unknown cniVersion', { cniVersion: '9.9.9' }, /`cniVersion` must be one of/],

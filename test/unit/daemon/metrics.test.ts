@@ -3,6 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../../src/daemon/metrics.ts';
+import type { Pod } from '../../../src/k8s/types.ts';
 
 interface Sample {
   name: string;
@@ -110,6 +111,43 @@ describe('daemon metrics (prom-client)', () => {
     m.informerSynced('pods', false);
     ({ samples } = parse((await m.render()).body));
     expect(value(samples, 'multus_ts_informer_synced', { informer: 'pods' })).toBe(0);
+  });
+
+  it("pod_network_name_info: network-metrics-daemon's series, value 0, one per network-status entry with an interface; follows updates and deletes", async () => {
+    const m = createMetrics();
+    const status = (entries: unknown): Pod => ({
+      metadata: {
+        name: 'web-1',
+        namespace: 'shop',
+        uid: 'u1',
+        annotations: { 'k8s.v1.cni.cncf.io/network-status': JSON.stringify(entries) },
+      },
+    });
+    const series = async () => {
+      const { samples, types } = parse((await m.render()).body);
+      expect(types.get('pod_network_name_info')).toBe('gauge');
+      return samples.filter((x) => x.name === 'pod_network_name_info').map((x) => [x.labels, x.value]);
+    };
+    m.podNetworks(
+      status([
+        { name: 'cbr0', interface: 'eth0', ips: ['10.0.0.5'], default: true },
+        { name: 'shop/net-a', interface: 'net1' },
+        { name: 'shop/no-if' }, // skipped: no interface, as network-metrics-daemon does
+      ]),
+      false,
+    );
+    expect(await series()).toEqual([
+      [{ pod: 'web-1', namespace: 'shop', interface: 'eth0', network_name: 'cbr0' }, 0],
+      [{ pod: 'web-1', namespace: 'shop', interface: 'net1', network_name: 'shop/net-a' }, 0],
+    ]);
+    m.podNetworks(status([{ name: 'cbr0', interface: 'eth0' }]), false); // net1 unplugged
+    expect(await series()).toEqual([[{ pod: 'web-1', namespace: 'shop', interface: 'eth0', network_name: 'cbr0' }, 0]]);
+    const broken = status([]);
+    broken.metadata.annotations!['k8s.v1.cni.cncf.io/network-status'] = '{not json';
+    m.podNetworks(broken, false); // kept, as network-metrics-daemon keeps them when it cannot parse
+    expect(await series()).toHaveLength(1);
+    m.podNetworks(status([{ name: 'cbr0', interface: 'eth0' }]), true);
+    expect(await series()).toEqual([]);
   });
 
   it('has the default process metrics, and each instance its own registry', async () => {

@@ -43,6 +43,7 @@ describe('parseInstallArgs', () => {
       overrideNetworkName: false,
       cleanupConfigOnExit: false,
       skipConfigWatch: false,
+      forceConfigWatch: false,
       renameConfFile: false,
       readinessIndicatorFile: '',
       additionalBinDir: '',
@@ -60,6 +61,7 @@ describe('parseInstallArgs', () => {
       '--cleanup-config-on-exit=T',
       '--multus-bin-file=/x',
       '--multus-cni-conf-dir=/m',
+      '--force-config-watch',
     ]);
     expect(o).toMatchObject({
       cniBinDir: '/b',
@@ -70,6 +72,7 @@ describe('parseInstallArgs', () => {
       multusBinFile: '/x',
       multusBinFileSet: true,
       multusCniConfDirHost: '/m',
+      forceConfigWatch: true,
     });
   });
 
@@ -95,6 +98,7 @@ describe('parseInstallArgs', () => {
       'readiness-indicator-file',
       'rename-conf-file',
       'skip-config-watch',
+      'force-config-watch', // Multus #1532 (HEAD, not v4.3.0)
       'skip-multus-binary-copy',
     ]) {
       expect(FLAGS[name], name).toBeDefined();
@@ -113,6 +117,8 @@ describe('parseInstallArgs', () => {
     [['--force-cni-version'], /needs --cni-version/],
     [['--cni-conf-dir='], /--cni-conf-dir is empty/],
     [['--multus-log-file=/a\nb'], /control character/],
+    [['--cleanup-when-deleted=kube-multus-ds'], /write the DaemonSet as NAMESPACE\/NAME/],
+    [['--cleanup-when-deleted=Kube/x'], /write the DaemonSet as NAMESPACE\/NAME/],
   ])('refuses %j', (argv, msg) => {
     expect(() => parseInstallArgs(argv)).toThrow(InstallError);
     expect(() => parseInstallArgs(argv)).toThrow(msg);

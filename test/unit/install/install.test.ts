@@ -4,11 +4,12 @@
  * masters, master appears late, changes, is removed, our own file present), cleanup on exit, and every failure
  * naming its path with nothing half-written left.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BRIDGE_031, ENV, FLANNEL, ls, makeNode, runScripted } from '../../helpers/install.ts';
 import type { NodeToken, NodeTokenRequest } from '../../../src/install/node-token.ts';
+import type { DeletionState } from '../../../src/install/uninstall.ts';
 import { parseInstallArgs } from '../../../src/install/options.ts';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
@@ -150,6 +151,86 @@ describe('multus install', () => {
     ]);
     expect(r.error).toBeNull();
     expect(r.logs).toContain('master CNI config has been deleted: waiting for its restoration...');
+  });
+
+  it("our file renamed away by another CNI (Cilium's .cilium_bak): written again, a warning in the log and a node event with the kubeconfig", async () => {
+    const n = makeNode();
+    writeFileSync(join(n.netd, '05-cilium.conflist'), FLANNEL);
+    const events: { kubeconfig: string; reason: string; message: string }[] = [];
+    const own = join(n.netd, '00-multus.conflist');
+    const r = await runScripted(
+      n.args,
+      [
+        () => renameSync(own, `${own}.cilium_bak`),
+        () =>
+          expect(ls(n.netd)).toEqual([
+            '00-multus.conflist',
+            '00-multus.conflist.cilium_bak',
+            '05-cilium.conflist',
+            'multus.d',
+          ]),
+        () => rmSync(own), // deleted, not renamed away: rewritten without a warning
+      ],
+      undefined,
+      { warnNode: async (w) => void events.push(w) },
+    );
+    expect(r.error).toBeNull();
+    const warning = `warning: 00-multus.conflist in ${n.netd} was renamed to 00-multus.conflist.cilium_bak by another program, so the runtime ran the primary network alone for new pods; Cilium renames every other CNI config when its cni.exclusive is true: set cni.exclusive=false (Helm value) to run Cilium as the primary network under multus. Writing 00-multus.conflist again`;
+    expect(r.logs.filter((l) => l.startsWith('warning:'))).toEqual([warning]);
+    expect(events).toEqual([
+      {
+        kubeconfig: join(n.netd, 'multus.d', 'multus.kubeconfig'),
+        reason: 'MultusConfigRenamed',
+        message: warning.slice('warning: '.length),
+      },
+    ]);
+  });
+
+  const KEEP = ['00-multus.conflist', '10-flannel.conflist', 'multus.d'];
+  const keeping = (why: string) =>
+    `daemonset kube-system/kube-multus-ds ${why}: keeping the multus config and kubeconfig on this node`;
+  it.each<[string, DeletionState, DeletionState, string[], string]>([
+    ['deleted (helm uninstall)', 'present', 'deleted', ['10-flannel.conflist', 'multus.d'], 'removed'],
+    [
+      'unreadable at stop, readable at start (helm uninstall took its account and role)',
+      'present',
+      'revoked',
+      ['10-flannel.conflist', 'multus.d'],
+      'removed',
+    ],
+    ['still there (an upgrade)', 'present', 'present', KEEP, keeping('is still there (an upgrade or a restart)')],
+    [
+      'unknown (API unreachable)',
+      'present',
+      { unknown: 'no answer within 10 s' },
+      KEEP,
+      keeping('may be there (no answer within 10 s)'),
+    ],
+    [
+      'refused at start and at stop (RBAC never allowed it)',
+      'revoked',
+      'revoked',
+      KEEP,
+      keeping('may be there (access refused, and it was refused at start too)'),
+    ],
+  ])('--cleanup-when-deleted: on stop, with the DaemonSet %s', async (_title, atStart, atStop, left, last) => {
+    const n = makeNode();
+    writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
+    const asked: unknown[] = [];
+    const answers = [atStart, atStop];
+    const r = await runScripted([...n.args, '--cleanup-when-deleted=kube-system/kube-multus-ds'], [], undefined, {
+      deletionState: async (q) => {
+        asked.push({ ns: q.namespace, name: q.name, server: q.server, token: q.token });
+        return answers.shift()!;
+      },
+    });
+    expect(r.error).toBeNull();
+    const question = { ns: 'kube-system', name: 'kube-multus-ds', server: 'https://10.96.0.1:443', token: 'token-1' };
+    expect(asked, 'asked at start and at stop').toEqual([question, question]);
+    expect(ls(n.netd)).toEqual(left);
+    const removed = last === 'removed';
+    expect(existsSync(join(n.netd, 'multus.d', 'multus.kubeconfig'))).toBe(!removed);
+    expect(r.logs.at(-1)).toBe(removed ? `removed ${join(n.netd, 'multus.d', 'multus.kubeconfig')}` : last);
   });
 
   it('rewrites the kubeconfig when the token or the CA changes, and only then', async () => {

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CniError } from '../../../src/base/errors.ts';
-import { eventBody } from '../../../src/k8s/calls.ts';
+import { eventBody, nodeEvent } from '../../../src/k8s/calls.ts';
 import { isTransient, KubeApiError } from '../../../src/k8s/types.ts';
 import { loadFallbackModule } from '../../../src/k8s/fallback-loader.ts';
 import { loadKubeClient } from '../../../src/k8s/client.ts';
@@ -311,6 +311,18 @@ describe('requests', () => {
       metadata: { namespace: 'default' },
     });
     expect(ev.metadata.name).toMatch(/^web-0\.[0-9a-f]+$/);
+  });
+
+  it('a Node event as kubelet records one: namespace default, cluster-scoped involved object, uid = the name', () => {
+    const ev = eventBody(nodeEvent('node-1', 'Warning', 'MultusConfigRenamed', 'm'));
+    expect(ev).toMatchObject({
+      involvedObject: { kind: 'Node', name: 'node-1', uid: 'node-1', apiVersion: 'v1' },
+      metadata: { namespace: 'default' },
+      type: 'Warning',
+      reason: 'MultusConfigRenamed',
+    });
+    expect(ev.involvedObject).not.toHaveProperty('namespace');
+    expect((ev.metadata as { name: string }).name).toMatch(/^node-1\.[0-9a-f]+$/);
   });
 
   it('names events like client-go (<pod>.<unix nanos in hex>), unique within one millisecond', () => {

@@ -11,6 +11,7 @@ import type { CommandDeps } from '../../../src/multus/commands/context.ts';
 import { cmdDel } from '../../../src/multus/commands/del.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
+import { silentLogger } from '../../../src/base/log.ts';
 import { kubeDeps, withContext } from '../../helpers/commands.ts';
 import { FakeExec, cniErrorReply } from '../../helpers/fake-exec.ts';
 import { FakeKube, FakeKubeError } from '../../helpers/fake-kube.ts';
@@ -147,6 +148,25 @@ describe('ADD with Kubernetes', () => {
     expect(t.exec.received).toEqual([]);
     expect(t.kube.events).toEqual([expect.objectContaining({ type: 'Warning', reason: 'NoNetworkFound' })]);
     expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
+  });
+
+  it("a delegate's plugin missing from the bin dir (Multus #1413): rolled back, a warning in the log and a PluginNotFound event", async () => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a,net-m' });
+    t.kube.addNad('ns1', 'net-m', { cniVersion: '1.0.0', type: 'macvlan' });
+    const warnings: string[] = [];
+    t.deps.log = { ...silentLogger, warn: (m) => warnings.push(m) };
+    await expect(t.add()).rejects.toMatchObject({
+      code: 7,
+      msg: expect.stringContaining('failed to find plugin "macvlan" in path [/opt/test/bin /usr/lib/cni]'),
+    });
+    expect(t.exec.calls()).toEqual(['ADD p0 eth0', 'ADD pa net1', 'DEL pa net1', 'DEL p0 eth0']);
+    const msg =
+      'CNI plugin "macvlan" is not in /opt/test/bin, /usr/lib/cni on this node: install it there (multus runs the plugins it is ' +
+      'given, it ships none; a resident daemon without chrootDir looks in its own container)';
+    expect(warnings).toEqual([`[ns1/pod1/uid-1]: ${msg}`]);
+    expect(t.kube.events).toEqual([
+      expect.objectContaining({ type: 'Warning', reason: 'PluginNotFound', message: msg }),
+    ]);
   });
 
   it.each([

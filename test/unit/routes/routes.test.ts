@@ -31,7 +31,16 @@ const plan = (ifName: string, deleteV4: boolean, deleteV6: boolean, addGateways:
 describe('planDefaultRoutes', () => {
   it.each<[string, RouteRequester[], RoutePlan[] | undefined]>([
     ['no request: nothing to do', [att('eth0'), att('net1'), att('net2')], undefined],
-    ['an empty list requests no family: nothing to do', [att('eth0'), att('net1', [])], undefined],
+    [
+      'an empty list (Multus CheckGatewayConfig): every attachment loses its default routes of both families, none gains one',
+      [att('eth0'), att('net1', []), att('net2')],
+      [plan('eth0', true, true), plan('net1', true, true), plan('net2', true, true)],
+    ],
+    [
+      'an empty list on the cluster network (default-network annotation): the same',
+      [att('eth0', []), att('net1')],
+      [plan('eth0', true, true), plan('net1', true, true)],
+    ],
     ['no attachments', [], undefined],
     [
       'single IPv4 request: every attachment loses its IPv4 default, IPv6 untouched',
