@@ -72,6 +72,10 @@ function writeErr(s: string): void {
   }
 }
 process.stdout.on('error', outputError);
+// The caller's time zone for the log's stamps, as Go Multus honours TZ (docs/behaviour.md#logging): the launcher
+// hides it from Bun's start-up with every other variable (base/caller-env.ts); Bun applies TZ set at run time.
+const callerTz = callerEnv(process.env).TZ;
+if (callerTz !== undefined && process.env.TZ !== callerTz) process.env.TZ = callerTz;
 process.stderr.on('error', () => {});
 
 /** The passthru plugin: the same executable installed (or linked) as `passthru`. */
