@@ -4,6 +4,7 @@
  * executable (scripts/build-daemon.mjs), else this source tree's module (base/embedded.ts says how).
  * Tested by test/daemon/bundle.test.ts, test/install/cli.test.ts (roles loaded from the embedded bundle).
  */
+import { normalJitPolicy } from './base/bun.ts';
 import { loadEmbedded } from './base/embedded.ts';
 
 export interface DaemonModule {
@@ -23,6 +24,8 @@ export interface DaemonModule {
 /** Relative to base/embedded.ts: the embedded bundle, else src/roles.ts. */
 const SPECIFIERS = ['./multus-daemon.cjs', '../roles.ts'];
 
+/** The roles' bundle; these roles (not CNI calls) run with the normal JIT policy (base/bun.ts). */
 export function loadDaemonModule(): Promise<DaemonModule> {
+  normalJitPolicy();
   return loadEmbedded<DaemonModule>('the daemon module', SPECIFIERS, 'runDaemon');
 }

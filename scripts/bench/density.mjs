@@ -40,6 +40,9 @@ export async function runDensity({ opts, node, tmp }) {
   const go = gomultusDir(ROOT, opts.gomultus);
   for (const b of ['multus', 'multus-shim', 'multus-daemon', 'thin_entrypoint'])
     if (!existsSync(join(go, b))) fail(`${join(go, b)} is missing (bash test/peers/build-gomultus.sh)`);
+  // kube-burner only drives this bench, so scripts/setup.sh does not build it: built (or its cache checked) here
+  const kb = spawnSync('bash', [join(ROOT, 'test/peers/build-kube-burner.sh')], { stdio: ['ignore', 'ignore', 2] });
+  if (kb.status !== 0) fail(`test/peers/build-kube-burner.sh failed (exit ${kb.status})`);
   const dir = join(tmp, 'density');
   const args = {
     pods: opts.pods,

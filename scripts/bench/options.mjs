@@ -3,6 +3,8 @@ import { resolve } from 'node:path';
 
 /** The scenarios `--scenario` names (`all` runs delegates-only and kubernetes). */
 export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'density'];
+/** The modes of scenario resident (`--modes`). */
+export const RESIDENT_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'];
 const DENSITY_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick', 'go_thick_300mi'];
 const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'];
 
@@ -22,7 +24,9 @@ export function usage(code) {
       `scenario resident (only when asked for: --scenario resident):\n` +
       `  --resident-rounds N  measured rounds, default 40\n` +
       `  --rss-pairs A,B      ADD/DEL pairs after which the daemons' RSS is read, default 1000,10000\n` +
-      `  --concurrency N      concurrent ADDs of different containers, default 100\n` +
+      `  --concurrency N      concurrent ADDs of different containers, default 100 (0: none)\n` +
+      `  --modes A,B          the modes to run, default ${RESIDENT_MODES.join(',')}; e.g. thin_ts,go_thin for the\n` +
+      `                       thin plugin beside Go thin alone (no daemon, no RSS pairs)\n` +
       `  --gomultus DIR       Go Multus v4.3.0 binaries, default .cache/gomultus (test/peers/build-gomultus.sh)\n` +
       `  --rss-go             also run the RSS pairs through Go Multus thick's daemon\n` +
       `scenario density (only when asked for: --scenario density; root, the kubelet node's peers, kube-burner):\n` +
@@ -49,6 +53,7 @@ function defaults() {
     concurrency: 100,
     gomultus: null,
     rssGo: false,
+    modes: RESIDENT_MODES,
     pods: 100,
     densityModes: DENSITY_MODES,
     burst: true,
@@ -87,6 +92,9 @@ export function parseArgs(argv) {
     } else if (k === '--fault-modes') {
       o.faultModes = next().split(',');
       if (!o.faultModes.every((m) => DENSITY_MODES.includes(m))) usage(2);
+    } else if (k === '--modes') {
+      o.modes = next().split(',');
+      if (!o.modes.every((m) => RESIDENT_MODES.includes(m))) usage(2);
     } else if (k === '--density-modes') {
       o.densityModes = next().split(',');
       if (!o.densityModes.every((m) => DENSITY_MODES.includes(m))) usage(2);

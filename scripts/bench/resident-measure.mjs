@@ -11,6 +11,7 @@ import {
   checkDel,
   checkDelegateResult,
   countStats,
+  cpuMs,
   fail,
   parseJson,
   quantile,
@@ -23,6 +24,7 @@ import {
 } from './common.mjs';
 import { heapOf } from './daemons.mjs';
 import { attribute, patternCounts } from './k8s-helper.mjs';
+import { rssMeter } from './rss.mjs';
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -64,8 +66,11 @@ function units(rc, tag, modes, takePod, windows, state) {
   ];
 }
 
-/** Wall times and overhead (minus the delegate calls at this run's median) per mode, and ratios to Go. */
-function modeFigures(modes, samples, delegateCalls) {
+/**
+ * Wall times and overhead (minus the delegate calls at this run's median) per mode, CPU per call (user + system of
+ * the process and its delegates, mean; `ticks` summed per key), and ratios to Go.
+ */
+function modeFigures(modes, samples, ticks, delegateCalls) {
   const names = Object.keys(modes);
   const dAdd = stats(samples.delegate_add).median_ms;
   const dDel = stats(samples.delegate_del).median_ms;
@@ -80,6 +85,8 @@ function modeFigures(modes, samples, delegateCalls) {
       overhead: stats([...ovAdd, ...ovDel]),
       overhead_add: stats(ovAdd),
       overhead_del: stats(ovDel),
+      cpu_add_ms: cpuMs(ticks[`${m}_add`], samples[`${m}_add`].length),
+      cpu_del_ms: cpuMs(ticks[`${m}_del`], samples[`${m}_del`].length),
     };
   }
   // Ratios of medians (overhead) to each Go mode: < 1 is faster than Go.
@@ -88,7 +95,14 @@ function modeFigures(modes, samples, delegateCalls) {
     for (const g of ['go_thin', 'go_thick']) {
       if (!out[g] || g === m) continue;
       const r = (k) => r2(out[m][k].median_ms / out[g][k].median_ms);
-      ratios[`to_${g}`] = { overhead: r('overhead'), overhead_add: r('overhead_add'), overhead_del: r('overhead_del') };
+      const c = (k) => r2(out[m][k] / out[g][k]);
+      ratios[`to_${g}`] = {
+        overhead: r('overhead'),
+        overhead_add: r('overhead_add'),
+        overhead_del: r('overhead_del'),
+        cpu_add: c('cpu_add_ms'),
+        cpu_del: c('cpu_del_ms'),
+      };
     }
     out[m].ratios = ratios;
   }
@@ -121,6 +135,7 @@ export async function measureConfig(rc, tag, { modes, takePod, delegateCalls, au
   checkModes(rc, tag, modes, takePod);
   const samples = { delegate_add: [], delegate_del: [] };
   for (const m of names) Object.assign(samples, { [`${m}_add`]: [], [`${m}_del`]: [] });
+  const ticks = Object.fromEntries(Object.keys(samples).map((k) => [k, 0]));
   const windows = [];
   const state = { measuring: false };
   const list = units(rc, tag, modes, takePod, windows, state);
@@ -131,7 +146,11 @@ export async function measureConfig(rc, tag, { modes, takePod, delegateCalls, au
     warmup,
     rounds,
     measuring: (m) => (state.measuring = m),
-    record: (got) => Object.entries(got).forEach(([key, r]) => samples[key].push(r.ms)),
+    record: (got) =>
+      Object.entries(got).forEach(([key, r]) => {
+        samples[key].push(r.ms);
+        ticks[key] += r.ticks;
+      }),
     progress: (done) => {
       const med = names
         .map((m) => `${m} ${stats(samples[`${m}_add`]).median_ms}/${stats(samples[`${m}_del`]).median_ms}`)
@@ -144,13 +163,50 @@ export async function measureConfig(rc, tag, { modes, takePod, delegateCalls, au
     delegate_calls_per_command: delegateCalls,
     delegate_add: stats(samples.delegate_add),
     delegate_del: stats(samples.delegate_del),
-    modes: modeFigures(modes, samples, delegateCalls),
+    delegate_cpu_ms: { add: cpuMs(ticks.delegate_add, rounds), del: cpuMs(ticks.delegate_del, rounds) },
+    modes: modeFigures(modes, samples, ticks, delegateCalls),
   };
+  await peakRss(rc, tag, modes, takePod, res.modes);
   if (audit) {
     const events = (await audit()).filter((e) => e.verb !== 'list' && e.verb !== 'watch');
     apiFigures(res, names, windows, events);
   }
   return res;
+}
+
+/**
+ * Peak RSS of the process a runtime execs for one call (the plugin in thin modes, the shim in resident ones; a
+ * daemon's memory is rssPairs'), `--rss-samples` ADDs and DELs per mode, interleaved; median and max MiB, and
+ * the ratio of the medians to each Go mode.
+ */
+async function peakRss(rc, tag, modes, takePod, figures) {
+  const n = rc.opts.rssSamples;
+  if (!n) return;
+  const meter = rssMeter();
+  const kib = Object.fromEntries(Object.keys(modes).map((m) => [m, { add: [], del: [] }]));
+  say(`resident/${tag}: peak RSS per call, ${n} ADDs and DELs per mode (${meter.method})`);
+  for (let i = 0; i < n; i++) {
+    for (const [m, mode] of Object.entries(modes)) {
+      const pod = takePod();
+      kib[m].add.push(await meter.measure(mode.file, [], rc.env('ADD', pod), mode.conf));
+      kib[m].del.push(await meter.measure(mode.file, [], rc.env('DEL', pod), mode.conf));
+    }
+  }
+  const med = (xs) => stats(xs).median_ms;
+  for (const m of Object.keys(modes)) {
+    const all = [...kib[m].add, ...kib[m].del];
+    figures[m].peak_rss_mib = {
+      add: med(kib[m].add),
+      del: med(kib[m].del),
+      median: med(all),
+      max: r2(Math.max(...all)),
+    };
+    figures[m].peak_rss_method = meter.method;
+  }
+  for (const m of Object.keys(modes))
+    for (const g of ['go_thin', 'go_thick'])
+      if (figures[g] && g !== m)
+        figures[m].ratios[`to_${g}`].peak_rss = r2(figures[m].peak_rss_mib.median / figures[g].peak_rss_mib.median);
 }
 
 /** One CNI call as a child process, not waited for synchronously (the concurrency test). */
@@ -203,6 +259,7 @@ async function concurrentMode(rc, pods, file, conf) {
 /** C concurrent ADDs (then DELs) of different containers per mode, host-local IPAM; `extra(mode)`: conf keys. */
 export async function concurrency(rc, tag, modes, takePod, extra) {
   const n = rc.opts.concurrency;
+  if (n === 0) return { skipped: '--concurrency 0' };
   const result = {};
   let k = 0;
   for (const [m, mode] of Object.entries(modes)) {

@@ -64,6 +64,8 @@ function availability({ exe, root, opts, k8sPresent }) {
     unavailable.go_thick ??= 'Go Multus thick needs Kubernetes: no kube-apiserver/etcd (bash test/k8s/build.sh)';
   if (spawnSync('unshare', ['--version']).status !== 0)
     unavailable.go_thick ??= 'unshare (util-linux) is missing: Go thick needs a private mount namespace here';
+  for (const m of ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'])
+    if (!opts.modes.includes(m)) unavailable[m] = `not selected (--modes ${opts.modes.join(',')})`;
   for (const [m, why] of Object.entries(unavailable)) say(`resident: ${m} unavailable: ${why}`);
   return { go, bins, unavailable };
 }
@@ -115,7 +117,8 @@ function prepare(ctx) {
 /** thin_ts, resident_ts (with a daemon of `daemonKeys`) and go_thin for multus configs of `extra`. */
 async function tsAndGoThin(rc, tag, extra, daemonKeys) {
   const conf = (m, sock) => JSON.stringify(rc.confFor(m, extra, sock));
-  const modes = { thin_ts: { file: rc.bins.thin_ts, conf: conf('thin_ts'), what: 'build/multus' } };
+  const modes = {};
+  if (!rc.unavailable.thin_ts) modes.thin_ts = { file: rc.bins.thin_ts, conf: conf('thin_ts'), what: 'build/multus' };
   let ts;
   if (!rc.unavailable.resident_ts) {
     const keys = { conf: JSON.parse(conf('thin_ts')), daemon: daemonKeys };

@@ -1,15 +1,33 @@
 /**
  * build-steps/bundle.mjs: step 1, esbuild bundles src/cli.ts into <outdir>/multus.cjs, the thin plugin's code, and
- * checks its start-up discipline: no module of it imports node:net, node:tls, node:https or node:http2 at
- * its top (those are loaded where a call uses them, through process.getBuiltinModule), and no module of
+ * checks its start-up discipline: no module of it imports a built-in of LAZY_BUILTINS at its top (those are
+ * loaded where a call uses them, through process.getBuiltinModule), and no module of
  * @kubernetes/client-node is in it at all (that is the k8s-fallback bundle's).
  */
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, fail, log, ms, requireFromRoot, show } from './common.mjs';
 
-/** Built-ins the thin path must load only where it uses them (each costs 4-20 ms of start-up under Bun). */
-export const LAZY_BUILTINS = ['net', 'tls', 'https', 'http2'];
+/**
+ * Built-ins the thin path must load only where it uses them: each costs every call start-up time (the network
+ * ones 4-20 ms under Bun); child_process and the stream-based ones pull in Bun's JavaScript streams, the largest
+ * cost of a thin call before they were made lazy (docs/performance.md, "Where the thin plugin's time went").
+ */
+export const LAZY_BUILTINS = [
+  'net',
+  'tls',
+  'http',
+  'https',
+  'http2',
+  'child_process',
+  'crypto',
+  'os',
+  'stream',
+  'zlib',
+  'timers/promises',
+  'fs/promises',
+  'buffer',
+];
 
 /**
  * The eager imports the thin bundle must not have, from esbuild's metafile: an `import` statement of a lazy

@@ -38,6 +38,11 @@ export const COMPILE_FLAGS = [
   '--no-compile-autoload-bunfig',
   '--no-compile-autoload-tsconfig',
   '--no-compile-autoload-package-json',
+  // JavaScriptCore's tier-up thresholds x1000 from the start: a CNI call lives ~20 ms, and the JIT compiler's
+  // threads spent more CPU compiling its code than running it (a Kubernetes ADD 35 -> 28 ms CPU, docs/performance.md,
+  // "Where the thin plugin's time went"). Every other role (the daemon above all) sets the normal policy back
+  // when it loads the roles' bundle (src/load-roles.ts).
+  '--compile-jit-policy=1000',
 ];
 
 /** The pinned Bun binary. Its postinstall (when npm runs it) moves it from @oven/bun-linux-x64/bin/bun to

@@ -7,10 +7,12 @@
  * component from escaping their directory.
  */
 import {
+  close,
   closeSync,
   constants,
   fchmodSync,
   fstatSync,
+  fsync,
   fsyncSync,
   lstatSync,
   mkdirSync,
@@ -46,12 +48,49 @@ export function isTempName(name: string): boolean {
   return name.startsWith('.');
 }
 
+/** How `writeFileAtomic` makes the new contents durable (docs/reliability.md, "Which cache writes are fsynced"). */
+export type Durability = 'fsync' | 'background' | 'none';
+
+/** Background fsyncs not finished yet, by directory; each settles with its error, if any (never rejects). */
+const syncing = new Map<string, Set<Promise<Error | undefined>>>();
+
+function syncInBackground(path: string, fd: number): void {
+  const dir = dirname(path);
+  const set = syncing.get(dir) ?? new Set();
+  syncing.set(dir, set);
+  const done: Promise<Error | undefined> = new Promise((resolve) =>
+    fsync(fd, (err) => close(fd, () => resolve(err ? new Error(`fsync of ${path}: ${err.message}`) : undefined))),
+  );
+  set.add(done);
+  void done.then(() => set.delete(done));
+}
+
+/**
+ * Waits for the background fsyncs of files in `dir` (writeFileAtomic with 'background'); throws a CniError when
+ * one failed, as a synchronous fsync would have.
+ */
+export async function backgroundSyncs(dir: string): Promise<void> {
+  const pending = [...(syncing.get(dir) ?? [])];
+  for (const err of await Promise.all(pending)) {
+    if (err) throw new CniError(CniCode.IoFailure, `${err.message}; check the disk`, { cause: err });
+  }
+}
+
 /**
  * Write `data` so readers see either the old file or the complete new one: temp file in the same directory,
  * fsync, rename. Parent directories are created 0700; the file gets `mode` exactly (fchmod, so umask cannot
- * widen or narrow it). The directory itself is not fsynced: after a crash the file may be missing, never partial.
+ * widen or narrow it). The directory itself is not fsynced: after a power loss the file may be missing, never
+ * partial. `durable` (docs/reliability.md, "Which cache writes are fsynced"): 'fsync' (the default) as above;
+ * 'background' renames first and fsyncs while the caller goes on (`backgroundSyncs(dir)` waits for it), so a
+ * process crash still leaves the old file or the complete new one and only a power loss before the fsync ends can
+ * leave the new name empty; 'none' never fsyncs, for a file whose emptiness after a power loss its reader covers.
  */
-export function writeFileAtomic(path: string, data: string | Buffer, mode = 0o600): void {
+export function writeFileAtomic(
+  path: string,
+  data: string | Buffer,
+  mode = 0o600,
+  { durable = 'fsync' }: { durable?: Durability } = {},
+): void {
   let temp: string | undefined;
   let fd: number | undefined;
   try {
@@ -61,10 +100,14 @@ export function writeFileAtomic(path: string, data: string | Buffer, mode = 0o60
     fchmodSync(fd, mode);
     const buf = typeof data === 'string' ? Buffer.from(data) : data;
     for (let off = 0; off < buf.length;) off += writeSync(fd, buf, off, buf.length - off);
-    fsyncSync(fd);
-    closeSync(fd);
-    fd = undefined;
+    if (durable === 'fsync') fsyncSync(fd);
+    if (durable !== 'background') {
+      closeSync(fd);
+      fd = undefined;
+    }
     renameSync(temp, path);
+    if (fd !== undefined) syncInBackground(path, fd);
+    fd = undefined;
   } catch (err) {
     if (fd !== undefined) ignoreErrors(() => closeSync(fd!));
     if (temp !== undefined) ignoreErrors(() => unlinkSync(temp!));

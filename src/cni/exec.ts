@@ -11,12 +11,18 @@
  * `killRunningDelegates()` (called on SIGTERM, SIGINT and SIGHUP by the plugin's edge, cli.ts, and at the end of
  * the daemon's shutdown) SIGKILLs every one of them. SIGKILL of our own process leaves them: see
  * docs/reliability.md, "Signals end the delegates too".
+ *
+ * On Bun (build/multus) a plugin is started with `Bun.spawn` and its pipes read as web streams: node:child_process
+ * there is built on Node streams written in JavaScript, which cost a thin call more than everything else it does
+ * (docs/performance.md, "Where the thin plugin's time went"). Under Node (the unit tests) node:child_process runs
+ * it; both keep the same rules: process group, bounded output, timeout, drain grace, ETXTBSY retry.
  */
-import { spawn } from 'node:child_process';
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../base/sleep.ts';
+import type { BunRuntime } from '../base/bun.ts';
+import { bunRuntime } from '../base/bun.ts';
 import { CniCode, CniError } from '../base/errors.ts';
 
 export interface ExecOutput {
@@ -126,16 +132,91 @@ export function assertExecutableFormat(path: string): void {
   }
 }
 
-function runOnce(
-  path: string,
-  stdin: Buffer,
-  env: Record<string, string>,
-  timeoutMs: number,
-  args: string[],
-): Promise<ExecOutput> {
+/** One start of a plugin: what execPlugin was given. */
+interface PluginRun {
+  path: string;
+  stdin: Buffer;
+  env: Record<string, string>;
+  timeoutMs: number;
+  args: string[];
+}
+
+function runOnce(run: PluginRun): Promise<ExecOutput> {
+  assertExecutableFormat(run.path);
+  const bun = bunRuntime();
+  return bun ? runOnceBun(bun, run) : runOnceNode(run);
+}
+
+/** A pipe read to its end, keeping at most `limit` bytes (the rest is read and dropped, so the plugin never blocks). */
+function readBounded(stream: ReadableStream<Uint8Array>, limit: number) {
+  const reader = stream.getReader();
+  const chunks: Buffer[] = [];
+  let left = limit;
+  const done = (async () => {
+    for (;;) {
+      const { done: end, value } = await reader.read();
+      if (end) return;
+      if (left <= 0) continue;
+      const part = value.length > left ? value.subarray(0, left) : value;
+      left -= part.length;
+      chunks.push(Buffer.from(part.buffer, part.byteOffset, part.length));
+    }
+  })().catch(() => undefined);
+  return {
+    done,
+    /** What was read so far; stops reading (a background child may hold the pipe open). */
+    take(): Buffer {
+      reader.cancel().catch(() => undefined);
+      return Buffer.concat(chunks);
+    },
+  };
+}
+
+async function runOnceBun(bun: BunRuntime, { path, stdin, env, timeoutMs, args }: PluginRun): Promise<ExecOutput> {
+  // A process group of its own (detached: a session), so a timeout kills whatever the plugin started too.
+  const child = bun.spawn([path, ...args], { env, stdin, stdout: 'pipe', stderr: 'pipe', detached: true });
+  const pid = child.pid;
+  running.add(pid);
+  const out = readBounded(child.stdout, MAX_OUTPUT_BYTES);
+  const err = readBounded(child.stderr, MAX_OUTPUT_BYTES);
+  let timedOut = false;
+  let timer: NodeJS.Timeout | undefined;
+  // After a timeout the group is killed; the answer does not wait longer than the drain grace for the reaping.
+  const expired = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(pid);
+      setTimeout(resolve, DRAIN_GRACE_MS);
+    }, timeoutMs);
+  });
+  try {
+    await Promise.race([child.exited, expired]);
+  } finally {
+    clearTimeout(timer);
+    // The plugin is gone: what it left running in its group (a daemon it started) is not ours to kill.
+    running.delete(pid);
+  }
+  // 'exit' came; the pipes close once every holder is gone: wait for that only as long as the drain grace.
+  let grace: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all([out.done, err.done]),
+    new Promise((resolve) => (grace = setTimeout(resolve, DRAIN_GRACE_MS))),
+  ]);
+  clearTimeout(grace);
+  const exited = child.exitCode !== null || child.signalCode !== null;
+  return {
+    stdout: out.take(),
+    stderr: err.take(),
+    exitCode: child.exitCode,
+    signal: exited ? child.signalCode : 'SIGKILL',
+    timedOut,
+  };
+}
+
+function runOnceNode({ path, stdin, env, timeoutMs, args }: PluginRun): Promise<ExecOutput> {
   return new Promise((resolve, reject) => {
-    assertExecutableFormat(path);
-    // A process group of its own, so a timeout kills whatever the plugin started too.
+    // A process group of its own, so a timeout kills whatever the plugin started too. Loaded here: Bun never needs it.
+    const { spawn } = process.getBuiltinModule('node:child_process');
     const child = spawn(path, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const pid = child.pid;
     if (pid !== undefined) running.add(pid);
@@ -278,7 +359,7 @@ export async function execPlugin(
   for (let attempt = 1; ; attempt++) {
     if (stopped) throw new StoppingError(path);
     try {
-      return await runOnce(path, stdin, env, timeoutMs, args);
+      return await runOnce({ path, stdin, env, timeoutMs, args });
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // libcni raw_exec.go: a plugin binary being replaced (upgrade) is briefly "text file busy".

@@ -26,6 +26,7 @@ import type { CniResult } from './result-model.ts';
 import { PluginResult, convertResult } from './result.ts';
 import { parsePluginError } from './plugin-error.ts';
 import { versionAtLeast } from '../base/versions.ts';
+import { backgroundSyncs } from '../base/files.ts';
 
 /** What libcni calls RuntimeConf: the attachment's identity and the runtime's per-call data. */
 export interface RuntimeConf {
@@ -143,6 +144,8 @@ export async function addNetwork(network: Network, rt: RuntimeConf, deps: Networ
     }
   }
   if (!result) throw new CniError(CniCode.InvalidConfig, `network "${network.name}" has no plugins`);
+  // The scratch cache's fsync (begun before the first delegate) ends before any result cache exists.
+  await backgroundSyncs(deps.cniDir);
   writeResultCache(deps.cniDir, {
     kind: 'cniCacheV1',
     containerId: rt.containerId,

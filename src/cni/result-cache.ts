@@ -149,8 +149,14 @@ export function readResultCache(
   );
 }
 
+/**
+ * Not fsynced, as libcni writes it: after a power loss the file may be empty, and DEL then tears the attachment
+ * down from the scratch cache, whose fsync ended before this was written (`backgroundSyncs` in addNetwork;
+ * docs/reliability.md, "Which cache writes are fsynced").
+ */
 export function writeResultCache(cniDir: string, e: ResultCacheEntry): void {
-  writeFileAtomic(resultCachePath(cniDir, e.networkName, e.containerId, e.ifName), encodeResultCache(e));
+  const path = resultCachePath(cniDir, e.networkName, e.containerId, e.ifName);
+  writeFileAtomic(path, encodeResultCache(e), 0o600, { durable: 'none' });
 }
 
 export function removeResultCache(cniDir: string, networkName: string, containerId: string, ifName: string): void {

@@ -113,6 +113,22 @@ export function parseCheckpoint(bytes: Buffer | string, source = DEVICE_CHECKPOI
   return pods;
 }
 
+/**
+ * The device-plugin resources registered on the node (the checkpoint's `Data.RegisteredDevices` names with at least
+ * one device), for saying whether a pool exists on the node at all; undefined when the file cannot tell.
+ */
+export function registeredPools(file = DEVICE_CHECKPOINT_FILE): Set<string> | undefined {
+  try {
+    const doc: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    const registered = isObject(doc) && isObject(doc.Data) ? doc.Data.RegisteredDevices : undefined;
+    if (registered === null) return new Set();
+    if (!isObject(registered)) return undefined;
+    return new Set(Object.keys(registered).filter((k) => Array.isArray(registered[k]) && registered[k].length > 0));
+  } catch {
+    return undefined;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Resource maps (pure)
 

@@ -129,8 +129,9 @@ export function stringAttribute(device: Record<string, unknown>, name: string): 
 }
 
 /**
- * The devices of a driver's slices that carry a deviceID, by "pool\0device" (Multus keeps only those, and only
- * the two attributes). A slice that is not shaped as a ResourceSlice is an error naming it.
+ * The devices of a driver's slices with Multus' two attributes, by "pool\0device" ('' where a device lacks one;
+ * the pooled lookup skips those without a deviceID as Multus does, a named claim request refuses them). A slice
+ * that is not shaped as a ResourceSlice is an error naming it.
  */
 export function indexSlices(slices: DraObject[], driver: string): Map<string, DeviceInfo> {
   const index = new Map<string, DeviceInfo>();
@@ -147,7 +148,6 @@ export function indexSlices(slices: DraObject[], driver: string): Map<string, De
     for (const device of devices) {
       if (!isObject(device) || str(device.name) === '') continue;
       const deviceId = stringAttribute(device, DRA_DEVICE_ID_ATTRIBUTE);
-      if (deviceId === '') continue;
       const resourceName = stringAttribute(device, DRA_RESOURCE_NAME_ATTRIBUTE);
       index.set(`${pool}\0${str(device.name)}`, { deviceId, resourceName });
     }

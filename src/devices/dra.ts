@@ -50,6 +50,15 @@ export interface DraOptions {
   now?: () => number;
   /** Filled with where each device ID came from (the first device with that ID). */
   sources?: Map<string, DraDeviceRef>;
+  /** Devices already given to attachments that named their claim request (`deviceKey`): not pooled again. */
+  taken?: ReadonlySet<string>;
+  /** The reads of this call, when the caller made some already (a `DraLookup` made for the same pod). */
+  lookup?: DraLookup;
+}
+
+/** One allocated device of one of the pod's claims: "claim\0driver\0pool\0device". */
+export function deviceKey(claim: string, r: { driver: string; pool: string; device: string }): string {
+  return `${claim}\0${r.driver}\0${r.pool}\0${r.device}`;
 }
 
 /** One allocated device of a claim, as KEP-4817's status.devices[] entries name it. */
@@ -62,7 +71,7 @@ export interface DraDeviceRef {
 }
 
 /** One call's reads: each claim GET once, each driver's slices LISTed once, all within one deadline. */
-class Lookup {
+export class DraLookup {
   private readonly claims = new Map<string, Promise<DraObject>>();
   private readonly drivers = new Map<string, Promise<Map<string, DeviceInfo>>>();
   private readonly deadline: number;
@@ -71,7 +80,7 @@ class Lookup {
   constructor(
     private readonly api: DraApi,
     private readonly pod: Pod,
-    private readonly opts: DraOptions,
+    private readonly opts: Pick<DraOptions, 'timeoutMs' | 'now'>,
   ) {
     this.now = opts.now ?? Date.now;
     this.deadline = this.now() + (opts.timeoutMs ?? DRA_LOOKUP_TIMEOUT_MS);
@@ -131,7 +140,7 @@ const describeResult = (claim: string, r: AllocationResult): string =>
 
 /** The pod's claims, in status order: the IDs of devices published for CNI, by resource name. */
 async function claimDevices(
-  lookup: Lookup,
+  lookup: DraLookup,
   pod: Pod,
   names: string[],
   out: ResourceMap,
@@ -142,8 +151,9 @@ async function claimDevices(
     const ref = `${pod.metadata.namespace}/${name}`;
     const results = allocationResults(await lookup.claim(name), ref);
     for (const r of results) {
+      if (opts.taken?.has(deviceKey(name, r))) continue;
       const info = (await lookup.devices(r.driver)).get(`${r.pool}\0${r.device}`);
-      if (!info) {
+      if (!info || info.deviceId === '') {
         log?.warn(
           `${describeResult(ref, r)}: in no ResourceSlice of this node with ${DRA_DEVICE_ID_ATTRIBUTE}; skipped`,
         );
@@ -173,7 +183,7 @@ function remember(opts: DraOptions, id: string, pod: Pod, claim: string, r: Allo
 
 /** DRA extended resources: strict, as upstream (every mapped device found, its resourceName exactly the mapping's). */
 async function extendedDevices(
-  lookup: Lookup,
+  lookup: DraLookup,
   pod: Pod,
   ext: ExtendedStatus,
   out: ResourceMap,
@@ -190,9 +200,10 @@ async function extendedDevices(
       );
     }
     for (const r of mine) {
+      if (opts.taken?.has(deviceKey(ext.claimName, r))) continue;
       const info = (await lookup.devices(r.driver)).get(`${r.pool}\0${r.device}`);
       const where = `${describeResult(ref, r)}, extended resource ${m.resourceName}`;
-      if (!info) {
+      if (!info || info.deviceId === '') {
         throw new CniError(
           CniCode.InvalidConfig,
           `${where}: in no ResourceSlice of this node with ${DRA_DEVICE_ID_ATTRIBUTE}`,
@@ -262,7 +273,7 @@ export async function addDraDevices(
   const names = current.claims.names;
   const ext = extendedStatus(pod);
   if (names.length === 0 && !ext) return out;
-  const lookup = new Lookup(api, pod, opts);
+  const lookup = opts.lookup ?? new DraLookup(api, pod, opts);
   await claimDevices(lookup, pod, names, out, opts);
   if (ext) await extendedDevices(lookup, pod, ext, out, opts);
   return out;

@@ -9,7 +9,6 @@
  * dynamic_resources, ...) are skipped by wire type, as protobuf requires. test/unit/devices/podresources.test.ts
  * checks it against @grpc/grpc-js serving the real proto messages.
  */
-import { isUtf8 } from 'node:buffer';
 import type { ClientHttp2Session, ClientHttp2Stream, IncomingHttpHeaders } from 'node:http2';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 
@@ -112,7 +111,8 @@ function forEachField(buf: Buffer, what: string, handlers: LenHandlers): void {
 function decodeString(buf: Buffer, start: number, end: number, what: string): string {
   let ascii = true;
   for (let i = start; i < end && ascii; i++) ascii = (buf[i] ?? 0) < 0x80;
-  if (!ascii && !isUtf8(buf.subarray(start, end))) throw malformed(what, 'string is not valid UTF-8');
+  if (!ascii && !process.getBuiltinModule('node:buffer').isUtf8(buf.subarray(start, end)))
+    throw malformed(what, 'string is not valid UTF-8');
   return buf.toString(ascii ? 'latin1' : 'utf8', start, end);
 }
 

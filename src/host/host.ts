@@ -7,7 +7,7 @@
  * keeps one keep-alive connection per API server), closed by `close()`.
  * Tested by test/unit/host/handle.test.ts.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../base/sleep.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';

@@ -3,6 +3,7 @@
  * failure to a `KubeApiError` with Multus' texts and an RBAC hint (pure).
  * Tested by test/unit/k8s/k8s.test.ts.
  */
+import { readFileSync } from 'node:fs';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { isDns1123Label, isDns1123Subdomain } from '../base/names.ts';
 import type { ClientConfig } from './kubeconfig.ts';
@@ -57,7 +58,8 @@ export function resourceClaimCall(namespace: string, name: string): Call {
 
 /** LIST of the ResourceSlices of one driver (on one node when given), by server-side field selectors. */
 export function resourceSliceListCall(nodeName: string, driver: string): Call {
-  const selector = nodeName === '' ? `spec.driver=${driver}` : `spec.nodeName=${nodeName},spec.driver=${driver}`;
+  const parts = [nodeName === '' ? '' : `spec.nodeName=${nodeName}`, driver === '' ? '' : `spec.driver=${driver}`];
+  const selector = parts.filter((p) => p !== '').join(',');
   const path = `${DRA_API}/resourceslices?fieldSelector=${seg(selector)}`;
   return {
     verb: 'list',
@@ -114,6 +116,21 @@ let eventSeq = 0n;
  * has milliseconds only, and ADD posts its events together: the sub-millisecond part is a per-process
  * sequence, so two events of one call never share a name (the API server would refuse the second, 409).
  */
+let nodeName: string | undefined;
+
+/** This host's name, read as Go's os.Hostname reads it (node:os is one more built-in for a call to load). */
+function hostName(): string {
+  if (nodeName === undefined) {
+    try {
+      nodeName = readFileSync('/proc/sys/kernel/hostname', 'utf8').trim();
+    } catch {
+      nodeName = '';
+    }
+    if (!nodeName) nodeName = process.getBuiltinModule('node:os').hostname();
+  }
+  return nodeName;
+}
+
 export function eventBody(e: EventInput, now: Date = new Date()): Record<string, unknown> {
   const m = e.pod.metadata;
   const stamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -140,7 +157,7 @@ export function eventBody(e: EventInput, now: Date = new Date()): Record<string,
     lastTimestamp: stamp,
     count: 1,
     reportingComponent: 'multus',
-    reportingInstance: process.getBuiltinModule('node:os').hostname(),
+    reportingInstance: hostName(),
   };
 }
 

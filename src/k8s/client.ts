@@ -37,6 +37,11 @@ import {
   transportError,
 } from './calls.ts';
 import { Credentials, createTransport, decode, requestOptions, send, withDeadline } from './transport.ts';
+import type { RequestAuth, Wire } from './transport.ts';
+import { fitsFetch, sendFetch } from './fetch.ts';
+import { bunRuntime } from '../base/bun.ts';
+import { parseServer } from './kubeconfig.ts';
+import type { ServerAddress } from './kubeconfig.ts';
 import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, Pod } from './types.ts';
 import type { FallbackModule } from './fallback-loader.ts';
 import type { Env } from '../cni/request.ts';
@@ -57,8 +62,10 @@ function authKind(cfg: ClientConfig): string {
 class Client implements KubeClient {
   #requests = 0;
   readonly info: ClientInfo;
-  /** Created by the first request: node:https costs a few ms to load, and a DEL may need no request. */
+  /** Created by the first request that needs node:https (a few ms to load; a DEL may need no request). */
   private transport: Transport | undefined;
+  /** On Bun, the server for fetch (k8s/fetch.ts); undefined under Node and for a fallback user's proxy. */
+  private readonly fetchAddr: ServerAddress | undefined;
   private readonly creds: Credentials;
 
   constructor(
@@ -68,6 +75,7 @@ class Client implements KubeClient {
     private readonly log: Logger,
   ) {
     this.creds = new Credentials(cfg, session, log);
+    this.fetchAddr = bunRuntime() && !cfg.fallback?.proxy ? parseServer(cfg.server) : undefined;
     this.info = {
       source: cfg.source,
       path: cfg.path,
@@ -126,6 +134,13 @@ class Client implements KubeClient {
     this.transport = undefined;
   }
 
+  /** fetch on Bun when it can carry the request, else node:http(s) with a keep-alive agent. */
+  private send(c: Call, auth: RequestAuth, body: Buffer | undefined, timeoutMs: number): Promise<Wire> {
+    if (this.fetchAddr && fitsFetch(auth)) return sendFetch(this.fetchAddr, c, auth, body, timeoutMs);
+    this.transport ??= createTransport(this.cfg, this.session);
+    return send(this.transport, requestOptions(this.transport, c, auth, body), body, timeoutMs);
+  }
+
   private async run<T>(c: Call, opts: CallOptions | undefined): Promise<T> {
     const invalid = invalidName(c);
     if (invalid) throw invalid;
@@ -134,10 +149,8 @@ class Client implements KubeClient {
     try {
       const auth = await withDeadline(this.creds.forRequest(), timeoutMs);
       const body = c.body === undefined ? undefined : Buffer.from(JSON.stringify(c.body));
-      this.transport ??= createTransport(this.cfg, this.session);
-      const options = requestOptions(this.transport, c, auth, body);
       this.#requests++;
-      const wire = await send(this.transport, options, body, Math.max(1, timeoutMs - (performance.now() - start)));
+      const wire = await this.send(c, auth, body, Math.max(1, timeoutMs - (performance.now() - start)));
       this.log.debug(`k8s: ${c.method} ${c.path} -> ${wire.status} (${(performance.now() - start).toFixed(1)} ms)`);
       return decode<T>(wire, c, this.cfg);
     } catch (err) {

@@ -30,7 +30,7 @@ interface TlsOptions {
   servername?: string;
 }
 
-interface RequestAuth {
+export interface RequestAuth {
   headers: Record<string, string | string[]>;
   tls: TlsOptions;
 }
@@ -158,7 +158,7 @@ function mergeFallback(auth: RequestAuth, f: FallbackCredentials): void {
 // ---------------------------------------------------------------------------------------------------------------
 // Transport (I/O: node:http / node:https, loaded on the first request)
 
-interface Wire {
+export interface Wire {
   status: number;
   body: Buffer;
 }

@@ -65,7 +65,7 @@ export interface KubeClient {
   updatePodStatus(pod: Pod, opts?: CallOptions): Promise<Pod>;
   /** GET of a ResourceClaim (resource.k8s.io/v1). */
   getResourceClaim(namespace: string, name: string, opts?: CallOptions): Promise<DraObject>;
-  /** LIST of ResourceSlices with `spec.nodeName` (unless '') and `spec.driver` field selectors. */
+  /** LIST of ResourceSlices with `spec.nodeName` and `spec.driver` field selectors (each unless ''). */
   listResourceSlices(nodeName: string, driver: string, opts?: CallOptions): Promise<DraObject[]>;
   /** Server-side apply of a ResourceClaim's status.devices as `fieldManager` (KEP-4817 network data). */
   applyClaimDevices(

@@ -7,18 +7,19 @@
  * result's addresses of that interface in CIDR form, its MAC). The write is a server-side apply of the claim's
  * status with a field manager of this sandbox's own (`multus-ts/<container ID>`), so no other entry (the
  * driver's, another pod's of a shared claim) is touched; DEL applies an empty list as the same manager, which
- * removes exactly what ADD wrote. Both are best effort: a failure is logged and never fails the pod's ADD or DEL.
- * RBAC: `patch` on `resourceclaims/status` (from Kubernetes 1.36 also the `resourceclaims/driver` verbs the
- * API requires of a node agent: docs/install.md).
- * Tested by test/k8s/dra.test.ts (against a real kube-apiserver).
+ * removes exactly what ADD wrote. Both are best effort: a failure is logged (and on ADD a Warning event on the
+ * pod) and never fails the pod's ADD or DEL. RBAC: `patch` on `resourceclaims/status`, and from Kubernetes 1.36
+ * `associated-node:patch` on `resourceclaims/driver` for each driver, through a token bound to the node
+ * (docs/install.md#claim-network-data); a refusal of the latter is spelled out.
+ * Tested by test/k8s/dra.test.ts and test/k8s/dra-select.test.ts (against a real kube-apiserver).
  */
-import { createHash } from 'node:crypto';
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import type { PluginResult } from '../cni/result.ts';
-import type { KubeClient } from '../k8s/types.ts';
+import type { KubeClient, Pod } from '../k8s/types.ts';
 import { httpStatusOf } from '../k8s/types.ts';
 import type { Attachment } from './attachments.ts';
+import { emitEvents } from './publish.ts';
 
 interface ClaimRef {
   namespace: string;
@@ -27,7 +28,9 @@ interface ClaimRef {
 
 /** The field manager of one sandbox's entries (at most 128 characters, as the API requires). */
 function claimFieldManager(containerId: string): string {
-  const id = containerId.length <= 100 ? containerId : createHash('sha256').update(containerId).digest('hex');
+  // node:crypto is loaded here, not at start-up: it costs every call millions of instructions (docs/performance.md).
+  const hash = () => process.getBuiltinModule('node:crypto').createHash('sha256').update(containerId).digest('hex');
+  const id = containerId.length <= 100 ? containerId : hash();
   return `multus-ts/${id}`;
 }
 
@@ -96,9 +99,28 @@ function claimDeviceEntries(
   return byClaim;
 }
 
-/** ADD: one apply per claim, as this sandbox's field manager; failures are logged. */
+/** The manifest piece that grants the per-driver rule (docs/install.md#claim-network-data). */
+const RBAC_PIECE = 'deployments/multus-ts-claim-network-data.yml';
+
+/**
+ * What a failed write means. Since Kubernetes 1.36 (DRAResourceClaimGranularStatusAuthorization) status.devices
+ * is authorized per driver on the synthetic `resourceclaims/driver` subresource: `associated-node:<verb>` when the
+ * caller's token is bound to the claim's node, else `arbitrary-node:<verb>`; the API names the verbs it tried.
+ */
+function writeFailure(key: string, drivers: string[], e: unknown): string {
+  const said = messageOf(e);
+  const base = `cannot write the network data of ResourceClaim ${key} (status.devices)`;
+  if (!said.includes('resourceclaims/driver')) return `${base}: ${said}`;
+  const scope = said.includes('associated-node:')
+    ? `multus' service account lacks "associated-node:patch" on resourceclaims/driver for driver ${drivers.join(', ')}: apply ${RBAC_PIECE} with that driver in its resourceNames`
+    : `multus' token is not bound to the claim's node (the API tried only "arbitrary-node:patch"): give multus a pod- or node-bound service account token (install --token-binding=node), and the claim must be allocated on this node`;
+  return `${base}: the API server's granular claim status authorization refused it: ${scope} (API: ${said})`;
+}
+
+/** ADD: one apply per claim, as this sandbox's field manager; a failure is logged and a Warning event on the pod. */
 export async function publishClaimNetworkData(
   kube: KubeClient,
+  pod: Pod,
   containerId: string,
   attachments: Attachment[],
   results: PluginResult[],
@@ -109,7 +131,9 @@ export async function publishClaimNetworkData(
     try {
       await kube.applyClaimDevices(ref.namespace, ref.claim, manager, devices);
     } catch (e) {
-      log.error(`cannot write the network data of ResourceClaim ${key} (status.devices): ${messageOf(e)}`);
+      const message = writeFailure(key, [...new Set(devices.map((d) => str(d.driver)))], e);
+      log.error(message);
+      await emitEvents(kube, pod, [{ type: 'Warning', reason: 'ClaimNetworkDataFailed', message }], log);
     }
   }
 }
@@ -122,17 +146,21 @@ export async function clearClaimNetworkData(
   log: Logger,
 ): Promise<void> {
   const manager = claimFieldManager(containerId);
-  const claims = new Map<string, ClaimRef>();
+  const claims = new Map<string, ClaimRef & { drivers: Set<string> }>();
   for (const a of attachments) {
     const ref = refOf(a);
-    if (ref) claims.set(`${ref.namespace}/${ref.claim}`, ref);
+    if (!ref) continue;
+    const key = `${ref.namespace}/${ref.claim}`;
+    const entry = claims.get(key) ?? { namespace: ref.namespace, claim: ref.claim, drivers: new Set<string>() };
+    claims.set(key, entry);
+    entry.drivers.add(ref.driver);
   }
   for (const [key, ref] of claims) {
     try {
       await kube.applyClaimDevices(ref.namespace, ref.claim, manager, []);
     } catch (e) {
       if (httpStatusOf(e) === 404) continue;
-      log.error(`cannot remove the network data of ResourceClaim ${key} (status.devices): ${messageOf(e)}`);
+      log.error(writeFailure(key, [...ref.drivers], e).replace('cannot write', 'cannot remove'));
     }
   }
 }

@@ -39,6 +39,8 @@ export interface PlannedAttachment {
   plugins: PlannedPlugin[];
   cniArgs: string;
   resourceName?: string;
+  /** The element's `resourceClaim` (docs/behaviour.md#claim-request): its device is read at ADD. */
+  resourceClaim?: { claimName: string; requestName: string };
 }
 
 export interface PlanError {
@@ -124,7 +126,10 @@ function describeAttachment(a: Attachment, conf: MultusConf, k8s: K8sArgs): Plan
       return { type: p.type, runtimeConfig: (built.runtimeConfig as Record<string, unknown> | undefined) ?? {} };
     }),
     cniArgs: formatCniArgs(delegateArgsFor(a, k8s, [], 'ADD')),
-    ...(a.request.resourceName ? { resourceName: a.request.resourceName } : {}),
+    ...(a.request.resourceName && !a.request.claimRequest ? { resourceName: a.request.resourceName } : {}),
+    ...(a.request.claimRequest
+      ? { resourceClaim: a.request.claimRequest as unknown as { claimName: string; requestName: string } }
+      : {}),
   };
 }
 
@@ -143,6 +148,10 @@ export function formatExplanation(x: Explanation): string {
         lines.push(`       ${p.type} runtimeConfig: ${JSON.stringify(p.runtimeConfig)}`);
     }
     if (a.resourceName) lines.push(`       device: one of ${a.resourceName} (assigned by the kubelet at ADD)`);
+    if (a.resourceClaim) {
+      const { claimName, requestName } = a.resourceClaim;
+      lines.push(`       device: the one of request "${requestName}" of the pod's claim "${claimName}" (read at ADD)`);
+    }
   });
   if (x.attachments.length === 0) lines.push('  (no attachment)');
   if (!x.defaultRoutes) lines.push('  default routes: as the plugins set them');

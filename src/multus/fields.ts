@@ -26,6 +26,10 @@ export interface AttachmentRequest {
   configArgs?: Record<string, unknown>;
   /** The DRA device the deviceID came from (`{namespace, claim, driver, pool, device}`), set by device lookup. */
   claimDevice?: Record<string, unknown>;
+  /** The selection's `resourceName`: the device pool of this attachment (Multus #1520; docs/behaviour.md#device-pool). */
+  resourceNameRequest?: string;
+  /** The selection's `resourceClaim`: `{claimName, requestName}`, the claim request whose device this attachment takes. */
+  claimRequest?: Record<string, unknown>;
 }
 
 export type FieldKey = keyof AttachmentRequest;
@@ -154,6 +158,22 @@ export const ATTACHMENT_FIELDS: readonly AttachmentField[] = [
     annotation: [],
     example: '{"namespace": "ns", "claim": "c", "driver": "d", "pool": "p", "device": "d0"}',
     cacheKey: 'draClaimDevice',
+    cacheSlot: 'extension',
+  },
+  {
+    key: 'resourceNameRequest',
+    kind: 'string',
+    annotation: ['resourceName'],
+    example: '"intel.com/sriov"',
+    cacheKey: 'resourceNameRequest',
+    cacheSlot: 'extension',
+  },
+  {
+    key: 'claimRequest',
+    kind: 'object',
+    annotation: ['resourceClaim'],
+    example: '{"claimName": "gpu-nic", "requestName": "nic"}',
+    cacheKey: 'resourceClaimRequest',
     cacheSlot: 'extension',
   },
 ];

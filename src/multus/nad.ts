@@ -5,7 +5,8 @@
  * spec.config is a single-plugin config or a conflist; a missing `name` gets the NAD's name (docs/behaviour.md#npwg).
  * An empty spec.config means "the config file in confDir whose network name is the NAD's name". The
  * delegate's display name (events, network-status) is `<namespace>/<name>`; the CNI network name (caches,
- * the `name` the plugins see) stays the config's own. The resourceName annotation is carried for device IDs.
+ * the `name` the plugins see) stays the config's own. The resourceName annotation (or a selection element's pool,
+ * checked against the NAD's annotations) is carried for device IDs.
  */
 import type { Network } from '../cni/network.ts';
 import { editNetwork, findNetworkInDir, parseNetwork } from '../cni/network.ts';
@@ -16,6 +17,8 @@ import type { AttachmentRequest } from './fields.ts';
 import { isObject } from '../base/json.ts';
 
 export const RESOURCE_NAME_ANNOTATION = 'k8s.v1.cni.cncf.io/resourceName';
+/** Multus #1520: the pools a selection element's `resourceName` may pick for this NAD (comma-separated). */
+export const ALLOWED_RESOURCE_NAMES_ANNOTATION = 'k8s.v1.cni.cncf.io/allowedResourceNames';
 
 export function networkFromNad(nad: Nad, confDir: string): Network {
   const { name, namespace } = nad.metadata;
@@ -73,16 +76,60 @@ export function mergeConfigArgs(network: Network, configArgs: Record<string, unk
   });
 }
 
-/** A delegate for one NAD, with the selection's requests (and the NAD's resource name, for device IDs). */
+/** A pool the NAD refuses for a selection element; `reason` is the Warning event's (docs/behaviour.md#device-pool). */
+export class PoolRefused extends CniError {
+  constructor(
+    readonly reason: 'ResourceNameConflict' | 'ResourceNameNotAllowed',
+    msg: string,
+    details: string,
+  ) {
+    super(CniCode.InvalidConfig, msg, { details });
+  }
+}
+
+/**
+ * docs/behaviour.md#device-pool: the pool of one attachment. Without an element `resourceName`, the NAD's
+ * annotation (as Multus). With one: it must be on the NAD's `allowedResourceNames` list when the NAD has that
+ * list; without the list it may not differ from the NAD's `resourceName` annotation (Multus #1520's check).
+ */
+function attachmentPool(nad: Nad, requested: string | undefined): string | undefined {
+  const annotations = nad.metadata.annotations ?? {};
+  const own = annotations[RESOURCE_NAME_ANNOTATION] || undefined;
+  if (requested === undefined) return own;
+  const network = `${nad.metadata.namespace}/${nad.metadata.name}`;
+  const listed = annotations[ALLOWED_RESOURCE_NAMES_ANNOTATION];
+  if (listed !== undefined) {
+    const allowed = listed
+      .split(',')
+      .map((n) => n.trim())
+      .filter((n) => n !== '');
+    if (allowed.includes(requested)) return requested;
+    throw new PoolRefused(
+      'ResourceNameNotAllowed',
+      `resourceName ${JSON.stringify(requested)} of the selection element for network ${network} is not in the NAD's ${ALLOWED_RESOURCE_NAMES_ANNOTATION} (${allowed.join(', ') || 'empty'})`,
+      `ask for one of the allowed pools, or add "${requested}" to the NAD's ${ALLOWED_RESOURCE_NAMES_ANNOTATION}`,
+    );
+  }
+  if (own !== undefined && own !== requested) {
+    throw new PoolRefused(
+      'ResourceNameConflict',
+      `conflicting resourceName for network ${network}: NAD annotation ${JSON.stringify(own)} does not match NetworkSelectionElement request ${JSON.stringify(requested)}`,
+      `drop "resourceName" from the element, or list the pools this network may use in the NAD's ${ALLOWED_RESOURCE_NAMES_ANNOTATION}`,
+    );
+  }
+  return requested;
+}
+
+/** A delegate for one NAD, with the selection's requests (and the attachment's pool, for device IDs). */
 export function delegateFromNad(
   nad: Nad,
   confDir: string,
   request: AttachmentRequest,
   source: AttachmentSource,
 ): Delegate {
+  const resourceName = attachmentPool(nad, request.resourceNameRequest);
   const loaded = networkFromNad(nad, confDir);
   const network = request.configArgs ? mergeConfigArgs(loaded, request.configArgs) : loaded;
-  const resourceName = nad.metadata.annotations?.[RESOURCE_NAME_ANNOTATION];
   return {
     network,
     displayName: `${nad.metadata.namespace}/${nad.metadata.name}`,

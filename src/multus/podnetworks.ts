@@ -21,10 +21,10 @@ import { httpStatusOf, isTransient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
 import type { Clock } from '../base/backoff.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
-import { DeviceAllocator, injectDeviceIdIntoNetwork, readResourceMap } from '../devices/devices.ts';
-import type { DraDeviceRef } from '../devices/dra.ts';
-import { addDraDevices, hasDraClaims } from '../devices/dra.ts';
-import { delegateFromNad } from './nad.ts';
+import { injectDeviceIdIntoNetwork } from '../devices/devices.ts';
+import type { ClaimRequestRef } from '../devices/claim-request.ts';
+import { grantDevices } from '../devices/attachment-devices.ts';
+import { PoolRefused, delegateFromNad } from './nad.ts';
 import type { AttachmentSource, Delegate } from './attachments.ts';
 import type { NetworkSelection } from './selection.ts';
 import {
@@ -138,6 +138,15 @@ export async function nadDelegate(
   fix: string,
   source: AttachmentSource,
 ): Promise<Delegate> {
+  if (sel.request.resourceNameRequest !== undefined || sel.request.claimRequest !== undefined) {
+    // docs/hotplug.md: a hot-plugged attachment gets no device, so an element that asks for one is refused
+    const key = sel.request.claimRequest !== undefined ? 'resourceClaim' : 'resourceName';
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `network ${sel.namespace}/${sel.name}: "${key}" is not supported for a hot-plugged attachment (no device is assigned after the pod started)`,
+      { details: `attach it when the pod is created, or drop "${key}"` },
+    );
+  }
   const nad = await fetchNad(kube, sel.namespace, sel.name);
   if (!nad) throw missingNad(sel, fix);
   return delegateFromNad(nad, confDir, sel.request, source);
@@ -175,7 +184,13 @@ async function selectionDelegate(
     await deps.warn(pod, 'NoNetworkFound', error.msg);
     throw error;
   }
-  return withPod(pod, 'error loading k8s delegates', () => delegateFromNad(nad, conf.confDir, sel.request, source));
+  try {
+    return withPod(pod, 'error loading k8s delegates', () => delegateFromNad(nad, conf.confDir, sel.request, source));
+  } catch (e) {
+    // docs/behaviour.md#device-pool: a pool the NAD refuses is also a Warning event on the pod (Multus #1520)
+    if (e instanceof CniError && e.cause instanceof PoolRefused) await deps.warn(pod, e.cause.reason, e.cause.msg);
+    throw e;
+  }
 }
 
 /** Runs `step`; with `collect` (`multus plan`), an error is handed to it and `fallback` returned instead. */
@@ -248,28 +263,32 @@ export async function resolvePodDelegates(
 }
 
 /**
- * docs/behaviour.md#device-ids: NADs with a resourceName get the pod's allocated devices (the kubelet's, then its
- * DRA claims', devices/dra.ts), one per attachment of that resource, injected as `deviceID`/`pciBusID` into their
- * config. The kubelet and the API are asked once per ADD, and only when some delegate has a resource name
- * (otherwise none of this runs).
+ * docs/behaviour.md#device-ids: attachments with a pool (the NAD's resourceName or the element's) or a named
+ * claim request get their device (devices/attachment-devices.ts), injected as `deviceID`/`pciBusID` into their
+ * config. Nothing is asked of the kubelet or the API when no delegate wants a device.
  */
 async function assignDeviceIds(delegates: Delegate[], pod: Pod, deps: ResolveDeps): Promise<Delegate[]> {
-  if (!delegates.some((d) => d.request.resourceName)) return delegates;
-  const { namespace, name, uid } = pod.metadata;
-  let resources = await readResourceMap({ namespace, name, uid }, { log: deps.log, ...deps.devices });
-  const sources = new Map<string, DraDeviceRef>();
-  if (deps.kube && hasDraClaims(pod)) {
-    resources = await addDraDevices(resources, pod, deps.kube, { log: deps.log, sources }).catch((e: unknown) => {
-      throw wrapError(e, `pod ${namespace}/${name}: failed to get resourceMap from DRA`);
-    });
-  }
-  const allocator = new DeviceAllocator(resources);
-  return delegates.map((d) => {
-    const id = d.request.resourceName ? allocator.next(d.request.resourceName) : undefined;
-    if (!id) return d;
-    const source = sources.get(id);
-    const request = { ...d.request, deviceID: id, ...(source ? { claimDevice: { ...source } } : {}) };
-    return { ...d, network: injectDeviceIdIntoNetwork(d.network, id), request };
+  const wants = delegates.map((d) => ({
+    label: `the selection element for network ${d.displayName}`,
+    ...(d.request.resourceName ? { resourceName: d.request.resourceName } : {}),
+    strict: d.request.resourceNameRequest !== undefined,
+    ...(d.request.claimRequest ? { claim: d.request.claimRequest as unknown as ClaimRequestRef } : {}),
+  }));
+  const grants = await grantDevices(wants, pod, { kube: deps.kube, log: deps.log, devices: deps.devices }).catch(
+    (e: unknown) => {
+      throw wrapError(e, `pod ${pod.metadata.namespace}/${pod.metadata.name}`);
+    },
+  );
+  return delegates.map((d, i) => {
+    const g = grants[i];
+    if (!g) return d;
+    const request = {
+      ...d.request,
+      deviceID: g.deviceId,
+      ...(g.resourceName ? { resourceName: g.resourceName } : {}),
+      ...(g.claimDevice ? { claimDevice: { ...g.claimDevice } } : {}),
+    };
+    return { ...d, network: injectDeviceIdIntoNetwork(d.network, g.deviceId), request };
   });
 }
 

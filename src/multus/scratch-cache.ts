@@ -281,6 +281,12 @@ export function readScratchCacheEntries(
   return readOutcome(scratchCachePath(cniDir, containerId), 'Multus scratch cache', decodeScratchCacheEntries);
 }
 
+/**
+ * Renamed into place before any delegate runs (a kill -9 leaves it for DEL); fsynced in the background while the
+ * first delegate runs: the first result cache is written only once that fsync ended (libcni.ts' addNetwork), so a
+ * result cache that a power loss left empty always has a durable scratch cache naming its attachment
+ * (docs/reliability.md, "Which cache writes are fsynced"). A container ID naming a directory there is refused.
+ */
 export function writeScratchCache(cniDir: string, containerId: string, delegates: CachedDelegate[]): void {
   const path = scratchCachePath(cniDir, containerId);
   // `results` is the result caches' directory even before it exists
@@ -291,7 +297,7 @@ export function writeScratchCache(cniDir: string, containerId: string, delegates
       { details: 'this container cannot be served with this cniDir: use another container ID (or another cniDir)' },
     );
   }
-  writeFileAtomic(scratchCachePath(cniDir, containerId), encodeScratchCache(delegates));
+  writeFileAtomic(path, encodeScratchCache(delegates), 0o600, { durable: 'background' });
 }
 
 export function removeScratchCache(cniDir: string, containerId: string): void {

@@ -29,6 +29,7 @@ import { ATTACHMENT_FIELDS, isRequested } from './fields.ts';
 import { validateIfName } from '../base/names.ts';
 import { isObject } from '../base/json.ts';
 import { isGoCidr, isGoIp, isV4, macError } from '../cni/ip.ts';
+import { deviceKeyProblem } from './selection-devices.ts';
 
 /** One element of a selection annotation, normalised; `namespace` is already defaulted. */
 export interface NetworkSelection {
@@ -244,6 +245,8 @@ function parseJsonElement(element: unknown, index: number, key: string): Parsed 
     );
   }
   checkGateways(request.defaultRoute ?? [], where);
+  const device = deviceKeyProblem(request);
+  if (device) throw annotationError(device.core, where, device.fix);
   return { name: f.name as string, namespace: (f.namespace as string | undefined) ?? '', request };
 }
 

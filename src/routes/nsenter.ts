@@ -5,7 +5,6 @@
  * since `ip -n` only takes names under /var/run/netns and CNI_NETNS is any path.
  * Tested by test/unit/routes/netns-routes.test.ts, test/unit/hotplug/delegate.test.ts.
  */
-import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { CniCode, CniError } from '../base/errors.ts';
 
@@ -57,6 +56,8 @@ export function findRouteTools(): RouteTools {
 /** The default `CommandRunner`: spawn, collect output, kill after 10 s, C locale. */
 export const runCommand: CommandRunner = (file, args) =>
   new Promise((resolve, reject) => {
+    // Loaded here: node:child_process costs every call at start-up and only default-route uses it.
+    const { spawn } = process.getBuiltinModule('node:child_process');
     const child = spawn(file, args, {
       env: { LC_ALL: 'C', PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -118,7 +118,9 @@ export class FakeKube implements KubeClient {
     this.received.push(`listResourceSlices ${nodeName} ${driver}`);
     this.fail('listResourceSlices');
     return structuredClone(
-      this.slices.filter((s) => s.spec?.driver === driver && (nodeName === '' || s.spec?.nodeName === nodeName)),
+      this.slices.filter(
+        (s) => (driver === '' || s.spec?.driver === driver) && (nodeName === '' || s.spec?.nodeName === nodeName),
+      ),
     );
   }
 

@@ -20,7 +20,12 @@ const FILES = readdirSync(DIR)
 
 describe('deployments/', () => {
   it('has the CRD and both modes', () => {
-    expect(FILES).toEqual(['multus-ts-resident.yml', 'multus-ts-thin.yml', 'nad-crd.yml']);
+    expect(FILES).toEqual([
+      'multus-ts-claim-network-data.yml',
+      'multus-ts-resident.yml',
+      'multus-ts-thin.yml',
+      'nad-crd.yml',
+    ]);
   });
 
   const rules = (file: string): Array<{ resources: string[]; verbs: string[] }> =>

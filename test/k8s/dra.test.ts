@@ -1,5 +1,5 @@
 /**
- * DRA device IDs (src/devices/dra.ts) against a real kube-apiserver 1.34 with resource.k8s.io/v1: the tests
+ * DRA device IDs (src/devices/dra.ts) against a real kube-apiserver (1.37) with resource.k8s.io/v1: the tests
  * create ResourceSlices as a driver would, ResourceClaims allocated through their status subresource as the
  * scheduler does, and pods whose status names them, as the kubelet does. An in-process ADD through handle()
  * (delegates are the fake exec) in thin mode (the lean client from the kubeconfig) and resident mode (the
@@ -13,7 +13,7 @@
  * `resourceClaimStatuses`): after an ADD's and a hot-plug's network-status write, thin and resident (the
  * informer's cached object, also when it is stale), every status field is as before: `resourceClaimStatuses`,
  * `extendedResourceClaimStatus`, and fields no client of ours models (a condition type of our own,
- * `nominatedNodeName`, `qosClass`).
+ * `reason`, `message`, `qosClass`).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -257,7 +257,17 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRole',
       metadata: { name: 'multus-claim-status' },
-      rules: [{ apiGroups: ['resource.k8s.io'], resources: ['resourceclaims/status'], verbs: ['patch'] }],
+      rules: [
+        { apiGroups: ['resource.k8s.io'], resources: ['resourceclaims/status'], verbs: ['patch'] },
+        // Kubernetes 1.36+ (granular status authorization): this token is bound to no node and these claims name
+        // no node, so the per-driver rule must allow any node; dra-select.test.ts runs the node-bound rule
+        {
+          apiGroups: ['resource.k8s.io'],
+          resources: ['resourceclaims/driver'],
+          verbs: ['arbitrary-node:patch'],
+          resourceNames: [NIC],
+        },
+      ],
     });
     await cluster.admin.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -333,7 +343,9 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
 
   describe.each(['thin', 'resident'] as const)('%s: status writes', (mode) => {
     const extra = (claim: string) => ({
-      nominatedNodeName: NODE,
+      // Kubernetes 1.37 refuses nominatedNodeName on a pod bound to a node: reason/message are as unmodelled
+      reason: 'NobodyKnowsMe',
+      message: 'kept?',
       conditions: [{ type: 'example.com/NobodyKnowsMe', status: 'True', reason: 'Test', message: 'kept?' }],
       extendedResourceClaimStatus: {
         resourceClaimName: claim,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the kubelet tier's DRA driver (test/runtime/dra-driver/main.go: fake NICs carrying Multus' DRA attributes
 # in a ResourceSlice, served to kubelet through the kubelet plugin helper of k8s.io/dynamic-resource-allocation)
-# in its wrapper module test/runtime/dra-driver (go.mod pins the tests' Kubernetes release, v0.34.4).
+# in its wrapper module test/runtime/dra-driver (go.mod pins the tests' Kubernetes release, v0.37.2).
 #
 # Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/dra-driver/dra-driver, reused while the inputs (go.mod, go.sum,
 # main.go and this script) are unchanged (their hash is kept in build.sha256). Prints timings on stderr and the

@@ -420,14 +420,11 @@ function suiteBody(mode: Mode): void {
 
   const DRA = '/apis/resource.k8s.io/v1';
   const NIC_RESOURCE = 'multus-ts.test/nic';
-  it("DRA: the scheduler allocates a NIC and a GPU from the driver's slice; the NAD gets the NIC's deviceID; nothing is left", async () => {
-    await dsReady(180_000); // multus installed (when this case runs alone)
-    // kubelet's DRA is on (GA in 1.34) and accepted the driver (startDraDriver); its sockets are in the node
-    for (const sock of [`plugins_registry/${DRA_DRIVER}-reg.sock`, `plugins/${DRA_DRIVER}/dra.sock`]) {
-      expect(existsSync(node.path(`/var/lib/kubelet/${sock}`)), `${sock} in the node`).toBe(true);
-      expect(existsSync(`/var/lib/kubelet/${sock}`), `${sock} on the machine`).toBe(false);
-    }
-    // the driver's slice for the node: three NICs with Multus' attributes, a GPU without them
+  /**
+   * The driver's slice for the node (three NICs with Multus' attributes, a GPU without them), two classes selecting
+   * its devices (the NICs by Multus' resourceName) and a template asking for a GPU and a NIC; the NICs' deviceIDs.
+   */
+  async function draSetup(): Promise<Map<string, string | undefined>> {
     const slices = (await cluster.admin.get(`${DRA}/resourceslices?fieldSelector=spec.nodeName%3D${node.nodeName}`))
       .items as any[];
     expect(slices.map((sl) => `${sl.spec.driver} ${sl.spec.pool.name}`)).toEqual([`${DRA_DRIVER} ${node.nodeName}`]);
@@ -436,20 +433,18 @@ function suiteBody(mode: Mode): void {
     );
     expect([...idOf.keys()]).toEqual(['nic0', 'nic1', 'nic2', 'gpu0']);
     expect(idOf.get('gpu0')).toBeUndefined();
-
-    // two classes selecting the driver's devices (the NICs by Multus' resourceName), a template with both
+    // the other mode's suite, or the other case, may have made them (classes are cluster-scoped)
+    const create = (path: string, body: object) => cluster.admin.post(path, body).catch(() => undefined);
     const cls = (name: string, expression: string) =>
-      cluster.admin
-        .post(`${DRA}/deviceclasses`, {
-          apiVersion: 'resource.k8s.io/v1',
-          kind: 'DeviceClass',
-          metadata: { name },
-          spec: { selectors: [{ cel: { expression: `device.driver == "${DRA_DRIVER}" && ${expression}` } }] },
-        })
-        .catch(() => undefined); // the other mode's suite may have made it (cluster-scoped)
+      create(`${DRA}/deviceclasses`, {
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'DeviceClass',
+        metadata: { name },
+        spec: { selectors: [{ cel: { expression: `device.driver == "${DRA_DRIVER}" && ${expression}` } }] },
+      });
     await cls('mts-nic', `device.attributes["k8s.cni.cncf.io"].resourceName == "${NIC_RESOURCE}"`);
     await cls('mts-gpu', `device.attributes["${DRA_DRIVER}"].type == "gpu"`);
-    await cluster.admin.post(`${DRA}/namespaces/${ns}/resourceclaimtemplates`, {
+    await create(`${DRA}/namespaces/${ns}/resourceclaimtemplates`, {
       apiVersion: 'resource.k8s.io/v1',
       kind: 'ResourceClaimTemplate',
       metadata: { name: 'nic-gpu', namespace: ns },
@@ -464,25 +459,33 @@ function suiteBody(mode: Mode): void {
         },
       },
     });
-    await cluster.admin.post(`/apis/k8s.cni.cncf.io/v1/namespaces/${ns}/network-attachment-definitions`, {
+    return idOf;
+  }
+
+  /** A macvlan NAD on the node link for the DRA cases (`annotations`: e.g. a resourceName). */
+  const draNad = (name: string, subnet: string, annotations: Record<string, string> = {}) =>
+    cluster.admin.post(`/apis/k8s.cni.cncf.io/v1/namespaces/${ns}/network-attachment-definitions`, {
       apiVersion: 'k8s.cni.cncf.io/v1',
       kind: 'NetworkAttachmentDefinition',
-      metadata: { name: 'mv-dra', namespace: ns, annotations: { 'k8s.v1.cni.cncf.io/resourceName': NIC_RESOURCE } },
+      metadata: { name, namespace: ns, annotations },
       spec: {
         config: JSON.stringify({
           cniVersion: '1.0.0',
-          name: 'mv-dra',
+          name,
           type: 'macvlan',
           master: NODE_LINK_PEER,
           mode: 'bridge',
-          ipam: { type: 'host-local', ranges: [[{ subnet: '10.251.3.0/24' }]] },
+          ipam: { type: 'host-local', ranges: [[{ subnet }]] },
         }),
       },
     });
-    const created = await cluster.admin.post(podPath(ns), {
+
+  /** A pod using one claim from the nic-gpu template (entry "dev"), with `networks` as its selection annotation. */
+  const draPod = (name: string, networks: string) =>
+    cluster.admin.post(podPath(ns), {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'pod-dra', namespace: ns, annotations: { [NETWORKS_ANNOTATION]: 'mv-dra' } },
+      metadata: { name, namespace: ns, annotations: { [NETWORKS_ANNOTATION]: networks } },
       spec: {
         resourceClaims: [{ name: 'dev', resourceClaimTemplateName: 'nic-gpu' }],
         containers: [
@@ -496,6 +499,59 @@ function suiteBody(mode: Mode): void {
         terminationGracePeriodSeconds: 1,
       },
     });
+
+  /**
+   * The DRA pod's net1 got `deviceId`: in the config its delegate was given (the result cache keeps it) and in
+   * network-status' device-info (`why`); resident: the ADD was the daemon's. The pod's sandbox.
+   */
+  async function expectDeviceOnNet1(p: PodRef, nad: string, deviceId: string, why: string) {
+    const sb = await sandboxOf(p);
+    expect([...(await linksIn(sb)).keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
+    const cached = JSON.parse(readFileSync(node.path(`/var/lib/cni/multus/results/${nad}-${sb.id}-net1`), 'utf8')) as {
+      config: string;
+    };
+    const delegateConf = JSON.parse(Buffer.from(cached.config, 'base64').toString('utf8'));
+    expect([delegateConf.type, delegateConf.deviceID, delegateConf.pciBusID]).toEqual(['macvlan', deviceId, deviceId]);
+    const entry = (await networkStatus(cluster, p))?.find((e) => e.name === `${ns}/${nad}`);
+    expect(entry?.interface).toBe('net1');
+    expect((entry as any)?.['device-info'], why).toEqual({
+      type: 'pci',
+      version: '1.1.0',
+      pci: { 'pci-address': deviceId },
+    });
+    if (mode === 'resident') {
+      expect(await daemonLog(`ADD ${sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);
+    }
+    return sb;
+  }
+
+  /** After the pod's deletion: kubelet had the driver unprepare the claim, which went with the pod. */
+  async function claimGone(claimName: string, uid: string): Promise<void> {
+    await until(
+      'the claim unprepared and deleted',
+      60_000,
+      async () =>
+        (await driverLog(`unprepared ${ns}/${claimName} ${uid}`)).length === 1 &&
+        (await cluster.admin.request('GET', `${DRA}/namespaces/${ns}/resourceclaims/${claimName}`)).status === 404
+          ? true
+          : undefined,
+      async () => `${await node.tail('dra-driver')}\n${await logs()}`,
+    );
+    for (const d of ['/run/k8s.cni.cncf.io/devinfo/dp', '/run/k8s.cni.cncf.io/devinfo/cni']) {
+      expect(await readdir(node.path(d)).catch(() => []), `device-info files in ${d}`).toEqual([]);
+    }
+  }
+
+  it("DRA: the scheduler allocates a NIC and a GPU from the driver's slice; the NAD gets the NIC's deviceID; nothing is left", async () => {
+    await dsReady(180_000); // multus installed (when this case runs alone)
+    // kubelet's DRA is on (GA since 1.34) and accepted the driver (startDraDriver); its sockets are in the node
+    for (const sock of [`plugins_registry/${DRA_DRIVER}-reg.sock`, `plugins/${DRA_DRIVER}/dra.sock`]) {
+      expect(existsSync(node.path(`/var/lib/kubelet/${sock}`)), `${sock} in the node`).toBe(true);
+      expect(existsSync(`/var/lib/kubelet/${sock}`), `${sock} on the machine`).toBe(false);
+    }
+    const idOf = await draSetup();
+    await draNad('mv-dra', '10.251.3.0/24', { 'k8s.v1.cni.cncf.io/resourceName': NIC_RESOURCE });
+    const created = await draPod('pod-dra', 'mv-dra');
     const p: PodRef = { namespace: ns, name: 'pod-dra', uid: created.metadata.uid };
     const running = await untilRunning(p);
     const claimName = running.status.resourceClaimStatuses?.[0]?.resourceClaimName as string;
@@ -516,41 +572,43 @@ function suiteBody(mode: Mode): void {
     ]);
 
     // the ID reached the delegate's config (the result cache keeps what macvlan was given) and network-status
-    const sb = await sandboxOf(p);
-    const links = await linksIn(sb);
-    expect([...links.keys()].sort()).toEqual(['eth0', 'lo', 'net1']);
-    const cached = JSON.parse(readFileSync(node.path(`/var/lib/cni/multus/results/mv-dra-${sb.id}-net1`), 'utf8')) as {
-      config: string;
-    };
-    const delegateConf = JSON.parse(Buffer.from(cached.config, 'base64').toString('utf8'));
-    expect([delegateConf.type, delegateConf.deviceID]).toEqual(['macvlan', deviceId]);
-    const st = await networkStatus(cluster, p);
-    const entry = st?.find((e) => e.name === `${ns}/mv-dra`);
-    expect(entry?.interface).toBe('net1');
-    expect((entry as any)?.['device-info'], "the driver's device-info, copied for the NIC's deviceID").toEqual({
-      type: 'pci',
-      version: '1.1.0',
-      pci: { 'pci-address': deviceId },
-    });
-    if (mode === 'resident') {
-      expect(await daemonLog(`ADD ${sb.id}: 200`), 'the ADD served by the daemon').toHaveLength(1);
-    }
+    const sb = await expectDeviceOnNet1(
+      p,
+      'mv-dra',
+      deviceId,
+      "the driver's device-info, copied for the NIC's deviceID",
+    );
 
     await deleteAndExpectNothingLeft({ p, sb });
     // the claim unprepared by kubelet (the driver removed its device-info file) and deleted with the pod
-    await until(
-      'the claim unprepared and deleted',
-      60_000,
-      async () =>
-        (await driverLog(`unprepared ${ns}/${claimName} ${claim.metadata.uid}`)).length === 1 &&
-        (await cluster.admin.request('GET', `${DRA}/namespaces/${ns}/resourceclaims/${claimName}`)).status === 404
-          ? true
-          : undefined,
-      async () => `${await node.tail('dra-driver')}\n${await logs()}`,
+    await claimGone(claimName, claim.metadata.uid);
+  }, 240_000);
+
+  it('DRA: an element naming the NIC request of a NIC+GPU claim ("resourceClaim") gets that device, the NAD having no resourceName', async () => {
+    await dsReady(180_000);
+    const idOf = await draSetup();
+    // without a resourceName the NAD asks no pool: only the element's claim request can give it a device
+    await draNad('mv-claim', '10.251.4.0/24');
+    const networks = JSON.stringify([{ name: 'mv-claim', resourceClaim: { claimName: 'dev', requestName: 'nic' } }]);
+    const created = await draPod('pod-claim', networks);
+    const p: PodRef = { namespace: ns, name: 'pod-claim', uid: created.metadata.uid };
+    const running = await untilRunning(p);
+    const claimName = running.status.resourceClaimStatuses?.[0]?.resourceClaimName as string;
+    const claim = await cluster.admin.get(`${DRA}/namespaces/${ns}/resourceclaims/${claimName}`);
+    const results = claim.status.allocation.devices.results as any[];
+    expect(results.map((r) => r.request)).toEqual(['gpu', 'nic']);
+    const nic = results.find((r) => r.request === 'nic').device as string;
+    const deviceId = idOf.get(nic)!;
+    expect(deviceId, `the deviceID of ${nic}`).toMatch(/^0000:00:1\d\.0$/);
+
+    const sb = await expectDeviceOnNet1(
+      p,
+      'mv-claim',
+      deviceId,
+      "the driver's device-info of the NIC request's device",
     );
-    for (const d of ['/run/k8s.cni.cncf.io/devinfo/dp', '/run/k8s.cni.cncf.io/devinfo/cni']) {
-      expect(await readdir(node.path(d)).catch(() => []), `device-info files in ${d}`).toEqual([]);
-    }
+    await deleteAndExpectNothingLeft({ p, sb });
+    await claimGone(claimName, claim.metadata.uid);
   }, 240_000);
 
   it("default-route on the NAD: the pod's default route goes via net1 (resident: set by the daemon in its container)", async () => {

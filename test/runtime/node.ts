@@ -246,6 +246,8 @@ export class NodeRuntime extends Runtime {
       '--fail-swap-on=false',
       '--cgroup-driver=cgroupfs',
       '--cgroups-per-qos=false',
+      // this machine has cgroup v1 only, which kubelet refuses by default since 1.35 (still supported in 1.37)
+      '--fail-cgroupv1=false',
       `--cgroup-root=/${this.cgroupParent}`,
       '--enforce-node-allocatable=',
       '--eviction-hard=',

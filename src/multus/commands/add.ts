@@ -53,7 +53,7 @@ export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
   if (plan.defaultRoutes) await moveDefaultRoutes(ctx, attachments, plan.defaultRoutes);
   if (kube && lookup.kind === 'found') await reportAttachments(ctx, kube, lookup.pod, attachments, results);
   if (kube && lookup.kind === 'found' && conf.publishClaimNetworkData) {
-    await publishClaimNetworkData(kube, req.containerId, attachments, results, ctx.log);
+    await publishClaimNetworkData(kube, lookup.pod, req.containerId, attachments, results, ctx.log);
   }
   return results[0]!.as(conf.cniVersion);
 }

@@ -182,6 +182,12 @@ func (d *driver) HandleError(_ context.Context, err error, msg string) {
 	log.Printf("error: %s: %v", msg, err)
 }
 
+// WatchHealthStatus: the fake devices have no health to report (the helper's health service is off, so kubelet
+// never asks; 1.37's DRAPlugin interface requires the method).
+func (d *driver) WatchHealthStatus(_ context.Context, _ chan<- kubeletplugin.DeviceHealthReport) error {
+	return kubeletplugin.ErrHealthNotSupported
+}
+
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the API server")
 	node := flag.String("node", "", "the node's name (its ResourceSlice's pool)")
@@ -219,6 +225,7 @@ func main() {
 		kubeletplugin.NodeName(*node),
 		kubeletplugin.NodeUID(nodeObj.UID),
 		kubeletplugin.PluginDataDirectoryPath(pluginDir),
+		kubeletplugin.HealthService(false),
 	)
 	if err != nil {
 		log.Fatalf("start: %v", err)

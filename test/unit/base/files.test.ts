@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { assertSafeComponent, writeFileAtomic } from '../../../src/base/files.ts';
+import { assertSafeComponent, backgroundSyncs, writeFileAtomic } from '../../../src/base/files.ts';
 import { thrown } from '../../helpers/errors.ts';
 
 let dir: string;
@@ -68,6 +68,27 @@ describe('writeFileAtomic', () => {
       process.umask(old);
     }
     expect(modeOf(join(dir, 'shared'))).toBe(0o644);
+  });
+
+  it("'background': the complete file is in place at once, its fsync runs on and backgroundSyncs waits for it", async () => {
+    const fds = () => readdirSync('/proc/self/fd').length;
+    const before = fds();
+    const path = join(dir, 'bg');
+    writeFileAtomic(path, 'contents', 0o600, { durable: 'background' });
+    expect(readFileSync(path, 'utf8')).toBe('contents');
+    expect(readdirSync(dir)).toEqual(['bg']);
+    expect(fds(), 'the file stays open until its fsync ends').toBe(before + 1);
+    await backgroundSyncs(dir);
+    expect(fds(), 'closed once the fsync ended').toBe(before);
+    await backgroundSyncs(join(dir, 'elsewhere')); // nothing pending there
+  });
+
+  it("'none' and 'fsync' close the file before they return", () => {
+    const before = readdirSync('/proc/self/fd').length;
+    writeFileAtomic(join(dir, 'n'), 'x', 0o600, { durable: 'none' });
+    writeFileAtomic(join(dir, 'f'), 'y');
+    expect(readdirSync('/proc/self/fd').length).toBe(before);
+    expect(readFileSync(join(dir, 'n'), 'utf8') + readFileSync(join(dir, 'f'), 'utf8')).toBe('xy');
   });
 
   it('leaves no temp file behind after many writes', () => {

@@ -3,42 +3,18 @@
  * stdin/stdout/stderr, exit status, the timeout that kills the whole process group, and libcni's retry of
  * "text file busy".
  */
-import {
-  chmodSync,
-  closeSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { execPlugin, findInPath } from '../../../src/cni/exec.ts';
+import { running, shellScript } from '../../helpers/procs.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mts-exec-'));
 
-/** Alive and not a zombie (a killed orphan may stay a zombie where init does not reap). */
-function running(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function script(subdir: string, name: string, body: string): string {
-  mkdirSync(join(dir, subdir), { recursive: true });
-  const path = join(dir, subdir, name);
-  writeFileSync(path, `#!/bin/sh\n${body}\n`);
-  chmodSync(path, 0o755);
-  return path;
-}
+const script = (subdir: string, name: string, body: string): string => shellScript(join(dir, subdir), name, body);
 
 describe('findInPath', () => {
   const first = script('a', 'plug', 'exit 0');

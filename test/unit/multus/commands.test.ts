@@ -209,6 +209,22 @@ describe('DEL', () => {
     expect(readdirSync(join(cniDir, 'results'))).toEqual([]);
   });
 
+  it('tears down an attachment whose result cache a power loss left empty, from the scratch cache (reliability.md)', async () => {
+    // Result caches are written without fsync (as libcni writes them): after a power loss one may be there but
+    // empty. The scratch cache names that attachment, so DEL runs its DEL without a prevResult and drops the file.
+    const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
+    await added(exec);
+    exec.received.length = 0;
+    writeFileSync(join(cniDir, 'results', 'third-cid1-net2'), '');
+    const { req, conf } = request('DEL', multusConf());
+    await cmdDel(...withContext(req, conf, deps(exec)));
+    expect(exec.calls()).toEqual(['DEL p3 net2', 'DEL p2 net1', 'DEL p1 net1', 'DEL p0 eth0']);
+    expect(exec.received[0]!.stdin.prevResult).toBeUndefined();
+    expect(exec.received[3]!.stdin.prevResult).toBeDefined();
+    expect(readdirSync(join(cniDir, 'results'))).toEqual([]);
+    expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
+  });
+
   it('fails with code 6 naming a corrupt result cache that nothing else explains', async () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     await added(exec);

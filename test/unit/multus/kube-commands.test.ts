@@ -435,6 +435,48 @@ describe('device IDs (resourceName)', () => {
     ]);
   });
 
+  it("takes an element's resourceName pool for that attachment only; a NAD that refuses it fails the ADD with an event", async () => {
+    const networks = JSON.stringify([{ name: 'sriov-a', resourceName: 'intel.com/sriov' }, { name: 'sriov-a' }]);
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': networks });
+    t.kube.addNad('ns1', 'sriov-a', { cniVersion: '1.0.0', type: 'pa' });
+    const checkpoint = join(dir, 'checkpoint');
+    const entry = {
+      PodUID: 'uid-1',
+      ContainerName: 'c',
+      ResourceName: 'intel.com/sriov',
+      DeviceIDs: { '0': ['0000:af:00.1'] },
+    };
+    writeFileSync(
+      checkpoint,
+      JSON.stringify({ Data: { PodDeviceEntries: [entry], RegisteredDevices: {} }, Checksum: 1 }),
+    );
+    t.deps.devices = {
+      podResourcesSocket: join(dir, 'no.sock'),
+      checkpointFile: checkpoint,
+      cniDevinfoDir: join(dir, 'ci'),
+    };
+    await t.add();
+    expect(t.exec.received.slice(1).map((c) => [c.ifName, c.stdin.deviceID])).toEqual([
+      ['net1', '0000:af:00.1'],
+      ['net2', undefined],
+    ]);
+
+    const u = setup({ 'k8s.v1.cni.cncf.io/networks': networks });
+    u.kube.addNad(
+      'ns1',
+      'sriov-a',
+      { cniVersion: '1.0.0', type: 'pa' },
+      { 'k8s.v1.cni.cncf.io/resourceName': 'intel.com/other' },
+    );
+    u.deps.devices = t.deps.devices;
+    await expect(u.add()).rejects.toMatchObject({
+      code: 7,
+      msg: 'pod ns1/pod1: error loading k8s delegates: conflicting resourceName for network ns1/sriov-a: NAD annotation "intel.com/other" does not match NetworkSelectionElement request "intel.com/sriov"',
+    });
+    expect(u.kube.events.map((e) => [e.type, e.reason])).toEqual([['Warning', 'ResourceNameConflict']]);
+    expect(u.exec.received).toEqual([]);
+  });
+
   it('runs none of it when no delegate has a resource name', async () => {
     const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a' });
     t.deps.devices = { podResourcesSocket: join(dir, 'no.sock'), checkpointFile: join(dir, 'garbage') };

@@ -3,6 +3,7 @@
  * removal on a read-only file system (D2, injected EROFS), plugin files that are not programs (D4), the stuck
  * DEL of an attachment whose ADD never ran, GC for every network, and cache files that are links.
  */
+import type * as Fs from 'node:fs';
 import {
   chmodSync,
   existsSync,
@@ -17,7 +18,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   readOutcome,
   removeIfPresent,
@@ -41,9 +42,21 @@ import { withContext } from '../../helpers/commands.ts';
 import { FakeExec } from '../../helpers/fake-exec.ts';
 import { testNetns } from '../../helpers/netns.ts';
 
+/** fsync(2) failing with EIO while on: node:fs' callback fsync, the one the background fsync uses; else the real one. */
+const failFsync = { on: false };
+vi.mock('node:fs', async (original) => {
+  const fs = await original<typeof Fs>();
+  const fsync = (fd: number, cb: (err: NodeJS.ErrnoException | null) => void): void => {
+    if (!failFsync.on) return fs.fsync(fd, cb);
+    setTimeout(() => cb(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' })), 5);
+  };
+  return { ...fs, fsync, default: { ...fs, fsync } };
+});
+
 let dir: string;
 let cniDir: string;
 beforeEach(() => {
+  failFsync.on = false;
   dir = mkdtempSync(join(tmpdir(), 'mts-rel-'));
   cniDir = join(dir, 'cni');
 });
@@ -123,6 +136,29 @@ describe('D1: temp files of interrupted atomic writes', () => {
     const c = plant(join(cniDir, 'results'), 'second-cid7-net1', DEAD_PID);
     await cmdGc(...request('GC', conf(TWO)));
     expect(existsSync(c)).toBe(false);
+  });
+});
+
+describe('the order of the cache writes of an ADD (docs/reliability.md, "Which cache writes are fsynced")', () => {
+  it('the scratch cache is in place before the first delegate runs, and its fsync ends before any result cache exists', async () => {
+    const fds = () => readdirSync('/proc/self/fd').length;
+    const seen: { type: string; scratch: boolean; results: string[]; fds: number }[] = [];
+    const look = (type: string) => () => {
+      const results = existsSync(join(cniDir, 'results')) ? readdirSync(join(cniDir, 'results')) : [];
+      seen.push({ type, scratch: existsSync(join(cniDir, 'cid1')), results, fds: fds() });
+      return { stdout: Buffer.from('{"cniVersion":"1.1.0"}') };
+    };
+    exec.returns['p0 ADD'] = look('p0');
+    exec.returns['p1 ADD'] = look('p1');
+    const before = fds();
+    await cmdAdd(...request('ADD', conf(TWO)));
+    expect(seen.map((s) => [s.type, s.scratch])).toEqual([
+      ['p0', true],
+      ['p1', true],
+    ]);
+    expect(seen[1]!.results, 'the first attachment wrote its result cache').toEqual(['cluster-cid1-eth0']);
+    expect(seen[1]!.fds, "the scratch cache's background fsync had ended (its file closed) by then").toBe(before);
+    expect(fds()).toBe(before);
   });
 });
 
@@ -303,5 +339,17 @@ describe('D3: environment bytes Node cannot carry', () => {
     expect(exec.received).toEqual([]);
     const del = await handle(host, { env: { ...env, CNI_COMMAND: 'DEL' }, stdin, envProblem });
     expect(del.exitCode).toBe(0);
+  });
+});
+
+describe('a failed background fsync of the scratch cache (docs/reliability.md, "Which cache writes are fsynced")', () => {
+  it('fails the ADD with code 5 naming the file, and rolls the attachment back', async () => {
+    failFsync.on = true;
+    const error = await cmdAdd(...request('ADD', conf(TWO))).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 5 });
+    expect((error as { msg: string }).msg).toMatch(/fsync of .*cid1.*EIO.*check the disk/);
+    expect(exec.calls()).toEqual(['ADD p0 eth0', 'DEL p0 eth0']);
+    expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
+    expect(existsSync(join(cniDir, 'results')) ? readdirSync(join(cniDir, 'results')) : []).toEqual([]);
   });
 });
