@@ -11,7 +11,7 @@
  */
 import { closeSync, constants, fstatSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from './sleep.ts';
 import { libc } from './libc.ts';
 
 const LOCK_EX = 2;

@@ -18,7 +18,6 @@
  * it; both keep the same rules: process group, bounded output, timeout, drain grace, ETXTBSY retry.
  */
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
-import { constants as osConstants } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { sleep } from '../base/sleep.ts';
 import type { BunRuntime } from '../base/bun.ts';
@@ -323,6 +322,20 @@ export const STOP_SIGNALS = [
   'SIGXFSZ',
 ] as const;
 
+/** Linux's numbers of STOP_SIGNALS (node:os has them, but the thin bundle loads no node:os at start: docs/build.md). */
+const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGUSR1: 10,
+  SIGUSR2: 12,
+  SIGALRM: 14,
+  SIGTERM: 15,
+  SIGXCPU: 24,
+  SIGXFSZ: 25,
+  SIGVTALRM: 26,
+};
+
 /**
  * For a process that serves one call (the thin plugin, passthru): on any of STOP_SIGNALS, kill every running
  * delegate's group, then end by the same signal as before (the listener is gone, so the default action runs). Bun
@@ -335,7 +348,7 @@ export function exitOnStopSignals(): void {
     stopStartingDelegates();
     killRunningDelegates();
     process.kill(process.pid, sig);
-    setTimeout(() => process.exit(128 + (osConstants.signals[sig] ?? 0)), 100);
+    setTimeout(() => process.exit(128 + (SIGNAL_NUMBERS[sig] ?? 0)), 100);
   };
   for (const s of STOP_SIGNALS) process.on(s, onSignal);
 }
