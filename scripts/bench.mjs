@@ -44,6 +44,7 @@ import { k8sBinaries } from './bench/k8s-helper.mjs';
 import { runKubernetes } from './bench/kubernetes.mjs';
 import { parseArgs } from './bench/options.mjs';
 import { runResident } from './bench/resident.mjs';
+import { runShimWait } from './bench/shim-wait.mjs';
 
 /** The scenarios to run, in order; warns or fails on what this machine lacks. */
 function scenariosToRun(opts, k8s) {
@@ -69,6 +70,7 @@ async function runScenarios(run, ctx, out) {
   if (run.includes('kubernetes')) out.kubernetes = await runKubernetes(typed);
   if (run.includes('resident')) out.resident = await runResident({ ...typed, root: ROOT });
   if (run.includes('density')) out.density = await runDensity(ctx);
+  if (run.includes('shim-wait')) out.shim_wait = await runShimWait(typed);
 }
 
 async function main() {

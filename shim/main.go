@@ -8,9 +8,10 @@
 // Where it differs from Multus v4.3.0's multus-shim, on purpose:
 //   - Multus' shim polls /healthz for up to 60 s before ADD/CHECK/GC/STATUS and fails when the daemon is down,
 //     and it turns every DEL error (daemon down, delegate failed) into success, which leaks IPs and
-//     interfaces. This shim does neither: when the daemon cannot be reached (socket missing, refused, no
-//     permission) it execs the thin plugin `multus` from its own directory, which does the same work in-process;
-//     a DEL error is reported as an error, so the runtime retries it.
+//     interfaces. This shim waits, bounded, for a daemon that is not there yet (dialDaemon: after a reboot the
+//     daemon starts after the runtime), then, when the daemon still cannot be reached (socket missing, refused,
+//     no permission), it execs the thin plugin `multus` from its own directory, which does the same work
+//     in-process; a DEL error is reported as an error, so the runtime retries it.
 //   - Once a request was written to the socket it never falls back: a daemon that closes the connection, times
 //     out or answers garbage is an error (code 999), so no call ever runs twice.
 //   - A CNI error from the daemon is printed as it came (its code kept); Multus' shim re-wraps it as code 999.
@@ -67,8 +68,9 @@ func main() {
 	// Only daemonSocketDir (and cniVersion, for errors) are read here. A config that is not JSON is not our
 	// business: the daemon (or the thin plugin) reports it with its own error.
 	var conf struct {
-		CNIVersion      string `json:"cniVersion"`
-		DaemonSocketDir string `json:"daemonSocketDir"`
+		CNIVersion      string   `json:"cniVersion"`
+		DaemonSocketDir string   `json:"daemonSocketDir"`
+		ShimWaitSeconds *float64 `json:"shimWaitSeconds"`
 	}
 	_ = json.Unmarshal(stdin, &conf)
 	cniVersion = conf.CNIVersion
@@ -81,9 +83,9 @@ func main() {
 	if os.Getenv("CNI_COMMAND") == "VERSION" {
 		execThin(stdin, "")
 	}
-	conn, err := net.Dial("unix", sock) // ENOENT, ECONNREFUSED, EACCES...: nothing was sent yet
-	if err != nil {
-		execThin(stdin, fmt.Sprintf("daemon socket %s: %v", sock, err))
+	conn, why := dialDaemon(sock, waitBound(conf.ShimWaitSeconds))
+	if conn == nil {
+		execThin(stdin, why) // nothing was sent yet
 	}
 	if why := untrustedPeer(conn); why != "" {
 		// not the daemon: nothing is sent to it (the environment is root's), its answer is never read

@@ -5,13 +5,20 @@
  * Tested by test/daemon/bundle.test.ts and test/install/names.test.ts.
  */
 import { runDaemon } from './daemon/main.ts';
-import { runEntrypoint as entrypoint } from './install/entrypoints.ts';
 
 export { runDaemon };
-export { runHotplugCli } from './operator/hotplug-cli.ts';
-export { runPlanCli } from './operator/plan-cli.ts';
-export { installMain, readyMain } from './install/main.ts';
+
+// The operator commands, install, --is-default-ready and Multus' program names: evaluated in their roles only,
+// not in the daemon's (docs/resident.md, "Memory").
+export const runHotplugCli = async (argv: string[]): Promise<number> =>
+  (await import('./operator/hotplug-cli.ts')).runHotplugCli(argv);
+export const runPlanCli = async (argv: string[]): Promise<number> =>
+  (await import('./operator/plan-cli.ts')).runPlanCli(argv);
+export const installMain = async (argv: readonly string[]): Promise<number> =>
+  (await import('./install/main.ts')).installMain(argv);
+export const readyMain = async (argv: readonly string[]): Promise<number> =>
+  (await import('./install/main.ts')).readyMain(argv);
 
 /** Multus' program names (argv[0]): `multus-daemon` runs the daemon of this bundle. */
-export const runEntrypoint = (name: string, program: string, argv: readonly string[]): Promise<number> =>
-  entrypoint(name, program, argv, runDaemon);
+export const runEntrypoint = async (name: string, program: string, argv: readonly string[]): Promise<number> =>
+  (await import('./install/entrypoints.ts')).runEntrypoint(name, program, argv, runDaemon);

@@ -15,8 +15,9 @@ const RUNNER = join(ROOT, 'scripts/bench/density/run.ts');
 
 export const description =
   'pod-ready latency (kube-burner v2.7.3 podLatency, node-density-cni-like job) of N pods with two macvlan + ' +
-  'host-local NADs each on a kubelet + containerd node, Multus installed by its DaemonSet: thin_ts, resident_ts, ' +
-  "go_thin, go_thick (Go Multus v4.3.0; go_thick_300mi: with our daemon's resources), interleaved A B C D E E D C B A";
+  'host-local NADs each on a kubelet + containerd node, Multus installed by its DaemonSet: thin_ts, resident_ts ' +
+  "(resident_ts_multus_limits: with Multus' 100m / 50Mi on the daemon), go_thin, go_thick (Go Multus v4.3.0; " +
+  "go_thick_300mi: with our daemon's resources), interleaved A B C ... C B A";
 
 /** Builds the two images into `dir`; their tarballs. */
 function images(dir, go) {

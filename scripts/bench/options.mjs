@@ -2,10 +2,10 @@
 import { resolve } from 'node:path';
 
 /** The scenarios `--scenario` names (`all` runs delegates-only and kubernetes). */
-export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'density'];
+export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'density', 'shim-wait'];
 /** The modes of scenario resident (`--modes`). */
 export const RESIDENT_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'];
-const DENSITY_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick', 'go_thick_300mi'];
+const DENSITY_MODES = ['thin_ts', 'resident_ts', 'resident_ts_multus_limits', 'go_thin', 'go_thick', 'go_thick_300mi'];
 const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'];
 
 export function usage(code) {
@@ -34,7 +34,10 @@ export function usage(code) {
       `  --density-modes A,B  modes, in this order (then reversed), default ${DENSITY_MODES.join(',')}\n` +
       `  --no-burst           no reboot burst (and no faults) in each mode's second run\n` +
       `  --faults A,B|none    faults, each in a burst of its own, default ${FAULTS.join(',')}\n` +
-      `  --fault-modes A,B    the modes that get the faults, default thin_ts,resident_ts (the modes we ship)\n`,
+      `  --fault-modes A,B    the modes that get the faults, default thin_ts,resident_ts (the modes we ship)\n` +
+      `scenario shim-wait (only when asked for: --scenario shim-wait; root):\n` +
+      `  --shim-calls N       ADDs at once through the shim while the daemon is not there, default 50\n` +
+      `  --shim-daemon-delay S  seconds until the daemon starts in the slow-start case, default 3\n`,
   );
   process.exit(code);
 }
@@ -59,6 +62,8 @@ function defaults() {
     burst: true,
     faults: FAULTS,
     faultModes: ['thin_ts', 'resident_ts'],
+    shimCalls: 50,
+    shimDaemonDelay: 3,
   };
 }
 
@@ -85,6 +90,8 @@ export function parseArgs(argv) {
     else if (k === '--rss-go') o.rssGo = true;
     else if (k === '--pods') o.pods = int();
     else if (k === '--no-burst') o.burst = false;
+    else if (k === '--shim-calls') o.shimCalls = int();
+    else if (k === '--shim-daemon-delay') o.shimDaemonDelay = int();
     else if (k === '--faults') {
       const v = next();
       o.faults = v === 'none' ? [] : v.split(',');

@@ -24,6 +24,28 @@ import { RENAMED_REASON, renamedAway, renamedAwayMessage } from '../multus/renam
 
 export const GENERATED_NAME = GENERATED_FILES[0];
 
+/**
+ * The socket dir the generated config gives the shim (pure; `sameDir` compares two paths' inodes):
+ * `daemonSocketDir` when the config sets it; else `socketDir`, unless the daemon runs in a container with the
+ * host's root at `chrootDir` and socketDir is not the host's path of its directory (Multus' thick manifest:
+ * socketDir /host/run/multus/, the host's /run/multus): then '' (the key left out), so the shim uses its default
+ * /run/multus/ as Multus' does. `warning` says when that default is not the socket's directory either.
+ */
+export function shimSocketDir(
+  cfg: Pick<DaemonConfig, 'socketDir' | 'daemonSocketDir' | 'daemonSocketDirSet' | 'chrootDir'>,
+  sameDir: (a: string, b: string) => boolean,
+): { dir: string; warning?: string } {
+  if (cfg.daemonSocketDirSet || !cfg.chrootDir) return { dir: cfg.daemonSocketDir };
+  if (sameDir(cfg.socketDir, join(cfg.chrootDir, cfg.socketDir))) return { dir: cfg.socketDir };
+  if (sameDir(cfg.socketDir, join(cfg.chrootDir, '/run/multus'))) return { dir: '' };
+  return {
+    dir: '',
+    warning:
+      `socketDir ${cfg.socketDir} is neither the host's ${cfg.socketDir} nor its /run/multus (seen under ` +
+      `chrootDir ${cfg.chrootDir}): the shim will not find the socket; set daemonSocketDir to the host's path`,
+  };
+}
+
 export interface ConfigWriter {
   /** Re-reads the directory now and writes/removes the file as needed. */
   sync(): void;

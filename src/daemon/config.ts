@@ -21,8 +21,13 @@ export const DEFAULT_DAEMON_CONFIG = '/etc/cni/net.d/multus.d/daemon-config.json
 export interface DaemonConfig {
   /** Where multus.sock is created (Multus: `socketDir`, default /run/multus/). */
   socketDir: string;
-  /** The directory the shim is told in the generated config (`daemonSocketDir`, default: socketDir). */
+  /**
+   * The directory the shim is told in the generated config (`daemonSocketDir`; unset: socketDir, or none in a
+   * container where socketDir is not the host's path, autoconf.ts' `shimSocketDir`).
+   */
   daemonSocketDir: string;
+  /** true when the config sets daemonSocketDir */
+  daemonSocketDirSet: boolean;
   /** Delegates run chrooted there ('' = no chroot). */
   chrootDir: string;
   cniConfigDir: string;
@@ -68,6 +73,17 @@ export interface DaemonConfig {
   dynamicNetworks: boolean;
   /** Our key (`dynamicNetworksPollSeconds`, default 5): the resync period (pod informer updates drive it). */
   dynamicNetworksPollMs: number;
+  /**
+   * Our key: how long the shim waits for the daemon's socket before its thin fallback (0-600 s; the shim's
+   * default 30 when unset). Written into the generated 00-multus.conf, which the shim reads (docs/resident.md).
+   */
+  shimWaitSeconds: number | undefined;
+  /**
+   * Our key (0 = no limit): delegate processes run at once; more wait. Unset: 4 when the daemon's memory cgroup
+   * is limited below 256 MiB, else no limit (daemon/memory.ts): the container's memory limit counts the
+   * delegates, and Multus' 50Mi holds the daemon and a few of them (docs/resident.md, "Memory").
+   */
+  delegateConcurrency: number | undefined;
 }
 
 export class DaemonConfigError extends Error {}
@@ -152,6 +168,7 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
   return {
     socketDir,
     daemonSocketDir: absPath(raw, 'daemonSocketDir', socketDir),
+    daemonSocketDirSet: typeof raw.daemonSocketDir === 'string',
     chrootDir: absPath(raw, 'chrootDir', ''),
     cniConfigDir,
     multusAutoconfigDir: absPath(raw, 'multusAutoconfigDir', cniConfigDir),
@@ -174,6 +191,8 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     multusKeys,
     dynamicNetworks: bool(raw, 'dynamicNetworks'),
     dynamicNetworksPollMs: (int(raw, 'dynamicNetworksPollSeconds', 1, 3600) ?? 5) * 1000,
+    shimWaitSeconds: int(raw, 'shimWaitSeconds', 0, 600),
+    delegateConcurrency: int(raw, 'delegateConcurrency', 0, 10_000),
   };
 }
 

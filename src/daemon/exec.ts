@@ -5,7 +5,9 @@
  * the host's / mounted at /hostroot): plugins are looked up inside the root and run as `chroot <root> <plugin>`
  * (argv, no shell; chroot(1) calls chroot(2) then execs the plugin in place, so the process, its group and its
  * timeout kill are the plugin's own). `timedExec` reports each plugin lookup and each delegate call's duration
- * and outcome to the metrics.
+ * and outcome to the metrics. `boundedExec` runs at most `delegateConcurrency` plugin processes at once (the
+ * others wait, first come first served): the daemon's container memory limit counts every delegate it runs, and
+ * the daemon's own memory grows with the calls in flight (docs/resident.md, "Memory").
  */
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -54,6 +56,36 @@ export function timedExec(inner: Exec, metrics: Metrics): Exec {
         return out;
       } finally {
         metrics.delegateCall(basename(path), env.CNI_COMMAND ?? '', (performance.now() - t) / 1000, ok);
+      }
+    },
+  };
+}
+
+/** At most `limit` plugin processes of `inner` at once (0 = no limit); the rest wait in arrival order. */
+export function boundedExec(inner: Exec, limit: number): Exec {
+  if (limit <= 0) return inner;
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  const acquire = (): Promise<void> => {
+    if (running < limit) {
+      running++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => waiting.push(resolve));
+  };
+  const release = (): void => {
+    const next = waiting.shift();
+    if (next) next();
+    else running--;
+  };
+  return {
+    findInPath: (type, dirs) => inner.findInPath(type, dirs),
+    async execPlugin(path, stdin, env, timeoutMs, args) {
+      await acquire();
+      try {
+        return await inner.execPlugin(path, stdin, env, timeoutMs, args);
+      } finally {
+        release();
       }
     },
   };

@@ -14,7 +14,7 @@
  * Tested by test/daemon/process.test.ts, test/daemon/signals.test.ts, test/daemon/drain.test.ts (the daemon as
  * a process).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
@@ -29,16 +29,15 @@ import { nodeEvent } from '../k8s/calls.ts';
 import type { KubeClient } from '../k8s/types.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { ConfigWriter } from './autoconf.ts';
-import { startConfigWriter } from './autoconf.ts';
+import { shimSocketDir, startConfigWriter } from './autoconf.ts';
 import type { DaemonConfig } from './config.ts';
 import { DEFAULT_DAEMON_CONFIG, DaemonConfigError, parseDaemonConfig } from './config.ts';
-import { chrootExec, findChrootProgram, timedExec } from './exec.ts';
+import { boundedExec, chrootExec, findChrootProgram, timedExec } from './exec.ts';
 import type { WarmKube } from '../informers/informers.ts';
 import { startWarmKube } from '../informers/informers.ts';
 import type { Metrics } from './metrics.ts';
-import { createMetrics } from './metrics.ts';
 import type { DynamicNetworks } from '../hotplug/dynamic.ts';
-import { startDynamicNetworks } from '../hotplug/dynamic.ts';
+import { collectGarbage, defaultDelegateConcurrency, memoryLimitMib } from './memory.ts';
 import type { RequestQueue } from './queue.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
@@ -156,6 +155,16 @@ function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise
   });
 }
 
+/** True when both paths name one directory (same device and inode). */
+function sameDirectory(a: string, b: string): boolean {
+  try {
+    const [x, y] = [statSync(a), statSync(b)];
+    return x.isDirectory() && x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
+  }
+}
+
 const processIo: DaemonIo = { env: callerEnv(process.env), writeStderr: (s) => process.stderr.write(s) };
 
 /** A started daemon: its socket, and `stop()`, the shutdown a stop signal runs (drain, grace, kill, close). */
@@ -215,13 +224,22 @@ function nodeWarnings(warm: WarmKube | undefined, env: Env): { warnNode?: (reaso
   return { warnNode: (reason, msg) => void kube.createEvent(nodeEvent(node, 'Warning', reason, msg)) };
 }
 
-function createMetricsFor(cfg: DaemonConfig): Metrics | undefined {
+async function createMetricsFor(cfg: DaemonConfig): Promise<Metrics | undefined> {
   if (cfg.metricsPort === undefined) return undefined;
   try {
-    return createMetrics();
+    // prom-client is loaded only when metrics are configured (docs/resident.md, "Memory")
+    return (await import('./metrics.ts')).createMetrics();
   } catch (e) {
     throw new StartError(`metricsPort is set but ${messageOf(e)}`);
   }
+}
+
+/** `exec` with at most delegateConcurrency plugins at once (default: 4 under a memory limit below 256 MiB). */
+function boundDelegates(exec: Exec, cfg: DaemonConfig, log: Logger): Exec {
+  const limitMib = memoryLimitMib();
+  const delegates = cfg.delegateConcurrency ?? defaultDelegateConcurrency(limitMib);
+  log.verbose(`delegates at once: ${delegates || 'no limit'} (memory limit: ${limitMib ? `${limitMib} MiB` : 'none'})`);
+  return boundedExec(exec, delegates);
 }
 
 /**
@@ -232,17 +250,23 @@ function createMetricsFor(cfg: DaemonConfig): Metrics | undefined {
 export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger): Promise<DaemonHandle> {
   const { cfg } = setup;
   const parts: Parts = {};
-  const queue = createQueue(cfg.connectionLimit);
+  // a full collection when idle and at most once a second while busy (memory.ts)
+  const queue = collectGarbage(createQueue(cfg.connectionLimit));
   let stopping = false;
   try {
-    const metrics = createMetricsFor(cfg);
-    const exec = metrics ? timedExec(setup.exec, metrics) : setup.exec;
+    const metrics = await createMetricsFor(cfg);
+    const exec = boundDelegates(metrics ? timedExec(setup.exec, metrics) : setup.exec, cfg, log);
     const warm = (parts.warm = await startWarm(cfg, io.env, log, metrics));
     if (warm && metrics) warm.onPod(metrics.podNetworks); // pod_network_name_info (docs/resident.md#metrics)
     const warmKubeconfig = typeof cfg.multusKeys.kubeconfig === 'string' ? cfg.multusKeys.kubeconfig : '';
     const host = createHost({ writeStderr: io.writeStderr, exec, connectKube: kubeConnector(warm, warmKubeconfig) });
     parts.host = host;
-    const writer = (parts.writer = startConfigWriter({ cfg, log, ...nodeWarnings(warm, io.env) }));
+    // the socket's directory, made now (listenUnix makes it too) to compare it with the host's paths
+    mkdirSync(cfg.socketDir, { recursive: true, mode: 0o700 });
+    const shim = shimSocketDir(cfg, sameDirectory);
+    if (shim.warning) log.error(shim.warning);
+    const writerCfg = { ...cfg, daemonSocketDir: shim.dir };
+    const writer = (parts.writer = startConfigWriter({ cfg: writerCfg, log, ...nodeWarnings(warm, io.env) }));
     const multusConf = (): Buffer => {
       const path = writer.current();
       if (!path) throw new Error('no multus config is served yet (waiting for the master network config)');
@@ -262,6 +286,7 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
       // with informers, the pod informer's updates drive it and the poll is a resync
       const events = warm ? { events: warm.onPod } : {};
       const intervalMs = cfg.dynamicNetworksPollMs;
+      const { startDynamicNetworks } = await import('../hotplug/dynamic.ts');
       parts.dynamic = startDynamicNetworks({ host, queue, log, daemonEnv: io.env, multusConf, intervalMs, ...events });
     }
     log.verbose(`multus daemon serving ${socket}`);
@@ -271,11 +296,13 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
       await parts.dynamic?.stop();
       await shutDown({ cfg, log, queue, http: parts.http!, reason, again });
       closeParts({ ...parts, http: undefined }, cfg);
+      queue.stop();
       log.verbose('multus daemon stopped');
     };
     return { socket, stop };
   } catch (e) {
     closeParts(parts, cfg);
+    queue.stop();
     throw e;
   }
 }

@@ -23,7 +23,6 @@ import type { CniAnswer } from '../host/handle.ts';
 import { handle } from '../host/handle.ts';
 import type { Host } from '../host/host.ts';
 import type { SandboxLinks } from '../routes/nsenter.ts';
-import { serveDelegate } from './delegate-http.ts';
 import type { Metrics } from './metrics.ts';
 import type { RequestQueue } from './queue.ts';
 import { guardConnections } from './http-guard.ts';
@@ -49,6 +48,14 @@ export interface ServerDeps {
 
 /** A distinct queue key for calls without a container (STATUS, GC, bad requests): they run in parallel. */
 let anonymous = 0;
+
+/** The 500 answer (and the log line) of a request whose handler threw. */
+const answerFailure =
+  (res: ServerResponse, log: Logger, path: string) =>
+  (e: unknown): void => {
+    log.error(`${path}: ${messageOf(e)}`);
+    send(res, 500, errorBody(new CniError(CniCode.Internal, `the multus daemon failed: ${messageOf(e)}`)));
+  };
 
 export function createCniServer(deps: ServerDeps): Server {
   const limit = deps.maxBodyBytes ?? MAX_BODY_BYTES;
@@ -108,18 +115,15 @@ export function createCniServer(deps: ServerDeps): Server {
     }
     if (path === '/cni') {
       if (req.method !== 'POST') return fail(405, CniCode.InvalidEnv, 'use POST on /cni');
-      serveCni(req, res).catch((e: unknown) => {
-        deps.log.error(`/cni: ${messageOf(e)}`);
-        send(res, 500, errorBody(new CniError(CniCode.Internal, `the multus daemon failed: ${messageOf(e)}`)));
-      });
+      serveCni(req, res).catch(answerFailure(res, deps.log, path));
       return;
     }
     if (path === '/delegate' && deps.multusConf) {
       if (req.method !== 'POST') return fail(405, CniCode.InvalidEnv, 'use POST on /delegate');
-      serveDelegate(req, res, { ...deps, multusConf: deps.multusConf, limit }).catch((e: unknown) => {
-        deps.log.error(`/delegate: ${messageOf(e)}`);
-        send(res, 500, errorBody(new CniError(CniCode.Internal, `the multus daemon failed: ${messageOf(e)}`)));
-      });
+      // hot-plug's code is loaded by its first request (docs/resident.md, "Memory")
+      import('./delegate-http.ts')
+        .then(({ serveDelegate }) => serveDelegate(req, res, { ...deps, multusConf: deps.multusConf!, limit }))
+        .catch(answerFailure(res, deps.log, path));
       return;
     }
     if (path === '/delegate') {

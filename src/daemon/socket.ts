@@ -3,17 +3,21 @@
  *
  * A socket file that still answers belongs to a running daemon: start-up fails rather than steal it. One that
  * refuses connections is left over from a daemon that died, and is removed. The directory (and those above it) must
- * be root's alone, and a socket file of another user is never used or removed: start-up fails (issue 28).
+ * be root's alone, and a socket file of another user is never used or removed: start-up fails (issue 28). Once
+ * listening, the shim's marker `multus.shim-gave-up` (a shim waited for a daemon in vain, shim/wait.go) is removed:
+ * shims wait again.
  * Tested by test/unit/daemon/server.test.ts, test/daemon/process.test.ts (modes, non-root refused),
  * test/shim/peer.test.ts (another user's socketDir and socket).
  */
-import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, rmSync, unlinkSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { securePrivateDir } from '../base/private-dir.ts';
 
 export const SOCKET_NAME = 'multus.sock';
+/** shim/wait.go's marker: while it is there, a shim that cannot connect falls back without waiting. */
+export const SHIM_GAVE_UP = 'multus.shim-gave-up';
 
 export function socketPath(socketDir: string): string {
   return join(socketDir, SOCKET_NAME);
@@ -60,6 +64,7 @@ export async function listenUnix(server: Server, socketDir: string): Promise<str
     });
   });
   chmodSync(path, 0o600);
+  rmSync(join(socketDir, SHIM_GAVE_UP), { force: true });
   return path;
 }
 

@@ -35,7 +35,7 @@ export interface Informer {
 }
 
 /** Every object under `path` (paged, LIST_PAGE at a time), as one list with the last page's resourceVersion. */
-async function listPaged(kc: KubeConfig, path: string, fieldSelector: string | undefined) {
+async function listPaged(kc: KubeConfig, path: string, fieldSelector: string | undefined, trim: Trim) {
   const items: Obj[] = [];
   let cont = '';
   let resourceVersion = '';
@@ -44,7 +44,7 @@ async function listPaged(kc: KubeConfig, path: string, fieldSelector: string | u
     if (fieldSelector) q.set('fieldSelector', fieldSelector);
     if (cont) q.set('continue', cont);
     const page = await getJson(kc, `${path}?${q}`);
-    items.push(...(page.items ?? []));
+    for (const item of page.items ?? []) items.push(trim(item));
     resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
     cont = page.metadata?._continue ?? (page.metadata as { continue?: string } | undefined)?.continue ?? '';
   } while (cont);
@@ -70,14 +70,23 @@ export async function timedCall<T>(
   }
 }
 
-/** client-node's watch, told apart: `established` once it streams (HTTP 200), `ended` when it stops or fails. */
-function trackedWatch(real: Watch, on: { established(): void; ended(): void }): Watch {
+/** What an informer keeps of each object it lists or watches (informer-trim.ts). */
+type Trim = (o: Obj) => Obj;
+/** Watch events that carry a watched object (not BOOKMARK, nor ERROR's Status). */
+const OBJECT_EVENTS = new Set(['ADDED', 'MODIFIED', 'DELETED']);
+
+/**
+ * client-node's watch, told apart: `established` once it streams (HTTP 200), `ended` when it stops or fails;
+ * each watched object trimmed before the cache keeps it.
+ */
+function trackedWatch(real: Watch, on: { established(): void; ended(): void }, trim: Trim): Watch {
   type Query = Record<string, string | number | boolean | undefined>;
   type Callback = (phase: string, obj: unknown, w: unknown) => void;
   return {
     watch: async (p: string, q: Query, cb: Callback, done: (err: unknown) => void) => {
       let failed = false;
-      const controller = await real.watch(p, q, cb, (err: unknown) => {
+      const kept: Callback = (phase, obj, w) => cb(phase, OBJECT_EVENTS.has(phase) ? trim(obj as Obj) : obj, w);
+      const controller = await real.watch(p, q, kept, (err: unknown) => {
         if (err) failed = true;
         on.ended();
         done(err);
@@ -121,6 +130,7 @@ export function informer(
   o: InformerOptions,
   onChange: () => void,
   cn: ClientNode,
+  trim: Trim = (x) => x,
 ): Informer {
   const backoff = o.backoff ?? { initialMs: 1000, maxMs: 30_000 };
   let listed = false;
@@ -141,19 +151,23 @@ export function informer(
   const begin = (): void => void lw.start().catch((e: unknown) => o.log.warn(`informer ${name}: ${messageOf(e)}`));
 
   const list = async (): Promise<KubernetesListObject<Obj>> => {
-    const all = await timedCall(o.metrics, 'list', name, () => listPaged(kc, path, fieldSelector));
+    const all = await timedCall(o.metrics, 'list', name, () => listPaged(kc, path, fieldSelector, trim));
     listed = true;
     return all;
   };
-  const watch = trackedWatch(new cn.Watch(kc), {
-    ended: () => (watching = false),
-    established: () => {
-      if (stopped) return;
-      watching = true;
-      failures = 0;
-      report();
+  const watch = trackedWatch(
+    new cn.Watch(kc),
+    {
+      ended: () => (watching = false),
+      established: () => {
+        if (stopped) return;
+        watching = true;
+        failures = 0;
+        report();
+      },
     },
-  });
+    trim,
+  );
 
   const lw = new cn.ListWatch<Obj>(path, watch, list, false, undefined, fieldSelector);
   lw.on('error', (err: unknown) => {

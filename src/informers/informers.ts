@@ -36,6 +36,7 @@ import type { ClientNode, InformerMetrics, InformerSource } from './informer-con
 import { informerConfig } from './informer-config.ts';
 import type { Informer, InformerOptions } from './informer.ts';
 import { informer, timedCall } from './informer.ts';
+import { trimNad, trimPod } from './informer-trim.ts';
 
 export interface WarmKube {
   client: KubeClient;
@@ -204,8 +205,8 @@ export async function startWarmKube(o: WarmKubeOptions): Promise<WarmKube> {
   const changed = (): void => {
     for (const w of [...waiters]) w();
   };
-  const pods = informer(POD_INFORMER, '/api/v1/pods', `spec.nodeName=${o.nodeName}`, kc, o, changed, cn);
-  const nads = informer(NAD_INFORMER, NAD_PATH, undefined, kc, o, changed, cn);
+  const pods = informer(POD_INFORMER, '/api/v1/pods', `spec.nodeName=${o.nodeName}`, kc, o, changed, cn, trimPod);
+  const nads = informer(NAD_INFORMER, NAD_PATH, undefined, kc, o, changed, cn, trimNad);
   const api = measured(lean, o.metrics);
   const client = new WarmClient(api, pods, nads, o.log);
   const synced = (): boolean => !closed && pods.synced() && nads.synced();

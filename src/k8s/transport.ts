@@ -165,6 +165,9 @@ export interface Wire {
 
 type HttpModule = typeof http | typeof https;
 
+/** Connections to the API server at once (per client); the rest wait for one. */
+const MAX_SOCKETS = 8;
+
 export interface Transport {
   module: HttpModule;
   agent: Agent;
@@ -177,7 +180,11 @@ export function createTransport(cfg: ClientConfig, session: FallbackSession | un
     throw new CniError(CniCode.Internal, `server "${cfg.server}" is not a URL of the form https://host[:port][/path]`);
   const module: HttpModule =
     addr.protocol === 'http:' ? process.getBuiltinModule('node:http') : process.getBuiltinModule('node:https');
-  const agent = (cfg.fallback?.proxy ? session?.agent() : undefined) ?? new module.Agent({ keepAlive: true });
+  // At most MAX_SOCKETS connections: a resident daemon's burst of status writes then reuses a few kept-alive
+  // connections instead of opening (and keeping) one TLS connection per call (docs/resident.md, "Memory").
+  const agent =
+    (cfg.fallback?.proxy ? session?.agent() : undefined) ??
+    new module.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
   return { module, agent, addr };
 }
 

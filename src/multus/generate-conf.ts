@@ -51,7 +51,10 @@ export interface ShimConfOptions {
   cniVersion: string;
   overrideNetworkName: boolean;
   capabilities: Record<string, boolean>;
+  /** '' leaves the key out (the shim then uses its default /run/multus/) */
   daemonSocketDir: string;
+  /** how long the shim waits for the daemon's socket (shim/wait.go); unset: the shim's default */
+  shimWaitSeconds?: number | undefined;
 }
 
 export interface GeneratedConf {
@@ -245,7 +248,9 @@ function shimConf(master: Record<string, unknown>, path: string, o: ShimConfOpti
     cniVersion,
     name,
     type: 'multus-shim',
-    daemonSocketDir: o.daemonSocketDir,
+    // left out when empty: the daemon in Multus' thick manifest (daemon/autoconf.ts shimSocketDir)
+    ...(o.daemonSocketDir ? { daemonSocketDir: o.daemonSocketDir } : {}),
+    ...(o.shimWaitSeconds === undefined ? {} : { shimWaitSeconds: o.shimWaitSeconds }),
     clusterNetwork: path,
   };
   if (Object.keys(capabilities).length > 0) out.capabilities = capabilities;

@@ -122,7 +122,12 @@ async function shimConf(
   net++;
   const subnet = `10.253.${net}.0/24`;
   const cluster = clusterConflist(world, version, subnet, extraPlugins);
-  const conf = multusConf(world, version, [cluster], { type: 'multus-shim', daemonSocketDir: socketDir() });
+  // a daemon that is down stays down here: the shim waits 1 s for it (shim/wait.go), then falls back
+  const conf = multusConf(world, version, [cluster], {
+    type: 'multus-shim',
+    daemonSocketDir: socketDir(),
+    shimWaitSeconds: 1,
+  });
   return { conf: await writeMultusConf(world, conf), subnet };
 }
 

@@ -59,11 +59,20 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // ---------------------------------------------------------------------------------------------------------
 // the API tunnel into a network namespace
 
-/** Runs inside the host namespace: TCP 127.0.0.1:<port> → unix socket; reset when the far side gives up. */
+/**
+ * The `kubernetes` Service's address (the first of the API server's --service-cluster-ip-range, in its serving
+ * certificate), which kubelet gives every pod as KUBERNETES_SERVICE_HOST/PORT.
+ */
+export const KUBERNETES_SERVICE = { host: '10.96.0.1', port: 443 };
+
+/**
+ * Runs inside the host namespace: TCP 127.0.0.1:<port> (and <host>:<port> pairs after the socket) → unix socket;
+ * reset when the far side gives up.
+ */
 const RELAY_SOURCE = `
 const net = require('node:net');
-const [port, sock] = process.argv.slice(-2);
-const srv = net.createServer((c) => {
+const [port, sock, ...extra] = process.argv.slice(1);
+const relay = (c) => {
   let answered = false;
   const u = net.connect(sock);
   u.once('data', () => { answered = true; });
@@ -72,8 +81,12 @@ const srv = net.createServer((c) => {
   c.on('error', () => u.destroy());
   u.on('error', () => {});
   u.on('close', () => { if (!answered) c.resetAndDestroy(); });
-});
-srv.listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\\n'));
+};
+const listens = [['127.0.0.1', Number(port)], ...extra.map((a) => [a.split(':')[0], Number(a.split(':')[1])])];
+let waiting = listens.length;
+for (const [host, p] of listens) {
+  net.createServer(relay).listen(p, host, () => { if (--waiting === 0) process.stdout.write('ready\\n'); });
+}
 `;
 
 export class ApiTunnel {
@@ -81,8 +94,12 @@ export class ApiTunnel {
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
 
-  /** Listens on 127.0.0.1:<the API server's port> inside `hostNs` and relays to the API server. */
-  async open(cluster: Cluster, hostNs: string, dir: string): Promise<void> {
+  /**
+   * Listens on 127.0.0.1:<the API server's port> inside `hostNs` and relays to the API server; with
+   * `{ service: true }` also on the `kubernetes` Service's address (KUBERNETES_SERVICE, added to the namespace's
+   * lo), so pods find the API server where kubelet tells them (no kube-proxy here).
+   */
+  async open(cluster: Cluster, hostNs: string, dir: string, opts: { service?: boolean } = {}): Promise<void> {
     const port = Number(new URL(cluster.server).port);
     const sock = join(dir, 'api.sock');
     this.server = createServer((down) => {
@@ -99,7 +116,19 @@ export class ApiTunnel {
       this.server!.once('error', reject);
       this.server!.listen(sock, () => resolve());
     });
-    const relay = spawn('ip', ['netns', 'exec', hostNs, process.execPath, '-e', RELAY_SOURCE, String(port), sock], {
+    const extra: string[] = [];
+    if (opts.service) {
+      const { host, port: servicePort } = KUBERNETES_SERVICE;
+      await new Promise<void>((resolve, reject) =>
+        spawn('ip', ['-n', hostNs, 'addr', 'replace', `${host}/32`, 'dev', 'lo'], { stdio: 'ignore' }).once(
+          'exit',
+          (code) => (code === 0 ? resolve() : reject(new Error(`ip addr add ${host} in ${hostNs}: exit ${code}`))),
+        ),
+      );
+      extra.push(`${host}:${servicePort}`);
+    }
+    const args = ['netns', 'exec', hostNs, process.execPath, '-e', RELAY_SOURCE, String(port), sock, ...extra];
+    const relay = spawn('ip', args, {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.relay = relay;

@@ -137,6 +137,31 @@ describe.runIf(ready)('the Helm chart (deployments/helm/multus)', () => {
     }
   });
 
+  it('claimNetworkData: off by default; on, the per-driver status write for the drivers named, refused without one', () => {
+    expect(render().filter((o) => o.metadata.name === 'multus-claim-network-data')).toEqual([]);
+    const objs = render('claimNetworkData.enabled=true', 'claimNetworkData.drivers={nic.example.com}');
+    expect(one(objs, 'ClusterRole', 'multus-claim-network-data').rules).toEqual([
+      { apiGroups: ['resource.k8s.io'], resources: ['resourceclaims/status'], verbs: ['patch'] },
+      {
+        apiGroups: ['resource.k8s.io'],
+        resources: ['resourceclaims/driver'],
+        verbs: ['associated-node:patch'],
+        resourceNames: ['nic.example.com'],
+      },
+    ]);
+    expect(one(objs, 'ClusterRoleBinding', 'multus-claim-network-data').subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'multus', namespace: 'kube-system' },
+    ]);
+    const daemonConf = (o: Obj[]): Record<string, unknown> =>
+      JSON.parse(one(o, 'ConfigMap', 'multus-daemon-config').data['daemon-config.json']);
+    expect(daemonConf(render('thickPlugin.enabled=true')).publishClaimNetworkData).toBeUndefined();
+    const thick = render('thickPlugin.enabled=true', 'claimNetworkData.enabled=true', 'claimNetworkData.drivers={a}');
+    expect(daemonConf(thick).publishClaimNetworkData).toBe(true);
+    const r = helm(['template', 'multus', CHART, '--set', 'claimNetworkData.enabled=true']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('claimNetworkData.drivers: name the DRA drivers');
+  });
+
   it("thin: rke2-multus' config.cni_conf keys become the thin entrypoint's options", () => {
     const objs = render(
       'config.cni_conf.namespaceIsolation=true',

@@ -443,7 +443,7 @@ async function makePki(dir: string): Promise<void> {
     'apiserver',
     '/CN=kube-apiserver',
     'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' +
-      'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n',
+      'subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n',
   );
   const client = sign(
     'admin',
@@ -743,7 +743,8 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
       if (typeof token !== 'string' || !token) throw new Error(`TokenRequest for ${namespace}/${sa} returned no token`);
       return token as string;
     };
-    const multusToken = await issueToken(MULTUS_SA);
+    // a day: the benches' long runs on a loaded machine outlive an hour (tests that rotate it issue their own)
+    const multusToken = await issueToken(MULTUS_SA, MULTUS_NAMESPACE, 24 * 3600);
     const noRoleToken = await issueToken(NO_ROLE_SA);
     const tokenFile = file('multus.token');
     await writeFile(tokenFile, multusToken, { mode: 0o600 });

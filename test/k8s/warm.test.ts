@@ -195,11 +195,24 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     await createNad('nad-a', { cniVersion: '1.0.0', type: 'p1' });
     await createNad('nad-b', { cniVersion: '1.0.0', type: 'p2' });
     const pod = await createPod('two-nads', NODE, { 'k8s.v1.cni.cncf.io/networks': 'nad-a,nad-b' });
-    await untilCached(
+    // a label and a status condition the cache must carry into the status write (informer-trim.ts)
+    const made = await cluster.admin.get(podPath(ns, 'two-nads'));
+    made.metadata.labels = { app: 'warm' };
+    await cluster.admin.put(podPath(ns, 'two-nads'), made);
+    const labelled = await cluster.admin.get(podPath(ns, 'two-nads'));
+    labelled.status.conditions = [{ type: 'PodScheduled', status: 'True', lastTransitionTime: '2026-12-01T00:00:00Z' }];
+    await cluster.admin.put(`${podPath(ns, 'two-nads')}/status`, labelled);
+    const stored = await cluster.admin.get(podPath(ns, 'two-nads'));
+    const cached = await untilCached(
       () => client.getPod(ns, 'two-nads', { uid: pod.uid }),
-      () => true,
+      (p) => p.metadata.resourceVersion === stored.metadata.resourceVersion,
       'pod two-nads',
     );
+    // the cache keeps what the daemon reads, not managedFields nor the containers
+    expect(cached.metadata).not.toHaveProperty('managedFields');
+    expect(cached.spec).toEqual({ nodeName: NODE });
+    expect(cached.status).toEqual(stored.status);
+    expect((cached.metadata as Record<string, unknown>).labels).toEqual({ app: 'warm' });
     await untilCached(
       () => client.getNad(ns, 'nad-a'),
       () => true,
@@ -253,6 +266,13 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
       'k8s.v1.cni.cncf.io/network-status'
     ];
     expect(JSON.parse(status).map((s: { interface?: string }) => s.interface)).toEqual(['eth0', 'net1', 'net2']);
+    // written from the trimmed cached pod: spec, labels, status and the managed fields all stay as they were
+    const written = await cluster.admin.get(podPath(ns, 'two-nads'));
+    expect(written.spec).toEqual(stored.spec);
+    expect(written.metadata.labels).toEqual({ app: 'warm' });
+    expect(written.status).toEqual(stored.status);
+    const managers = (o: any) => o.metadata.managedFields.map((m: any) => `${m.manager} ${m.subresource ?? ''}`);
+    expect(managers(written)).toEqual(expect.arrayContaining(managers(stored)));
 
     const del = await handle(host, { env: env('DEL'), stdin: Buffer.from(JSON.stringify(conf)) });
     expect(del.exitCode, del.stdout).toBe(0);

@@ -314,6 +314,8 @@ function suiteBody(mode: Mode, extra: ((s: CriSuite) => void) | undefined, kind:
         logLevel: 'verbose',
         logFile: join(rt.dir, 'daemon.log'),
         logToStderr: false,
+        // the daemon-killed case: the shim waits this long for a daemon that stays gone, then falls back
+        shimWaitSeconds: 2,
       });
     }
     await rt.start();

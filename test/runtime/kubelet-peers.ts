@@ -23,7 +23,8 @@ import { summarize, timesToReach } from '../helpers/latency.ts';
 import { NETWORKS_ANNOTATION, type PodRef, createNad, networkStatus } from '../e2e-k8s/world.ts';
 import { NODE_LINK_PEER, type NodeRuntime, STATIC_POD_DIR } from './node.ts';
 import { REPO_ROOT, type SandboxInfo, run, runOk } from './runtime.ts';
-import type { Link, Mode } from './kubelet-suite.ts';
+import type { Link } from './kubelet-pods.ts';
+import type { Mode } from './kubelet-suite.ts';
 
 const CACHE = process.env.MULTUS_TS_CACHE_DIR || join(REPO_ROOT, '.cache');
 const WB_DIR = join(CACHE, 'whereabouts');

@@ -166,6 +166,8 @@ function suiteBody(mode: Mode): void {
           ...conf,
           dynamicNetworks: true,
           dynamicNetworksPollSeconds: 3600,
+          // the gap without a DaemonSet pod: the shim waits this long, then falls back (and marks it for the rest)
+          shimWaitSeconds: 2,
         });
       }
       if (o.kind === 'DaemonSet') {

@@ -68,8 +68,16 @@ describe.skipIf(!ready)('multus-shim (resident mode) against a fake daemon', () 
     rmSync(dir, { recursive: true, force: true });
   });
 
+  // shimWaitSeconds 0: the fallback at once when nothing answers (the bounded wait: shim-wait.test.ts)
   const conf = (extra: Record<string, unknown> = {}) =>
-    JSON.stringify({ cniVersion: '1.0.0', name: 'multus-cni-network', type: 'multus-shim', daemonSocketDir: sockDir, ...extra });
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'multus-cni-network',
+      type: 'multus-shim',
+      daemonSocketDir: sockDir,
+      shimWaitSeconds: 0,
+      ...extra,
+    });
 
   const placeThin = () => {
     writeFileSync(join(dir, 'bin/multus'), FAKE_THIN);

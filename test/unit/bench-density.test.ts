@@ -4,8 +4,9 @@
  * container). The bench itself needs a kubelet node and minutes; these run anywhere.
  */
 import { describe, expect, it } from 'vitest';
-import { MODES, daemonLimitMib, hasDaemon, modeObjects } from '../../scripts/bench/density/modes.ts';
+import { MODES, daemonLimitMib, hasDaemon, isOurDaemon, modeObjects } from '../../scripts/bench/density/modes.ts';
 import { hasAllNetworks, isReady } from '../../scripts/bench/density/pods.ts';
+import { countServedAdds } from '../../scripts/bench/density/node-ops.ts';
 
 const pod = (status: unknown, ready = 'True', at = '2026-12-01T10:00:05Z') => ({
   metadata: {
@@ -92,7 +93,26 @@ describe('density: the DaemonSet of each mode', () => {
     expect({ ...roomy.containers[0], resources: undefined }).toEqual({ ...thick.containers[0], resources: undefined });
     expect(thick.containers[0].resources.limits.cpu).toBe('100m');
     expect(daemonLimitMib('go_thick_300mi')).toBe(300);
-    expect(MODES.filter(hasDaemon)).toEqual(['resident_ts', 'go_thick', 'go_thick_300mi']);
+    expect(MODES.filter(hasDaemon)).toEqual(['resident_ts', 'resident_ts_multus_limits', 'go_thick', 'go_thick_300mi']);
+  });
+
+  it("resident_ts_multus_limits: our resident DaemonSet with Multus' 100m / 50Mi (requests = limits) on the daemon", () => {
+    const ours = ds('resident_ts').spec.template.spec;
+    const limited = ds('resident_ts_multus_limits').spec.template.spec;
+    const daemon = (spec: any) => spec.containers.find((c: any) => c.name === 'daemon');
+    const thick = ds('go_thick').spec.template.spec.containers[0].resources;
+    expect(daemon(limited).resources).toEqual(thick);
+    expect(daemon(limited).resources).toEqual({
+      requests: { cpu: '100m', memory: '50Mi' },
+      limits: { cpu: '100m', memory: '50Mi' },
+    });
+    expect(daemon(ours).resources.limits).toEqual({ memory: '300Mi' });
+    // nothing else differs: the same images, containers, volumes, sidecar
+    const without = (spec: any) => ({ ...spec, containers: spec.containers.map((c: any) => ({ ...c, resources: 0 })) });
+    expect(without(limited)).toEqual(without(ours));
+    expect(daemonLimitMib('resident_ts_multus_limits')).toBe(50);
+    expect(isOurDaemon('resident_ts_multus_limits')).toBe(true);
+    expect(MODES.filter(isOurDaemon)).toEqual(['resident_ts', 'resident_ts_multus_limits']);
   });
 
   it('go_thin: thin_entrypoint, no hostPID; ours come from deployments/', () => {
@@ -102,5 +122,21 @@ describe('density: the DaemonSet of each mode', () => {
     expect(ds('thin_ts').metadata.name).toBe('multus-ts');
     expect(daemonLimitMib('resident_ts')).toBeGreaterThan(0);
     expect(daemonLimitMib('thin_ts')).toBeUndefined();
+  });
+});
+
+describe('density: the ADDs a burst sent through our daemon', () => {
+  it('counts `ADD <id>: 200` lines of the CRI log at or after the burst start', () => {
+    const id = 'a'.repeat(64);
+    const line = (t: string, what: string) => `${t} stderr F 2026-12-02T01:29:59Z [verbose] ${what}`;
+    const text = [
+      line('2026-12-02T01:29:59.999999999Z', `ADD ${id}: 200 in 3.0 ms`),
+      line('2026-12-02T01:30:00.000000001Z', `ADD ${id}: 200 in 3.0 ms`),
+      line('2026-12-02T01:30:01.5Z', `DEL ${id}: 200 in 3.0 ms`),
+      line('2026-12-02T01:30:02.5Z', `ADD ${id}: 500 code 11 in 3.0 ms`),
+      line('2026-12-02T01:30:03.5Z', `ADD ${id}: 200 in 9.0 ms`),
+      'not a log line',
+    ].join('\n');
+    expect(countServedAdds(text, Date.parse('2026-12-02T01:30:00Z'))).toBe(2);
   });
 });

@@ -25,6 +25,7 @@ import {
   type Node,
   containerPids,
   daemonCgroupPeak,
+  daemonServedAdds,
   daemonPid,
   dsLogGrep,
   peakRssMib,
@@ -205,6 +206,8 @@ export async function burst(ctx: BurstCtx, fault?: Fault): Promise<any> {
   // the container's cgroup is new after the power-on (its first peak is the burst's), unless the fault killed it
   const cgroup = await daemonCgroupPeak(cluster, mode);
   const over = await excess(ctx);
+  // resident modes: how many of the burst's ADDs the daemon served (the rest: the shim's thin fallback)
+  const served = await daemonServedAdds(n, mode, t0).catch(() => undefined);
   const errors = (over.ips ?? 0) > 0 ? await dsLogGrep(n, mode, /error|fail/i, 10) : [];
   return {
     ...(fault ? { fault: what } : {}),
@@ -213,6 +216,7 @@ export async function burst(ctx: BurstCtx, fault?: Fault): Promise<any> {
     daemon_peak_rss_mib: rss,
     ...(split ? { daemon_rss_now_mib: split } : {}),
     ...(cgroup ? { daemon_cgroup_peak_mib: cgroup.peak_mib, daemon_cgroup_oom_kills: cgroup.oom_kills } : {}),
+    ...(served === undefined ? {} : { adds_served_by_daemon: served }),
     excess: over,
     ...(errors.length ? { daemonset_errors: errors } : {}),
     ...(missing.length ? { not_recovered: missing } : {}),

@@ -3,10 +3,11 @@
 #
 #   bash scripts/bench/density/go-image.sh OUT_DIR GOMULTUS_DIR    # -> OUT_DIR/gomultus.tar (OCI archive)
 #
-# Contents: the binaries test/peers/build-gomultus.sh built (multus, multus-shim, multus-daemon, thin_entrypoint)
-# at /usr/src/multus-cni/bin/ and thin_entrypoint also at /, as Multus' own images have them; busybox (Debian's
-# busybox-static) as /bin/sh, cp and mv for the thick DaemonSet's init container, which in Multus' image runs
-# install_multus (not built here) to copy the shim; /etc/passwd and /etc/group with root (Multus' image is Debian's).
+# Contents: the binaries test/peers/build-gomultus.sh built (multus, multus-shim, multus-daemon, thin_entrypoint,
+# install_multus, passthru) at /usr/src/multus-cni/bin/ and thin_entrypoint and install_multus also at /, as
+# Multus' own images have them (so Multus' deployments/ manifests run it, test/runtime/multus-lane.ts); busybox
+# (Debian's busybox-static) as /bin/sh, cp and mv for the density bench's thick init container; /etc/passwd and
+# /etc/group with root (Multus' thick image is Debian's).
 # Named ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0.
 set -euo pipefail
 out="$1"
@@ -22,10 +23,11 @@ umoci new --image "$layout:v4.3.0"
 umoci unpack --image "$layout:v4.3.0" "$work/bundle" >/dev/null
 rootfs="$work/bundle/rootfs"
 install -d -m 0755 "$rootfs/usr/src/multus-cni/bin" "$rootfs/bin" "$rootfs/run" "$rootfs/var" "$rootfs/tmp"
-for b in multus multus-shim multus-daemon thin_entrypoint; do
+for b in multus multus-shim multus-daemon thin_entrypoint install_multus passthru; do
   install -m 0755 "$go/$b" "$rootfs/usr/src/multus-cni/bin/$b"
 done
 install -m 0755 "$go/thin_entrypoint" "$rootfs/thin_entrypoint"
+install -m 0755 "$go/install_multus" "$rootfs/install_multus"
 install -m 0755 /usr/bin/busybox "$rootfs/bin/busybox"
 for t in sh cp mv; do ln -s busybox "$rootfs/bin/$t"; done
 ln -s ../run "$rootfs/var/run"

@@ -1,6 +1,8 @@
 /**
  * The four ways the density bench installs Multus on the node, each by its own DaemonSet layout:
  *   thin_ts, resident_ts  deployments/multus-ts-thin.yml and multus-ts-resident.yml as they are
+ *   resident_ts_multus_limits  multus-ts-resident.yml with Multus' own thick resources on the daemon container
+ *                         (requests = limits = 100m CPU, 50Mi): what an operator who swaps the image keeps
  *   go_thin               Go Multus v4.3.0's deployments/multus-daemonset.yml layout: thin_entrypoint writes the
  *                         config and the kubeconfig and copies the plugin (the init container's install_multus
  *                         copy is thin_entrypoint's own copy here)
@@ -14,7 +16,14 @@
  */
 import { collection, docs, type Obj } from '../../../test/helpers/manifests.ts';
 
-export const MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick', 'go_thick_300mi'] as const;
+export const MODES = [
+  'thin_ts',
+  'resident_ts',
+  'resident_ts_multus_limits',
+  'go_thin',
+  'go_thick',
+  'go_thick_300mi',
+] as const;
 export type Mode = (typeof MODES)[number];
 export const GO_IMAGE = 'ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0';
 
@@ -22,18 +31,23 @@ export const GO_IMAGE = 'ghcr.io/k8snetworkplumbingwg/multus-cni:v4.3.0';
 export const DS: Record<Mode, { name: string; label: string }> = {
   thin_ts: { name: 'multus-ts', label: 'app=multus-ts' },
   resident_ts: { name: 'multus-ts', label: 'app=multus-ts' },
+  resident_ts_multus_limits: { name: 'multus-ts', label: 'app=multus-ts' },
   go_thin: { name: 'kube-multus-ds', label: 'app=multus' },
   go_thick: { name: 'kube-multus-ds', label: 'app=multus' },
   go_thick_300mi: { name: 'kube-multus-ds', label: 'app=multus' },
 };
 
 /** The modes with a resident daemon (a process the bench measures, and the daemon-kill fault kills). */
-export const hasDaemon = (mode: Mode): boolean => mode === 'resident_ts' || mode.startsWith('go_thick');
+export const hasDaemon = (mode: Mode): boolean => isOurDaemon(mode) || mode.startsWith('go_thick');
+/** Our resident modes (the daemon container is `daemon`, the process `multus daemon`). */
+export const isOurDaemon = (mode: Mode): boolean => mode.startsWith('resident_ts');
+/** Multus' own thick resources: requests = limits = 100m CPU, 50Mi (deployments/multus-daemonset-thick.yml). */
+const MULTUS_THICK_RESOURCES = { requests: { cpu: '100m', memory: '50Mi' }, limits: { cpu: '100m', memory: '50Mi' } };
 /** The resources of Go thick's daemon container: Multus' own, or, for go_thick_300mi, those of ours. */
 const goThickResources = (mode: Mode) =>
   mode === 'go_thick_300mi'
     ? { requests: { cpu: '100m', memory: '100Mi' }, limits: { memory: '300Mi' } }
-    : res('100m', '50Mi');
+    : MULTUS_THICK_RESOURCES;
 
 const res = (cpu: string, memory: string) => ({ requests: { cpu, memory }, limits: { cpu, memory } });
 const hostPath = (name: string, path: string) => ({ name, hostPath: { path } });
@@ -168,14 +182,22 @@ function goThick(mode: Mode): Obj[] {
   return [configMap, goDaemonSet([daemon], [install], volumes, true)];
 }
 
+/** Our manifests as deployments/ has them; resident_ts_multus_limits with Multus' resources on the daemon. */
+function ours(mode: Mode): Obj[] {
+  const objs = docs(mode === 'thin_ts' ? 'multus-ts-thin.yml' : 'multus-ts-resident.yml');
+  if (mode === 'resident_ts_multus_limits') ourDaemon(objs).resources = structuredClone(MULTUS_THICK_RESOURCES);
+  return objs;
+}
+
+/** The daemon container of our resident DaemonSet. */
+function ourDaemon(objs: Obj[]): any {
+  const ds = objs.find((o) => o.kind === 'DaemonSet') as any;
+  return ds.spec.template.spec.containers.find((c: any) => c.name === 'daemon');
+}
+
 /** The objects of a mode, with the API server's address in every container's environment. */
 export function modeObjects(mode: Mode, apiPort: string): { url: string; obj: Obj }[] {
-  const objs =
-    mode === 'go_thin'
-      ? goThin()
-      : mode.startsWith('go_thick')
-        ? goThick(mode)
-        : docs(mode === 'thin_ts' ? 'multus-ts-thin.yml' : 'multus-ts-resident.yml');
+  const objs = mode === 'go_thin' ? goThin() : mode.startsWith('go_thick') ? goThick(mode) : ours(mode);
   for (const o of objs) {
     if (o.kind !== 'DaemonSet') continue;
     const spec = (o as any).spec.template.spec;
@@ -193,8 +215,7 @@ export function modeObjects(mode: Mode, apiPort: string): { url: string; obj: Ob
 /** The memory limit of the mode's daemon container (resident modes), in MiB. */
 export function daemonLimitMib(mode: Mode): number | undefined {
   if (mode.startsWith('go_thick')) return Number(/^(\d+)Mi$/.exec(goThickResources(mode).limits.memory)?.[1]);
-  if (mode !== 'resident_ts') return undefined;
-  const ds = docs('multus-ts-resident.yml').find((o) => o.kind === 'DaemonSet') as any;
-  const daemon = ds.spec.template.spec.containers.find((c: any) => c.name === 'daemon');
+  if (!isOurDaemon(mode)) return undefined;
+  const daemon = ourDaemon(ours(mode));
   return Number(/^(\d+)Mi$/.exec(daemon?.resources?.limits?.memory ?? '')?.[1]) || undefined;
 }

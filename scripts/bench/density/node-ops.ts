@@ -11,7 +11,7 @@ import { ApiTunnel } from '../../../test/e2e-k8s/world.ts';
 import type { Cluster } from '../../../test/k8s/cluster.ts';
 import { NODE_LINK, NODE_LINK_PEER, NodeRuntime } from '../../../test/runtime/node.ts';
 import { CTR_BIN, runOk } from '../../../test/runtime/runtime.ts';
-import { DS, type Mode, hasDaemon, modeObjects } from './modes.ts';
+import { DS, type Mode, hasDaemon, isOurDaemon, modeObjects } from './modes.ts';
 
 export const CLUSTER_NET = 'density-cluster';
 export const BRIDGE = 'mtsdnbr0';
@@ -167,6 +167,28 @@ export async function dsLogGrep(n: Node, mode: Mode, re: RegExp, max = 20): Prom
   return out.slice(-max);
 }
 
+/**
+ * The CNI ADDs our daemon answered 200 since `since` (ms), from its container logs (CRI format: each line starts
+ * with its RFC 3339 time; the daemon logs `ADD <container id>: 200` at logLevel verbose): how many calls of a
+ * burst went through the daemon rather than the shim's thin fallback.
+ */
+export async function daemonServedAdds(n: Node, mode: Mode, since: number): Promise<number | undefined> {
+  if (!isOurDaemon(mode)) return undefined;
+  const logs = (await dsLogs(n, mode)).filter((l) => l.container === 'daemon');
+  return logs.reduce((sum, l) => sum + countServedAdds(l.text, since), 0);
+}
+
+/** `ADD <64 hex>: 200` lines of a CRI log text whose time is at or after `since` (pure). */
+export function countServedAdds(text: string, since: number): number {
+  let count = 0;
+  for (const line of text.split('\n')) {
+    if (!/ ADD [0-9a-f]{64}: 200\b/.test(line)) continue;
+    const t = Date.parse(line.slice(0, line.indexOf(' ')));
+    if (Number.isFinite(t) && t >= since) count++;
+  }
+  return count;
+}
+
 /** Pids of the processes in the cgroups of the node's containers (containerd puts them under /k8s.io/<id>). */
 export async function containerPids(ids: string[]): Promise<number[]> {
   const out: number[] = [];
@@ -183,7 +205,7 @@ export async function containerPids(ids: string[]): Promise<number[]> {
 /** The IDs of the mode's running daemon containers (resident modes), as the API reports them. */
 async function daemonContainerIds(cluster: Cluster, mode: Mode): Promise<string[]> {
   if (!hasDaemon(mode)) return [];
-  const name = mode === 'resident_ts' ? 'daemon' : 'kube-multus';
+  const name = isOurDaemon(mode) ? 'daemon' : 'kube-multus';
   return (await dsPods(cluster, mode).catch(() => [] as any[]))
     .flatMap((p) => p.status?.containerStatuses ?? [])
     .filter((c: any) => c.name === name && c.state?.running)
@@ -192,7 +214,7 @@ async function daemonContainerIds(cluster: Cluster, mode: Mode): Promise<string[
 
 /** The pid of the mode's daemon process (resident modes; the daemon container of its DaemonSet pod), if it runs. */
 export async function daemonPid(cluster: Cluster, mode: Mode): Promise<number | undefined> {
-  const goThick = mode !== 'resident_ts';
+  const goThick = !isOurDaemon(mode);
   const ids = await daemonContainerIds(cluster, mode);
   for (const pid of await containerPids(ids)) {
     const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
@@ -247,4 +269,42 @@ export async function rssSplitMib(pid: number | undefined): Promise<{ anon: numb
   const mib = (k: string) => Math.round((Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1]) / 1024) * 10) / 10;
   const [anon, file] = [mib('RssAnon'), mib('RssFile')];
   return Number.isFinite(anon) && Number.isFinite(file) ? { anon, file } : undefined;
+}
+
+export interface CgroupCpu {
+  cpu_s: number;
+  throttled_s: number;
+  throttled_periods: number;
+}
+
+/**
+ * CPU of the daemon container's cgroup so far (the daemon and the delegates it runs), in seconds, and how long its
+ * CPU limit held it back (CFS throttling): what a 100m limit costs a burst. cgroup v1 (cpuacct.usage, cpu.stat's
+ * throttled_time in ns) or v2 (cpu.stat's usage_usec and throttled_usec).
+ */
+export async function daemonCgroupCpu(cluster: Cluster, mode: Mode): Promise<CgroupCpu | undefined> {
+  const [id] = await daemonContainerIds(cluster, mode);
+  if (!id) return undefined;
+  const read = (f: string) => readFile(f, 'utf8').catch(() => undefined);
+  const field = (s: string, k: string) => Number(new RegExp(`^${k} (\\d+)$`, 'm').exec(s)?.[1]);
+  const v1 = await read(`/sys/fs/cgroup/cpu/k8s.io/${id}/cpu.stat`);
+  const s = v1 ?? (await read(`/sys/fs/cgroup/k8s.io/${id}/cpu.stat`));
+  if (s === undefined) return undefined;
+  const usageNs = v1
+    ? Number((await read(`/sys/fs/cgroup/cpuacct/k8s.io/${id}/cpuacct.usage`))?.trim())
+    : field(s, 'usage_usec') * 1000;
+  const throttledNs = v1 ? field(s, 'throttled_time') : field(s, 'throttled_usec') * 1000;
+  const r = (ns: number) => Math.round(ns / 1e7) / 100;
+  if (!Number.isFinite(usageNs) || !Number.isFinite(throttledNs)) return undefined;
+  return { cpu_s: r(usageNs), throttled_s: r(throttledNs), throttled_periods: field(s, 'nr_throttled') || 0 };
+}
+
+/** CPU seconds the process itself has used (utime + stime; its children's are the cgroup's rest). */
+export async function processCpuS(pid: number | undefined): Promise<number | undefined> {
+  if (!pid) return undefined;
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // the fields after the command's closing parenthesis: state is the 3rd field, utime the 14th, stime the 15th
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(f[11]) + Number(f[12]);
+  return Number.isFinite(ticks) ? ticks / 100 : undefined;
 }

@@ -19,7 +19,9 @@ import { type Fault, burst } from './burst.ts';
 import { type Mode, daemonLimitMib } from './modes.ts';
 import { hasAllNetworks, isReady } from './pods.ts';
 import {
+  type CgroupCpu,
   type Node,
+  daemonCgroupCpu,
   daemonCgroupPeak,
   daemonPid,
   dsLogGrep,
@@ -29,6 +31,7 @@ import {
   install,
   leaks,
   peakRssMib,
+  processCpuS,
   rssSplitMib,
   startNode,
   stopNode,
@@ -168,6 +171,9 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     const pid = await daemonPid(cluster, mode);
     await peakRssMib(pid, true);
     await daemonCgroupPeak(cluster, mode, true);
+    const restartsBefore = await dsRestarts(cluster, mode);
+    const cpuBefore = await daemonCgroupCpu(cluster, mode);
+    const ownCpuBefore = await processCpuS(pid);
     say(`run ${k}: ${mode}: kube-burner, ${a.pods} pods`);
     const t0 = Date.now();
     const w = { namespace: ns, networks: NADS.join(','), image: n.node.sandboxImage, nodeName: n.node.nodeName };
@@ -177,6 +183,9 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     const rss = await peakRssMib(pid);
     const cgroup = await daemonCgroupPeak(cluster, mode);
     const split = await rssSplitMib(pid);
+    const restarts = await dsRestarts(cluster, mode);
+    const cpu = await daemonCgroupCpu(cluster, mode);
+    const ownCpu = await processCpuS(pid);
     const dsLog = check.netstatus_ok < a.pods ? await dsLogTail(n, mode) : undefined;
     const requests = await apiRequests(cluster, t0, t1);
     say(`run ${k}: ${mode}: ${JSON.stringify(burner.pod_ready_ms)} ${JSON.stringify(check)}`);
@@ -198,6 +207,14 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
       daemon_peak_rss_mib: rss,
       ...(split ? { daemon_rss_now_mib: split } : {}),
       ...(cgroup ? { daemon_cgroup_peak_mib: cgroup.peak_mib, daemon_cgroup_oom_kills: cgroup.oom_kills } : {}),
+      // the DaemonSet pod's container restarts while the pods were created (an OOM kill shows as OOMKilled)
+      daemonset_restarts: restarts.restarts - restartsBefore.restarts,
+      daemonset_exit_reasons: restarts.reasons,
+      ...(cpu && cpuBefore ? { daemon_cgroup_cpu: cpuDelta(cpuBefore, cpu) } : {}),
+      // of it, the daemon process's own (the rest: the delegates it ran)
+      ...(ownCpu !== undefined && ownCpuBefore !== undefined
+        ? { daemon_process_cpu_s: Math.round((ownCpu - ownCpuBefore) * 100) / 100 }
+        : {}),
       leaked: left,
       ...(burner.pod_ready_ms ? {} : { kube_burner_log: burner.log }),
       ...(b ? { bursts: b } : {}),
@@ -209,6 +226,12 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     await uninstall(cluster, mode).catch((e) => say(`uninstall ${mode}: ${e.message}`));
     await stopNode(cluster, n).catch((e) => say(`stop node: ${e.message}`));
   }
+}
+
+/** The daemon container's CPU and throttling while the pods were created (a restarted container: since its start). */
+function cpuDelta(a: CgroupCpu, b: CgroupCpu): CgroupCpu {
+  const d = (k: keyof CgroupCpu) => Math.round((b[k] >= a[k] ? b[k] - a[k] : b[k]) * 100) / 100;
+  return { cpu_s: d('cpu_s'), throttled_s: d('throttled_s'), throttled_periods: d('throttled_periods') };
 }
 
 const avg = (xs: number[]) => Math.round((xs.reduce((s, x) => s + x, 0) / (xs.length || 1)) * 10) / 10;

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ConfigWriter } from '../../../src/daemon/autoconf.ts';
-import { startConfigWriter } from '../../../src/daemon/autoconf.ts';
+import { shimSocketDir, startConfigWriter } from '../../../src/daemon/autoconf.ts';
 import type { DaemonConfig } from '../../../src/daemon/config.ts';
 import { parseDaemonConfig } from '../../../src/daemon/config.ts';
 import { generateMultusConf as generate, pickMaster as pick } from '../../../src/multus/generate-conf.ts';
@@ -78,6 +78,16 @@ describe('generateMultusConf', () => {
       kubeconfig: '/k',
       binDir: '/b',
     });
+  });
+
+  it('shimWaitSeconds goes into the generated config for the shim, only when set', () => {
+    const master = { cniVersion: '1.0.0', name: 'x', type: 'a' };
+    const set = JSON.parse(generateMultusConf(parseDaemonConfig('{"shimWaitSeconds": 5}'), '/m.conf', master));
+    expect(set.shimWaitSeconds).toBe(5);
+    expect(parseMultusConf(JSON.stringify(set))).toMatchObject({ clusterNetwork: '/m.conf' });
+    expect(JSON.parse(generateMultusConf(parseDaemonConfig('{}'), '/m.conf', master))).not.toHaveProperty(
+      'shimWaitSeconds',
+    );
   });
 
   it("cniVersion from the daemon config wins; overrideNetworkName takes the master's name", () => {
@@ -222,5 +232,36 @@ describe('startConfigWriter', () => {
     writer.stop();
     writer = undefined;
     expect(existsSync(join(dir, '06-here.conf'))).toBe(true);
+  });
+});
+
+describe('shimSocketDir: the socket dir the generated config names for the shim', () => {
+  // a container's view: the host's /run/multus at /host/run/multus (Multus' thick manifest) and under /hostroot
+  const same = (pairs: [string, string][]) => (a: string, b: string) =>
+    a === b || pairs.some(([x, y]) => (x === a && y === b) || (x === b && y === a));
+  const base = { daemonSocketDir: '/host/run/multus/', daemonSocketDirSet: false, chrootDir: '/hostroot' };
+
+  it("Multus' thick manifest (socketDir /host/run/multus/, chrootDir /hostroot): left out, the shim's default", () => {
+    const cfg = { ...base, socketDir: '/host/run/multus/' };
+    expect(shimSocketDir(cfg, same([['/host/run/multus/', '/hostroot/run/multus']]))).toEqual({ dir: '' });
+    const generated = JSON.parse(
+      generateMultusConf({ ...parseDaemonConfig('{}'), daemonSocketDir: '' }, '/host/etc/cni/net.d/10-a.conf', {}),
+    );
+    expect(Object.keys(generated)).not.toContain('daemonSocketDir');
+  });
+
+  it('the same path on the host (our resident manifest), a daemon on the host, or set in the config: kept', () => {
+    const ours = { ...base, socketDir: '/run/multus/', daemonSocketDir: '/run/multus/' };
+    expect(shimSocketDir(ours, same([['/run/multus/', '/hostroot/run/multus/']]))).toEqual({ dir: '/run/multus/' });
+    const onHost = { ...base, chrootDir: '', socketDir: '/var/run/m/', daemonSocketDir: '/var/run/m/' };
+    expect(shimSocketDir(onHost, same([]))).toEqual({ dir: '/var/run/m/' });
+    const set = { ...base, socketDir: '/host/run/multus/', daemonSocketDir: '/run/x/', daemonSocketDirSet: true };
+    expect(shimSocketDir(set, same([]))).toEqual({ dir: '/run/x/' });
+  });
+
+  it('neither the host path nor /run/multus: left out, with a warning naming daemonSocketDir', () => {
+    const r = shimSocketDir({ ...base, socketDir: '/sock/' }, same([]));
+    expect(r.dir).toBe('');
+    expect(r.warning).toContain('set daemonSocketDir');
   });
 });

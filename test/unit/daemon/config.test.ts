@@ -22,7 +22,22 @@ describe('parseDaemonConfig', () => {
       shutdownDrainMs: 2_000,
       cleanupConfigOnExit: false,
       multusKeys: {},
+      shimWaitSeconds: undefined,
+      delegateConcurrency: undefined,
     });
+  });
+
+  it('delegateConcurrency: delegates at once, 0 = no limit, unset = from the memory limit (daemon/memory.ts)', () => {
+    expect(parse({ delegateConcurrency: 0 }).delegateConcurrency).toBe(0);
+    expect(parse({ delegateConcurrency: 16 }).delegateConcurrency).toBe(16);
+    expect(() => parse({ delegateConcurrency: -1 })).toThrow(/`delegateConcurrency` must be a whole number/);
+  });
+
+  it('shimWaitSeconds: a whole number of seconds from 0 to 600 (unset: the shim keeps its default)', () => {
+    expect(parse({ shimWaitSeconds: 0 }).shimWaitSeconds).toBe(0);
+    expect(parse({ shimWaitSeconds: 600 }).shimWaitSeconds).toBe(600);
+    for (const bad of [-1, 601, 1.5, '30'])
+      expect(() => parse({ shimWaitSeconds: bad })).toThrow(/`shimWaitSeconds` must be a whole number from 0 to 600/);
   });
 
   it('cleanupConfigOnExit: false unless set to true; anything but a boolean is an error naming the key', () => {

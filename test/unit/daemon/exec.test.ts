@@ -1,7 +1,10 @@
-/** The daemon's Exec wrappers: chroot (argv, lookup inside the root) and delegate timing for the metrics. */
+/**
+ * The daemon's Exec wrappers: chroot (argv, lookup inside the root), delegate timing for the metrics, and the bound on
+ * delegates running at once.
+ */
 import { describe, expect, it } from 'vitest';
 import type { Exec, ExecOutput } from '../../../src/cni/exec.ts';
-import { chrootExec, findChrootProgram, timedExec } from '../../../src/daemon/exec.ts';
+import { boundedExec, chrootExec, findChrootProgram, timedExec } from '../../../src/daemon/exec.ts';
 import type { Metrics } from '../../../src/daemon/metrics.ts';
 
 function recording(exitCode = 0): Exec & { calls: unknown[][]; looked: string[][] } {
@@ -48,5 +51,60 @@ describe('timedExec', () => {
       ['bridge', 'ADD', 'number', true],
       ['macvlan', 'DEL', 'number', false],
     ]);
+  });
+});
+
+describe('boundedExec', () => {
+  /** An Exec whose calls end when the test releases them; how many run at most at once. */
+  function gated(): Exec & { running: number; most: number; started: string[]; release(): void } {
+    const gates: (() => void)[] = [];
+    const o = {
+      running: 0,
+      most: 0,
+      started: [] as string[],
+      release: () => gates.shift()?.(),
+      findInPath: (type: string) => `/bin/${type}`,
+      async execPlugin(path: string): Promise<ExecOutput> {
+        o.running++;
+        o.most = Math.max(o.most, o.running);
+        o.started.push(path);
+        await new Promise<void>((r) => gates.push(r));
+        o.running--;
+        if (path === 'fails') throw new Error('spawn failed');
+        return { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0, signal: null, timedOut: false };
+      },
+    };
+    return o;
+  }
+  const tick = () => new Promise((r) => setTimeout(r, 5));
+
+  it('runs at most `limit` plugins at once, the others in arrival order; a failed one frees its slot', async () => {
+    const inner = gated();
+    const e = boundedExec(inner, 2);
+    const calls = ['a', 'fails', 'c', 'd'].map((p) => e.execPlugin(p, Buffer.alloc(0), {}, 1000).catch((x) => x));
+    await tick();
+    expect(inner.started).toEqual(['a', 'fails']);
+    inner.release(); // a ends
+    await tick();
+    expect(inner.started).toEqual(['a', 'fails', 'c']);
+    inner.release(); // fails ends with an error
+    await tick();
+    expect(inner.started).toEqual(['a', 'fails', 'c', 'd']);
+    inner.release();
+    inner.release();
+    const out = await Promise.all(calls);
+    expect(out[1]).toBeInstanceOf(Error);
+    expect(inner.most).toBe(2);
+    expect(e.findInPath('bridge', [])).toBe('/bin/bridge');
+  });
+
+  it('0 is no limit', async () => {
+    const inner = gated();
+    const e = boundedExec(inner, 0);
+    const calls = Array.from({ length: 10 }, () => e.execPlugin('p', Buffer.alloc(0), {}, 1000));
+    await tick();
+    expect(inner.running).toBe(10);
+    for (let i = 0; i < 10; i++) inner.release();
+    await Promise.all(calls);
   });
 });

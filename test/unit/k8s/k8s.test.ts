@@ -353,6 +353,23 @@ describe('requests', () => {
     expect(stub.connections).toBe(1);
   });
 
+  it('opens at most 8 connections for 30 requests at once; the rest wait and reuse them (docs/resident.md, "Memory")', async () => {
+    const c = await client(writeKubeconfig('    token: t'));
+    // answers are held until no new request came for 100 ms, so every connection the client opens is seen
+    const held: ServerResponse[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    const release = () => held.splice(0).forEach((res) => json(res, 200, POD));
+    stub.handle = (_q, res) => {
+      held.push(res);
+      clearTimeout(timer);
+      timer = setTimeout(release, 100);
+    };
+    const pods = await Promise.all(Array.from({ length: 30 }, (_, i) => c.getPod('default', `p-${i}`)));
+    expect(pods).toHaveLength(30);
+    expect(stub.seen).toHaveLength(30);
+    expect(stub.connections).toBe(8);
+  });
+
   it('keeps the server URL path as a prefix', async () => {
     const c = await client(
       writeKubeconfig('    token: t', undefined, `${stub.url}/k8s/clusters/c-1/`).replace(/$/, ''),

@@ -1,0 +1,114 @@
+/**
+ * daemon/memory.ts: when the daemon collects its garbage (I/O: the runtime's collector).
+ *
+ * JavaScriptCore collects when its heap has grown by a fraction of itself, and the allocators keep freed pages for
+ * reuse: through a stream of calls the daemon's own memory grows by 15-25 MiB, and after a burst it stays at the
+ * burst's size until the next one (docs/resident.md, "Memory"). So the daemon asks for one full collection and
+ * Bun's shrink when a request ends and the last one was `busyMs` ago or more (about 1-4 ms of CPU with the
+ * daemon's heap, once a second at most), and once no request has been pending for `idleMs` after one ended.
+ * Under Node (tests) there is no `Bun` and nothing is collected.
+ *
+ * Also the memory limit of the daemon's cgroup (its container's), which sets how many delegates run at once when
+ * the config does not say (daemon/exec.ts boundedExec).
+ */
+import { readFileSync } from 'node:fs';
+import type { RequestQueue } from './queue.ts';
+
+interface BunMemory {
+  gc(force: boolean): void;
+  shrink?(): void;
+}
+
+/** The runtime's full collection and shrink, or nothing outside Bun. */
+export function runtimeCollect(): void {
+  const bun = (globalThis as { Bun?: BunMemory }).Bun;
+  if (!bun) return;
+  bun.gc(true);
+  bun.shrink?.();
+}
+
+export interface CollectOptions {
+  collect?: () => void;
+  /** After a request ends with none pending for this long: one collection. */
+  idleMs?: number;
+  /** When a request ends and the last collection is this old: one collection now. */
+  busyMs?: number;
+}
+
+/** The queue, with `collect` called as above; `stop()` clears the idle timer. */
+export function collectGarbage(queue: RequestQueue, o: CollectOptions = {}): RequestQueue & { stop(): void } {
+  const { collect = runtimeCollect, idleMs = 1000, busyMs = 1000 } = o;
+  let timer: NodeJS.Timeout | undefined;
+  let last = performance.now();
+  const now = (): void => {
+    last = performance.now();
+    collect();
+  };
+  const ended = (): void => {
+    if (performance.now() - last >= busyMs) now();
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (queue.pending() === 0) now();
+    }, idleMs);
+    timer.unref?.();
+  };
+  return {
+    run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+      const result = queue.run(key, fn);
+      void result.then(ended, ended);
+      return result;
+    },
+    pending: () => queue.pending(),
+    idle: () => queue.idle(),
+    keys: () => queue.keys(),
+    stop() {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The memory limit, and the delegates at once it allows
+
+/** Below this memory limit the daemon runs few delegates at once by default. */
+const SMALL_LIMIT_MIB = 256;
+/** Delegates at once under a small limit: with the daemon (20-35 MiB), four fit Multus' 50Mi. */
+export const DELEGATES_UNDER_A_SMALL_LIMIT = 4;
+
+/**
+ * The memory limit of this process's memory cgroup in MiB (cgroup v1 `memory.limit_in_bytes` or v2 `memory.max`,
+ * at the cgroup's path or, inside a container's cgroup namespace, at the root), or undefined when unlimited or
+ * unknown. `read` is for tests.
+ */
+export function memoryLimitMib(read: (path: string) => string = (p) => readFileSync(p, 'utf8')): number | undefined {
+  const attempt = (path: string): string | undefined => {
+    try {
+      return read(path).trim();
+    } catch {
+      return undefined;
+    }
+  };
+  const lines = (attempt('/proc/self/cgroup') ?? '').split('\n');
+  const v1 = lines.find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l))?.split(':')[2];
+  const v2 = lines.find((l) => l.startsWith('0::'))?.slice(3);
+  const candidates = [
+    ...(v1 !== undefined
+      ? [`/sys/fs/cgroup/memory${v1}/memory.limit_in_bytes`, '/sys/fs/cgroup/memory/memory.limit_in_bytes']
+      : []),
+    ...(v2 !== undefined ? [`/sys/fs/cgroup${v2}/memory.max`, '/sys/fs/cgroup/memory.max'] : []),
+  ];
+  for (const c of candidates) {
+    const v = attempt(c.replace('//', '/'));
+    if (v === undefined) continue;
+    const bytes = Number(v); // "max" (v2) or a huge number (v1): unlimited
+    return Number.isFinite(bytes) && bytes < 2 ** 50 ? Math.floor(bytes / 1048576) : undefined;
+  }
+  return undefined;
+}
+
+/** `delegateConcurrency` when the config does not set it: a few under a small memory limit, else no limit (0). */
+export function defaultDelegateConcurrency(limitMib: number | undefined): number {
+  return limitMib !== undefined && limitMib < SMALL_LIMIT_MIB ? DELEGATES_UNDER_A_SMALL_LIMIT : 0;
+}

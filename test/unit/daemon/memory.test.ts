@@ -1,0 +1,101 @@
+/** daemon/memory.ts: a collection when the daemon goes idle after requests, and at most once per period while busy. */
+import { describe, expect, it } from 'vitest';
+import {
+  collectGarbage,
+  defaultDelegateConcurrency,
+  memoryLimitMib,
+  runtimeCollect,
+} from '../../../src/daemon/memory.ts';
+import { createQueue } from '../../../src/daemon/queue.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('collectGarbage', () => {
+  it('collects once after a busy period ends, not while requests are pending, not again without requests', async () => {
+    let collected = 0;
+    const q = collectGarbage(createQueue(0), { collect: () => collected++, idleMs: 40, busyMs: 60_000 });
+    let finish!: () => void;
+    const long = q.run('a', () => new Promise<void>((r) => (finish = r)));
+    await q.run('b', async () => 'b');
+    await sleep(80);
+    expect(collected).toBe(0); // 'a' still pending
+    finish();
+    await long;
+    await sleep(80);
+    expect(collected).toBe(1);
+    await sleep(80);
+    expect(collected).toBe(1);
+    await q
+      .run('c', async () => {
+        throw new Error('a failed request counts too');
+      })
+      .catch(() => {});
+    await sleep(80);
+    expect(collected).toBe(2);
+    q.stop();
+  });
+
+  it('while busy, a request that ends collects when the last collection is busyMs old; stop() cancels the idle one', async () => {
+    let collected = 0;
+    const q = collectGarbage(createQueue(0), { collect: () => collected++, idleMs: 60_000, busyMs: 50 });
+    for (let i = 0; i < 12; i++) {
+      await q.run(`k${i}`, async () => i);
+      await sleep(10);
+    }
+    // ~12 requests over ~120 ms or more: one collection each 50 ms at most, at least one
+    expect(collected).toBeGreaterThanOrEqual(1);
+    expect(collected).toBeLessThanOrEqual(4);
+    q.stop();
+    const before = collected;
+    await sleep(100);
+    expect(collected).toBe(before);
+    expect(q.pending()).toBe(0);
+    expect(q.keys()).toBe(0);
+  });
+
+  it('outside Bun the runtime collection does nothing', () => {
+    expect('Bun' in globalThis).toBe(false);
+    expect(() => runtimeCollect()).not.toThrow();
+  });
+});
+
+describe('memoryLimitMib and the delegates at once it allows', () => {
+  const files = (m: Record<string, string>) => (p: string) => {
+    if (p in m) return m[p]!;
+    throw new Error(`ENOENT ${p}`);
+  };
+  it("cgroup v1: the memory controller's path, or the root inside a container", () => {
+    const cgroup = '12:memory:/kubepods/pod1/abc\n11:pids:/kubepods/pod1/abc\n';
+    expect(
+      memoryLimitMib(
+        files({
+          '/proc/self/cgroup': cgroup,
+          '/sys/fs/cgroup/memory/kubepods/pod1/abc/memory.limit_in_bytes': String(50 * 1048576),
+        }),
+      ),
+    ).toBe(50);
+    expect(
+      memoryLimitMib(
+        files({
+          '/proc/self/cgroup': '5:cpu,memory:/\n',
+          '/sys/fs/cgroup/memory/memory.limit_in_bytes': '9223372036854771712\n',
+        }),
+      ),
+    ).toBeUndefined();
+  });
+  it('cgroup v2: memory.max, "max" is no limit; nothing readable is no limit', () => {
+    expect(
+      memoryLimitMib(files({ '/proc/self/cgroup': '0::/a/b\n', '/sys/fs/cgroup/a/b/memory.max': '314572800\n' })),
+    ).toBe(300);
+    expect(
+      memoryLimitMib(files({ '/proc/self/cgroup': '0::/\n', '/sys/fs/cgroup/memory.max': 'max\n' })),
+    ).toBeUndefined();
+    expect(memoryLimitMib(files({}))).toBeUndefined();
+  });
+  it('4 delegates at once below 256 MiB, else no limit', () => {
+    expect(defaultDelegateConcurrency(50)).toBe(4);
+    expect(defaultDelegateConcurrency(255)).toBe(4);
+    expect(defaultDelegateConcurrency(256)).toBe(0);
+    expect(defaultDelegateConcurrency(undefined)).toBe(0);
+  });
+});
