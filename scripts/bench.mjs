@@ -28,8 +28,16 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { baseNode, contextKeys, ensureDelegate, ensureExe, machine, strippedBase } from './bench/artifacts.mjs';
-import { BenchError, DELEGATE_TYPE, ROOT, fail, say } from './bench/common.mjs';
+import {
+  baseNode,
+  contextKeys,
+  ensureDelegate,
+  ensureExe,
+  launcherPayload,
+  machine,
+  strippedBase,
+} from './bench/artifacts.mjs';
+import { BenchError, DELEGATE_TYPE, ROOT, boundNetns, fail, say } from './bench/common.mjs';
 import { runDelegatesOnly } from './bench/delegates-only.mjs';
 import { runCluster } from './bench/cluster.mjs';
 import { runDensity } from './bench/density.mjs';
@@ -75,6 +83,7 @@ async function main() {
   const exe = ensureExe(opts);
   const node = baseNode();
   const stripped = strippedBase(exe);
+  const payload = launcherPayload(exe);
   const delegate = ensureDelegate();
   const tmp = mkdtempSync(join(tmpdir(), 'multus-bench-'));
   const out = {
@@ -84,10 +93,12 @@ async function main() {
     scenario: run[0],
     scenarios_run: run,
   };
-  const ctx = { opts, exe, node, stripped, delegate, tmp, mach, k8sPresent: k8s.present };
+  const netns = boundNetns(tmp);
+  const ctx = { opts, exe, node, stripped, payload, delegate, tmp, netns, mach, k8sPresent: k8s.present };
   try {
     await runScenarios(run, ctx, out);
   } finally {
+    spawnSync('umount', [netns]);
     rmSync(tmp, { recursive: true, force: true });
   }
   // Without delegates-only: the context keys it gives, without its figures.

@@ -11,8 +11,12 @@
  *   1. esbuild: src/cli.ts -> build/multus.cjs (the thin plugin; build-steps/bundle.mjs also checks that it imports
  *      no node:net/tls/https/http2 or client-node at start-up), src/roles.ts -> build/multus-daemon.cjs
  *      (build-daemon.mjs), src/k8s/fallback.ts -> build/k8s-fallback.cjs (build-k8s-fallback.mjs)
- *   2. `bun build --compile --bytecode --minify` of the three (build-steps/compile.mjs): multus.cjs is the main
- *      module, the other two embedded files; skipped when build/multus.stamp says the same inputs made it
+ *   2. `bun build --compile --bytecode --minify` of the three (build-steps/compile.mjs) into build/multus.bun:
+ *      multus.cjs is the main module, the other two embedded files; skipped when build/multus.stamp says the same
+ *      inputs made it
+ *   2b. build/multus, the launcher (launcher/, Go) with build/multus.bun inside: what a runtime execs; it starts
+ *      build/.multus-bun-<id> (extracting it on its first run elsewhere) with the caller's environment held from the
+ *      Bun runtime (build-steps/launcher.mjs)
  *   3. smoke test (build-steps/smoke.mjs): a copy in a fresh temp dir, empty environment but CNI_COMMAND=VERSION
  *   4. build/multus-shim from shim/ with Go, when Go is installed (build-steps/shim.mjs)
  * No network access: everything comes from node_modules (esbuild, bun / @oven/bun-linux-x64).
@@ -25,6 +29,7 @@ import { bundleThin } from './build-steps/bundle.mjs';
 import { ROOT, fail, log, mib, setQuiet, show } from './build-steps/common.mjs';
 import { compile } from './build-steps/compile.mjs';
 import { lock } from './build-steps/lock.mjs';
+import { buildLauncher } from './build-steps/launcher.mjs';
 import { buildShim } from './build-steps/shim.mjs';
 import { smokeTest } from './build-steps/smoke.mjs';
 
@@ -79,13 +84,14 @@ async function main() {
   const daemon = await buildDaemon({ outdir: opts.outdir, log });
   const embedded = Object.values({ ...daemon.assets, ...fallback.assets });
   const { built, bun } = compile({ outdir: opts.outdir, main, embedded, force: opts.force });
+  const { payload } = buildLauncher(opts.outdir);
   const exe = join(opts.outdir, 'multus');
   smokeTest(exe);
   buildShim(opts.outdir);
   const size = statSync(exe).size;
   // The one line on stdout: what and how long.
   process.stdout.write(
-    `build: ${show(exe)} ${mib(size)} (${size} bytes), Bun ${bun.version}, ` +
+    `build: ${show(exe)} ${mib(size)} (${size} bytes; the launcher and ${show(payload)}), Bun ${bun.version}, ` +
       `${built ? 'built' : 'up to date'} in ${((performance.now() - t0) / 1000).toFixed(2)} s\n`,
   );
 }

@@ -27,6 +27,8 @@ die() { say "FAILED: $*"; exit 1; }
 
 command -v umoci >/dev/null || die "umoci is not installed (apt-get install umoci, or bash scripts/setup.sh)"
 [[ -x "$root/build/multus" ]] || die "build/multus is missing: run npm run build first"
+payload="$(cd "$root/build" && ls -d .multus-bun-* 2>/dev/null | head -1)"
+[[ -n "$payload" ]] || die "build/.multus-bun-<id> is missing: run npm run build first"
 busybox=/usr/bin/busybox
 [[ -x "$busybox" ]] || die "$busybox is missing (apt-get install busybox-static, or bash scripts/setup.sh)"
 ldd "$busybox" >/dev/null 2>&1 && die "$busybox is not static: install busybox-static, not busybox"
@@ -39,7 +41,8 @@ fi
 ca=/etc/ssl/certs/ca-certificates.crt
 [[ -f "$ca" ]] || die "$ca is missing (apt-get install ca-certificates)"
 
-bins=("$root/build/multus")
+# the launcher (static) and the Bun executable it starts (docs/build.md, "The launcher")
+bins=("$root/build/multus" "$root/build/$payload")
 extra=()
 if [[ -x "$root/build/multus-shim" ]]; then
   bins+=("$root/build/multus-shim")
@@ -65,6 +68,8 @@ for n in multus-daemon install_multus passthru thin_entrypoint; do
   ln "$rootfs/usr/src/multus-cni/bin/multus" "$rootfs/usr/src/multus-cni/bin/$n"
 done
 for n in thin_entrypoint install_multus; do ln "$rootfs/usr/src/multus-cni/bin/multus" "$rootfs/$n"; done
+# the launcher starts the Bun executable beside it, wherever it is linked (docs/build.md, "The launcher")
+ln "$rootfs/usr/src/multus-cni/bin/$payload" "$rootfs/$payload"
 # a shell and the few tools init containers script with (rke2-multus: sh -c "cp ... && cp ...")
 install -m 0755 "$busybox" "$rootfs/bin/busybox"
 for t in sh cp mv rm ln ls cat mkdir chmod echo test sleep true false; do ln -s busybox "$rootfs/bin/$t"; done

@@ -10,7 +10,7 @@
 # as CI does (`bash .ci/run`). Works without a TTY. Safe to run again: every step is skipped when already done.
 set -euo pipefail
 
-# --demo: only what `npm run demo` needs (system packages and node_modules): no Go builds.
+# --demo: only what `npm run demo` needs (system packages and node_modules, Go present): no Go builds.
 demo_only=false
 [[ "${1:-}" == "--demo" ]] && demo_only=true
 
@@ -90,19 +90,23 @@ else
   say "node_modules up to date with package-lock.json"
 fi
 
+# Go: npm run build needs it (build/multus's launcher, the shim; docs/build.md), the tests' peers too. A machine of
+# this kind has it in /usr/local/go.
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
+if ! command -v go >/dev/null 2>&1; then
+  echo "setup: go is not installed; npm run build needs it for build/multus's launcher (docs/build.md)," \
+    "and the tests' peers are built with it" >&2
+  exit 1
+fi
+
 if $demo_only; then
   say "done (--demo: the libcni driver and the Kubernetes peers are built by a plain run, for the tests)"
   exit 0
 fi
 
-# 3. The libcni driver (Go). A machine of this kind has Go in /usr/local/go.
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  export PATH="/usr/local/go/bin:$PATH"
-fi
-if ! command -v go >/dev/null 2>&1; then
-  echo "setup: go is not installed; it is needed to build the libcni driver for the end-to-end tests" >&2
-  exit 1
-fi
+# 3. The libcni driver (Go).
 say "libcni driver: $(bash test/e2e/build-driver.sh)"
 
 # 4. The Kubernetes tier's peers (kube-apiserver, etcd built from Go modules), when that tier is present.

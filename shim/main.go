@@ -64,10 +64,7 @@ func fail(code uint, msg, details string) {
 }
 
 func main() {
-	stdin, err := io.ReadAll(os.Stdin)
-	if err != nil {
-		fail(5, "multus-shim: error reading from stdin", err.Error()) // 5: CNI "I/O failure"
-	}
+	stdin := readStdin()
 	// Only daemonSocketDir (and cniVersion, for errors) are read here. A config that is not JSON is not our
 	// business: the daemon (or the thin plugin) reports it with its own error.
 	var conf struct {
@@ -90,7 +87,38 @@ func main() {
 	if conn == nil {
 		execThin(stdin, why) // nothing was sent yet
 	}
+	if why := untrustedPeer(conn); why != "" {
+		// not the daemon: nothing is sent to it (the environment is root's), its answer is never read
+		conn.Close()
+		fmt.Fprintf(os.Stderr, "multus-shim: %s: %s; running the thin plugin\n", sock, why)
+		execThin(stdin, fmt.Sprintf("daemon socket %s: %s", sock, why))
+	}
 	forward(conn, sock, stdin)
+}
+
+// An endless stdin must end in an answer, not in the OOM killer (docs/reliability.md). thinMaxStdin is what the
+// thin plugin reads at most (src/cni/request.ts MAX_STDIN_BYTES); the shim reads up to shimMaxStdin, so that a
+// config the daemon refuses (its body limit, 413 code 7) gets the daemon's answer.
+const (
+	thinMaxStdin = 1024 * 1024
+	shimMaxStdin = 4 * thinMaxStdin
+)
+
+// readStdin reads the network config, at most shimMaxStdin: a longer one is refused (code 6) unread.
+func readStdin() []byte {
+	stdin, err := io.ReadAll(io.LimitReader(os.Stdin, shimMaxStdin+1))
+	if err != nil {
+		fail(5, "multus-shim: error reading from stdin", err.Error()) // 5: CNI "I/O failure"
+	}
+	if len(stdin) > shimMaxStdin {
+		stdinTooLarge(shimMaxStdin)
+	}
+	return stdin
+}
+
+func stdinTooLarge(limit int) {
+	fail(6, fmt.Sprintf("the network config on stdin is larger than %d bytes", limit),
+		"a CNI network config is a JSON object of a few KiB: check what the runtime passes on stdin")
 }
 
 // forward sends the call to the daemon on conn and prints its answer. From here on there is no fallback.
@@ -114,12 +142,15 @@ func forward(conn net.Conn, sock string, stdin []byte) {
 	notAnswered := func(err error) {
 		fail(999, "multus-shim: the multus daemon did not answer", fmt.Sprintf("%s: %v", sock, err))
 	}
-	// Written by hand on the connection we dialled: http.Client could dial again, and must not.
-	if err := req.Write(conn); err != nil {
-		notAnswered(err)
-	}
+	// Written by hand on the connection we dialled: http.Client could dial again, and must not. A daemon that
+	// refuses the request before reading all of it (413: body over its limit) answers and closes: the write then
+	// fails (EPIPE), and its answer is still there to read.
+	writeErr := req.Write(conn)
 	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
 	if err != nil {
+		if writeErr != nil {
+			err = writeErr
+		}
 		notAnswered(err)
 	}
 	answer, err := io.ReadAll(resp.Body)
@@ -166,6 +197,9 @@ func execThin(stdin []byte, why string) {
 		fail(11, "multus-shim: neither the multus daemon nor the thin plugin is available",
 			fmt.Sprintf("%s; thin plugin %s: %v", why, thin, err))
 	}
+	if len(stdin) > thinMaxStdin {
+		stdinTooLarge(thinMaxStdin) // the thin plugin's own answer, without a pipe that cannot hold it
+	}
 	if err := stdinPipe(stdin); err != nil {
 		fail(999, "multus-shim: cannot pass stdin to the thin plugin", err.Error())
 	}
@@ -192,6 +226,34 @@ func stdinPipe(data []byte) error {
 	}
 	w.Close()
 	return errors.Join(syscall.Dup3(int(r.Fd()), 0, 0), r.Close()) // fd 0 without close-on-exec
+}
+
+// untrustedPeer says why the process at the other end of conn is not the daemon, or "" when it runs as root or as
+// this shim's user (SO_PEERCRED, set by the kernel at connect time): a socket planted in a directory others can
+// write to must not get the call (issue 28, docs/resident.md).
+func untrustedPeer(conn net.Conn) string {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return "not a unix socket"
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return "cannot read the peer's credentials: " + err.Error()
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		credErr = err
+	}
+	if credErr != nil {
+		return "cannot read the peer's credentials: " + credErr.Error()
+	}
+	if cred.Uid != 0 && int(cred.Uid) != os.Geteuid() {
+		return fmt.Sprintf("its listener (pid %d) runs as uid %d, not root: it is not the multus daemon", cred.Pid, cred.Uid)
+	}
+	return ""
 }
 
 func truncate(b []byte) string {

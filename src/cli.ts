@@ -14,10 +14,11 @@
  * (docs/reliability.md, "Signals end the delegates too").
  */
 import { basename } from 'node:path';
+import { callerEnv } from './base/caller-env.ts';
 import { CniCode, CniError, messageOf, toCniError } from './base/errors.ts';
 import { CURRENT_VERSION } from './base/versions.ts';
 import { exitOnStopSignals } from './cni/exec.ts';
-import { parseCommand } from './cni/request.ts';
+import { MAX_STDIN_BYTES, parseCommand, stdinTooLarge } from './cni/request.ts';
 import { VERSION, handle } from './host/handle.ts';
 import { createHost } from './host/host.ts';
 import { findNonUtf8CniVar, readRawEnviron } from './host/raw-env.ts';
@@ -25,38 +26,65 @@ import { readAll, writeAll } from './host/stdio.ts';
 import { loadDaemonModule } from './load-roles.ts';
 import { passthru } from './multus/auxchain.ts';
 
-/** stdin to its end, by read(2) on fd 0: process.stdin is a Node stream, costly on Bun (host/stdio.ts). */
+/** stdin to its end by read(2) on fd 0 (host/stdio.ts), at most MAX_STDIN_BYTES: more is refused (code 6) unread. */
 async function readStdin(): Promise<Buffer> {
+  let data: Buffer | undefined;
   try {
-    return await readAll(0);
+    data = await readAll(0, MAX_STDIN_BYTES);
   } catch (e) {
     throw new CniError(CniCode.IoFailure, `failed to read the network config from stdin: ${messageOf(e)}`);
   }
+  if (!data) throw stdinTooLarge();
+  return data;
 }
 
-const writeStdout = (s: string): void => writeAll(1, s);
-const writeStderr = (s: string): void => writeAll(2, s);
+/**
+ * stdout that cannot be written (a closed pipe, a full disk): one line on stderr, exit 1, no stack. What the call
+ * did stays as it is; the runtime sees the failure and sends DEL (docs/reliability.md).
+ */
+let outputFailed = false;
+function writeOut(s: string): void {
+  if (outputFailed) return;
+  try {
+    writeAll(1, s, { quietEpipe: false });
+  } catch (e) {
+    outputFailed = true;
+    writeErr(`multus: cannot write the answer to stdout: ${messageOf(e)}\n`);
+  }
+}
+function writeErr(s: string): void {
+  try {
+    writeAll(2, s);
+  } catch {
+    // stderr is gone too: nothing left to tell
+  }
+}
+// The caller's time zone for the log's stamps, as Go Multus honours TZ (docs/behaviour.md#logging): the launcher
+// hides it from Bun's start-up with every other variable (base/caller-env.ts); Bun applies TZ set at run time.
+const callerTz = callerEnv(process.env).TZ;
+if (callerTz !== undefined && process.env.TZ !== callerTz) process.env.TZ = callerTz;
 
 /** The passthru plugin: the same executable installed (or linked) as `passthru`. */
 async function runPassthru(): Promise<number> {
-  const command = parseCommand(process.env);
+  const command = parseCommand(callerEnv(process.env));
   if (command === '') return -1;
   const out = passthru(command, command === 'VERSION' ? Buffer.alloc(0) : await readStdin());
-  if (out) writeStdout(out + '\n');
+  if (out) writeOut(out + '\n');
   return 0;
 }
 
 async function runPlugin(): Promise<number> {
-  const host = createHost({ writeStderr });
+  const host = createHost({ writeStderr: writeErr });
   try {
-    const command = process.env.CNI_COMMAND;
+    const env = callerEnv(process.env);
+    const command = env.CNI_COMMAND;
     // VERSION and the about text need no stdin (a runtime may not close it).
     const stdin = command && command !== 'VERSION' ? await readStdin() : Buffer.alloc(0);
     const raw = command && command !== 'VERSION' ? readRawEnviron() : undefined;
     const envProblem = raw && findNonUtf8CniVar(raw);
-    const answer = await handle(host, { env: process.env, stdin, ...(envProblem ? { envProblem } : {}) });
-    if (answer.stderr) writeStderr(answer.stderr);
-    if (answer.stdout) writeStdout(answer.stdout);
+    const answer = await handle(host, { env, stdin, ...(envProblem ? { envProblem } : {}) });
+    if (answer.stderr) writeErr(answer.stderr);
+    if (answer.stdout) writeOut(answer.stdout);
     return answer.exitCode;
   } finally {
     host.close();
@@ -74,7 +102,7 @@ async function runRole(argv: string[]): Promise<number> {
     try {
       return await (await loadDaemonModule()).runDaemon(argv.slice(1));
     } catch (e) {
-      process.stderr.write(`multus daemon: ${e instanceof Error ? e.message : String(e)}\n`);
+      writeErr(`multus daemon: ${messageOf(e)}\n`);
       return 1;
     }
   }
@@ -84,12 +112,12 @@ async function runRole(argv: string[]): Promise<number> {
       const mod = await loadDaemonModule();
       return await (argv[0] === 'plan' ? mod.runPlanCli(argv.slice(1)) : mod.runHotplugCli(argv.slice(1)));
     } catch (e) {
-      process.stderr.write(`multus ${argv[0]}: ${e instanceof Error ? e.message : String(e)}\n`);
+      writeErr(`multus ${argv[0]}: ${messageOf(e)}\n`);
       return 2;
     }
   }
   if (argv.includes('-version') || argv.includes('--version') || argv.includes('-v')) {
-    writeStdout(`multus-ts: version:${VERSION}, cni:${CURRENT_VERSION}\n`);
+    writeOut(`multus-ts: version:${VERSION}, cni:${CURRENT_VERSION}\n`);
     return 0;
   }
   if (argv[0] === 'install') return (await loadDaemonModule()).installMain(argv.slice(1));
@@ -114,17 +142,17 @@ async function runRole(argv: string[]): Promise<number> {
  * delegate runs, the logs are written, kept-alive API connections need no goodbye.
  */
 function exitNow(code: number): never {
-  process.exit(code);
+  process.exit(outputFailed ? 1 : code);
 }
 
 runRole(process.argv.slice(2)).then(
   (code) => {
-    process.exitCode = code;
+    process.exitCode = outputFailed ? 1 : code;
   },
   (e: unknown) => {
     // handle() answers every request failure itself; this is a failure of the process edge (stdin, stdout).
     const error = toCniError(e);
-    writeStdout(JSON.stringify(error.toJSON(CURRENT_VERSION), null, 4) + '\n');
+    writeOut(JSON.stringify(error.toJSON(CURRENT_VERSION), null, 4) + '\n');
     process.exit(1);
   },
 );

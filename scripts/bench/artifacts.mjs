@@ -6,9 +6,12 @@
 import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
+  closeSync,
   copyFileSync,
   existsSync,
   mkdirSync,
+  openSync,
+  readSync,
   readdirSync,
   readFileSync,
   rmSync,
@@ -38,6 +41,25 @@ export function strippedBase(exe) {
   } catch {
     return null;
   }
+}
+
+/**
+ * The Bun executable the launcher `exe` starts (<its directory>/.multus-bun-<id>, the id from the trailer of its
+ * file: docs/build.md, "The launcher"), when exe is a launcher and that file is there; else null. Run directly it
+ * is the executable without the launcher, so the two side by side measure the launcher's exec.
+ */
+export function launcherPayload(exe) {
+  const trailer = Buffer.alloc(64);
+  const fd = openSync(exe, 'r');
+  try {
+    const size = statSync(exe).size;
+    if (size < 64 || readSync(fd, trailer, 0, 64, size - 64) !== 64) return null;
+  } finally {
+    closeSync(fd);
+  }
+  if (trailer.subarray(48).toString('latin1') !== 'multus-ts-bun\x00\x00\x01') return null;
+  const payload = join(dirname(exe), `.multus-bun-${trailer.subarray(16, 24).toString('hex')}`);
+  return existsSync(payload) ? payload : null;
 }
 
 export function ensureExe(opts) {

@@ -4,7 +4,7 @@
  * rotated rounds that interleave the units of a scenario.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -208,4 +208,16 @@ export async function runTs(node, file, args, what) {
   });
   const line = String(out).trim().split('\n').pop();
   return parseJson(line) ?? fail(`${what}: not JSON: ${line}`);
+}
+
+/**
+ * An empty network namespace bound on `<tmp>/netns` for CNI_NETNS (multus-ts refuses a path that is not one since
+ * issue 28, src/cni/netns.ts); the trivial delegate never enters it. Root only; `umount` it before removing tmp.
+ */
+export function boundNetns(tmp) {
+  const path = join(tmp, 'netns');
+  writeFileSync(path, '');
+  const r = spawnSync('unshare', [`--net=${path}`, 'true'], { encoding: 'utf8' });
+  if (r.status !== 0) fail(`cannot bind a network namespace on ${path} (root needed): ${r.stderr}`);
+  return path;
 }

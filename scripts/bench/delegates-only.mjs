@@ -2,11 +2,11 @@
  * Scenario `delegates-only` of scripts/bench.mjs: a multus config with one inline delegate (no Kubernetes) and
  * the trivial delegate plugin. Each round runs, in an order rotated by one every round: a bare `node -e 0` of the
  * base binary (the floor), the stripped base's `node -e 0` when the build cached one, multus VERSION, multus ADD
- * then DEL of one container, and the trivial delegate alone for ADD and for DEL. Then peak RSS in a phase of its
- * own. Its keys go at the top level of the JSON line (docs/performance.md explains each).
+ * then DEL of one container, and the trivial delegate alone for ADD and for DEL; when build/multus is the launcher,
+ * also VERSION of the Bun executable it starts, run directly (`direct_version`: the same call without the
+ * launcher's exec, so `launcher` is its cost side by side). Then peak RSS in a phase of its own. Its keys go at the top level of the JSON line (docs/performance.md explains each).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   DELEGATE_TYPE,
@@ -32,7 +32,7 @@ import { rssMeter } from './rss.mjs';
 export const description = 'multus conf with one inline delegate (no Kubernetes), trivial delegate plugin';
 
 /** What multus is asked to do: its config, the delegate config it passes on, delegate calls per command. */
-function setup({ tmp, delegate }) {
+function setup({ tmp, delegate, netns }) {
   const delegateConf = { cniVersion: '1.0.0', name: 'bench-net', type: DELEGATE_TYPE };
   const conf = {
     cniVersion: '1.0.0',
@@ -42,8 +42,6 @@ function setup({ tmp, delegate }) {
     binDir: delegate.binDir,
     delegates: [delegateConf],
   };
-  const netns = join(tmp, 'netns'); // an existing path; CNI_NETNS_OVERRIDE=1 says it is fine
-  writeFileSync(netns, '');
   let seq = 0;
   return {
     conf,
@@ -63,9 +61,12 @@ function checkVersion(r) {
   if (r.status !== 0 || !j || !Array.isArray(j.supportedVersions)) fail(`multus VERSION: ${show('VERSION', r)}`);
 }
 
-/** VERSION and ADD+DEL of `exe`, its sample keys prefixed with `p` (`before_` for --before's build). */
-function multusUnits(sc, exe, p) {
-  const what = p ? 'multus (--before)' : 'multus';
+/**
+ * VERSION and ADD+DEL of `exe` (VERSION alone with `versionOnly`), its sample keys prefixed with `p` (`before_` for
+ * --before's build, `direct_` for the Bun executable the launcher starts).
+ */
+function multusUnits(sc, exe, p, versionOnly = false) {
+  const what = p === 'before_' ? 'multus (--before)' : 'multus';
   return [
     {
       name: `${p}version`,
@@ -75,23 +76,28 @@ function multusUnits(sc, exe, p) {
         return { [`${p}version`]: r };
       },
     },
-    {
-      name: `${p}add+del`,
-      keys: [`${p}add`, `${p}del`],
-      fn: () => {
-        const pod = sc.newPod();
-        const a = timed(exe, [], sc.env('ADD', pod), sc.confBytes);
-        checkAdd(what, a);
-        const d = timed(exe, [], sc.env('DEL', pod), sc.confBytes);
-        checkDel(what, d);
-        return { [`${p}add`]: a, [`${p}del`]: d };
-      },
-    },
+    ...(versionOnly ? [] : [addDelUnit(sc, exe, p, what)]),
   ];
 }
 
+/** ADD then DEL of one container through `exe`. */
+function addDelUnit(sc, exe, p, what) {
+  return {
+    name: `${p}add+del`,
+    keys: [`${p}add`, `${p}del`],
+    fn: () => {
+      const pod = sc.newPod();
+      const a = timed(exe, [], sc.env('ADD', pod), sc.confBytes);
+      checkAdd(what, a);
+      const d = timed(exe, [], sc.env('DEL', pod), sc.confBytes);
+      checkDel(what, d);
+      return { [`${p}add`]: a, [`${p}del`]: d };
+    },
+  };
+}
+
 /** The units of a round; each returns {sample key: run} (its `keys`, else its name). */
-function units(sc, { exe, node, stripped, delegate, opts }) {
+function units(sc, { exe, node, stripped, delegate, opts, payload }) {
   const floor = (key, file) => ({
     name: key,
     fn: () => {
@@ -112,6 +118,7 @@ function units(sc, { exe, node, stripped, delegate, opts }) {
     floor('floor', node),
     ...(stripped ? [floor('floor_stripped', stripped)] : []),
     ...multusUnits(sc, exe, ''),
+    ...(payload ? multusUnits(sc, payload, 'direct_', true) : []),
     ...(opts.before ? multusUnits(sc, opts.before, 'before_') : []),
     alone('ADD'),
     alone('DEL'),
@@ -153,7 +160,8 @@ function measureRounds(sc, ctx) {
     progress: (done) => {
       const m = (k) => stats(samples[k]).median_ms;
       say(
-        `round ${done}/${opts.rounds}: medians floor ${m('floor')} ms, VERSION ${m('version')} ms, ` +
+        `round ${done}/${opts.rounds}: medians floor ${m('floor')} ms, VERSION ${m('version')} ms` +
+          (samples.direct_version ? ` (without the launcher ${m('direct_version')} ms), ` : ', ') +
           `ADD ${m('add')} ms, DEL ${m('del')} ms, delegate ${m('delegate_add')} ms ` +
           `(${((performance.now() - t0) / 1000).toFixed(1)} s)`,
       );
@@ -162,9 +170,26 @@ function measureRounds(sc, ctx) {
   return set;
 }
 
+/** VERSION without the launcher, and the launcher's cost: the same call through it minus without it. */
+function launcherKeys(samples, ticks, payload) {
+  const through = stats(samples.version);
+  const direct = stats(samples.direct_version);
+  return {
+    direct_version: { ...direct, exe: payload },
+    launcher: {
+      median_ms: r2(through.median_ms - direct.median_ms),
+      cpu_mean_ms: r2(
+        cpuMs(ticks.version, samples.version.length) - cpuMs(ticks.direct_version, samples.direct_version.length),
+      ),
+      method:
+        'VERSION through build/multus (launcher exec, then the Bun executable) minus VERSION of the Bun executable run directly, same rounds',
+    },
+  };
+}
+
 /** The scenario's keys of the JSON line. */
 function figures(sc, ctx, { samples, ticks }, { rss, method }) {
-  const { opts, stripped } = ctx;
+  const { opts, stripped, payload } = ctx;
   // Overhead: each ADD/DEL minus its delegate calls, each at the run's median delegate time.
   const dAdd = stats(samples.delegate_add).median_ms;
   const dDel = stats(samples.delegate_del).median_ms;
@@ -184,6 +209,7 @@ function figures(sc, ctx, { samples, ticks }, { rss, method }) {
     floor,
     ...(stripped ? { floor_stripped: stats(samples.floor_stripped) } : {}),
     version: stats(samples.version),
+    ...(payload ? launcherKeys(samples, ticks, payload) : {}),
     total: stats([...samples.add, ...samples.del]),
     overhead,
     add: stats(samples.add),
@@ -202,9 +228,16 @@ function figures(sc, ctx, { samples, ticks }, { rss, method }) {
     rss_mib: { version: r2(rss.version), add: r2(rss.add), del: r2(rss.del), floor_node_e_0: r2(rss.floor) },
     // Mean CPU time (user + sys) per call, from the children's rusage: insensitive to competing load.
     cpu_mean_ms: Object.fromEntries(
-      ['floor', ...(stripped ? ['floor_stripped'] : []), 'version', 'add', 'del', 'delegate_add', 'delegate_del'].map(
-        (k) => [k, cpu(k)],
-      ),
+      [
+        'floor',
+        ...(stripped ? ['floor_stripped'] : []),
+        'version',
+        ...(payload ? ['direct_version'] : []),
+        'add',
+        'del',
+        'delegate_add',
+        'delegate_del',
+      ].map((k) => [k, cpu(k)]),
     ),
     ...(opts.before ? { before: beforeKeys(opts.before, samples, cpu) } : {}),
     goals: {

@@ -6,7 +6,7 @@
  * The cluster runs in the helper process of k8s-helper.mjs. docs/performance.md describes the method and the keys.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -73,7 +73,7 @@ async function startCluster(helper, delegate, podCount) {
 }
 
 /** The multus configs (lean, exec, exec with a run counter), the delegate's, and the environment of a call. */
-function callSetup(tmp, delegate, cl) {
+function callSetup(tmp, delegate, netns, cl) {
   const cniDir = join(tmp, 'cni-k8s');
   mkdirSync(cniDir, { recursive: true });
   const delegateConf = { cniVersion: '1.0.0', name: 'bench-net', type: delegate.type };
@@ -87,8 +87,6 @@ function callSetup(tmp, delegate, cl) {
       binDir: delegate.binDir,
       delegates: [delegateConf],
     });
-  const netns = join(tmp, 'netns-k8s');
-  writeFileSync(netns, '');
   return {
     confs: { lean: confOf(cl.kubeconfig), exec: confOf(cl.execKubeconfig), execCount: confOf(cl.execCountKubeconfig) },
     delegateBytes: JSON.stringify(delegateConf),
@@ -339,7 +337,7 @@ function result({ opts, cl, load, set, api, unattributed, rss, execRuns }) {
 
 /** Runs the scenario (`ctx` = {opts, exe, node, delegate, tmp}); returns the object under the `kubernetes` key. */
 export async function runKubernetes(ctx) {
-  const { opts, exe, node, delegate, tmp } = ctx;
+  const { opts, exe, node, delegate, tmp, netns } = ctx;
   if (opts.k8sRounds < 30)
     say(`WARNING: ${opts.k8sRounds} kubernetes rounds: the figures need at least 30 (--k8s-rounds)`);
   const load0 = r2(loadavg()[0]);
@@ -348,7 +346,7 @@ export async function runKubernetes(ctx) {
     // Pods, made ahead of time: 2 per round (lean, exec; 3 with --before), the checks, the RSS runs.
     const podCount = (opts.before ? 3 : 2) * (opts.warmup + opts.k8sRounds) + 3 + 2 * opts.rssSamples;
     const { cl, takePod } = await startCluster(helper, delegate, podCount);
-    const k = callSetup(tmp, delegate, cl);
+    const k = callSetup(tmp, delegate, netns, cl);
     const execRuns = correctness(exe, k, cl, takePod);
     const set = measureRounds(ctx, k, takePod);
     const load = { start: load0, end: r2(loadavg()[0]) };

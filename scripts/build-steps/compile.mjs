@@ -19,9 +19,10 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fail, log, ms, requireFromRoot, run, show } from './common.mjs';
+import { COMPILED } from './launcher.mjs';
 
 // Bump when this step changes what it produces, so a stale build/multus is not reused.
-const RECIPE = 'multus-ts-bun-1';
+const RECIPE = 'multus-ts-bun-3';
 
 /**
  * What the compiled executable must not read from the machine it runs on: a runtime execs the plugin in its own
@@ -80,13 +81,13 @@ function stampOf(bun, files) {
 }
 
 /**
- * Compiles <outdir>/multus from the thin bundle (main) and the embedded bundles, unless the stamp says the same
+ * Compiles <outdir>/multus.bun (carried and started by the launcher <outdir>/multus) from the thin bundle (main) and the embedded bundles, unless the stamp says the same
  * inputs made the file there now. Returns whether it built.
  * @param {{ outdir: string, main: string, embedded: string[], force: boolean }} o
  */
 export function compile({ outdir, main, embedded, force }) {
   const bun = bunBinary();
-  const exe = join(outdir, 'multus');
+  const exe = join(outdir, COMPILED);
   const stampFile = join(outdir, 'multus.stamp');
   const stamp = stampOf(bun, [main, ...embedded]);
   const exeId = () => {

@@ -1,7 +1,8 @@
 /**
  * build-steps/smoke.mjs: the build's last check: a copy of the executable in a fresh temp dir, run with an empty
  * environment (as `env -i`) plus CNI_COMMAND=VERSION, must print a CNI version result and nothing on stderr:
- * it needs neither node_modules nor anything from this shell.
+ * it needs neither node_modules nor anything from this shell, and the copy of `multus` alone extracts the Bun
+ * executable it carries (launcher/payload.go).
  */
 import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

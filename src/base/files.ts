@@ -179,12 +179,16 @@ function isAbsent(path: string, fs: RemoveFs): boolean {
 
 /**
  * Reads one cache file without following a symbolic link (O_NOFOLLOW) and only if it is a regular file: a link
- * or a device planted in a cache directory must not make DEL run a delegate defined elsewhere.
+ * or a device planted in a cache directory must not make DEL run a delegate defined elsewhere; undefined for a file
+ * that belongs to another user than root (or us).
  */
-function readRegularFile(path: string): Buffer {
+function readRegularFile(path: string): Buffer | undefined {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
-    if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error('not a regular file');
+    // a file another user planted is not a cache of ours: as if it were not there (issue 28)
+    if (st.uid !== 0 && st.uid !== (process.geteuid?.() ?? 0)) return undefined;
     return readFileSync(fd);
   } finally {
     closeSync(fd);
@@ -193,9 +197,10 @@ function readRegularFile(path: string): Buffer {
 
 /** Read and decode one cache file; a file that exists but cannot be read or decoded is `corrupt`, never `missing`. */
 export function readOutcome<T>(path: string, what: string, decode: (bytes: Buffer) => T): ReadOutcome<T> {
-  let bytes: Buffer;
+  let bytes: Buffer | undefined;
   try {
     bytes = readRegularFile(path);
+    if (bytes === undefined) return { kind: 'missing' };
   } catch (err) {
     if (isMissingError(err)) return { kind: 'missing' };
     const reason = (err as { code?: unknown }).code === 'ELOOP' ? 'it is a symbolic link' : messageOf(err);

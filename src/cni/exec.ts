@@ -18,7 +18,7 @@
  * it; both keep the same rules: process group, bounded output, timeout, drain grace, ETXTBSY retry.
  */
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { sleep } from '../base/sleep.ts';
 import type { BunRuntime } from '../base/bun.ts';
 import { bunRuntime } from '../base/bun.ts';
@@ -59,6 +59,7 @@ export function findInPath(type: string, dirs: string[]): string {
     );
   }
   for (const dir of dirs) {
+    if (!isAbsolute(dir)) continue; // never a path relative to the working directory, nor a bare name for PATH
     const candidate = join(dir, type);
     try {
       if (!statSync(candidate).isFile()) continue;
@@ -272,6 +273,25 @@ function runOnceNode({ path, stdin, env, timeoutMs, args }: PluginRun): Promise<
 
 /** The process groups (leader pids) of the plugins running now. */
 const running = new Set<number>();
+/** Set once this process stops: no plugin is started after (stopStartingDelegates). */
+let stopped = false;
+
+/**
+ * From now on no plugin is started in this process: a call that would start one fails with code 11 (its scratch
+ * cache stays for the runtime's DEL). The daemon's shutdown after its grace and the plugin's stop signals call it
+ * before they kill the running groups, so a rollback cannot start a delegate that outlives them (issue 28).
+ */
+export class StoppingError extends CniError {
+  constructor(path: string) {
+    super(CniCode.TryAgainLater, `not starting ${path}: multus-ts is stopping`, {
+      details: "the call was cut short by a stop; the runtime's DEL finds what it left in the caches",
+    });
+  }
+}
+
+export function stopStartingDelegates(): void {
+  stopped = true;
+}
 
 /**
  * SIGKILLs the process group of every plugin still running (our own process is about to end, or the daemon's
@@ -284,18 +304,51 @@ export function killRunningDelegates(): number {
   return groups.length;
 }
 
-/** The signals after which `exitOnStopSignals` kills the running delegates (what a runtime or a shell sends). */
-export const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+/**
+ * The signals after which `exitOnStopSignals` kills the running delegates: every signal whose default action ends a
+ * process and that someone may send (a runtime, kubelet, a shell, an operator). SIGPWR is the engine's own
+ * (JavaScriptCore suspends threads with it); the fault signals (SIGSEGV, ...) are the runtime's crash handling.
+ */
+export const STOP_SIGNALS = [
+  'SIGTERM',
+  'SIGINT',
+  'SIGHUP',
+  'SIGQUIT',
+  'SIGUSR1',
+  'SIGUSR2',
+  'SIGALRM',
+  'SIGVTALRM',
+  'SIGXCPU',
+  'SIGXFSZ',
+] as const;
+
+/** Linux's numbers of STOP_SIGNALS (node:os has them, but the thin bundle loads no node:os at start: docs/build.md). */
+const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGUSR1: 10,
+  SIGUSR2: 12,
+  SIGALRM: 14,
+  SIGTERM: 15,
+  SIGXCPU: 24,
+  SIGXFSZ: 25,
+  SIGVTALRM: 26,
+};
 
 /**
- * For a process that serves one call (the thin plugin, passthru): on SIGTERM, SIGINT or SIGHUP, kill every running
- * delegate's group, then end by the same signal as before (the listener is gone, so the default action runs).
+ * For a process that serves one call (the thin plugin, passthru): on any of STOP_SIGNALS, kill every running
+ * delegate's group, then end by the same signal as before (the listener is gone, so the default action runs). Bun
+ * ignores SIGQUIT by default: a process still alive shortly after its own signal exits 128 + the signal's number,
+ * as a shell reports a death by that signal.
  */
 export function exitOnStopSignals(): void {
   const onSignal = (sig: NodeJS.Signals) => {
     for (const s of STOP_SIGNALS) process.removeListener(s, onSignal);
+    stopStartingDelegates();
     killRunningDelegates();
     process.kill(process.pid, sig);
+    setTimeout(() => process.exit(128 + (SIGNAL_NUMBERS[sig] ?? 0)), 100);
   };
   for (const s of STOP_SIGNALS) process.on(s, onSignal);
 }
@@ -317,6 +370,7 @@ export async function execPlugin(
   args: string[] = [],
 ): Promise<ExecOutput> {
   for (let attempt = 1; ; attempt++) {
+    if (stopped) throw new StoppingError(path);
     try {
       return await runOnce({ path, stdin, env, timeoutMs, args });
     } catch (e) {

@@ -20,6 +20,7 @@ import { formatCniArgs } from './cniargs.ts';
 import type { Network, PluginConf } from './network.ts';
 import { CniCode, CniError, messageOf, toCniError, wrapError } from '../base/errors.ts';
 import type { Exec, ExecOutput } from './exec.ts';
+import { StoppingError } from './exec.ts';
 import type { Logger } from '../base/log.ts';
 import type { CniResult } from './result-model.ts';
 import { PluginResult, convertResult } from './result.ts';
@@ -120,6 +121,7 @@ async function runPlugin(
   try {
     out = await deps.exec.execPlugin(path, stdin, pluginEnv(command, rt, deps), deps.timeoutMs);
   } catch (e) {
+    if (e instanceof StoppingError) throw e; // not run, but not "nothing to undo": the caches stay for DEL
     throw new PluginNotRunnable(e);
   }
   if (out.stderr.length > 0) deps.log.verbose(`${plugin.type} ${command} stderr: ${out.stderr.toString().trimEnd()}`);

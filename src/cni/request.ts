@@ -43,6 +43,19 @@ export type RequestCommand = Exclude<Command, 'VERSION'>;
 /** A process environment, or the CNI_* variables of a request. */
 export type Env = Record<string, string | undefined>;
 
+/**
+ * The most stdin bytes a call reads: the daemon's body limit (daemon/wire.ts). A runtime's network config is a few
+ * KiB; an endless stdin (/dev/zero) must end in an answer, not in the OOM killer (docs/reliability.md).
+ */
+export const MAX_STDIN_BYTES = 1024 * 1024;
+
+/** The answer to a stdin over MAX_STDIN_BYTES (code 6: it cannot be decoded). */
+export function stdinTooLarge(): CniError {
+  return new CniError(CniCode.DecodingFailure, `the network config on stdin is larger than ${MAX_STDIN_BYTES} bytes`, {
+    details: 'a CNI network config is a JSON object of a few KiB: check what the runtime passes on stdin',
+  });
+}
+
 const COMMANDS: readonly Command[] = ['ADD', 'DEL', 'CHECK', 'STATUS', 'GC', 'VERSION'];
 
 /** Oldest config version each command exists in (skel's gates); absent = no gate. */

@@ -22,7 +22,8 @@ import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
-import { STOP_SIGNALS, killRunningDelegates, realExec } from '../cni/exec.ts';
+import { callerEnv } from '../base/caller-env.ts';
+import { STOP_SIGNALS, killRunningDelegates, realExec, stopStartingDelegates } from '../cni/exec.ts';
 import { createHost } from '../host/host.ts';
 import { nodeEvent } from '../k8s/calls.ts';
 import type { KubeClient } from '../k8s/types.ts';
@@ -46,6 +47,8 @@ import type { Env } from '../cni/request.ts';
 export interface DaemonIo {
   env: Env;
   writeStderr(s: string): void;
+  /** Where --help prints (process.stdout when absent). */
+  writeStdout?: (s: string) => void;
   /** Resolves on the first SIGTERM/SIGINT/SIGHUP (tests pass their own). */
   stopSignal?: Promise<string>;
   /** Resolves on the next stop signal after the first: the shutdown stops waiting for in-flight calls. */
@@ -55,10 +58,17 @@ export interface DaemonIo {
 
 class StartError extends Error {}
 
-function parseArgs(argv: string[]): string {
+const USAGE =
+  'usage: multus daemon [--config PATH]\n' +
+  `  --config PATH   the daemon's configuration (Multus thick's daemon-config.json), default ${DEFAULT_DAEMON_CONFIG}\n` +
+  'The resident daemon: serves CNI calls from multus-shim on <socketDir>/multus.sock (docs/resident.md).\n';
+
+/** The config path, or undefined for --help. */
+function parseArgs(argv: string[]): string | undefined {
   let config = DEFAULT_DAEMON_CONFIG;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
+    if (a === '--help' || a === '-help' || a === '-h') return undefined;
     if (a === '--config' || a === '-config') {
       const v = argv[++i];
       if (!v) throw new StartError(`${a} needs a path: multus daemon --config ${DEFAULT_DAEMON_CONFIG}`);
@@ -155,7 +165,7 @@ function sameDirectory(a: string, b: string): boolean {
   }
 }
 
-const processIo: DaemonIo = { env: process.env, writeStderr: (s) => process.stderr.write(s) };
+const processIo: DaemonIo = { env: callerEnv(process.env), writeStderr: (s) => process.stderr.write(s) };
 
 /** A started daemon: its socket, and `stop()`, the shutdown a stop signal runs (drain, grace, kill, close). */
 export interface DaemonHandle {
@@ -174,9 +184,9 @@ interface DaemonSetup {
   exec: Exec;
 }
 
-/** The config and exec of `argv`; a StartError says what is wrong. */
-function setUp(argv: string[], io: DaemonIo): DaemonSetup {
-  const cfg = readConfig(parseArgs(argv));
+/** The config and exec of the config file at `path`; a StartError says what is wrong. */
+function setUp(path: string, io: DaemonIo): DaemonSetup {
+  const cfg = readConfig(path);
   const isRoot = io.isRoot ?? (() => process.getuid?.() === 0);
   if (!isRoot()) throw new StartError('the multus daemon must run as root (it runs CNI plugins)');
   if (!cfg.chrootDir) return { cfg, exec: realExec };
@@ -328,6 +338,7 @@ async function shutDown({ cfg, log, queue, http, reason, again }: Shutdown): Pro
     http.closeAllConnections();
   }
   clearTimeout(timer);
+  stopStartingDelegates(); // a call whose delegate is killed now must not start another (its rollback DEL)
   const killed = killRunningDelegates();
   if (killed > 0) log.error(`killed the process groups of ${killed} delegate(s) still running`);
   await Promise.race([closed, new Promise((r) => setTimeout(r, 1000))]);
@@ -339,7 +350,12 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   const again = io.againSignal ?? (io.stopSignal ? () => new Promise<string>(() => {}) : signalPromise);
   let setup: DaemonSetup;
   try {
-    setup = setUp(argv, io);
+    const path = parseArgs(argv);
+    if (path === undefined) {
+      (io.writeStdout ?? ((s: string) => process.stdout.write(s)))(USAGE);
+      return 0;
+    }
+    setup = setUp(path, io);
   } catch (e) {
     io.writeStderr(`multus daemon: ${messageOf(e)}\n`);
     return 2;

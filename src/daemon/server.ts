@@ -25,6 +25,7 @@ import type { Host } from '../host/host.ts';
 import type { SandboxLinks } from '../routes/nsenter.ts';
 import type { Metrics } from './metrics.ts';
 import type { RequestQueue } from './queue.ts';
+import { guardConnections } from './http-guard.ts';
 import { MAX_BODY_BYTES, decodeCniBody, errorBody, readRequest, send, statusOf } from './wire.ts';
 
 export interface ServerDeps {
@@ -130,6 +131,6 @@ export function createCniServer(deps: ServerDeps): Server {
     }
     fail(404, CniCode.InvalidConfig, `no such path "${path}": the daemon serves /cni, /delegate, /healthz and /readyz`);
   });
-  server.on('clientError', (_e, socket) => socket.destroy());
+  guardConnections(server); // header deadline, 400/431 (issue 28 finding 13)
   return server;
 }

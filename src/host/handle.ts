@@ -4,12 +4,17 @@
  * The thin executable calls it once; the resident daemon calls it for every request it serves; the protocol
  * tests call it in-process. The steps: the command from CNI_COMMAND, the request (skel's env, config and
  * version rules, cni/request.ts), the multus config, then the front door every call goes through (host/prepare.ts:
- * the request's logger, the netns rule, the call context, the readiness rule), then the command. Every failure becomes a CNI error JSON on stdout with exit code 1; anything that is not a
+ * the request's logger, the netns rule, the cache dir's owner, the call context, the readiness rule), then the
+ * command, under the container's lock for ADD, CHECK and DEL. Every failure becomes a CNI error JSON on stdout with exit code 1; anything that is not a
  * CniError is code 999 and its stack goes to the log, never to stdout. Results and errors are printed indented
  * by 4 spaces, as skel prints them.
  */
-import type { CniError } from '../base/errors.ts';
-import { isCniError, toCniError } from '../base/errors.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { CniCode, CniError, isCniError, toCniError } from '../base/errors.ts';
+import type { FileLock } from '../base/file-lock.ts';
+import { lockFile } from '../base/file-lock.ts';
+import { assertSafeComponent } from '../base/files.ts';
 import type { Logger } from '../base/log.ts';
 import { silentLogger } from '../base/log.ts';
 import { CURRENT_VERSION } from '../base/versions.ts';
@@ -23,6 +28,7 @@ import { cmdGc } from '../multus/commands/gc.ts';
 import { cmdStatus } from '../multus/commands/status.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import { parseMultusConf } from '../multus/conf.ts';
+import { scratchCachePath } from '../multus/scratch-cache.ts';
 import type { Host } from './host.ts';
 import { prepare } from './prepare.ts';
 
@@ -78,7 +84,7 @@ export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
       env: call.env,
       ...(call.envProblem ? { envProblem: call.envProblem } : {}),
     });
-    return answer(await COMMANDS[command](ctx), cniVersion);
+    return answer(await runLocked(ctx.req, conf, () => COMMANDS[command](ctx)), cniVersion);
   } catch (e) {
     const error = toCniError(e);
     const log: Logger = conf ? host.logger(conf) : silentLogger;
@@ -86,6 +92,38 @@ export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
     if (!isCniError(e) && e instanceof Error && e.stack) log.debug(e.stack);
     return { exitCode: 1, stdout: pretty(error.toJSON(cniVersion)), stderr: '', error, cniVersion };
   }
+}
+
+/** ADD, CHECK and DEL of one container run one at a time, also across processes (lockContainer). */
+const LOCKS: ReadonlySet<RequestCommand> = new Set(['ADD', 'CHECK', 'DEL']);
+
+async function runLocked(req: CniRequest, conf: MultusConf, cmd: () => Promise<unknown>): Promise<unknown> {
+  if (!LOCKS.has(req.command as RequestCommand)) return cmd();
+  const lock = await lockContainer(conf, req);
+  try {
+    return await cmd();
+  } finally {
+    // the lock file lives as long as the container's scratch cache: it goes after a DEL and a rolled-back ADD
+    if (existsSync(scratchCachePath(conf.cniDir, req.containerId))) lock.release();
+    else lock.releaseAndRemove();
+  }
+}
+
+/**
+ * The container's lock, `<cniDir>/.lock-<containerID>` (a name no container ID has): a DEL that comes while an ADD
+ * of the same container runs (in this process or another) waits for it, for at most delegateTimeoutSeconds, then
+ * fails with code 11 for the runtime to retry (issue 28, docs/reliability.md). Removed when the container has no
+ * scratch cache after the call (a DEL, an ADD that rolled back).
+ */
+async function lockContainer(conf: MultusConf, req: CniRequest): Promise<FileLock> {
+  assertSafeComponent(req.containerId, 'container ID');
+  const lock = await lockFile(join(conf.cniDir, `.lock-${req.containerId}`), conf.delegateTimeoutMs);
+  if (lock !== 'timeout') return lock;
+  throw new CniError(
+    CniCode.TryAgainLater,
+    `another call for container ${req.containerId} is still running after ${conf.delegateTimeoutMs / 1000} s`,
+    { details: 'an ADD, CHECK or DEL of the same container holds its lock; retry when it is done' },
+  );
 }
 
 function answer(result: unknown, cniVersion: string): CniAnswer {

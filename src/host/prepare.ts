@@ -4,12 +4,14 @@
  * The CNI path (host/handle.ts: the thin plugin and the daemon's `/cni`), `POST /delegate` (hotplug/delegate.ts)
  * and dynamic networks (hotplug/dynamic.ts, which hands the pod in typed) all come through here, so each gets the
  * same steps in the same order: the request's logger from the multus config, the config's warnings, a CNI_*
- * value Node could not carry (refused but on DEL), the netns rule of the command, the call context (CNI_ARGS
- * parsed once), and the readiness rule of the command (docs/design.md, "The path of one request").
+ * value Node could not carry (refused but on DEL), the netns rule of the command, the cache dir's owner and modes
+ * (issue 28), the call context (CNI_ARGS parsed once), and the readiness rule of the command (docs/design.md, "The path of one request").
  * Tested by test/unit/host/handle.test.ts (the CNI path), test/unit/hotplug/delegate.test.ts and
  * test/unit/hotplug/dynamic.test.ts (the other two doors).
  */
-import type { CniError } from '../base/errors.ts';
+import { CniCode, CniError } from '../base/errors.ts';
+import type { Logger } from '../base/log.ts';
+import { UnsafeDirError, securePrivateDir } from '../base/private-dir.ts';
 import type { K8sArgs } from '../cni/cniargs.ts';
 import { checkNetns } from '../cni/netns.ts';
 import type { CallEnv, Env, RequestCommand } from '../cni/request.ts';
@@ -61,10 +63,25 @@ export async function prepare<R extends DoorRequest>(host: Host, call: Call<R>):
   if (call.envProblem) log.error(`${call.envProblem.msg}; DEL goes on with the value as Node decoded it`);
   const rule = RULES[req.command];
   log.verbose(`${req.command} containerId=${req.containerId} netns=${req.netns} ifname=${req.ifName} args=${req.args}`);
-  checkNetns(req, rule.netnsMustExist);
+  // on DEL, GC and STATUS a CNI_NETNS that is not a network namespace goes as a missing one (cni/netns.ts)
+  const checked = checkNetns(req, rule.netnsMustExist);
+  secureCacheDir(conf.cniDir, log);
   // CNI_ARGS are decoded here, before any wait (Multus' order)
-  const ctx = callContext(req, conf, commandDeps(host, call.env, log), call.k8s);
+  const ctx = callContext(checked, conf, commandDeps(host, call.env, log), call.k8s);
   if (rule.readiness === 'wait') await waitUntilReady(ctx);
   if (rule.readiness === 'note') await noteReadiness(ctx);
   return ctx;
+}
+
+/** The cache dir is root's alone, or no call touches it (base/private-dir.ts; issue 28, docs/reliability.md). */
+function secureCacheDir(cniDir: string, log: Logger): void {
+  try {
+    const note = securePrivateDir(cniDir, 'cniDir', ['results']);
+    if (note) log.warn(note);
+  } catch (e) {
+    if (!(e instanceof UnsafeDirError)) throw e;
+    throw new CniError(CniCode.InvalidConfig, e.message, {
+      details: 'the cache dir holds what DEL runs: only root may write to it and to every directory above it',
+    });
+  }
 }

@@ -9,6 +9,7 @@
  * Tested by test/unit/multus/reliability.test.ts (D3), test/fixture/env-bytes.test.ts.
  */
 import { readFileSync } from 'node:fs';
+import { callerEntry } from '../base/caller-env.ts';
 import { CniCode, CniError } from '../base/errors.ts';
 
 /** The first variable whose name starts with `CNI_` and whose value is not valid UTF-8, as a CniError (code 4). */
@@ -17,7 +18,7 @@ export function findNonUtf8CniVar(environ: Buffer): CniError | undefined {
   while (start < environ.length) {
     let end = environ.indexOf(0, start);
     if (end < 0) end = environ.length;
-    const entry = environ.subarray(start, end);
+    const entry = callerEntry(environ.subarray(start, end));
     start = end + 1;
     if (entry.length < 4 || entry.toString('latin1', 0, 4) !== 'CNI_') continue;
     const eq = entry.indexOf(0x3d);

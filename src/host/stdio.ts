@@ -14,9 +14,10 @@ const CHUNK = 64 * 1024;
 
 const codeOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | undefined)?.code;
 
-/** Everything readable from `fd` until end of file. */
-export async function readAll(fd: number): Promise<Buffer> {
+/** Everything readable from `fd` until end of file; undefined, the rest unread, once more than `max` bytes came. */
+export async function readAll(fd: number, max = Infinity): Promise<Buffer | undefined> {
   const chunks: Buffer[] = [];
+  let size = 0;
   for (;;) {
     const buf = Buffer.allocUnsafe(CHUNK);
     let n: number;
@@ -28,6 +29,8 @@ export async function readAll(fd: number): Promise<Buffer> {
       continue;
     }
     if (n === 0) return Buffer.concat(chunks);
+    size += n;
+    if (size > max) return undefined; // issue 28: an endless stdin must not grow to the OOM killer
     chunks.push(buf.subarray(0, n));
   }
 }
@@ -36,16 +39,17 @@ const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /**
  * Writes all of `data` to `fd`. A reader that went away (EPIPE: the runtime gave up on us) is not an error there
- * is anyone left to tell about; other errors are thrown.
+ * is anyone left to tell about, unless `quietEpipe` is false (the answer on stdout: issue 28, one line on stderr);
+ * other errors are thrown.
  */
-export function writeAll(fd: number, data: string | Buffer): void {
+export function writeAll(fd: number, data: string | Buffer, { quietEpipe = true } = {}): void {
   const buf = typeof data === 'string' ? Buffer.from(data) : data;
   for (let off = 0; off < buf.length;) {
     try {
       off += writeSync(fd, buf, off, buf.length - off);
     } catch (e) {
       const code = codeOf(e);
-      if (code === 'EPIPE') return;
+      if (code === 'EPIPE' && quietEpipe) return;
       if (code !== 'EAGAIN') throw e;
       Atomics.wait(pause, 0, 0, 1);
     }

@@ -11,7 +11,7 @@
 import { join } from 'node:path';
 import { CURRENT_VERSION } from '../base/versions.ts';
 import { VERSION } from '../host/handle.ts';
-import { copyExecutableAtomic, errText, linkExecutableAtomic, sameFile } from './files.ts';
+import { copyExecutableAtomic, errText, linkExecutableAtomic, payloadsBeside, sameFile } from './files.ts';
 import { type FlagStyle, type GoFlag, parseGoFlags, printDefaults } from './goflags.ts';
 import { runInstaller } from './main.ts';
 import { FLAGS, InstallError, parseInstallArgs } from './options.ts';
@@ -120,6 +120,15 @@ export async function installMultusMain(
     return 1;
   }
   const dest = String(r.values['dest-dir']);
+  // the Bun executable our launcher (multus) starts goes first and quietly (Multus prints two lines)
+  for (const payload of name === 'multus' ? await payloadsBeside(join(srcDir, name)) : []) {
+    try {
+      await installOne(srcDir, dest, payload);
+    } catch (e) {
+      io.stderr(`failed to copy file ${payload}: ${e instanceof InstallError ? e.message : errText(e)}\n`);
+      return 1;
+    }
+  }
   const steps: [string, string | undefined][] = [[name, undefined]];
   // our image's passthru is the executable itself: next to a copied multus, a hard link to it takes no space
   const linked = name === 'multus' && (await sameFile(join(srcDir, 'passthru'), join(srcDir, 'multus')));

@@ -41,6 +41,7 @@ import { GENERATED_FILES, generateMultusConf, pickMaster } from '../multus/gener
 import { InstallError, type InstallOptions, parseDaemonSetRef } from './options.ts';
 import { type DeletionState, deletionState } from './uninstall.ts';
 import { RENAMED_REASON, renamedAway, renamedAwayMessage } from '../multus/renamed-conf.ts';
+import { payloadsBeside } from './files.ts';
 import type { Env } from '../cni/request.ts';
 
 export interface InstallDeps {
@@ -109,6 +110,11 @@ async function verify(o: InstallOptions, deps: InstallDeps): Promise<string | nu
 }
 
 async function copyBinaries(src: string, o: InstallOptions, deps: InstallDeps): Promise<void> {
+  // the Bun executable the launcher starts, first (else the launcher's first run writes it; docs/build.md)
+  for (const name of await payloadsBeside(src)) {
+    await copyExecutableAtomic(join(dirname(src), name), o.cniBinDir, name);
+    deps.log(`${name} ${join(dirname(src), name)} is copied to ${join(o.cniBinDir, name)}`);
+  }
   await copyExecutableAtomic(src, o.cniBinDir, 'multus');
   deps.log(`multus binary ${src} is copied to ${join(o.cniBinDir, 'multus')}`);
   let passthru = false;

@@ -6,6 +6,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { hostname } from 'node:os';
+import { callerEnv, launcherPath } from '../base/caller-env.ts';
 import { messageOf } from '../base/errors.ts';
 import { formatTimestamp, silentLogger } from '../base/log.ts';
 import { realReadinessDeps } from '../multus/readiness.ts';
@@ -26,9 +27,10 @@ async function warnNode(w: { kubeconfig: string; reason: string; message: string
       import('../k8s/client.ts'),
       import('../k8s/calls.ts'),
     ]);
-    const kube = await loadKubeClient({ kubeconfig: w.kubeconfig, env: process.env, log: silentLogger });
+    const env = callerEnv(process.env); // the caller's, also behind the launcher (base/caller-env.ts)
+    const kube = await loadKubeClient({ kubeconfig: w.kubeconfig, env, log: silentLogger });
     if (!kube) return;
-    const node = process.env.MULTUS_NODE_NAME || hostname();
+    const node = env.MULTUS_NODE_NAME || hostname();
     try {
       await kube.createEvent(nodeEvent(node, 'Warning', w.reason, w.message));
     } finally {
@@ -62,8 +64,9 @@ export async function runInstaller(opts: InstallOptions, prefix: string): Promis
   process.on('SIGINT', onSignal);
   try {
     await runInstall(opts, {
-      env: process.env,
-      execPath: process.execPath,
+      env: callerEnv(process.env),
+      // the launcher (build/multus) when it started us: that is the `multus` to install, not the Bun executable
+      execPath: launcherPath(process.env) ?? process.execPath,
       log: (line) => process.stdout.write(`${formatTimestamp(new Date())} ${line}\n`), // Multus' stamp (docs/install.md)
       warnNode,
       stopped: () => stop.signal.aborted,

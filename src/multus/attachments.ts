@@ -162,16 +162,19 @@ export function toCachedDelegate(attachment: Attachment): CachedDelegate {
  * a hot-plug request's, which the cache does not tell apart).
  */
 export function fromCachedDelegates(cached: CachedDelegate[], roles: CachedRoles = {}): Delegate[] {
-  return cached.map((record, index) => {
-    const network = parseNetwork(record.bytes);
-    const displayName = record.name || network.name;
-    let source: AttachmentSource = 'selection';
-    if (index === 0) source = 'cluster';
-    else if (roles.auxiliaryName && displayName === roles.auxiliaryName && network.plugins[0]?.type === 'passthru')
-      source = 'auxiliary';
-    else if (index <= (roles.defaults ?? 0)) source = 'default';
-    return { network, displayName, request: record.request, source };
-  });
+  return cached.map((record, index) => fromCachedDelegateAt(record, index, roles));
+}
+
+/** The record at `index` of a scratch cache (fromCachedDelegates; DEL reads each record on its own). */
+export function fromCachedDelegateAt(record: CachedDelegate, index: number, roles: CachedRoles = {}): Delegate {
+  const network = parseNetwork(record.bytes);
+  const displayName = record.name || network.name;
+  let source: AttachmentSource = 'selection';
+  if (index === 0) source = 'cluster';
+  else if (roles.auxiliaryName && displayName === roles.auxiliaryName && network.plugins[0]?.type === 'passthru')
+    source = 'auxiliary';
+  else if (index <= (roles.defaults ?? 0)) source = 'default';
+  return { network, displayName, request: record.request, source };
 }
 
 /** What tells the records of a scratch cache apart (fromCachedDelegates). */

@@ -4,7 +4,9 @@
  * The JSON array Go Multus marshals from its delegate list (docs/behaviour.md, "Caches"), so either
  * implementation can DEL what the other ADDed, including the older double-encoded conflist layout.
  */
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
+import { CniCode, CniError } from '../base/errors.ts';
 import type { ReadOutcome } from '../base/files.ts';
 import { assertSafeComponent, readOutcome, removeIfPresent, writeFileAtomic } from '../base/files.ts';
 import type { Json } from '../base/json.ts';
@@ -137,6 +139,29 @@ export function decodeScratchCache(bytes: Buffer | string): CachedDelegate[] {
   return value.map(decodeDelegate);
 }
 
+/**
+ * For DEL: the file must be a JSON array (else it is corrupt as a whole), but an entry that cannot be decoded is
+ * left out (`undefined` at its place, so the others keep their positions, which name their interfaces) and
+ * reported, instead of failing every DEL (issue 28; docs/reliability.md).
+ */
+export function decodeScratchCacheEntries(bytes: Buffer | string): {
+  entries: (CachedDelegate | undefined)[];
+  problems: string[];
+} {
+  const value = parseJson(bytes, 'Multus scratch cache');
+  if (!Array.isArray(value)) throw corrupt('Multus scratch cache', 'expected a JSON array of delegates');
+  const problems: string[] = [];
+  const entries = value.map((v, i) => {
+    try {
+      return decodeDelegate(v, i);
+    } catch (e) {
+      problems.push(e instanceof Error ? e.message : String(e));
+      return undefined;
+    }
+  });
+  return { entries, problems };
+}
+
 function decodeDelegate(v: unknown, index: number): CachedDelegate {
   const ctx = `Multus scratch cache delegate ${index}`;
   if (!isObject(v)) throw corrupt(ctx, 'expected a JSON object');
@@ -229,22 +254,53 @@ function mergeCniArgs(lossless: unknown, housekeeping: unknown, ctx: string): Js
   return args;
 }
 
+/**
+ * A container ID may name a directory of the cache dir (`results`, or one an operator made): that is not a scratch
+ * cache. Reading finds none, removing leaves the directory, writing is refused before any delegate runs, saying so
+ * (issue 28; Go Multus fails such an ADD and every DEL with EISDIR).
+ */
+function isDirectory(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 export function readScratchCache(cniDir: string, containerId: string): ReadOutcome<CachedDelegate[]> {
+  if (isDirectory(scratchCachePath(cniDir, containerId))) return { kind: 'missing' };
   return readOutcome(scratchCachePath(cniDir, containerId), 'Multus scratch cache', decodeScratchCache);
+}
+
+/** `readScratchCache` for DEL: bad entries left out and reported (decodeScratchCacheEntries). */
+export function readScratchCacheEntries(
+  cniDir: string,
+  containerId: string,
+): ReadOutcome<ReturnType<typeof decodeScratchCacheEntries>> {
+  if (isDirectory(scratchCachePath(cniDir, containerId))) return { kind: 'missing' };
+  return readOutcome(scratchCachePath(cniDir, containerId), 'Multus scratch cache', decodeScratchCacheEntries);
 }
 
 /**
  * Renamed into place before any delegate runs (a kill -9 leaves it for DEL); fsynced in the background while the
  * first delegate runs: the first result cache is written only once that fsync ended (libcni.ts' addNetwork), so a
  * result cache that a power loss left empty always has a durable scratch cache naming its attachment
- * (docs/reliability.md, "Which cache writes are fsynced").
+ * (docs/reliability.md, "Which cache writes are fsynced"). A container ID naming a directory there is refused.
  */
 export function writeScratchCache(cniDir: string, containerId: string, delegates: CachedDelegate[]): void {
-  writeFileAtomic(scratchCachePath(cniDir, containerId), encodeScratchCache(delegates), 0o600, {
-    durable: 'background',
-  });
+  const path = scratchCachePath(cniDir, containerId);
+  // `results` is the result caches' directory even before it exists
+  if (isDirectory(path) || containerId === 'results') {
+    throw new CniError(
+      CniCode.InvalidEnv,
+      `container ID "${containerId}" names the directory ${path}: multus-ts keeps its scratch cache for a container in a file of that name`,
+      { details: 'this container cannot be served with this cniDir: use another container ID (or another cniDir)' },
+    );
+  }
+  writeFileAtomic(path, encodeScratchCache(delegates), 0o600, { durable: 'background' });
 }
 
 export function removeScratchCache(cniDir: string, containerId: string): void {
+  if (isDirectory(scratchCachePath(cniDir, containerId))) return;
   removeIfPresent(scratchCachePath(cniDir, containerId));
 }

@@ -6,6 +6,7 @@
  * Tested by test/e2e-k8s/hotplug.test.ts (`multus plan` against a real API).
  */
 import { readFileSync } from 'node:fs';
+import { callerEnv } from '../base/caller-env.ts';
 import { messageOf } from '../base/errors.ts';
 import { createLogger } from '../base/log.ts';
 import { loadKubeClient } from '../k8s/client.ts';
@@ -48,7 +49,11 @@ export function parsePlanArgs(argv: string[]): PlanArgs {
 
 const processIo: CliIo = { stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) };
 
-export async function runPlanCli(argv: string[], io: CliIo = processIo, env = process.env): Promise<number> {
+export async function runPlanCli(
+  argv: string[],
+  io: CliIo = processIo,
+  env: Record<string, string | undefined> = callerEnv(process.env),
+): Promise<number> {
   let kube;
   let a: PlanArgs;
   try {

@@ -15,6 +15,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fileExists, isRoot, needs } from '../helpers/skip.ts';
 import type { HttpAnswer } from '../helpers/daemon.ts';
 import { cniBody, connectError, http } from '../helpers/daemon.ts';
+import { testNetns } from '../helpers/netns.ts';
 
 const EXE = resolve('build/multus');
 const ready = () => needs(isRoot(), fileExists(EXE, 'the built executable (npm run build)'));
@@ -24,7 +25,6 @@ let child: ChildProcess | undefined;
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'mts-daemon-drain-'));
-  writeFileSync(join(dir, 'netns'), '');
   mkdirSync(join(dir, 'net.d'));
   mkdirSync(join(dir, 'bin'));
 });
@@ -63,7 +63,7 @@ function callEnv(command: string): Record<string, string> {
     PATH: '/usr/bin:/bin', // the shim sends its whole environment; the daemon takes only CNI_*
     CNI_COMMAND: command,
     CNI_CONTAINERID: 'c1',
-    CNI_NETNS: join(dir, 'netns'),
+    CNI_NETNS: testNetns(),
     CNI_IFNAME: 'eth0',
     CNI_PATH: join(dir, 'bin'),
     CNI_ARGS: 'IgnoreUnknown=1',

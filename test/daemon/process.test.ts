@@ -22,6 +22,7 @@ import { dirname, join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fileExists, isRoot, needs } from '../helpers/skip.ts';
 import { cniBody, connectError, http } from '../helpers/daemon.ts';
+import { testNetns } from '../helpers/netns.ts';
 
 const EXE = resolve('build/multus');
 const ready = () => needs(isRoot(), fileExists(EXE, 'the built executable (npm run build)'));
@@ -31,7 +32,6 @@ let child: ChildProcess | undefined;
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'mts-daemon-proc-'));
-  writeFileSync(join(dir, 'netns'), '');
   mkdirSync(join(dir, 'net.d'));
 });
 afterEach(() => {
@@ -78,7 +78,7 @@ function callEnv(command: string, cid = 'c1'): Record<string, string> {
   return {
     CNI_COMMAND: command,
     CNI_CONTAINERID: cid,
-    CNI_NETNS: join(dir, 'netns'),
+    CNI_NETNS: testNetns(),
     CNI_IFNAME: 'eth0',
     CNI_PATH: join(dir, 'bin'),
     CNI_ARGS: 'IgnoreUnknown=1',

@@ -13,8 +13,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { groupGone, hangingPlugin, hungGroup } from '../helpers/groups.ts';
 import { fileExists, isRoot, needs } from '../helpers/skip.ts';
 import { cniBody, http } from '../helpers/daemon.ts';
+import { testNetns } from '../helpers/netns.ts';
 
-const EXE = resolve('build/multus');
+const EXE = process.env.MULTUS_TS_BIN || resolve('build/multus');
 const ready = () => needs(isRoot(), fileExists(EXE, 'the built executable (npm run build)'));
 
 let dir: string;
@@ -25,7 +26,6 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'mts-daemon-sig-'));
   mkdirSync(join(dir, 'net.d'));
   mkdirSync(join(dir, 'bin'));
-  writeFileSync(join(dir, 'netns'), '');
 });
 afterEach(() => {
   if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -47,8 +47,8 @@ async function until(cond: () => boolean, what: string): Promise<void> {
 }
 
 /** A daemon whose cluster network hangs in ADD, with one ADD in flight; the hung group's pgid. */
-async function hungDaemon(graceSeconds: number) {
-  const plugin = hangingPlugin(join(dir, 'bin'), 'hang', ['ADD']);
+async function hungDaemon(graceSeconds: number, hangOn = ['ADD']) {
+  const plugin = hangingPlugin(join(dir, 'bin'), 'hang', hangOn);
   writeFileSync(join(dir, 'net.d', '10-hang.conf'), JSON.stringify({ cniVersion: '1.0.0', name: 'h', type: 'hang' }));
   const config = join(dir, 'daemon-config.json');
   const socketDir = join(dir, 'run');
@@ -76,7 +76,7 @@ async function hungDaemon(graceSeconds: number) {
   const callEnv = {
     CNI_COMMAND: 'ADD',
     CNI_CONTAINERID: 'c1',
-    CNI_NETNS: join(dir, 'netns'),
+    CNI_NETNS: testNetns(),
     CNI_IFNAME: 'eth0',
     CNI_PATH: join(dir, 'bin'),
   };
@@ -84,6 +84,7 @@ async function hungDaemon(graceSeconds: number) {
     cniVersion: '1.0.0',
     name: 'm',
     type: 'multus-shim',
+    cniDir: join(dir, 'cache'),
     clusterNetwork: join(dir, 'net.d', '10-hang.conf'),
   };
   http(socket, '/cni', { body: cniBody(callEnv, conf) }).catch(() => {}); // cut when the daemon stops
@@ -115,5 +116,20 @@ describe.runIf(ready())('multus daemon stopped with a delegate hung', () => {
     expect(code).toBe(0);
     expect(stderr).toMatch(/caught SIGINT again/);
     expect(await groupGone(d.pgid)).toEqual([]);
+  });
+
+  // issue 28 finding 3: the killed ADD fails and would roll back with a DEL that hangs too (up to
+  // delegateTimeoutSeconds), past the grace; after the grace no delegate is started, the scratch cache stays
+  it("after the grace no delegate starts: the killed ADD's rollback runs no DEL, the scratch cache is kept", async () => {
+    if (!ready()) return;
+    const d = await hungDaemon(1, ['ADD', 'DEL']);
+    const started = Date.now();
+    d.child.kill('SIGTERM');
+    const { code, stderr } = await d.exited;
+    expect(code).toBe(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(stderr).toMatch(/killed the process groups of 1 delegate/);
+    expect(existsSync(join(dir, 'bin', 'hang.DEL.pid')), 'a DEL was started after the grace').toBe(false);
+    expect(existsSync(join(dir, 'cache', 'c1')), `the scratch cache, for the runtime's DEL: ${stderr}`).toBe(true);
   });
 });

@@ -148,13 +148,16 @@ async function startDaemon(kw: K8sWorld, conf: string): Promise<Daemon> {
   };
 }
 
-/** PIDs of the processes (started by this test's drivers) whose environment has CNI_CONTAINERID=`id`. */
+/**
+ * PIDs of the processes (started by this test's drivers) whose environment has CNI_CONTAINERID=`id` (build/multus
+ * holds it as MULTUS_TS_HELD_CNI_CONTAINERID: the launcher, docs/build.md).
+ */
 function pidsOfContainer(id: string): { pid: number; ppid: number; exe: string }[] {
   const found: { pid: number; ppid: number; exe: string }[] = [];
   for (const d of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
     try {
       const env = readFileSync(`/proc/${d}/environ`, 'latin1').split('\0');
-      if (!env.includes(`CNI_CONTAINERID=${id}`)) continue;
+      if (!env.includes(`CNI_CONTAINERID=${id}`) && !env.includes(`MULTUS_TS_HELD_CNI_CONTAINERID=${id}`)) continue;
       const stat = readFileSync(`/proc/${d}/stat`, 'latin1');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       const exe = readFileSync(`/proc/${d}/cmdline`, 'latin1').split('\0')[0] ?? '';

@@ -210,6 +210,11 @@ export async function installMultus(dir: string): Promise<string> {
   try {
     await symlink(MULTUS_BIN, dest);
   } catch {
+    // the launcher and the Bun executable it starts (docs/build.md, "The launcher")
+    for (const f of (await readdir(dirname(MULTUS_BIN))).filter((n) => n.startsWith('.multus-bun-'))) {
+      await copyFile(join(dirname(MULTUS_BIN), f), join(dir, f));
+      await chmod(join(dir, f), 0o755);
+    }
     await copyFile(MULTUS_BIN, dest);
     await chmod(dest, 0o755);
   }

@@ -11,6 +11,7 @@ export interface FakeCall {
   ifName: string;
   args: string;
   path: string;
+  netns: string;
   stdin: Record<string, unknown>;
 }
 
@@ -39,6 +40,7 @@ export class FakeExec implements Exec {
       ifName: env.CNI_IFNAME ?? '',
       args: env.CNI_ARGS ?? '',
       path: env.CNI_PATH ?? '',
+      netns: env.CNI_NETNS ?? '',
       stdin: JSON.parse(stdin.toString()) as Record<string, unknown>,
     };
     this.received.push(call);

@@ -95,12 +95,13 @@ describe.runIf(ready)('npm run image', () => {
 
   it("holds Multus' layout: the executable under each name, the shim, busybox, exactly ldd's libraries, the CA bundle", () => {
     const shim = existsSync(join(REPO, 'build', 'multus-shim'));
-    const bins = ['multus', ...(shim ? ['multus-shim'] : [])];
+    const payloads = readdirSync(join(REPO, 'build')).filter((f) => f.startsWith('.multus-bun-'));
+    const bins = [...payloads, 'multus', ...(shim ? ['multus-shim'] : [])];
     // the resident daemon's tools: chroot for chrootDir, nsenter and ip for the routes it sets in pods
     const extra = shim ? ['/usr/sbin/chroot', '/usr/bin/nsenter', '/usr/bin/ip'] : [];
     const libs = new Set<string>();
     for (const b of [...bins.map((x) => join(REPO, 'build', x)), ...extra]) {
-      // a static executable (the Go shim): ldd says "not a dynamic executable" and exits 1
+      // a static executable (the launcher, the Go shim): ldd says "not a dynamic executable" and exits 1
       const out = spawnSync('ldd', [b], { encoding: 'utf8' }).stdout;
       for (const line of out.split('\n')) {
         const m = /=> (\/\S+)/.exec(line) ?? /^\s*(\/\S+) \(/.exec(line);
@@ -110,6 +111,8 @@ describe.runIf(ready)('npm run image', () => {
     expect(libs.size).toBeGreaterThan(3);
     const expected = [
       ...NAMES.map((n) => `.${n}`),
+      // the Bun executable the launcher carries, beside each directory of its names (docs/build.md)
+      ...payloads.flatMap((p) => [`./usr/src/multus-cni/bin/${p}`, `./${p}`]),
       ...(shim ? ['./usr/src/multus-cni/bin/multus-shim'] : []),
       ...extra.map((x) => `.${x}`),
       ...[...libs].map((l) => `.${l}`),
@@ -174,7 +177,10 @@ describe.runIf(ready)('npm run image', () => {
         expect(hostBin()).toEqual(['multus-shim', 'passthru']);
       }
       expect(inRoot(['/install_multus', '--type', 'thin']).code).toBe(0);
-      expect(hostBin()).toEqual(shim ? ['multus', 'multus-shim', 'passthru'] : ['multus', 'passthru']);
+      // and the Bun executable our launcher (multus) starts, beside it (docs/build.md, "The launcher")
+      const [payload, ...rest] = hostBin();
+      expect(payload).toMatch(/^\.multus-bun-[0-9a-f]{16}$/);
+      expect(rest).toEqual(shim ? ['multus', 'multus-shim', 'passthru'] : ['multus', 'passthru']);
       expect(inRoot(['/install_multus', '--bogus'])).toMatchObject({ code: 2, stderr: /unknown flag: --bogus\n$/ });
       expect(inRoot(['/install_multus', '-t', 'thinner'])).toMatchObject({ code: 1 });
     });

@@ -28,6 +28,7 @@ import { handle } from '../../src/host/handle.ts';
 import type { Host } from '../../src/host/host.ts';
 import { createHost } from '../../src/host/host.ts';
 import { FakeExec } from '../helpers/fake-exec.ts';
+import { testNetns } from '../helpers/netns.ts';
 import { needs } from '../helpers/skip.ts';
 import {
   type AuditEvent,
@@ -200,7 +201,7 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
     const env = {
       CNI_COMMAND: o.command ?? 'ADD',
       CNI_CONTAINERID: cid,
-      CNI_NETNS: join(dir, 'netns'),
+      CNI_NETNS: testNetns(),
       CNI_IFNAME: 'eth0',
       CNI_PATH: '/nonexistent',
       CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns};K8S_POD_NAME=${pod.name};K8S_POD_INFRA_CONTAINER_ID=${cid};K8S_POD_UID=${pod.uid}`,
@@ -228,7 +229,6 @@ describe.skipIf(!ready)('DRA device IDs against a real kube-apiserver (resource.
   beforeAll(async () => {
     cluster = await startCluster({ apiserverArgs: ['--feature-gates=DRAExtendedResource=true'] });
     dir = mkdtempSync(join(tmpdir(), 'mts-dra-'));
-    writeFileSync(join(dir, 'netns'), '');
     writeFileSync(join(dir, 'checkpoint'), JSON.stringify({ Data: { PodDeviceEntries: null }, Checksum: 0 }));
     await cluster.admin.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     await cluster.admin.post(`${DRA}/deviceclasses`, {

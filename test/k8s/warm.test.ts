@@ -3,9 +3,9 @@
  * pod informer (this node's pods) and the NAD informer sync, answers come from their caches with no request
  * (counted in the API server's audit log and by `requestCount`), a miss falls back to one GET with the lean
  * client's errors, and an in-process ADD through handle() makes exactly one non-event request once synced.
- * No root needed: delegates are the fake exec, the pod's netns a plain file.
+ * No root needed: delegates are the fake exec, the pod's netns an empty one (test/helpers/netns.ts).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +19,7 @@ import { handle } from '../../src/host/handle.ts';
 import { createHost } from '../../src/host/host.ts';
 import type { KubeClient } from '../../src/k8s/types.ts';
 import { FakeExec } from '../helpers/fake-exec.ts';
+import { testNetns } from '../helpers/netns.ts';
 import { needs } from '../helpers/skip.ts';
 import {
   type AuditEvent,
@@ -99,7 +100,6 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     });
     client = warm.client;
     dir = mkdtempSync(join(tmpdir(), 'mts-warm-'));
-    writeFileSync(join(dir, 'netns'), '');
   }, 120_000);
 
   afterAll(async () => {
@@ -245,7 +245,7 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     const env = (command: string) => ({
       CNI_COMMAND: command,
       CNI_CONTAINERID: 'cid-two-nads',
-      CNI_NETNS: join(dir, 'netns'),
+      CNI_NETNS: testNetns(),
       CNI_IFNAME: 'eth0',
       CNI_PATH: '/nonexistent',
       CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns};K8S_POD_NAME=two-nads;K8S_POD_INFRA_CONTAINER_ID=cid-two-nads;K8S_POD_UID=${pod.uid}`,

@@ -173,8 +173,12 @@ export class Runtime {
       await mkdir(d, { recursive: true, mode: 0o700 });
     }
     for (const f of await readdir(PLUGIN_DIR)) await copyFile(join(PLUGIN_DIR, f), join(this.binDir, f));
-    await copyFile(MULTUS_BIN, join(this.binDir, 'multus'));
-    await chmod(join(this.binDir, 'multus'), 0o755);
+    // the launcher and the Bun executable it starts (docs/build.md, "The launcher")
+    const payloads = (await readdir(dirname(MULTUS_BIN))).filter((f) => f.startsWith('.multus-bun-'));
+    for (const f of [...payloads, 'multus']) {
+      await copyFile(join(dirname(MULTUS_BIN), f), join(this.binDir, f));
+      await chmod(join(this.binDir, f), 0o755);
+    }
     await writeFile(
       join(this.dir, 'crictl.yaml'),
       `runtime-endpoint: unix://${this.socket}\nimage-endpoint: unix://${this.socket}\ntimeout: 60\ndebug: false\n`,

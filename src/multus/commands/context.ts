@@ -8,6 +8,7 @@
  * libcni's RuntimeConf with its own copy of runtimeConfig.
  * Tested by test/unit/multus/commands.test.ts, test/unit/multus/kube-commands.test.ts.
  */
+import { isAbsolute } from 'node:path';
 import type { ArgPairs, K8sArgs } from '../../cni/cniargs.ts';
 import { parseCniArgs, parseK8sArgs, podRef } from '../../cni/cniargs.ts';
 import type { MultusConf } from '../conf.ts';
@@ -75,6 +76,19 @@ export interface CallContext<R extends CallEnv = CallEnv> {
   dpDevinfoDir: string;
 }
 
+/**
+ * binDir, then CNI_PATH: absolute directories only. A relative one would resolve against the runtime's working
+ * directory (and `.` made a bare plugin name, which spawn looks up in PATH): skipped with a warning (issue 28).
+ */
+function pluginDirs(binDir: string, cniPath: string[], log: CommandDeps['log']): string[] {
+  const dirs: string[] = [];
+  for (const dir of [binDir, ...cniPath]) {
+    if (!isAbsolute(dir)) log.warn(`plugin directory "${dir}" (binDir or CNI_PATH) is not absolute: skipped`);
+    else if (!dirs.includes(dir)) dirs.push(dir);
+  }
+  return dirs;
+}
+
 /** The call context of `req` (pure): CNI_ARGS parsed once, unless the caller hands the pod in as `k8s`. */
 export function callContext<R extends CallEnv>(
   req: R,
@@ -103,7 +117,7 @@ export function callContext<R extends CallEnv>(
     net: {
       exec: deps.exec,
       log: deps.log,
-      path: [conf.binDir, ...req.path.filter((dir) => dir !== conf.binDir)],
+      path: pluginDirs(conf.binDir, req.path, deps.log),
       baseEnv,
       cniDir: conf.cniDir,
       timeoutMs: conf.delegateTimeoutMs,

@@ -11,7 +11,8 @@
  * the DEL.
  */
 import { listResultCaches } from '../../cni/result-cache.ts';
-import { readScratchCache, removeScratchCache } from '../scratch-cache.ts';
+import type { CachedDelegate } from '../scratch-cache.ts';
+import { readScratchCacheEntries, removeScratchCache } from '../scratch-cache.ts';
 import { sweepCacheTemps } from '../sweep.ts';
 import { rmSync } from 'node:fs';
 import { parseNetwork } from '../../cni/network.ts';
@@ -23,7 +24,7 @@ import type { Network } from '../../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Attachment, Delegate } from '../attachments.ts';
 import { clearClaimNetworkData } from '../claim-status.ts';
-import { cachedRoles, fromCachedDelegates, inheritListVersion, planAttachments } from '../attachments.ts';
+import { cachedRoles, fromCachedDelegateAt, inheritListVersion, planAttachments } from '../attachments.ts';
 import type { CallContext } from './context.ts';
 import { podTag, resolveDeps, runtimeConfFor } from './context.ts';
 import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
@@ -81,18 +82,17 @@ function removeDeviceInfoOf(ctx: CallContext, rt: RuntimeConf): void {
 
 async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
   const { conf, req } = ctx;
-  const scratch = readScratchCache(conf.cniDir, req.containerId);
-  let delegates: Delegate[];
-  if (scratch.kind === 'ok') {
-    delegates = fromCachedDelegates(scratch.value, cachedRoles(conf, ctx.k8s.podNamespace));
-  } else {
+  const scratch = readScratchCacheEntries(conf.cniDir, req.containerId);
+  const cached = scratch.kind === 'ok' ? cachedAttachments(ctx, scratch.value) : undefined;
+  let attachments: Attachment[];
+  if (cached) attachments = cached.attachments;
+  else {
     if (scratch.kind === 'corrupt')
       ctx.net.log.error(
         `${podTag(ctx)}: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`,
       );
-    delegates = await currentDelegates(ctx);
+    attachments = planAttachments(inheritListVersion(await currentDelegates(ctx), conf.cniVersion), req.ifName);
   }
-  const attachments = planAttachments(inheritListVersion(delegates, conf.cniVersion), req.ifName);
   const teardowns = attachments.map((a) => ({
     network: a.network,
     rt: runtimeConfFor(ctx, a, 'DEL'),
@@ -119,7 +119,39 @@ async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
       corruptResults.push({ path, covered: false, error: messageOf(e) });
     }
   }
-  return { teardowns, attachments, corruptResults, scratchCorrupt: scratch.kind === 'corrupt' };
+  const scratchCorrupt = scratch.kind === 'corrupt' || (cached?.skipped ?? 0) > 0;
+  return { teardowns, attachments, corruptResults, scratchCorrupt };
+}
+
+/**
+ * The scratch cache's attachments, each at its place in the list (the place names its interface and its source);
+ * an entry that cannot be read is logged and skipped (its result cache still names what it attached), so a bad
+ * entry never makes every DEL fail (issue 28; docs/reliability.md). Undefined when no entry is left: then DEL plans
+ * as without one.
+ */
+function cachedAttachments(
+  ctx: CallContext,
+  read: { entries: (CachedDelegate | undefined)[]; problems: string[] },
+): { attachments: Attachment[]; skipped: number } | undefined {
+  const problems = [...read.problems];
+  const roles = cachedRoles(ctx.conf, ctx.k8s.podNamespace);
+  const placed: { delegate: Delegate; index: number }[] = [];
+  read.entries.forEach((entry, index) => {
+    if (!entry) return;
+    try {
+      placed.push({ delegate: fromCachedDelegateAt(entry, index, roles), index });
+    } catch (e) {
+      problems.push(`delegate ${index}: ${messageOf(e)}`);
+    }
+  });
+  for (const p of problems) ctx.net.log.error(`${podTag(ctx)}: scratch cache entry skipped: ${p}`);
+  if (placed.length === 0 && read.entries.length > 0) return undefined;
+  const delegates = placed.map(({ delegate, index }) => ({
+    ...delegate,
+    request: { ...delegate.request, ifname: delegate.request.ifname || (index === 0 ? ctx.req.ifName : `net${index}`) },
+  }));
+  const attachments = planAttachments(inheritListVersion(delegates, ctx.conf.cniVersion), ctx.req.ifName);
+  return { attachments, skipped: problems.length };
 }
 
 /** KEP-4817 (docs/behaviour.md#claim-network-data): this sandbox's claim entries go with it; best effort. */

@@ -6,7 +6,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import type { Server } from 'node:http';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -21,6 +21,7 @@ import type { Host } from '../../../src/host/host.ts';
 import { createHost } from '../../../src/host/host.ts';
 import { FakeExec } from '../../helpers/fake-exec.ts';
 import { cniBody, closeServer, http } from '../../helpers/daemon.ts';
+import { testNetns } from '../../helpers/netns.ts';
 
 let dir: string;
 let exec: FakeExec;
@@ -30,7 +31,6 @@ let notReady: string | undefined;
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'mts-daemon-'));
-  writeFileSync(join(dir, 'netns'), '');
   exec = new FakeExec('p0', 'p1');
   ready = true;
   notReady = undefined;
@@ -78,7 +78,7 @@ function conf(cniDir: string, extra: Record<string, unknown> = {}): Record<strin
 
 const baseEnv = (): Record<string, string | undefined> => ({
   CNI_CONTAINERID: 'cid1',
-  CNI_NETNS: join(dir, 'netns'),
+  CNI_NETNS: testNetns(),
   CNI_IFNAME: 'eth0',
   CNI_PATH: '/usr/lib/cni',
   CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=pod1;K8S_POD_UID=u1',

@@ -1,18 +1,18 @@
 /**
  * Counterexamples the fuzzing suite (test/fuzz) found, each kept as a plain test of the fixed behaviour.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { handle } from '../../../src/host/handle.ts';
 import { createHost } from '../../../src/host/host.ts';
 import { FakeExec } from '../../helpers/fake-exec.ts';
+import { testNetns } from '../../helpers/netns.ts';
 
 let dir: string;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'mts-found-'));
-  writeFileSync(join(dir, 'netns'), '');
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -20,7 +20,7 @@ function env(command: string): Record<string, string> {
   return {
     CNI_COMMAND: command,
     CNI_CONTAINERID: 'cid1',
-    CNI_NETNS: join(dir, 'netns'),
+    CNI_NETNS: testNetns(),
     CNI_IFNAME: 'eth0',
     CNI_PATH: '/x',
     CNI_ARGS: 'IgnoreUnknown=1',

@@ -12,6 +12,7 @@ import { handle } from '../../../src/host/handle.ts';
 import type { Host } from '../../../src/host/host.ts';
 import { createHost } from '../../../src/host/host.ts';
 import { FakeExec } from '../../helpers/fake-exec.ts';
+import { testNetns } from '../../helpers/netns.ts';
 
 let dir: string;
 let _stderr: string;
@@ -21,7 +22,6 @@ let sleeps: number;
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'mts-handle-'));
-  writeFileSync(join(dir, 'netns'), ''); // only stat()ed: a file stands in for the pod's namespace
   _stderr = '';
   exec = new FakeExec('p0', 'p1');
   ready = true;
@@ -61,7 +61,7 @@ function conf(extra: Record<string, unknown> = {}): Record<string, unknown> {
 
 const baseEnv = () => ({
   CNI_CONTAINERID: 'cid1',
-  CNI_NETNS: join(dir, 'netns'),
+  CNI_NETNS: testNetns(),
   CNI_IFNAME: 'eth0',
   CNI_PATH: '/usr/lib/cni',
   CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=pod1;K8S_POD_UID=u1',
@@ -184,6 +184,23 @@ describe('handle(): the netns rule', () => {
     });
     expect(wire(await call('CHECK', conf(), { CNI_NETNS: gone }))).toMatchObject({ code: 4 });
     expect(await call('DEL', conf(), { CNI_NETNS: gone })).toMatchObject({ exitCode: 0 });
+  });
+
+  it('a CNI_NETNS that is not a network namespace: ADD and CHECK refuse it before any delegate, DEL runs without it', async () => {
+    // issue 28 finding 9: a file, a directory, /dev/null (build/multus checks a mount namespace too, through Bun)
+    const file = join(dir, 'plain-file');
+    writeFileSync(file, '');
+    for (const path of [file, dir, '/dev/null']) {
+      expect(wire(await call('ADD', conf(), { CNI_NETNS: path }))).toMatchObject({
+        code: 4,
+        msg: expect.stringContaining(`CNI_NETNS "${path}" is not a network namespace`),
+      });
+      expect(wire(await call('CHECK', conf(), { CNI_NETNS: path }))).toMatchObject({ code: 4 });
+    }
+    expect(exec.received).toEqual([]);
+    expect(await call('DEL', conf(), { CNI_NETNS: file })).toMatchObject({ exitCode: 0 });
+    expect(exec.received.length).toBeGreaterThan(0);
+    expect(exec.received.every((c) => c.command === 'DEL' && c.netns === '')).toBe(true);
   });
 
   it("the plugin's own namespace is refused with code 8 unless CNI_NETNS_OVERRIDE is set", async () => {

@@ -34,7 +34,7 @@ describe('host/stdio.ts on non-blocking descriptors', () => {
       closeSync(w);
     }, 15);
     try {
-      expect((await readAll(fd)).toString()).toBe('{"cniVersion":"1.0.0"}');
+      expect((await readAll(fd))?.toString()).toBe('{"cniVersion":"1.0.0"}');
     } finally {
       closeSync(fd);
     }

@@ -21,6 +21,7 @@ import type { CniError } from '../../../src/base/errors.ts';
 import { FakeExec, cniErrorReply } from '../../helpers/fake-exec.ts';
 import { FakeKube, FakeKubeError } from '../../helpers/fake-kube.ts';
 import { closeServer, fakeHost, http } from '../../helpers/daemon.ts';
+import { testNetns } from '../../helpers/netns.ts';
 
 const STATUS = 'k8s.v1.cni.cncf.io/network-status';
 let dir: string;
@@ -51,7 +52,7 @@ beforeEach(async () => {
   const env = {
     CNI_COMMAND: 'ADD',
     CNI_CONTAINERID: 'cid1',
-    CNI_NETNS: dir,
+    CNI_NETNS: testNetns(),
     CNI_IFNAME: 'eth0',
     CNI_PATH: '/opt/cni/bin',
     CNI_ARGS: `IgnoreUnknown=1;${args()}`,
@@ -71,7 +72,7 @@ function body(command: string, o: { uid?: string; ifName?: string; attrs?: Recor
       env: {
         CNI_COMMAND: command,
         CNI_CONTAINERID: 'cid1',
-        CNI_NETNS: dir,
+        CNI_NETNS: testNetns(),
         CNI_IFNAME: o.ifName ?? 'net1',
         CNI_ARGS: args(o.uid),
       },

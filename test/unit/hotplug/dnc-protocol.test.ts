@@ -23,6 +23,7 @@ import type { FakeCall } from '../../helpers/fake-exec.ts';
 import { FakeExec } from '../../helpers/fake-exec.ts';
 import { FakeKube } from '../../helpers/fake-kube.ts';
 import { closeServer, fakeHost, http } from '../../helpers/daemon.ts';
+import { testNetns } from '../../helpers/netns.ts';
 
 // The NAD configs of the controller's e2e specs (e2e/e2e_test.go), master eth0.
 const NO_IPAM =
@@ -159,7 +160,7 @@ function macvlan(call: FakeCall): { stdout: Buffer } {
 const body = (which: keyof typeof CONTROLLER_BODIES, ifName = 'net1') =>
   CONTROLLER_BODIES[which]
     .replace('"CID"', '"cid1"')
-    .replace('"NETNS"', JSON.stringify(dir))
+    .replace('"NETNS"', JSON.stringify(testNetns()))
     .replace(
       'K8S_POD_NAMESPACE=NS;K8S_POD_NAME=POD;K8S_POD_UID=UID',
       'K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=tiny-winy-pod;K8S_POD_UID=uid-1',
@@ -183,7 +184,7 @@ beforeEach(async () => {
   const env = {
     CNI_COMMAND: 'ADD',
     CNI_CONTAINERID: 'cid1',
-    CNI_NETNS: dir,
+    CNI_NETNS: testNetns(),
     CNI_IFNAME: 'eth0',
     CNI_PATH: '/opt/cni/bin',
     CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=tiny-winy-pod;K8S_POD_UID=uid-1',

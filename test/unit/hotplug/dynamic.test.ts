@@ -20,6 +20,7 @@ import { fakeHost } from '../../helpers/daemon.ts';
 import type { Pod } from '../../../src/k8s/types.ts';
 import { FakeExec, cniErrorReply } from '../../helpers/fake-exec.ts';
 import { FakeKube } from '../../helpers/fake-kube.ts';
+import { testNetns } from '../../helpers/netns.ts';
 
 const NETWORKS = 'k8s.v1.cni.cncf.io/networks';
 const HOUR = 3_600_000;
@@ -47,7 +48,7 @@ async function runPod(name: string, annotation?: string): Promise<void> {
   const env = {
     CNI_COMMAND: 'ADD',
     CNI_CONTAINERID: `cid-${name}`,
-    CNI_NETNS: dir,
+    CNI_NETNS: testNetns(),
     CNI_IFNAME: 'eth0',
     CNI_PATH: '/opt/cni/bin',
     CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=${name};K8S_POD_UID=uid-${name}`,

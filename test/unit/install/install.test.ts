@@ -23,10 +23,13 @@ describe('multus install', () => {
     const n = makeNode();
     writeFileSync(join(n.src, 'passthru'), 'passthru-binary');
     writeFileSync(join(n.src, 'multus-shim'), 'shim-binary');
+    writeFileSync(join(n.src, '.multus-bun-0123456789abcdef'), 'bun-executable');
     writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
     const r = await runScripted(n.args, []);
     expect(r.error).toBeNull();
-    expect(ls(n.bin)).toEqual(['multus', 'multus-shim', 'passthru']);
+    // the launcher (multus) and the Bun executable it starts (docs/build.md, "The launcher")
+    expect(ls(n.bin)).toEqual(['.multus-bun-0123456789abcdef', 'multus', 'multus-shim', 'passthru']);
+    expect(readFileSync(join(n.bin, '.multus-bun-0123456789abcdef'), 'utf8')).toBe('bun-executable');
     expect(readFileSync(join(n.bin, 'multus-shim'), 'utf8')).toBe('shim-binary');
     expect(statSync(join(n.bin, 'multus')).mode & 0o777).toBe(0o755);
     expect(ls(n.netd)).toEqual(['00-multus.conflist', '10-flannel.conflist', 'multus.d']);

@@ -40,6 +40,7 @@ import { createHost } from '../../../src/host/host.ts';
 import { findNonUtf8CniVar, firstInvalidUtf8 } from '../../../src/host/raw-env.ts';
 import { withContext } from '../../helpers/commands.ts';
 import { FakeExec } from '../../helpers/fake-exec.ts';
+import { testNetns } from '../../helpers/netns.ts';
 
 /** fsync(2) failing with EIO while on: node:fs' callback fsync, the one the background fsync uses; else the real one. */
 const failFsync = { on: false };
@@ -323,10 +324,9 @@ describe('D3: environment bytes Node cannot carry', () => {
 
   it('handle() refuses ADD with the problem (no delegate runs) and lets DEL complete', async () => {
     const envProblem = findNonUtf8CniVar(environ(Buffer.concat([Buffer.from('CNI_ARGS=A='), Buffer.from([0xff])])))!;
-    writeFileSync(join(dir, 'netns'), '');
     const env = {
       CNI_CONTAINERID: 'cid1',
-      CNI_NETNS: join(dir, 'netns'),
+      CNI_NETNS: testNetns(),
       CNI_IFNAME: 'eth0',
       CNI_PATH: '/x',
       CNI_ARGS: 'A=\ufffd;IgnoreUnknown=1',

@@ -1,0 +1,3 @@
+module multus-ts/launcher
+
+go 1.24

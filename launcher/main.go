@@ -1,0 +1,107 @@
+//go:build linux
+
+// multus: the launcher of multus-ts (build/multus, installed as /opt/cni/bin/multus). It is what a container
+// runtime execs; it starts the Bun executable beside it (.multus-bun-<id>, which it carries in its own file and
+// extracts there on its first run, payload.go) with an environment in which the Bun runtime finds none of the
+// caller's variables, so that nothing in the runtime's environment can change what
+// Bun does before our code runs (docs/build.md, "The launcher"):
+//
+//   - BUN_OPTIONS (--preload, --config, --version, --help, --print, ...), BUN_INSPECT*, BUN_BE_BUN, BUN_JSC_*,
+//     BUN_CONFIG_*, BUN_FEATURE_FLAG_*, NODE_TLS_REJECT_UNAUTHORIZED, NODE_EXTRA_CA_CERTS, MIMALLOC_*, the
+//     dynamic loader's LD_* and GLIBC_TUNABLES, and every variable a later Bun may read: the Bun runtime reads
+//     them before the first line of JavaScript, so no check in JavaScript could come early enough.
+//   - Every caller variable NAME=value is passed on as MULTUS_TS_HELD_NAME=value (bytes unchanged). Bun reads
+//     no variable of that prefix; multus-ts' JavaScript restores the caller's environment from them
+//     (src/base/caller-env.ts) for its own reading (CNI_*, KUBERNETES_SERVICE_*, ...) and for its delegates,
+//     which get exactly the environment the runtime gave.
+//   - MULTUS_TS_LAUNCHER=<this executable> tells the JavaScript that it was started this way, and where the
+//     launcher is (`multus install` copies it).
+//   - roleEnv: variables the executable itself gives the Bun runtime for a role (never the caller's).
+//
+// argv (argv[0] included, so role dispatch by name keeps working) and stdin are passed unchanged; the launcher
+// reads nothing else. Standard library only, statically linked; it costs one exec per call (docs/performance.md).
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"unicode/utf8"
+)
+
+const (
+	payloadPrefix = ".multus-bun-"
+	heldPrefix    = "MULTUS_TS_HELD_"
+	launcherVar   = "MULTUS_TS_LAUNCHER"
+)
+
+// payloadID names the Bun executable this launcher carries (the first 16 hex digits of its SHA-256), set by the
+// build (-X main.payloadID=...): the launcher starts <its directory>/.multus-bun-<payloadID>, extracting it from
+// its own file first when it is not there (payload.go).
+var payloadID = "unset"
+
+// roleEnv holds the runtime settings the executable sets for its own roles (e.g. a JavaScriptCore heap option for
+// the daemon as BUN_JSC_<option>=<value>). The caller cannot add to them: its variables are all held.
+var roleEnv = map[string][]string{
+	"daemon": nil,
+}
+
+func main() {
+	self, err := os.Executable()
+	if err != nil {
+		fail("multus-ts: cannot find its own executable (is /proc mounted?)", err.Error())
+	}
+	payload := filepath.Join(filepath.Dir(self), payloadPrefix+payloadID)
+	caller := syscall.Environ()
+	env := make([]string, 0, len(caller)+4)
+	for _, kv := range caller {
+		env = append(env, heldPrefix+kv)
+	}
+	env = append(env, launcherVar+"="+self)
+	env = append(env, roleEnv[role(os.Args)]...)
+	err = syscall.Exec(payload, os.Args, env)
+	// first run of this file here (a copy, an upgrade): the Bun executable is in it. Again if a launcher of another
+	// build in this directory removed it meanwhile (an upgrade's few moments; it removes older ones).
+	for try := 0; err == syscall.ENOENT && try < 3; try++ {
+		if xerr := extractPayload(self, payload); xerr != nil {
+			fail("multus-ts: cannot extract its Bun executable to "+payload, xerr.Error())
+		}
+		err = syscall.Exec(payload, os.Args, env)
+	}
+	fail("multus-ts: cannot start "+payload, err.Error())
+}
+
+// role names the role the arguments ask for: the daemon is `multus daemon ...`.
+func role(args []string) string {
+	if len(args) > 1 && args[1] == "daemon" {
+		return "daemon"
+	}
+	if len(args) > 0 && filepath.Base(args[0]) == "multus-daemon" {
+		return "daemon"
+	}
+	return ""
+}
+
+// fail prints a CNI error (code 999) on stdout and exits 1; stdin is not read, so the config's version is unknown.
+func fail(msg, details string) {
+	os.Stdout.WriteString(`{"cniVersion":"1.1.0","code":999,"msg":` + jsonString(msg) + `,"details":` +
+		jsonString(details) + "}\n")
+	os.Exit(1)
+}
+
+// jsonString quotes s as a JSON string (bytes that are not UTF-8 become U+FFFD).
+func jsonString(s string) string {
+	const hex = "0123456789abcdef"
+	b := []byte{'"'}
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&15])
+		default:
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	return string(append(b, '"'))
+}

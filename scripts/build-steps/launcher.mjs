@@ -1,0 +1,82 @@
+/**
+ * build-steps/launcher.mjs: build/multus, the launcher (launcher/, Go standard library only, static) with the Bun
+ * executable inside it: what a runtime execs. It starts <its directory>/.multus-bun-<id> with every caller variable
+ * held under a prefix the Bun runtime never reads, so nothing in the caller's environment (BUN_OPTIONS, BUN_INSPECT,
+ * BUN_BE_BUN, BUN_JSC_*, LD_PRELOAD, ...) can change what Bun does before our code runs; when that file is not there
+ * (a copy of `multus` alone, an upgrade) it writes it from its own file first (docs/build.md, "The launcher").
+ * Go is required: without the launcher the executable would be open to all of them.
+ */
+import { createHash } from 'node:crypto';
+import {
+  closeSync,
+  existsSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, cleanEnv, fail, log, mib, ms, run, show, which } from './common.mjs';
+
+/** The Bun executable Bun's compiler writes (an input of this step; build-steps/compile.mjs). */
+export const COMPILED = 'multus.bun';
+/** What the launcher starts: `.multus-bun-<first 16 hex digits of its SHA-256>` beside it (launcher/main.go). */
+export const PAYLOAD_PREFIX = '.multus-bun-';
+const TRAILER_MAGIC = Buffer.from('multus-ts-bun\x00\x00\x01', 'latin1');
+
+/** The Go toolchain, or null. */
+export function findGo() {
+  return which('go') || (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : null);
+}
+
+/**
+ * `go build` of dir into out (static, renamed over so a running copy keeps its inode).
+ * @param {string} dir @param {string} out @param {string[]} [ldflags]
+ */
+export function goBuild(dir, out, ldflags = []) {
+  const go = findGo();
+  if (!go) fail(`go not found (PATH, /usr/local/go/bin): it builds ${show(out)} from ${dir}/`);
+  const t = performance.now();
+  const r = run(go, ['build', '-trimpath', '-ldflags', ['-s', '-w', ...ldflags].join(' '), '-o', `${out}.new`, '.'], {
+    cwd: join(ROOT, dir),
+    env: cleanEnv({ CGO_ENABLED: '0' }),
+  });
+  if (r.status !== 0) fail(`go build (${dir}/) exited ${r.status}: ${r.stderr}${r.stdout}`);
+  renameSync(`${out}.new`, out);
+  log(`${show(out)} (${mib(statSync(out).size)}, static) in ${ms(t)}`);
+}
+
+/** @param {string} outdir @returns {{ payload: string }} the path of build/.multus-bun-<id> */
+export function buildLauncher(outdir) {
+  if (process.platform !== 'linux') fail('the launcher (launcher/) is Linux only');
+  const compiled = readFileSync(join(outdir, COMPILED));
+  const sum = createHash('sha256').update(compiled).digest();
+  const id = sum.subarray(0, 8).toString('hex');
+  const launcher = join(outdir, 'multus.launcher');
+  goBuild('launcher', launcher, [`-X main.payloadID=${id}`]);
+  // launcher | payload | trailer (offset u64 LE, size u64 LE, SHA-256, magic): one file, copyable alone
+  const head = readFileSync(launcher);
+  const trailer = Buffer.alloc(64);
+  trailer.writeBigUInt64LE(BigInt(head.length), 0);
+  trailer.writeBigUInt64LE(BigInt(compiled.length), 8);
+  sum.copy(trailer, 16);
+  TRAILER_MAGIC.copy(trailer, 48);
+  const out = join(outdir, 'multus');
+  const fd = openSync(`${out}.new`, 'w', 0o755);
+  for (const part of [head, compiled, trailer]) for (let off = 0; off < part.length;) off += writeSync(fd, part, off);
+  closeSync(fd);
+  renameSync(`${out}.new`, out);
+  rmSync(launcher, { force: true });
+  // the file it starts, already beside it (a copy that it would otherwise extract on its first run)
+  const payload = join(outdir, PAYLOAD_PREFIX + id);
+  for (const name of readdirSync(outdir)) {
+    if (name.startsWith(PAYLOAD_PREFIX) && name !== PAYLOAD_PREFIX + id) rmSync(join(outdir, name), { force: true });
+  }
+  if (!existsSync(payload)) linkSync(join(outdir, COMPILED), payload);
+  log(`${show(out)}: the launcher with ${show(payload)} inside (${mib(statSync(out).size)})`);
+  return { payload };
+}
