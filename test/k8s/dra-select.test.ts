@@ -24,6 +24,7 @@ import { startWarmKube } from '../../src/informers/informers.ts';
 import { handle } from '../../src/host/handle.ts';
 import { createHost } from '../../src/host/host.ts';
 import { FakeExec } from '../helpers/fake-exec.ts';
+import { testNetns } from '../helpers/netns.ts';
 import { docs } from '../helpers/manifests.ts';
 import { needs } from '../helpers/skip.ts';
 import {
@@ -163,7 +164,7 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
     const env = {
       CNI_COMMAND: 'ADD',
       CNI_CONTAINERID: cid,
-      CNI_NETNS: join(dir, 'netns'),
+      CNI_NETNS: testNetns(),
       CNI_IFNAME: 'eth0',
       CNI_PATH: '/nonexistent',
       CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ns};K8S_POD_NAME=${pod.name};K8S_POD_INFRA_CONTAINER_ID=${cid};K8S_POD_UID=${pod.uid}`,
@@ -228,7 +229,6 @@ describe.skipIf(!ready)('selection elements choosing their device, against a rea
   beforeAll(async () => {
     cluster = await startCluster();
     dir = mkdtempSync(join(tmpdir(), 'mts-select-'));
-    writeFileSync(join(dir, 'netns'), '');
     // the kubelet's checkpoint: no device plugin on this node, so its pools are the DRA drivers'
     const checkpoint = { Data: { PodDeviceEntries: null, RegisteredDevices: {} }, Checksum: 0 };
     writeFileSync(join(dir, 'checkpoint'), JSON.stringify(checkpoint));
