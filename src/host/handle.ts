@@ -9,7 +9,6 @@
  * CniError is code 999 and its stack goes to the log, never to stdout. Results and errors are printed indented
  * by 4 spaces, as skel prints them.
  */
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CniCode, CniError, isCniError, toCniError } from '../base/errors.ts';
 import type { FileLock } from '../base/file-lock.ts';
@@ -28,7 +27,6 @@ import { cmdGc } from '../multus/commands/gc.ts';
 import { cmdStatus } from '../multus/commands/status.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import { parseMultusConf } from '../multus/conf.ts';
-import { scratchCachePath } from '../multus/scratch-cache.ts';
 import type { Host } from './host.ts';
 import { prepare } from './prepare.ts';
 
@@ -103,17 +101,17 @@ async function runLocked(req: CniRequest, conf: MultusConf, cmd: () => Promise<u
   try {
     return await cmd();
   } finally {
-    // the lock file lives as long as the container's scratch cache: it goes after a DEL and a rolled-back ADD
-    if (existsSync(scratchCachePath(conf.cniDir, req.containerId))) lock.release();
-    else lock.releaseAndRemove();
+    // the lock file goes after every call: a file left beside the scratch cache would outlive a roll back to Go
+    // Multus, whose DEL knows nothing of it (docs/reliability.md, finding 5)
+    lock.releaseAndRemove();
   }
 }
 
 /**
  * The container's lock, `<cniDir>/.lock-<containerID>` (a name no container ID has): a DEL that comes while an ADD
  * of the same container runs (in this process or another) waits for it, for at most delegateTimeoutSeconds, then
- * fails with code 11 for the runtime to retry (issue 28, docs/reliability.md). Removed when the container has no
- * scratch cache after the call (a DEL, an ADD that rolled back).
+ * fails with code 11 for the runtime to retry (issue 28, docs/reliability.md). Removed after every call, while
+ * still held (a waiter on the removed file sees that and locks the one there now, base/file-lock.ts).
  */
 async function lockContainer(conf: MultusConf, req: CniRequest): Promise<FileLock> {
   assertSafeComponent(req.containerId, 'container ID');
