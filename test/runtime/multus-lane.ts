@@ -275,6 +275,15 @@ function laneBody(mode: LaneMode): void {
       await cluster.admin.patch(path, o, 'application/apply-patch+yaml');
     }
     await rolledOut(GO_IMAGE);
+    // the DaemonSet is rolled out when its container runs, before the daemon has written 00-multus.conf (thick:
+    // Go's daemon writes it once started; the manifest has no readiness probe): a pod made before then gets the
+    // primary network alone, as it would on a real node at that moment
+    await until(
+      "Go Multus' 00-multus.conf on the node",
+      120_000,
+      async () => (await readdir(node.path('/etc/cni/net.d'))).some((f) => f.startsWith('00-multus.conf')) || undefined,
+      logs,
+    );
     expect(sha256(node.path(mode === 'thin' ? '/opt/cni/bin/multus' : '/opt/cni/bin/multus-shim'))).toBe(
       sha256(join(GO_DIR, mode === 'thin' ? 'multus' : 'multus-shim')),
     );
