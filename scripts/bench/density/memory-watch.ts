@@ -30,6 +30,8 @@ interface Sample {
   usage_mib: number;
   anon_mib: number;
   cache_mib: number;
+  /** kernel memory charged to the cgroup (page tables, stacks, slab: sockets, links, ...), counted in usage too */
+  kernel_mib: number;
   oom_kills: number;
   procs: Proc[];
 }
@@ -66,6 +68,7 @@ async function sampleCgroup(id: string, t0: number): Promise<Sample | undefined>
   if (!Number.isFinite(usage)) return undefined;
   const stat = (await read(`${dir}/memory.stat`)) ?? '';
   const events = (await read(`${dir}/${isV1 ? 'memory.oom_control' : 'memory.events'}`)) ?? '';
+  const kmem = isV1 ? Number((await read(`${dir}/memory.kmem.usage_in_bytes`))?.trim()) : field(stat, 'kernel');
   const pids = ((await read(`${dir}/cgroup.procs`)) ?? '').split('\n').filter((p) => /^\d+$/.test(p));
   const procs = (await Promise.all(pids.map(procOf))).filter((p): p is Proc => p !== undefined);
   return {
@@ -74,6 +77,7 @@ async function sampleCgroup(id: string, t0: number): Promise<Sample | undefined>
     usage_mib: mib(usage),
     anon_mib: mib(field(stat, isV1 ? 'rss' : 'anon')),
     cache_mib: mib(field(stat, isV1 ? 'cache' : 'file')),
+    kernel_mib: mib(kmem),
     oom_kills: field(events, 'oom_kill') || 0,
     procs: procs.sort((a, b) => b.rss_mib - a.rss_mib),
   };
