@@ -6,7 +6,6 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
-import type { ListWatch } from '@kubernetes/client-node/dist/cache.js';
 import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node/dist/types.js';
 import type { Watch } from '@kubernetes/client-node/dist/watch.js';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
@@ -30,7 +29,6 @@ export type Obj = KubernetesObject & Record<string, unknown>;
 /** client-node's classes, imported when the informers start (not when the daemon's bundle loads). */
 export interface ClientNode {
   KubeConfig: typeof KubeConfig;
-  ListWatch: typeof ListWatch;
   Watch: typeof Watch;
 }
 

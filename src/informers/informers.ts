@@ -67,12 +67,11 @@ export const NAD_INFORMER = 'network-attachment-definitions';
 const NAD_PATH = '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions';
 
 async function loadClientNode(): Promise<ClientNode> {
-  const [config, cache, watch] = await Promise.all([
+  const [config, watch] = await Promise.all([
     import('@kubernetes/client-node/dist/config.js'),
-    import('@kubernetes/client-node/dist/cache.js'),
     import('@kubernetes/client-node/dist/watch.js'),
   ]);
-  return { KubeConfig: config.KubeConfig, ListWatch: cache.ListWatch, Watch: watch.Watch };
+  return { KubeConfig: config.KubeConfig, Watch: watch.Watch };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
