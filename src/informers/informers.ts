@@ -32,6 +32,7 @@ import type { Logger } from '../base/log.ts';
 import { isDns1123Subdomain } from '../base/names.ts';
 import { loadKubeClient } from '../k8s/client.ts';
 import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, Pod } from '../k8s/types.ts';
+import { KubeApiError } from '../k8s/types.ts';
 import type { ClientNode, InformerMetrics, InformerSource } from './informer-config.ts';
 import { informerConfig } from './informer-config.ts';
 import type { Informer, InformerOptions } from './informer.ts';
@@ -100,6 +101,8 @@ function measured(lean: KubeClient, metrics: InformerMetrics | undefined): KubeC
 }
 
 const MAX_PENDING_EVENTS = 1000;
+/** How long an ADD's lookup waits for the pod informer to deliver a pod it does not hold yet (CallOptions). */
+const CACHE_WAIT_MS = 1000;
 
 class WarmClient implements KubeClient {
   private events: Promise<void> = Promise.resolve();
@@ -122,11 +125,37 @@ class WarmClient implements KubeClient {
 
   async getPod(namespace: string, name: string, opts?: CallOptions): Promise<Pod> {
     if (this.pods.synced() && !opts?.fresh) {
-      const hit = this.pods.get(namespace, name) as Pod | undefined;
-      // A pod re-created under the same name that the watch has not delivered yet: ask the API server.
-      if (hit && (!opts?.uid || hit.metadata.uid === opts.uid)) return structuredClone(hit);
+      const want = (p: Pod | undefined): p is Pod => !!p && (!opts?.uid || p.metadata.uid === opts.uid);
+      let hit = this.pods.get(namespace, name) as Pod | undefined;
+      // A pod created (or re-created under the same name) a moment ago: its watch event may be on the way.
+      if (!want(hit) && opts?.cacheMiss === 'wait') hit = await this.podFromWatch(namespace, name, want);
+      if (want(hit)) return structuredClone(hit);
+      if (opts?.cacheMiss === 'only') {
+        if (hit) return structuredClone(hit); // another UID: the caller tells a re-created pod apart
+        throw new KubeApiError(
+          CniCode.Internal,
+          `pods "${name}" not found (not in the informer's cache)`,
+          404,
+          'NotFound',
+        );
+      }
     }
     return this.api.getPod(namespace, name, opts);
+  }
+
+  /** The pod as the pod informer's watch delivers it within CACHE_WAIT_MS, if it does; the cached one otherwise. */
+  private podFromWatch(namespace: string, name: string, want: (p: Pod | undefined) => p is Pod) {
+    return new Promise<Pod | undefined>((resolve) => {
+      const finish = (): void => {
+        clearTimeout(timer);
+        off();
+        resolve(this.pods.get(namespace, name) as Pod | undefined);
+      };
+      const off = this.pods.subscribe((obj, deleted) => {
+        if (!deleted && want(obj as unknown as Pod)) finish();
+      });
+      const timer = setTimeout(finish, CACHE_WAIT_MS);
+    });
   }
 
   async getNad(namespace: string, name: string, opts?: CallOptions): Promise<Nad> {

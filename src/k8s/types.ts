@@ -56,6 +56,13 @@ export interface CallOptions {
   uid?: string;
   /** getPod: ask the API server, not a cache (the caller knows the cached copy is older than it needs). */
   fresh?: boolean;
+  /**
+   * getPod through a cache (the daemon's pod informer), once it is synced, when it does not hold the pod (with
+   * `uid`): 'wait' gives its watch a moment to deliver it before asking the API server (ADD: the pod may be
+   * seconds old); 'only' takes the miss as NotFound (DEL: a pod of this node the watch no longer has is gone).
+   * Go Multus' GetPod does the same with its informer (docs/resident.md, "Informers"). The lean client ignores it.
+   */
+  cacheMiss?: 'wait' | 'only';
 }
 
 export interface KubeClient {

@@ -162,6 +162,36 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
     ]);
   });
 
+  it("ADD's lookup (cacheMiss 'wait') of a pod not cached yet waits for the watch instead of asking at once", async () => {
+    // asked before the pod exists: an immediate GET would be a 404
+    const looked = client.getPod(ns, 'soon', { cacheMiss: 'wait' });
+    const soon = await createPod('soon', NODE);
+    expect((await looked).metadata.uid).toBe(soon.uid);
+  });
+
+  it("DEL's lookup (cacheMiss 'only') of a pod the synced cache no longer holds is NotFound with no request", async () => {
+    const gone = await createPod('gone', NODE);
+    await untilCached(
+      () => client.getPod(ns, 'gone', { uid: gone.uid }),
+      () => true,
+      'pod gone',
+    );
+    let deleted!: () => void;
+    const seen = new Promise<void>((r) => (deleted = r));
+    const stop = warm.onPod((p, del) => del && p.metadata.name === 'gone' && deleted());
+    await cluster.admin.del(`${podPath(ns)}/gone?gracePeriodSeconds=0`);
+    await seen;
+    stop();
+    const before = client.requestCount;
+    const err = await client.getPod(ns, 'gone', { uid: gone.uid, cacheMiss: 'only' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 404 });
+    expect(client.requestCount - before).toBe(0);
+    // a cached pod of another UID (re-created under the same name) is handed back for the caller to tell apart
+    const other = await client.getPod(ns, 'early', { uid: 'not-the-uid', cacheMiss: 'only' });
+    expect(other.metadata.uid).toBe(early.uid);
+    expect(client.requestCount - before).toBe(0);
+  });
+
   it('a cached pod with another UID than expected is asked for again (re-created pod)', async () => {
     const before = client.requestCount;
     const pod = await client.getPod(ns, 'early', { uid: 'not-the-uid' });
