@@ -7,7 +7,7 @@
  * Tested by test/unit/informers/informer.test.ts.
  */
 import { messageOf } from '../base/errors.ts';
-import type { Obj } from './informer-config.ts';
+import type { Obj } from './informer-types.ts';
 
 export type Listener = (obj: Obj, deleted: boolean) => void;
 

@@ -14,7 +14,7 @@
  * annotations (`kubectl.kubernetes.io/last-applied-configuration` is a second copy of the config), labels, uid,
  * timestamps or managed fields.
  */
-import type { Obj } from './informer-config.ts';
+import type { Obj } from './informer-types.ts';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

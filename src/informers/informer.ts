@@ -1,25 +1,25 @@
 /**
  * informers/informer.ts: one informer (the objects of one resource, kept current by a watch) with its restart and
- * sync state (I/O: HTTPS through client-node's Watch). As client-go's reflector does with WatchListClient
+ * sync state (I/O: HTTPS through the lean client's watch and list, src/k8s/watch.ts). As client-go's reflector does with WatchListClient
  * (client-go v0.35, Go Multus v4.3.0): the first watch asks for the initial objects itself
  * (`sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan`, bookmarks on) and the informer is synced at the
  * bookmark annotated `k8s.io/initial-events-end`, on the same stream that then carries the changes: one request
  * per informer and no LIST response to hold whole (docs/resident.md, "Informers"). An API server that refuses
- * the parameter (the WatchList feature off: 4xx) gets client-node's old way for the informer's life: a LIST in
- * pages of 500, then a watch from its resourceVersion. A watch the server ends resumes at once from the last
+ * the parameter (the WatchList feature off: 4xx) gets the old way for the informer's life: a LIST in pages of
+ * 500, then a watch from its resourceVersion. A watch the server ends resumes at once from the last
  * resourceVersion seen (events and bookmarks); 410 Gone starts over (the cache replaced, changes announced); any
  * other error stops the watch, reports "not synced", and starts again with backoff (1 s doubling to 30 s,
  * jittered). The initial objects' arrival (watch or list) is reported to the metrics. informers.ts builds the pod
  * and NAD informers from it.
- * Tested by test/unit/informers/informer.test.ts (a fake Watch: watch-list, fallback, 410, resume) and
+ * Tested by test/unit/informers/informer.test.ts (a fake WatchClient: watch-list, fallback, 410, resume) and
  * test/k8s/warm.test.ts (against a real kube-apiserver: sync without a LIST, restarts, metrics).
  */
-import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { retryDelay } from '../base/backoff.ts';
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
-import type { ClientNode, InformerMetrics, Obj } from './informer-config.ts';
-import { getJson } from './informer-config.ts';
+import { httpStatusOf } from '../k8s/types.ts';
+import type { WatchClient } from '../k8s/types.ts';
+import type { InformerMetrics, Obj } from './informer-types.ts';
 import { Store, keyOf } from './informer-store.ts';
 
 const LIST_PAGE = 500;
@@ -46,7 +46,7 @@ export interface Informer {
 type Trim = (o: Obj) => Obj;
 
 /** Every object under `path` (paged, LIST_PAGE at a time), trimmed, with the last page's resourceVersion. */
-async function listPaged(kc: KubeConfig, path: string, fieldSelector: string | undefined, trim: Trim) {
+async function listPaged(api: WatchClient, name: string, path: string, fieldSelector: string | undefined, trim: Trim) {
   const items: Obj[] = [];
   let cont = '';
   let resourceVersion = '';
@@ -54,10 +54,11 @@ async function listPaged(kc: KubeConfig, path: string, fieldSelector: string | u
     const q = new URLSearchParams({ limit: String(LIST_PAGE) });
     if (fieldSelector) q.set('fieldSelector', fieldSelector);
     if (cont) q.set('continue', cont);
-    const page = await getJson(kc, `${path}?${q}`);
+    type Page = { items?: Obj[]; metadata?: { resourceVersion?: string; continue?: string } };
+    const page = await api.listPage<Page>(name, `${path}?${q}`);
     for (const item of page.items ?? []) items.push(trim(item));
     resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-    cont = page.metadata?._continue ?? (page.metadata as { continue?: string } | undefined)?.continue ?? '';
+    cont = page.metadata?.continue ?? '';
   } while (cont);
   return { items, resourceVersion };
 }
@@ -87,7 +88,6 @@ const NOT_A_REFUSAL = new Set([401, 403, 410, 429]);
 /** A watch that ends normally sooner than this after it began is retried with backoff, not at once. */
 const SHORT_WATCH_MS = 1000;
 
-type Query = Record<string, string | number | boolean | undefined>;
 type Meta = { resourceVersion?: string; annotations?: Record<string, string> };
 
 /** The informer's state: what the cache holds and how the next watch starts. */
@@ -120,7 +120,7 @@ class Stream {
   initial: Map<string, Obj> | undefined;
   code: number | undefined;
   done = false;
-  ctrl: AbortController | undefined;
+  abort: (() => void) | undefined;
   readonly t0 = performance.now();
 
   constructor(
@@ -136,7 +136,7 @@ class Stream {
     const meta = (obj as { metadata?: Meta } | undefined)?.metadata;
     if (type === 'ERROR') {
       this.code = (obj as { code?: number } | undefined)?.code ?? 0;
-      this.ctrl?.abort();
+      if (this.abort) this.end(); // the watch's abort calls no done: this watch ends here
       return;
     }
     if (type === 'BOOKMARK') {
@@ -158,6 +158,12 @@ class Stream {
     else this.initial.set(keyOf(t), t);
   }
 
+  /** An ERROR event (its code kept) once the watch is running: aborted, and ended as if it failed. */
+  end(): void {
+    this.abort?.();
+    this.onDone(undefined);
+  }
+
   onDone(err: unknown): void {
     if (this.done) return;
     this.done = true;
@@ -171,25 +177,23 @@ class Stream {
 class WatchInformer implements Informer {
   readonly store: Store;
   readonly s: State = { rv: '', complete: false, watching: false, watchList: true, stopped: false, failures: 0 };
-  private readonly watcher: InstanceType<ClientNode['Watch']>;
   private readonly backoff: { initialMs: number; maxMs: number };
   private timer: NodeJS.Timeout | undefined;
-  private controller: AbortController | undefined;
+  /** The running watch's abort. */
+  private controller: (() => void) | undefined;
   private reported: boolean | undefined;
 
   constructor(
     readonly name: string,
     private readonly path: string,
     private readonly fieldSelector: string | undefined,
-    private readonly kc: KubeConfig,
+    private readonly api: WatchClient,
     readonly o: InformerOptions,
     private readonly onChange: () => void,
-    cn: ClientNode,
     readonly trim: Trim,
   ) {
     this.backoff = o.backoff ?? { initialMs: 1000, maxMs: 30_000 };
     this.store = new Store((e) => o.log.error(`informer ${name}: a listener failed: ${e}`));
-    this.watcher = new cn.Watch(kc);
   }
 
   synced(): boolean {
@@ -213,7 +217,7 @@ class WatchInformer implements Informer {
     this.s.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    this.controller?.abort();
+    this.controller?.();
     this.controller = undefined;
     this.s.watching = false;
   }
@@ -258,7 +262,7 @@ class WatchInformer implements Informer {
     this.controller = undefined;
     const s = this.s;
     if (s.stopped) return;
-    const status = e.code ?? (e.err as { statusCode?: number } | undefined)?.statusCode;
+    const status = e.code ?? httpStatusOf(e.err);
     if (status === 410) {
       this.o.log.verbose(`informer ${this.name}: resourceVersion ${s.rv} is gone; starting over`);
       Object.assign(s, { complete: false, watching: false, rv: '' });
@@ -279,31 +283,37 @@ class WatchInformer implements Informer {
   /** One watch: its initial objects first when the cache has none (or a LIST before it, without watch-list). */
   private async run(): Promise<void> {
     const s = this.s;
-    const q: Query = { allowWatchBookmarks: true, fieldSelector: this.fieldSelector };
+    const q = new URLSearchParams({ watch: 'true', allowWatchBookmarks: 'true' });
+    if (this.fieldSelector) q.set('fieldSelector', this.fieldSelector);
     const withInitial = !s.complete && s.watchList;
     if (withInitial) {
-      Object.assign(q, { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' });
+      q.set('sendInitialEvents', 'true');
+      q.set('resourceVersionMatch', 'NotOlderThan');
     } else {
       if (!s.complete) {
         const list = await timedCall(this.o.metrics, 'list', this.name, () =>
-          listPaged(this.kc, this.path, this.fieldSelector, this.trim),
+          listPaged(this.api, this.name, this.path, this.fieldSelector, this.trim),
         );
         this.store.replace(list.items);
         Object.assign(s, { rv: list.resourceVersion, complete: true });
       }
-      q.resourceVersion = s.rv;
+      q.set('resourceVersion', s.rv);
     }
     const w = new Stream(this, withInitial);
-    const ctrl = await this.watcher.watch(
-      this.path,
-      q,
-      (type: string, obj: unknown) => w.onEvent(type, obj),
-      (err: unknown) => w.onDone(err),
-    );
-    w.ctrl = ctrl;
-    if (w.done) return;
-    this.controller = ctrl;
-    if (w.code !== undefined || s.stopped) ctrl.abort();
+    let abort: () => void;
+    try {
+      abort = await this.api.watch(this.name, `${this.path}?${q}`, {
+        event: (type, obj) => w.onEvent(type, obj),
+        done: (err) => w.onDone(err),
+      });
+    } catch (err) {
+      return w.onDone(err);
+    }
+    w.abort = abort;
+    if (w.done) return abort();
+    this.controller = abort;
+    if (s.stopped) abort();
+    else if (w.code !== undefined) w.end();
     else if (!withInitial) this.markWatching();
   }
 }
@@ -312,11 +322,10 @@ export function informer(
   name: string,
   path: string,
   fieldSelector: string | undefined,
-  kc: KubeConfig,
+  api: WatchClient,
   o: InformerOptions,
   onChange: () => void,
-  cn: ClientNode,
   trim: Trim = (x) => x,
 ): Informer {
-  return new WatchInformer(name, path, fieldSelector, kc, o, onChange, cn, trim);
+  return new WatchInformer(name, path, fieldSelector, api, o, onChange, trim);
 }

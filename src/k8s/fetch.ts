@@ -20,6 +20,7 @@ import type { Call } from './calls.ts';
 import { DeadlineError } from './calls.ts';
 import type { ServerAddress } from './kubeconfig.ts';
 import type { RequestAuth, Wire } from './transport.ts';
+import { type OpenStream, fetchStream } from './watch.ts';
 
 const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
 
@@ -80,6 +81,18 @@ function tlsOf(auth: RequestAuth): Record<string, unknown> {
   return out;
 }
 
+function initOf(addr: ServerAddress, c: Call, auth: RequestAuth, body: Buffer | undefined, signal: AbortSignal) {
+  const headers: Record<string, string> = {
+    ...(auth.headers as Record<string, string>),
+    Accept: 'application/json',
+    'User-Agent': 'multus-ts',
+  };
+  if (body) headers['Content-Type'] = c.contentType ?? 'application/json';
+  const init = { method: c.method, headers, body, signal, redirect: 'manual' as const };
+  const tls = addr.protocol === 'https:' ? { tls: tlsOf(auth) } : {};
+  return { ...init, ...tls } as RequestInit;
+}
+
 /** One request; rejects with DeadlineError when `timeoutMs` passes before the whole body is in. */
 export async function sendFetch(
   addr: ServerAddress,
@@ -88,19 +101,30 @@ export async function sendFetch(
   body: Buffer | undefined,
   timeoutMs: number,
 ): Promise<Wire> {
-  const headers: Record<string, string> = {
-    ...(auth.headers as Record<string, string>),
-    Accept: 'application/json',
-    'User-Agent': 'multus-ts',
-  };
-  if (body) headers['Content-Type'] = c.contentType ?? 'application/json';
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(new DeadlineError('deadline')), timeoutMs);
   try {
-    const init = { method: c.method, headers, body, signal: ctl.signal, redirect: 'manual' as const };
-    const tls = addr.protocol === 'https:' ? { tls: tlsOf(auth) } : {};
-    const res = await directFetch(urlOf(addr, c), { ...init, ...tls } as RequestInit);
+    const res = await directFetch(urlOf(addr, c), initOf(addr, c, auth, body, ctl.signal));
     return { status: res.status, body: await boundedBody(res, MAX_BODY_BYTES) };
+  } catch (err) {
+    throw ctl.signal.aborted ? new DeadlineError('deadline') : err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A GET whose body is read as it comes (a watch); `timeoutMs` bounds the wait for the answer's headers. */
+export async function openFetch(
+  addr: ServerAddress,
+  c: Call,
+  auth: RequestAuth,
+  timeoutMs: number,
+): Promise<OpenStream> {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(new DeadlineError('deadline')), timeoutMs);
+  try {
+    const res = await directFetch(urlOf(addr, c), initOf(addr, c, auth, undefined, ctl.signal));
+    return fetchStream(res, () => ctl.abort());
   } catch (err) {
     throw ctl.signal.aborted ? new DeadlineError('deadline') : err;
   } finally {

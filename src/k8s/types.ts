@@ -65,6 +65,18 @@ export interface CallOptions {
   cacheMiss?: 'wait' | 'only';
 }
 
+/** What the daemon's informers ask of the lean client besides a KubeClient's calls (k8s/watch.ts). */
+export interface WatchClient {
+  /** One page of a list (`path` with its query), as raw JSON. */
+  listPage<T>(resource: string, path: string): Promise<T>;
+  /** A watch of `path`: its abort once the API server answered 200 (a refusal rejects with its status). */
+  watch(
+    resource: string,
+    path: string,
+    on: { event(type: string, object: unknown): void; done(err?: unknown): void },
+  ): Promise<() => void>;
+}
+
 export interface KubeClient {
   getPod(namespace: string, name: string, opts?: CallOptions): Promise<Pod>;
   getNad(namespace: string, name: string, opts?: CallOptions): Promise<Nad>;

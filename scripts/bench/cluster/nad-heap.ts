@@ -9,10 +9,10 @@
  * (modules loaded, code compiled, a connection made), the heap after full collections; the informer of every NAD
  * started and synced (each NAD through its watch); the heap again. The growth per NAD held: one JSON line.
  */
-import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { silentLogger } from '../../../src/base/log.ts';
-import type { ClientNode, Obj } from '../../../src/informers/informer-config.ts';
-import { informerConfig } from '../../../src/informers/informer-config.ts';
+import type { Obj } from '../../../src/informers/informer-types.ts';
+import { loadKubeClient } from '../../../src/k8s/client.ts';
+import type { WatchClient } from '../../../src/k8s/types.ts';
 import { type Informer, informer } from '../../../src/informers/informer.ts';
 import { trimNad } from '../../../src/informers/informer-trim.ts';
 
@@ -30,18 +30,10 @@ function heap(): number {
   return h.heapSize + h.extraMemorySize;
 }
 
-async function clientNode(): Promise<ClientNode> {
-  const [config, watch] = await Promise.all([
-    import('@kubernetes/client-node/dist/config.js'),
-    import('@kubernetes/client-node/dist/watch.js'),
-  ]);
-  return { KubeConfig: config.KubeConfig, Watch: watch.Watch };
-}
-
 /** An informer of every NAD (or of those `selector` picks), synced with `expected` NADs; returns it. */
-async function synced(kc: KubeConfig, cn: ClientNode, expected: number, trim: (o: Obj) => Obj, selector?: string) {
+async function synced(api: WatchClient, expected: number, trim: (o: Obj) => Obj, selector?: string) {
   let held = 0;
-  const inf: Informer = informer('nads', NAD_PATH, selector, kc, { log: silentLogger }, () => {}, cn, trim);
+  const inf: Informer = informer('nads', NAD_PATH, selector, api, { log: silentLogger }, () => {}, trim);
   inf.subscribe((_o, deleted) => (held += deleted ? -1 : 1));
   inf.start();
   const deadline = Date.now() + 300_000;
@@ -54,12 +46,11 @@ async function synced(kc: KubeConfig, cn: ClientNode, expected: number, trim: (o
 }
 
 const [kubeconfig, expected, kind] = [process.argv[2]!, Number(process.argv[3]), process.argv[4]];
-const cn = await clientNode();
-const kc = await informerConfig({ kubeconfig, env: {} }, cn);
+const api = (await loadKubeClient({ kubeconfig, env: {}, log: silentLogger }))!;
 // warm-up: the modules loaded, the code compiled, a watch opened and its connection made, with no NAD in it
-const warm = await synced(kc, cn, 0, trimNad, 'metadata.name=no-such-nad');
+const warm = await synced(api, 0, trimNad, 'metadata.name=no-such-nad');
 const before = heap();
-const { inf, held } = await synced(kc, cn, expected, kind === 'whole' ? (o) => o : trimNad);
+const { inf, held } = await synced(api, expected, kind === 'whole' ? (o) => o : trimNad);
 const after = heap();
 process.stdout.write(JSON.stringify({ nads: held, bytes_per_nad: Math.round((after - before) / held) }) + '\n');
 inf.stop();

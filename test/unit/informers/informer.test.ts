@@ -1,53 +1,56 @@
 /**
- * One informer (src/informers/informer.ts) against a scripted fake of client-node's Watch: the initial objects
- * through the watch (sendInitialEvents, synced at the initial-events-end bookmark, no LIST), the fallback to a
- * LIST when the API server refuses that, 410 Gone starting over with the cache replaced, a watch the server ends
- * resuming from the last resourceVersion. No network: the fallback's LIST goes to a local HTTP server.
+ * One informer (src/informers/informer.ts) against a scripted fake of the lean client's watch and list
+ * (WatchClient): the initial objects through the watch (sendInitialEvents, synced at the initial-events-end
+ * bookmark, no LIST), the fallback to a LIST when the API server refuses that, 410 Gone starting over with the
+ * cache replaced, a watch the server ends resuming from the last resourceVersion.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import { CniCode } from '../../../src/base/errors.ts';
 import { silentLogger } from '../../../src/base/log.ts';
-import type { ClientNode, InformerMetrics, Obj } from '../../../src/informers/informer-config.ts';
+import type { InformerMetrics, Obj } from '../../../src/informers/informer-types.ts';
 import { type Informer, informer } from '../../../src/informers/informer.ts';
-
-type Cb = (type: string, obj: unknown) => void;
-type Done = (err: unknown) => void;
+import { KubeApiError, type WatchClient } from '../../../src/k8s/types.ts';
 
 /** One watch the informer opened: its query, and the means to send it events and end it. */
 interface Opened {
-  query: Record<string, unknown>;
+  query: Record<string, string>;
   send(type: string, obj: unknown): void;
   end(err?: unknown): void;
   aborted: boolean;
 }
 
-/** client-node's Watch, scripted: each watch() waits in `opened` for the test to drive it. */
-function fakeWatch(opened: Opened[], refuse?: (q: Record<string, unknown>) => number | undefined) {
-  return class {
-    constructor(_kc: unknown) {}
-    async watch(_path: string, query: Record<string, unknown>, cb: Cb, done: Done) {
-      const ctrl = new AbortController();
-      let over = false;
-      const end = (err?: unknown) => {
-        if (over) return;
-        over = true;
-        done(err ?? null);
-      };
+/** The lean client's watch and list, scripted: each watch waits in `opened` for the test to drive it. */
+function fakeApi(
+  opened: Opened[],
+  refuse?: (q: Record<string, string>) => number | undefined,
+  list?: { paths: string[]; page: unknown },
+): WatchClient {
+  return {
+    async listPage<T>(_resource: string, path: string): Promise<T> {
+      list?.paths.push(path);
+      return list?.page as T;
+    },
+    async watch(_resource, path, on) {
+      const query = Object.fromEntries(new URLSearchParams(path.split('?')[1]));
       const status = refuse?.(query);
-      if (status) {
-        end(Object.assign(new Error(`HTTP ${status}`), { statusCode: status }));
-        return ctrl;
-      }
-      const w: Opened = { query, send: (t, o) => !over && cb(t, o), end, aborted: false };
-      ctrl.signal.addEventListener('abort', () => {
-        w.aborted = true;
-        end(new Error('aborted'));
-      });
+      if (status) throw new KubeApiError(CniCode.Internal, `HTTP ${status}`, status, 'Invalid');
+      let over = false;
+      const w: Opened = {
+        query,
+        send: (t, o) => !over && on.event(t, o),
+        end: (err) => {
+          if (over) return;
+          over = true;
+          on.done(err);
+        },
+        aborted: false,
+      };
       opened.push(w);
-      return ctrl;
-    }
+      return () => {
+        w.aborted = true;
+        over = true;
+      };
+    },
   };
 }
 
@@ -74,41 +77,26 @@ function metricsLog() {
 
 describe('informer: initial objects through the watch', () => {
   let inf: Informer | undefined;
-  let server: Server | undefined;
-  afterEach(() => {
-    inf?.stop();
-    server?.close();
-  });
+  afterEach(() => inf?.stop());
 
-  function start(opened: Opened[], kc: KubeConfig, refuse?: (q: Record<string, unknown>) => number | undefined) {
+  function start(opened: Opened[], api: WatchClient) {
     const { calls, m } = metricsLog();
-    const cn = { KubeConfig, Watch: fakeWatch(opened, refuse) } as unknown as ClientNode;
     const o = { log: silentLogger, metrics: m, backoff: { initialMs: 10, maxMs: 20 } };
-    inf = informer('pods', '/api/v1/pods', 'spec.nodeName=n1', kc, o, () => {}, cn);
+    inf = informer('pods', '/api/v1/pods', 'spec.nodeName=n1', api, o, () => {});
     const seen: string[] = [];
     inf.subscribe((obj, deleted) => seen.push(`${deleted ? 'del' : 'set'} ${obj.metadata?.name}`));
     inf.start();
     return { calls, seen };
   }
-  const kcFor = (server = 'https://127.0.0.1:1') => {
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server, skipTLSVerify: true }],
-      users: [{ name: 'u', token: 't' }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
-    return kc;
-  };
-
   it('asks for the initial events on its one watch, and is synced only at the initial-events-end bookmark', async () => {
     const opened: Opened[] = [];
-    const { calls, seen } = start(opened, kcFor());
+    const { calls, seen } = start(opened, fakeApi(opened));
     await until('the first watch', () => opened.length === 1);
-    expect(opened[0]!.query).toMatchObject({
-      sendInitialEvents: true,
+    expect(opened[0]!.query).toEqual({
+      watch: 'true',
+      sendInitialEvents: 'true',
       resourceVersionMatch: 'NotOlderThan',
-      allowWatchBookmarks: true,
+      allowWatchBookmarks: 'true',
       fieldSelector: 'spec.nodeName=n1',
     });
     expect(opened[0]!.query.resourceVersion).toBeUndefined();
@@ -132,7 +120,7 @@ describe('informer: initial objects through the watch', () => {
 
   it('a watch the server ends resumes at once from the last resourceVersion (a bookmark included), still synced', async () => {
     const opened: Opened[] = [];
-    start(opened, kcFor());
+    start(opened, fakeApi(opened));
     await until('the first watch', () => opened.length === 1);
     opened[0]!.send('ADDED', pod('a', '5'));
     opened[0]!.send('BOOKMARK', bookmark('6', true));
@@ -147,7 +135,7 @@ describe('informer: initial objects through the watch', () => {
 
   it('410 Gone (an ERROR event) starts over with the initial events; the new set replaces the cache', async () => {
     const opened: Opened[] = [];
-    const { seen } = start(opened, kcFor());
+    const { seen } = start(opened, fakeApi(opened));
     await until('the first watch', () => opened.length === 1);
     opened[0]!.send('ADDED', pod('a', '5'));
     opened[0]!.send('ADDED', pod('b', '6'));
@@ -156,7 +144,7 @@ describe('informer: initial objects through the watch', () => {
     expect(opened[0]!.aborted).toBe(true);
     expect(inf!.synced()).toBe(false);
     await until('the second watch', () => opened.length === 2);
-    expect(opened[1]!.query.sendInitialEvents).toBe(true);
+    expect(opened[1]!.query.sendInitialEvents).toBe('true');
     opened[1]!.send('ADDED', pod('a', '5'));
     opened[1]!.send('ADDED', pod('c', '9'));
     opened[1]!.send('BOOKMARK', bookmark('10', true));
@@ -166,18 +154,14 @@ describe('informer: initial objects through the watch', () => {
   });
 
   it('an API server that refuses the initial events (HTTP 422) gets a paged LIST, then a watch from its resourceVersion', async () => {
-    const paths: string[] = [];
-    server = createServer((req, res) => {
-      paths.push(req.url ?? '');
-      res.setHeader('Content-Type', 'application/json');
-      res.end(JSON.stringify({ kind: 'PodList', metadata: { resourceVersion: '77' }, items: [pod('a', '70')] }));
-    });
-    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const list = { paths: [] as string[], page: { metadata: { resourceVersion: '77' }, items: [pod('a', '70')] } };
     const opened: Opened[] = [];
-    const { calls } = start(opened, kcFor(url), (q) => (q.sendInitialEvents ? 422 : undefined));
+    const { calls } = start(
+      opened,
+      fakeApi(opened, (q) => (q.sendInitialEvents ? 422 : undefined), list),
+    );
     await until('the watch after the list', () => opened.length === 1);
-    expect(paths).toEqual(['/api/v1/pods?limit=500&fieldSelector=spec.nodeName%3Dn1']);
+    expect(list.paths).toEqual(['/api/v1/pods?limit=500&fieldSelector=spec.nodeName%3Dn1']);
     expect(opened[0]!.query.resourceVersion).toBe('77');
     expect(opened[0]!.query.sendInitialEvents).toBeUndefined();
     expect(inf!.synced()).toBe(true);
@@ -187,12 +171,12 @@ describe('informer: initial objects through the watch', () => {
 
   it('any other failure before the initial events end is retried with the initial events again, unsynced', async () => {
     const opened: Opened[] = [];
-    start(opened, kcFor());
+    start(opened, fakeApi(opened));
     await until('the first watch', () => opened.length === 1);
     opened[0]!.send('ADDED', pod('a', '5'));
-    opened[0]!.end(Object.assign(new Error('HTTP 503'), { statusCode: 503 }));
+    opened[0]!.end(new KubeApiError(CniCode.TryAgainLater, 'HTTP 503', 503, 'ServiceUnavailable'));
     expect(inf!.synced()).toBe(false);
     await until('the second watch', () => opened.length === 2);
-    expect(opened[1]!.query.sendInitialEvents).toBe(true);
+    expect(opened[1]!.query.sendInitialEvents).toBe('true');
   });
 });
