@@ -93,19 +93,12 @@ function initOf(addr: ServerAddress, c: Call, auth: RequestAuth, body: Buffer | 
   return { ...init, ...tls } as RequestInit;
 }
 
-/** One request; rejects with DeadlineError when `timeoutMs` passes before the whole body is in. */
-export async function sendFetch(
-  addr: ServerAddress,
-  c: Call,
-  auth: RequestAuth,
-  body: Buffer | undefined,
-  timeoutMs: number,
-): Promise<Wire> {
+/** `run` with a signal that aborts it after `timeoutMs` (a DeadlineError); the timer ends when `run` settles. */
+async function deadlined<T>(timeoutMs: number, run: (ctl: AbortController) => Promise<T>): Promise<T> {
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(new DeadlineError('deadline')), timeoutMs);
   try {
-    const res = await directFetch(urlOf(addr, c), initOf(addr, c, auth, body, ctl.signal));
-    return { status: res.status, body: await boundedBody(res, MAX_BODY_BYTES) };
+    return await run(ctl);
   } catch (err) {
     throw ctl.signal.aborted ? new DeadlineError('deadline') : err;
   } finally {
@@ -113,21 +106,24 @@ export async function sendFetch(
   }
 }
 
-/** A GET whose body is read as it comes (a watch); `timeoutMs` bounds the wait for the answer's headers. */
-export async function openFetch(
+/** One request; rejects with DeadlineError when `timeoutMs` passes before the whole body is in. */
+export function sendFetch(
   addr: ServerAddress,
   c: Call,
   auth: RequestAuth,
+  body: Buffer | undefined,
   timeoutMs: number,
-): Promise<OpenStream> {
-  const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(new DeadlineError('deadline')), timeoutMs);
-  try {
+): Promise<Wire> {
+  return deadlined(timeoutMs, async (ctl) => {
+    const res = await directFetch(urlOf(addr, c), initOf(addr, c, auth, body, ctl.signal));
+    return { status: res.status, body: await boundedBody(res, MAX_BODY_BYTES) };
+  });
+}
+
+/** A GET whose body is read as it comes (a watch); `timeoutMs` bounds the wait for the answer's headers. */
+export function openFetch(addr: ServerAddress, c: Call, auth: RequestAuth, timeoutMs: number): Promise<OpenStream> {
+  return deadlined(timeoutMs, async (ctl) => {
     const res = await directFetch(urlOf(addr, c), initOf(addr, c, auth, undefined, ctl.signal));
     return fetchStream(res, () => ctl.abort());
-  } catch (err) {
-    throw ctl.signal.aborted ? new DeadlineError('deadline') : err;
-  } finally {
-    clearTimeout(timer);
-  }
+  });
 }

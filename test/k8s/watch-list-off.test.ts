@@ -40,7 +40,6 @@ describe.skipIf(!ready)('daemon informers: an API server without watch-list', ()
       env: {},
       nodeName: NODE,
       log: silentLogger,
-      backoff: { initialMs: 100, maxMs: 500 },
     });
   }, 120_000);
 
