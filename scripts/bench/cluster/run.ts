@@ -53,14 +53,20 @@ interface Args {
 /** The real node: a name, an address and veth names none of the tiers' default node's. */
 const REAL = { name: 'cluster-real', ip: '10.249.253.1', link: 'mtscl0', linkPeer: 'mtscl1' };
 
-/** Holds `file` with flock(1) until `release()` (a `cat` on our pipe: closing it ends the hold). */
-async function holdLock(file: string): Promise<{ release(): void }> {
+/**
+ * Holds `file` with flock(1) until the clean-up (a `cat` on our pipe: closing it ends the hold); a bench stopped
+ * while it waits for the lock stops its flock too.
+ */
+async function holdLock(file: string): Promise<void> {
   const child = spawn('flock', [file, 'sh', '-c', 'echo locked; exec cat'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  cleanups.push(() => {
+    child.stdin.end();
+    if (child.exitCode === null) child.kill();
+  });
   await new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (b: Buffer) => b.toString().includes('locked') && resolve());
     child.once('exit', (c) => reject(new Error(`flock ${file} exited ${c}`)));
   });
-  return { release: () => child.stdin.end() };
 }
 
 /** The simulated part: kwok, its nodes, the namespaces and the pods' NADs, the pods; its figures. */
@@ -164,8 +170,7 @@ async function main(): Promise<void> {
     say(`nad_informer_heap: ${JSON.stringify(out.nad_informer_heap)}`);
     if (a.nodeLock) {
       say(`waiting for ${a.nodeLock}`);
-      const lock = await holdLock(a.nodeLock);
-      cleanups.push(() => lock.release());
+      await holdLock(a.nodeLock);
     }
     say('the real node');
     // kwok renews 1,000 leases every 10 s; on a loaded machine one can be late, and the node lifecycle controller
