@@ -85,6 +85,8 @@ describe.runIf(ready())('multus daemon and Multus HEAD shim protocol (/readyz, d
     const config = {
       socketDir: join(dir, 'run'),
       cniConfigDir: join(dir, 'net.d'),
+      // its own caches: a scratch cache of another run's container c1 in /var/lib/cni/multus would be its DEL's
+      cniDir: join(dir, 'cache'),
       logLevel: 'verbose',
       // long enough for the requests below on a loaded machine; the test waits for states, not for time
       shutdownDrainSeconds: 10,
