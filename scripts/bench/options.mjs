@@ -6,6 +6,8 @@ export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'dens
 /** The modes of scenario resident (`--modes`). */
 export const RESIDENT_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'];
 const DENSITY_MODES = ['thin_ts', 'resident_ts', 'resident_ts_multus_limits', 'go_thin', 'go_thick', 'go_thick_300mi'];
+/** Modes only run when named: the delegates-at-once lever under Multus' limits (density/modes.ts). */
+const DENSITY_MODES_NAMED = [...DENSITY_MODES, 'resident_ts_multus_limits_d2', 'resident_ts_multus_limits_d4'];
 const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'];
 
 export function usage(code) {
@@ -31,7 +33,8 @@ export function usage(code) {
       `  --rss-go             also run the RSS pairs through Go Multus thick's daemon\n` +
       `scenario density (only when asked for: --scenario density; root, the kubelet node's peers, kube-burner):\n` +
       `  --pods N             pods per run, default 100\n` +
-      `  --density-modes A,B  modes, in this order (then reversed), default ${DENSITY_MODES.join(',')}\n` +
+      `  --density-modes A,B  modes, in this order (then reversed), default ${DENSITY_MODES.join(',')};\n` +
+      `                       also resident_ts_multus_limits_d2 / _d4 (delegateConcurrency 2 / 4 pinned)\n` +
       `  --no-burst           no reboot burst (and no faults) in each mode's second run\n` +
       `  --faults A,B|none    faults, each in a burst of its own, default ${FAULTS.join(',')}\n` +
       `  --fault-modes A,B    the modes that get the faults, default thin_ts,resident_ts (the modes we ship)\n` +
@@ -114,13 +117,13 @@ export function parseArgs(argv) {
       if (!o.faults.every((f) => FAULTS.includes(f))) usage(2);
     } else if (k === '--fault-modes') {
       o.faultModes = next().split(',');
-      if (!o.faultModes.every((m) => DENSITY_MODES.includes(m))) usage(2);
+      if (!o.faultModes.every((m) => DENSITY_MODES_NAMED.includes(m))) usage(2);
     } else if (k === '--modes') {
       o.modes = next().split(',');
       if (!o.modes.every((m) => RESIDENT_MODES.includes(m))) usage(2);
     } else if (k === '--density-modes') {
       o.densityModes = next().split(',');
-      if (!o.densityModes.every((m) => DENSITY_MODES.includes(m))) usage(2);
+      if (!o.densityModes.every((m) => DENSITY_MODES_NAMED.includes(m))) usage(2);
     } else if (k === '--rss-pairs') {
       o.rssPairs = next().split(',').map(Number);
       if (!o.rssPairs.every((n) => Number.isInteger(n) && n > 0)) usage(2);

@@ -234,7 +234,7 @@ async function createMetricsFor(cfg: DaemonConfig): Promise<Metrics | undefined>
   }
 }
 
-/** `exec` with at most delegateConcurrency plugins at once (default: 4 under a memory limit below 256 MiB). */
+/** `exec` with at most delegateConcurrency plugins at once (default: 1-4 under a memory limit below 256 MiB). */
 function boundDelegates(exec: Exec, cfg: DaemonConfig, log: Logger): Exec {
   const limitMib = memoryLimitMib();
   const delegates = cfg.delegateConcurrency ?? defaultDelegateConcurrency(limitMib);

@@ -74,8 +74,16 @@ export function collectGarbage(queue: RequestQueue, o: CollectOptions = {}): Req
 
 /** Below this memory limit the daemon runs few delegates at once by default. */
 const SMALL_LIMIT_MIB = 256;
-/** Delegates at once under a small limit: with the daemon (20-35 MiB), four fit Multus' 50Mi. */
-export const DELEGATES_UNDER_A_SMALL_LIMIT = 4;
+/** At most this many delegates at once under a small limit. */
+const MOST_UNDER_A_SMALL_LIMIT = 4;
+/**
+ * What a small limit must keep for other than delegates: the daemon's own pages (20-30 MiB in a burst) and the
+ * kernel memory of the pods' interfaces its delegates create, charged to its container until the pods go (~0.1
+ * MiB per pod with three: 13-18 MiB at 100 pods; docs/performance.md "Density at N = 100 after the merges").
+ */
+const KEPT_FOR_DAEMON_AND_LINKS_MIB = 40;
+/** One delegate running: a Go plugin and its IPAM child, ~2 MiB of their own plus page tables and stacks. */
+const PER_DELEGATE_MIB = 5;
 
 /**
  * The memory limit of this process's memory cgroup in MiB (cgroup v1 `memory.limit_in_bytes` or v2 `memory.max`,
@@ -108,7 +116,12 @@ export function memoryLimitMib(read: (path: string) => string = (p) => readFileS
   return undefined;
 }
 
-/** `delegateConcurrency` when the config does not set it: a few under a small memory limit, else no limit (0). */
+/**
+ * `delegateConcurrency` when the config does not set it: under a small memory limit what the limit leaves above
+ * the daemon and the pods' links, PER_DELEGATE_MIB each, 1 to 4 (Multus' 50Mi: 2); else no limit (0).
+ */
 export function defaultDelegateConcurrency(limitMib: number | undefined): number {
-  return limitMib !== undefined && limitMib < SMALL_LIMIT_MIB ? DELEGATES_UNDER_A_SMALL_LIMIT : 0;
+  if (limitMib === undefined || limitMib >= SMALL_LIMIT_MIB) return 0;
+  const fit = Math.floor((limitMib - KEPT_FOR_DAEMON_AND_LINKS_MIB) / PER_DELEGATE_MIB);
+  return Math.min(MOST_UNDER_A_SMALL_LIMIT, Math.max(1, fit));
 }

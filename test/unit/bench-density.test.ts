@@ -4,7 +4,15 @@
  * container). The bench itself needs a kubelet node and minutes; these run anywhere.
  */
 import { describe, expect, it } from 'vitest';
-import { MODES, daemonLimitMib, hasDaemon, isOurDaemon, modeObjects } from '../../scripts/bench/density/modes.ts';
+import {
+  MODES,
+  daemonLimitMib,
+  hasDaemon,
+  isOurDaemon,
+  modeObjects,
+  pinnedDelegates,
+} from '../../scripts/bench/density/modes.ts';
+import { oomReports } from '../../scripts/bench/density/memory-watch.ts';
 import { hasAllNetworks, isReady } from '../../scripts/bench/density/pods.ts';
 import { countServedAdds } from '../../scripts/bench/density/node-ops.ts';
 
@@ -93,7 +101,14 @@ describe('density: the DaemonSet of each mode', () => {
     expect({ ...roomy.containers[0], resources: undefined }).toEqual({ ...thick.containers[0], resources: undefined });
     expect(thick.containers[0].resources.limits.cpu).toBe('100m');
     expect(daemonLimitMib('go_thick_300mi')).toBe(300);
-    expect(MODES.filter(hasDaemon)).toEqual(['resident_ts', 'resident_ts_multus_limits', 'go_thick', 'go_thick_300mi']);
+    expect(MODES.filter(hasDaemon)).toEqual([
+      'resident_ts',
+      'resident_ts_multus_limits',
+      'resident_ts_multus_limits_d2',
+      'resident_ts_multus_limits_d4',
+      'go_thick',
+      'go_thick_300mi',
+    ]);
   });
 
   it("resident_ts_multus_limits: our resident DaemonSet with Multus' 100m / 50Mi (requests = limits) on the daemon", () => {
@@ -112,7 +127,30 @@ describe('density: the DaemonSet of each mode', () => {
     expect(without(limited)).toEqual(without(ours));
     expect(daemonLimitMib('resident_ts_multus_limits')).toBe(50);
     expect(isOurDaemon('resident_ts_multus_limits')).toBe(true);
-    expect(MODES.filter(isOurDaemon)).toEqual(['resident_ts', 'resident_ts_multus_limits']);
+    expect(MODES.filter(isOurDaemon)).toEqual([
+      'resident_ts',
+      'resident_ts_multus_limits',
+      'resident_ts_multus_limits_d2',
+      'resident_ts_multus_limits_d4',
+    ]);
+  });
+
+  it('resident_ts_multus_limits_d2 / _d4: the same with delegateConcurrency pinned in daemon-config.json', () => {
+    const config = (mode: (typeof MODES)[number]) => {
+      const cm = modeObjects(mode, '6443').find((o) => o.obj.metadata.name === 'multus-ts-daemon-config')!.obj as any;
+      return JSON.parse(cm.data['daemon-config.json']);
+    };
+    expect(config('resident_ts_multus_limits').delegateConcurrency).toBeUndefined();
+    expect(config('resident_ts_multus_limits_d2')).toEqual({
+      ...config('resident_ts_multus_limits'),
+      delegateConcurrency: 2,
+    });
+    expect(config('resident_ts_multus_limits_d4').delegateConcurrency).toBe(4);
+    expect(pinnedDelegates('resident_ts_multus_limits')).toBeUndefined();
+    const daemon = (mode: (typeof MODES)[number]) =>
+      ds(mode).spec.template.spec.containers.find((c: any) => c.name === 'daemon');
+    expect(daemon('resident_ts_multus_limits_d2')).toEqual(daemon('resident_ts_multus_limits'));
+    expect(daemonLimitMib('resident_ts_multus_limits_d4')).toBe(50);
   });
 
   it('go_thin: thin_entrypoint, no hostPID; ours come from deployments/', () => {
@@ -138,5 +176,49 @@ describe('density: the ADDs a burst sent through our daemon', () => {
       'not a log line',
     ].join('\n');
     expect(countServedAdds(text, Date.parse('2026-12-02T01:30:00Z'))).toBe(2);
+  });
+});
+
+describe("density: the kernel's OOM reports of the node's containers", () => {
+  // the shape of Linux 6.x's memory cgroup OOM report (mm/oom_kill.c, mm/memcontrol.c), shortened
+  const id = 'b'.repeat(64);
+  const report = (memcg: string, t = 100) => [
+    `[${t}.000001] bridge invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=-997`,
+    `[${t}.000002] CPU: 1 UID: 0 PID: 4242 Comm: bridge Not tainted 6.18.0 #1`,
+    `[${t}.000003]  dump_stack_lvl+0x5d/0x80`,
+    `[${t}.000004] memory: usage 51200kB, limit 51200kB, failcnt 77`,
+    `[${t}.000005] Memory cgroup stats for ${memcg}:`,
+    'anon 20971520',
+    'file 27262976',
+    `[${t}.000006] Tasks state (memory values in pages):`,
+    `[${t}.000007] [  pid  ]   uid  tgid total_vm      rss rss_anon rss_file rss_shmem pgtables_bytes swapents oom_score_adj name`,
+    `[${t}.000008] [   4000]     0  4000   300000     9000     5000     4000         0   400000        0          -997 multus`,
+    `[${t}.000009] [   4242]     0  4242   200000     1200      800      400         0    90000        0          -997 bridge`,
+    `[${t}.000010] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=x,mems_allowed=0,oom_memcg=${memcg},task_memcg=${memcg},task=multus,pid=4000,uid=0`,
+    `[${t}.000011] Memory cgroup out of memory: Killed process 4000 (multus) total-vm:1200000kB, anon-rss:20000kB, file-rss:16000kB, shmem-rss:0kB, UID:0 pgtables:400kB oom_score_adj:-997`,
+  ];
+
+  it('gives the limit, the usage, the stats and each task of a container cgroup, and skips other cgroups', () => {
+    const lines = ['[99.0] veth1: entered promiscuous mode', ...report('/other'), ...report(`/k8s.io/${id}`, 101)];
+    const [r, more] = oomReports(lines);
+    expect(more).toBeUndefined();
+    expect(r).toEqual({
+      memcg: `/k8s.io/${id}`,
+      killed:
+        '4000 (multus) total-vm:1200000kB, anon-rss:20000kB, file-rss:16000kB, shmem-rss:0kB, UID:0 pgtables:400kB oom_score_adj:-997',
+      usage_kib: 51200,
+      limit_kib: 51200,
+      stats: { anon: 20971520, file: 27262976 },
+      tasks: [
+        { pid: 4000, name: 'multus', rss_kib: 36000, anon_kib: 20000, file_kib: 16000 },
+        { pid: 4242, name: 'bridge', rss_kib: 4800, anon_kib: 3200, file_kib: 1600 },
+      ],
+    });
+  });
+
+  it('keeps at most five reports, and none of a report cut off before its kill', () => {
+    const many = Array.from({ length: 7 }, (_, k) => report(`/k8s.io/${id}`, 200 + k)).flat();
+    expect(oomReports(many)).toHaveLength(5);
+    expect(oomReports(report(`/k8s.io/${id}`).slice(0, -1))).toEqual([]);
   });
 });

@@ -3,6 +3,8 @@
  *   thin_ts, resident_ts  deployments/multus-ts-thin.yml and multus-ts-resident.yml as they are
  *   resident_ts_multus_limits  multus-ts-resident.yml with Multus' own thick resources on the daemon container
  *                         (requests = limits = 100m CPU, 50Mi): what an operator who swaps the image keeps
+ *   resident_ts_multus_limits_d2, _d4  the same with `delegateConcurrency` 2 or 4 in its daemon-config.json (the
+ *                         delegates the daemon runs at once; docs/resident.md "Memory"): the lever side by side
  *   go_thin               Go Multus v4.3.0's deployments/multus-daemonset.yml layout: thin_entrypoint writes the
  *                         config and the kubeconfig and copies the plugin (the init container's install_multus
  *                         copy is thin_entrypoint's own copy here)
@@ -20,6 +22,8 @@ export const MODES = [
   'thin_ts',
   'resident_ts',
   'resident_ts_multus_limits',
+  'resident_ts_multus_limits_d2',
+  'resident_ts_multus_limits_d4',
   'go_thin',
   'go_thick',
   'go_thick_300mi',
@@ -32,6 +36,8 @@ export const DS: Record<Mode, { name: string; label: string }> = {
   thin_ts: { name: 'multus-ts', label: 'app=multus-ts' },
   resident_ts: { name: 'multus-ts', label: 'app=multus-ts' },
   resident_ts_multus_limits: { name: 'multus-ts', label: 'app=multus-ts' },
+  resident_ts_multus_limits_d2: { name: 'multus-ts', label: 'app=multus-ts' },
+  resident_ts_multus_limits_d4: { name: 'multus-ts', label: 'app=multus-ts' },
   go_thin: { name: 'kube-multus-ds', label: 'app=multus' },
   go_thick: { name: 'kube-multus-ds', label: 'app=multus' },
   go_thick_300mi: { name: 'kube-multus-ds', label: 'app=multus' },
@@ -182,10 +188,20 @@ function goThick(mode: Mode): Obj[] {
   return [configMap, goDaemonSet([daemon], [install], volumes, true)];
 }
 
-/** Our manifests as deployments/ has them; resident_ts_multus_limits with Multus' resources on the daemon. */
+/** `delegateConcurrency` a mode pins in its daemon-config.json (resident_ts_multus_limits_d2: 2), if any. */
+export const pinnedDelegates = (mode: Mode): number | undefined =>
+  Number(/^resident_ts_multus_limits_d(\d+)$/.exec(mode)?.[1]) || undefined;
+
+/** Our manifests as deployments/ has them; resident_ts_multus_limits* with Multus' resources on the daemon. */
 function ours(mode: Mode): Obj[] {
   const objs = docs(mode === 'thin_ts' ? 'multus-ts-thin.yml' : 'multus-ts-resident.yml');
-  if (mode === 'resident_ts_multus_limits') ourDaemon(objs).resources = structuredClone(MULTUS_THICK_RESOURCES);
+  if (mode.startsWith('resident_ts_multus_limits')) ourDaemon(objs).resources = structuredClone(MULTUS_THICK_RESOURCES);
+  const delegates = pinnedDelegates(mode);
+  if (delegates !== undefined) {
+    const cm = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'multus-ts-daemon-config') as any;
+    const config = JSON.parse(cm.data['daemon-config.json']);
+    cm.data['daemon-config.json'] = JSON.stringify({ ...config, delegateConcurrency: delegates }, null, 4) + '\n';
+  }
   return objs;
 }
 

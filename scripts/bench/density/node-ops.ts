@@ -207,7 +207,7 @@ export function countServedAdds(text: string, since: number): number {
 }
 
 /** The IDs of the mode's running daemon containers (resident modes), as the API reports them. */
-async function daemonContainerIds(cluster: Cluster, mode: Mode): Promise<string[]> {
+export async function daemonContainerIds(cluster: Cluster, mode: Mode): Promise<string[]> {
   if (!hasDaemon(mode)) return [];
   const name = isOurDaemon(mode) ? 'daemon' : 'kube-multus';
   return (await dsPods(cluster, mode).catch(() => [] as any[]))

@@ -18,6 +18,7 @@ import { runBurner } from './burner.ts';
 import { type Fault, burst } from './burst.ts';
 import { type Mode, daemonLimitMib } from './modes.ts';
 import { hasAllNetworks, isReady } from './pods.ts';
+import { type Watched, watchMemory } from './memory-watch.ts';
 import {
   type CgroupCpu,
   type Node,
@@ -122,11 +123,18 @@ async function bursts(cluster: Cluster, a: Args, n: Node, mode: Mode, ns: string
   const ctx = { n, cluster, mode, ns, nads: NADS, pods: a.pods };
   const before = await dsRestarts(cluster, mode);
   say(`${mode}: reboot burst`);
+  const watch = watchMemory(cluster, mode);
   const b = await burst(ctx);
+  const watched = await watch.stop();
   say(`${mode}: burst: ${JSON.stringify(b)}`);
   const after = await dsRestarts(cluster, mode);
   const out: any = {
-    burst: { ...b, daemon_restarts: after.restarts - before.restarts, daemon_exit_reasons: after.reasons },
+    burst: {
+      ...b,
+      daemon_restarts: after.restarts - before.restarts,
+      daemon_exit_reasons: after.reasons,
+      ...watchedFigures(watched),
+    },
     faults: {},
   };
   if (!a.faultModes.includes(mode)) return out;
@@ -175,11 +183,13 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     const cpuBefore = await daemonCgroupCpu(cluster, mode);
     const ownCpuBefore = await processCpuS(pid);
     say(`run ${k}: ${mode}: kube-burner, ${a.pods} pods`);
+    const watch = watchMemory(cluster, mode);
     const t0 = Date.now();
     const w = { namespace: ns, networks: NADS.join(','), image: n.node.sandboxImage, nodeName: n.node.nodeName };
     const burner = await runBurner(join(a.dir, `run-${k}-${mode}`), cluster.adminKubeconfig, w, a.pods);
     const t1 = Date.now();
     const check = await podCheck(cluster, ns);
+    const watched = await watch.stop();
     const rss = await peakRssMib(pid);
     const cgroup = await daemonCgroupPeak(cluster, mode);
     const split = await rssSplitMib(pid);
@@ -216,6 +226,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
         ? { daemon_process_cpu_s: Math.round((ownCpu - ownCpuBefore) * 100) / 100 }
         : {}),
       leaked: left,
+      ...watchedFigures(watched),
       ...(burner.pod_ready_ms ? {} : { kube_burner_log: burner.log }),
       ...(b ? { bursts: b } : {}),
       ...(dsLog ? { daemonset_log: dsLog } : {}),
@@ -226,6 +237,15 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     await uninstall(cluster, mode).catch((e) => say(`uninstall ${mode}: ${e.message}`));
     await stopNode(cluster, n).catch((e) => say(`stop node: ${e.message}`));
   }
+}
+
+/** The machine's load while it ran; the daemon container's memory as sampled, and the kernel's OOM reports. */
+function watchedFigures(w: Watched): any {
+  return {
+    load: w.load,
+    ...(w.cgroup ? { daemon_cgroup_watch: w.cgroup } : {}),
+    ...(w.kernel_oom_reports?.length ? { kernel_oom_reports: w.kernel_oom_reports } : {}),
+  };
 }
 
 /** The daemon container's CPU and throttling while the pods were created (a restarted container: since its start). */

@@ -92,9 +92,13 @@ describe('memoryLimitMib and the delegates at once it allows', () => {
     ).toBeUndefined();
     expect(memoryLimitMib(files({}))).toBeUndefined();
   });
-  it('4 delegates at once below 256 MiB, else no limit', () => {
-    expect(defaultDelegateConcurrency(50)).toBe(4);
+  it('below 256 MiB, what the limit leaves above 40 MiB at 5 MiB a delegate, 1 to 4; else no limit', () => {
+    expect(defaultDelegateConcurrency(50)).toBe(2); // Multus' own 50Mi
+    expect(defaultDelegateConcurrency(54)).toBe(2);
+    expect(defaultDelegateConcurrency(55)).toBe(3);
+    expect(defaultDelegateConcurrency(60)).toBe(4);
     expect(defaultDelegateConcurrency(255)).toBe(4);
+    expect(defaultDelegateConcurrency(30)).toBe(1); // never none under a limit
     expect(defaultDelegateConcurrency(256)).toBe(0);
     expect(defaultDelegateConcurrency(undefined)).toBe(0);
   });
