@@ -42,9 +42,17 @@ var payloadID = "unset"
 
 // roleEnv holds the runtime settings the executable sets for its own roles (e.g. a JavaScriptCore heap option for
 // the daemon as BUN_JSC_<option>=<value>). The caller cannot add to them: its variables are all held.
+//
+// The CNI plugin (and passthru) serves one call of ~10-40 ms: without the JIT, JavaScriptCore neither sets up its
+// JIT nor compiles anything, which saves such a call more CPU and memory than any compiled code would win back
+// (docs/performance.md, "The thin plugin without the JIT"). Bun's FFI needs the JIT: the plugin uses none.
 var roleEnv = map[string][]string{
 	"daemon": nil,
+	"plugin": {"BUN_JSC_useJIT=0"},
 }
+
+// longRunning are the names of Multus' programs the executable also serves (install/entrypoints.ts).
+var longRunning = map[string]bool{"multus-daemon": true, "thin_entrypoint": true, "install_multus": true}
 
 func main() {
 	self, err := os.Executable()
@@ -71,13 +79,17 @@ func main() {
 	fail("multus-ts: cannot start "+payload, err.Error())
 }
 
-// role names the role the arguments ask for: the daemon is `multus daemon ...`.
+// role names the role the arguments ask for: the daemon is `multus daemon ...`; the CNI plugin (or passthru) is
+// run with no arguments, as a runtime runs it, under any name but those of Multus' other programs.
 func role(args []string) string {
 	if len(args) > 1 && args[1] == "daemon" {
 		return "daemon"
 	}
 	if len(args) > 0 && filepath.Base(args[0]) == "multus-daemon" {
 		return "daemon"
+	}
+	if len(args) == 1 && !longRunning[filepath.Base(args[0])] {
+		return "plugin"
 	}
 	return ""
 }

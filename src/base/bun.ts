@@ -34,6 +34,15 @@ export interface BunRuntime {
   spawn(cmd: string[], options: BunSpawnOptions): BunSubprocess;
   /** `setJITPolicy(n)`: JavaScriptCore's tier-up thresholds times n (1 = normal; Bun 1.4.2 and later). */
   readonly unsafe?: { setJITPolicy?(n: number): void };
+  /** A listening unix socket (a name starting with NUL: the abstract namespace); throws (`code` EADDRINUSE...). */
+  listen(options: { unix: string; socket: { open(s: { end(): void }): void; data(): void } }): BunListener;
+  /** A fast non-cryptographic hash (wyhash) of `data` with `seed`. */
+  hash(data: string, seed?: number): number | bigint;
+}
+
+export interface BunListener {
+  /** Closes the socket (and its connections): its name is free again. */
+  stop(closeActiveConnections?: boolean): void;
 }
 
 /** Bun's global when this process runs on Bun, else undefined. */

@@ -1,92 +1,121 @@
 /**
- * base/file-lock.ts: an exclusive lock on a file (flock(2), through base/libc.ts), for one container's calls
- * (issue 28: a DEL during a slow ADD of the same container used to return first and leave what the ADD made).
+ * base/file-lock.ts: an exclusive lock named by a path, for one container's calls (issue 28: a DEL during a slow
+ * ADD of the same container used to return first and leave what the ADD made).
  *
- * flock is released by the kernel when its holder dies (SIGKILL included), so a killed call never leaves a lock
- * behind. The lock file may be removed by its holder (DEL, when the container is gone): a waiter that then gets
- * the lock of the removed file sees that the path names another file (or none) and tries again. Waiting polls
- * (LOCK_NB every 20 ms), so the event loop keeps running (timeouts, signals). Without FFI (Node) there is no lock.
- * Nor when the lock file cannot be made because the file system takes no new file (read-only, full, over quota):
- * then no other call can write there either, and a DEL must still be served (docs/reliability.md).
+ * The lock is a unix socket bound in the abstract namespace under a name made from the path (`lockName`): one
+ * socket of a name at a time can be bound, and the kernel frees the name when its holder closes it or dies
+ * (SIGKILL included), so a killed call never leaves a lock behind, and no file is made (none is left beside the
+ * caches for a roll back to Go Multus to find). A second call of the same process meets the name taken as one of
+ * another process does. Why not flock(2): Bun's API has none, and its FFI, which could call it, needs the JIT,
+ * which the thin plugin runs without (docs/performance.md, "The thin plugin without the JIT"); binding costs
+ * ~0.1 ms, SQLite's record locks (tried) ~1.5 ms and 2 MiB per call.
+ *
+ * The abstract namespace is the network namespace's: every call of a node runs in the host's (the runtime's exec,
+ * the daemon's hostNetwork pod). Any process there may bind a name, root or not: a name held by a process that
+ * is not root's is not honoured, and the call goes on without the lock (as on a file system that takes no new
+ * file), so that nobody but root can hold a container's calls back (the holder is looked up in /proc/net/unix
+ * and /proc/<pid>/fd, on contention only). Waiting polls (every 20 ms plus up to 10 ms at random, so that two
+ * waiters do not keep meeting), so the event loop keeps running (timeouts, signals). Without Bun (the sources
+ * under Node) there is no lock.
  */
-import { closeSync, constants, fstatSync, mkdirSync, openSync, statSync, unlinkSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { BunRuntime } from './bun.ts';
+import { bunRuntime } from './bun.ts';
 import { sleep } from './sleep.ts';
-import { libc } from './libc.ts';
 
-const LOCK_EX = 2;
-const LOCK_NB = 4;
 const POLL_MS = 20;
-/** Created if missing, never through a symbolic link. */
-const OPEN_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW;
+const JITTER_MS = 10;
+const PREFIX = 'multus-ts.lock.';
 
 export interface FileLock {
-  /** Removes the lock file (while still holding it), then releases. */
-  releaseAndRemove(): void;
   release(): void;
 }
 
-const NO_LOCK: FileLock = { release() {}, releaseAndRemove() {} };
+const NO_LOCK: FileLock = { release() {} };
 
-function sameFile(fd: number, path: string): boolean {
-  try {
-    const a = fstatSync(fd);
-    const b = statSync(path);
-    return a.dev === b.dev && a.ino === b.ino;
-  } catch {
-    return false;
-  }
+/** The socket name of `path`'s lock: two 64-bit hashes of its absolute form (printable, well under 107 bytes). */
+export function lockName(bun: Pick<BunRuntime, 'hash'>, path: string): string {
+  const abs = resolve(path);
+  const h = (seed: number) => BigInt(bun.hash(abs, seed)).toString(16).padStart(16, '0');
+  return `${PREFIX}${h(1)}${h(2)}`;
 }
 
-/** Takes the lock on `path` (made 0600, its directory 0700); 'timeout' when it stayed held for `waitMs`. */
+/** Takes the lock of `path` (no file is made); 'timeout' when it stayed held for `waitMs`. */
 export async function lockFile(path: string, waitMs: number): Promise<FileLock | 'timeout'> {
-  const c = libc();
-  if (!c) return NO_LOCK;
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const bun = bunRuntime();
+  if (!bun?.listen) return NO_LOCK;
+  const name = lockName(bun, path);
   const deadline = Date.now() + waitMs;
+  let rootHolder: string | undefined; // the socket inode of a holder found to be root's
   for (;;) {
-    const fd = openLockFile(path);
-    if (fd === undefined) return NO_LOCK;
-    if (c.flock(fd, LOCK_EX | LOCK_NB) === 0) {
-      if (sameFile(fd, path)) return held(fd, path);
-      closeSync(fd); // removed by its last holder meanwhile: lock the file that is there now
-      continue;
+    const got = tryBind(bun, name);
+    if (got) return got;
+    const inode = socketInode(name);
+    if (inode !== undefined && inode !== rootHolder) {
+      const uid = ownerUid(inode);
+      if (uid !== undefined && uid !== 0) return NO_LOCK; // held by a user: not honoured (see above)
+      rootHolder = inode; // root's, or not to be found (another PID namespace): waited for
     }
-    closeSync(fd);
     if (Date.now() >= deadline) return 'timeout';
-    await sleep(POLL_MS);
+    await sleep(POLL_MS + Math.random() * JITTER_MS);
   }
 }
 
-/** The file system refuses new files: no lock (see above). */
-const UNWRITABLE = new Set(['EROFS', 'ENOSPC', 'EDQUOT']);
-
-function openLockFile(path: string): number | undefined {
+function tryBind(bun: BunRuntime, name: string): FileLock | undefined {
+  let server;
   try {
-    return openSync(path, OPEN_FLAGS, 0o600);
+    // a connection (nobody needs one) is closed at once
+    server = bun.listen({ unix: `\0${name}`, socket: { open: (s) => s.end(), data() {} } });
   } catch (e) {
-    if (UNWRITABLE.has((e as NodeJS.ErrnoException).code ?? '')) return undefined;
+    if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') return undefined;
     throw e;
   }
-}
-
-function held(fd: number, path: string): FileLock {
   let open = true;
-  const release = (): void => {
-    if (!open) return;
-    open = false;
-    closeSync(fd); // closing the last descriptor releases the flock
-  };
   return {
-    release,
-    releaseAndRemove() {
+    release() {
       if (!open) return;
-      try {
-        unlinkSync(path);
-      } catch {
-        // already gone
-      }
-      release();
+      open = false;
+      server.stop(true);
     },
   };
+}
+
+/** The inode of the socket bound to `name` (/proc/net/unix shows an abstract name with '@'), if any. */
+function socketInode(name: string): string | undefined {
+  try {
+    const line = readFileSync('/proc/net/unix', 'utf8')
+      .split('\n')
+      .find((l) => l.endsWith(` @${name}`));
+    return line?.trim().split(/\s+/)[6];
+  } catch {
+    return undefined;
+  }
+}
+
+/** The uid of the process holding socket `inode`, if one can be found in this PID namespace. */
+function ownerUid(inode: string): number | undefined {
+  const target = `socket:[${inode}]`;
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
+  } catch {
+    return undefined;
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    for (const fd of fds) {
+      try {
+        if (readlinkSync(`/proc/${pid}/fd/${fd}`) === target) return statSync(`/proc/${pid}`).uid;
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return undefined;
 }

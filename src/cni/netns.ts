@@ -8,12 +8,15 @@
  * A path that exists but is not a network namespace (a regular file, a directory, /dev/null, a mount namespace)
  * is refused on ADD and CHECK with code 4 before any delegate runs, and on DEL, GC and STATUS treated like a
  * missing one (the delegates get no CNI_NETNS), so that DEL cannot fail for ever (issue 28; docs/reliability.md).
- * A namespace file is on nsfs (statfs, as the plugins' ns.GetNS checks); its type is asked with NS_GET_NSTYPE
- * through Bun's FFI where the runtime has it (base/libc.ts; under Node the statfs check only).
+ * A namespace file is on nsfs (statfs, as the plugins' ns.GetNS checks). Its type: a /proc/<pid>/ns/<type> link
+ * names it ("net:[4026532281]"); a bind mount of a namespace (what runtimes pass) is asked with NS_GET_NSTYPE
+ * through Bun's FFI where the process has it (base/libc.ts: the daemon). The thin plugin runs without the JIT and
+ * so without FFI (docs/performance.md): there a bind-mounted namespace of another type passes as Go Multus and
+ * the plugins' ns.GetNS let it pass (its delegates' setns then fails); docs/reliability.md, finding 9.
  * Tested by test/unit/host/handle.test.ts (the netns rule per command) and test/fixture/hardening-caches.test.ts
  * (finding 9, on build/multus).
  */
-import { closeSync, openSync, statSync, statfsSync } from 'node:fs';
+import { closeSync, openSync, readlinkSync, statSync, statfsSync } from 'node:fs';
 import { CniCode, CniError } from '../base/errors.ts';
 import { libc } from '../base/libc.ts';
 import type { CallEnv } from './request.ts';
@@ -27,15 +30,23 @@ const CLONE_NEWNET = 0x40000000;
 export type NetnsKind =
   { kind: 'missing' } | { kind: 'netns'; dev: number; ino: number } | { kind: 'other'; what: string };
 
-/** The namespace type of an nsfs file, or undefined when it cannot be asked. */
-function namespaceType(path: string): number | undefined {
+const NS_LINK = /^([a-z_]+):\[\d+\]$/;
+
+/** Whether an nsfs file is a network namespace; undefined when that cannot be told (see above). */
+function isNetworkNamespace(path: string): boolean | undefined {
+  try {
+    const kind = NS_LINK.exec(readlinkSync(path))?.[1];
+    if (kind !== undefined) return kind === 'net';
+  } catch {
+    // not a link: a bind mount
+  }
   const c = libc();
   if (!c) return undefined;
   let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
     const type = c.ioctl(fd, NS_GET_NSTYPE, 0);
-    return type < 0 ? undefined : type;
+    return type < 0 ? undefined : type === CLONE_NEWNET;
   } catch {
     return undefined;
   } finally {
@@ -60,8 +71,7 @@ export function netnsKind(path: string): NetnsKind {
     return { kind: 'other', what: 'a file whose file system cannot be read' };
   }
   if (fsType !== NSFS_MAGIC) return { kind: 'other', what: 'a file, not a namespace' };
-  const type = namespaceType(path);
-  if (type !== undefined && type !== CLONE_NEWNET) return { kind: 'other', what: 'a namespace of another type' };
+  if (isNetworkNamespace(path) === false) return { kind: 'other', what: 'a namespace of another type' };
   return { kind: 'netns', dev: st.dev, ino: st.ino };
 }
 

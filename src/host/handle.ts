@@ -101,17 +101,15 @@ async function runLocked(req: CniRequest, conf: MultusConf, cmd: () => Promise<u
   try {
     return await cmd();
   } finally {
-    // the lock file goes after every call: a file left beside the scratch cache would outlive a roll back to Go
-    // Multus, whose DEL knows nothing of it (docs/reliability.md, finding 5)
-    lock.releaseAndRemove();
+    lock.release();
   }
 }
 
 /**
- * The container's lock, `<cniDir>/.lock-<containerID>` (a name no container ID has): a DEL that comes while an ADD
- * of the same container runs (in this process or another) waits for it, for at most delegateTimeoutSeconds, then
- * fails with code 11 for the runtime to retry (issue 28, docs/reliability.md). Removed after every call, while
- * still held (a waiter on the removed file sees that and locks the one there now, base/file-lock.ts).
+ * The container's lock, named by `<cniDir>/.lock-<containerID>` (no file is made: base/file-lock.ts, so none is
+ * left beside the scratch cache for a roll back to Go Multus, whose DEL knows nothing of it; finding 5): a DEL that
+ * comes while an ADD of the same container runs (in this process or another) waits for it, for at most
+ * delegateTimeoutSeconds, then fails with code 11 for the runtime to retry (issue 28, docs/reliability.md).
  */
 async function lockContainer(conf: MultusConf, req: CniRequest): Promise<FileLock> {
   assertSafeComponent(req.containerId, 'container ID');

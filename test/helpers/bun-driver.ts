@@ -6,10 +6,18 @@
  *     (+ "holdWriteMs":M: the driver keeps P open for writing M ms first, so its first exec is "text file busy")
  *   {"op":"kube","kubeconfig":K,"timeoutMs":N,"calls":[{"fn":"getPod","args":[...]}, ...]}
  *                                                               the lean client (k8s/client.ts: fetch)
+ *   {"op":"lock","path":P,"waitMs":N}  base/file-lock.ts in one process: the lock taken, a second try of the same
+ *     path while it is held, the first released, a third try ({first, second, third})
+ *   {"op":"hold","path":P,"holdMs":N}  takes the lock, collects garbage, prints {"held":true}, keeps it N ms
+ *     (another process's lock; the caller keeps no reference to it)
+ *     (+ "probeHere":true: first tries the held path once more in this process, which must not take it)
+ *   {"op":"squat","path":P,"holdMs":N}  binds the lock's socket name as the plain socket any user could bind,
+ *     prints {"held":true}, keeps it N ms (run it as a user that is not root)
  *
  * Errors come back as {code, msg, status, reason} (CniError / KubeApiError fields).
  */
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { lockFile, lockName } from '../../src/base/file-lock.ts';
 import { silentLogger } from '../../src/base/log.ts';
 import { execPlugin } from '../../src/cni/exec.ts';
 import { loadKubeClient } from '../../src/k8s/client.ts';
@@ -71,7 +79,45 @@ async function kube(req: Json): Promise<Json> {
   return { results, requestCount: count };
 }
 
+async function lock(req: Json): Promise<Json> {
+  const path = req.path as string;
+  const waitMs = req.waitMs as number;
+  const outcome = (l: unknown) => (l === 'timeout' ? 'timeout' : 'held');
+  const first = await lockFile(path, waitMs);
+  const second = await lockFile(path, waitMs);
+  if (first === 'timeout') return { first: 'timeout' };
+  first.release();
+  const third = await lockFile(path, waitMs);
+  if (third !== 'timeout') third.release();
+  return { first: 'held', second: outcome(second), third: outcome(third) };
+}
+
+type TestBun = {
+  gc(sync: boolean): void;
+  listen(o: unknown): unknown;
+  hash(s: string, seed?: number): number | bigint;
+};
+const testBun = (globalThis as unknown as { Bun: TestBun }).Bun;
+
+async function hold(req: Json): Promise<Json> {
+  const l = await lockFile(req.path as string, 10_000);
+  if (req.probeHere && (await lockFile(req.path as string, 50)) !== 'timeout') throw new Error('locked twice');
+  // a full collection first: nothing but the lock module may keep the lock's socket open
+  testBun.gc(true);
+  writeSync(1, JSON.stringify({ held: l !== 'timeout' }) + '\n');
+  await new Promise((r) => setTimeout(r, req.holdMs as number));
+  return { done: true };
+}
+
+async function squat(req: Json): Promise<Json> {
+  testBun.listen({ unix: `\0${lockName(testBun, req.path as string)}`, socket: { data() {} } });
+  writeSync(1, JSON.stringify({ held: true }) + '\n');
+  await new Promise((r) => setTimeout(r, req.holdMs as number));
+  return { done: true };
+}
+
 const req = JSON.parse(readFileSync(0, 'utf8')) as Json;
-const answer = req.op === 'exec' ? await exec(req) : await kube(req);
+const ops: Record<string, (r: Json) => Promise<Json>> = { exec, kube, lock, hold, squat };
+const answer = await ops[req.op as string]!(req);
 writeSync(1, JSON.stringify(answer) + '\n');
 process.exit(0);
