@@ -253,6 +253,34 @@ function anonMappings(pid) {
     .map((m) => `${mib(m.anon)}/${mib(m.size)} ${m.perms} ${m.name}`.trim());
 }
 
+/** The daemon's file-backed resident memory by file (smaps: Rss less Anonymous), summed over its mappings. */
+function fileMappings(pid) {
+  const byName = new Map();
+  let cur;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (head) {
+      const name = `${head[3]} ${head[5] || '[anon]'}`;
+      cur = byName.get(name) ?? { name, size: 0, rss: 0, anon: 0 };
+      cur.size += (parseInt(head[2], 16) - parseInt(head[1], 16)) >> 10;
+      byName.set(name, cur);
+    } else if (cur && line.startsWith('Rss:')) cur.rss += Number(/(\d+)/.exec(line)[1]);
+    else if (cur && line.startsWith('Anonymous:')) cur.anon += Number(/(\d+)/.exec(line)[1]);
+  }
+  const mib = (k) => Math.round((k / 1024) * 10) / 10;
+  return [...byName.values()]
+    .filter((m) => m.rss - m.anon > 256)
+    .sort((a, b) => b.rss - b.anon - (a.rss - a.anon))
+    .slice(0, 8)
+    .map((m) => `${mib(m.rss - m.anon)}/${mib(m.size)} ${m.name}`);
+}
+
+/** Page faults of the daemon so far (/proc/<pid>/stat fields 10 and 12). */
+function faults(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return { minflt: Number(f[7]), majflt: Number(f[9]) };
+}
+
 const kib = (status, k) => Math.round((Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1]) / 1024) * 10) / 10;
 async function sample(phase) {
   let jsc;
@@ -291,6 +319,8 @@ async function sample(phase) {
     }).length,
     ...(jsc ? { jsc } : {}),
     ...(args.includes('--mappings') ? { mappings: anonMappings(daemon.pid) } : {}),
+    ...(args.includes('--file-mappings') ? { file_mappings: fileMappings(daemon.pid) } : {}),
+    ...faults(daemon.pid),
     load1: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
   };
 }
@@ -372,6 +402,9 @@ try {
   samples.push(await sample('idle'));
   if (burstSize > 0) {
     cg.resetPeak();
+    // VmHWM from here on is the burst's own high-water, not the start-up's (proc(5), clear_refs 5)
+    writeFileSync(`/proc/${daemon.pid}/clear_refs`, '5');
+    out.hwm_before_burst = samples[samples.length - 1].hwm;
     out.burst = await burst(burstSize);
     samples.push(...mid);
     samples.push(await sample(`burst ${burstSize}`));

@@ -38,6 +38,7 @@ import { startWarmKube } from '../informers/informers.ts';
 import type { Metrics } from './metrics.ts';
 import type { DynamicNetworks } from '../hotplug/dynamic.ts';
 import { collectGarbage, defaultDelegateConcurrency, memoryLimitMib } from './memory.ts';
+import { dropFilePages } from './pages.ts';
 import type { RequestQueue } from './queue.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
@@ -250,8 +251,10 @@ function boundDelegates(exec: Exec, cfg: DaemonConfig, log: Logger): Exec {
 export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger): Promise<DaemonHandle> {
   const { cfg } = setup;
   const parts: Parts = {};
-  // a full collection when idle and at most once a second while busy (memory.ts)
-  const queue = collectGarbage(createQueue(cfg.connectionLimit));
+  // a full collection when idle and at most once a second while busy; at rest, the start-up's file pages given
+  // back (memory.ts, pages.ts)
+  const atRest = cfg.dropIdleFilePages ? () => void dropFilePages() : undefined;
+  const queue = collectGarbage(createQueue(cfg.connectionLimit), atRest ? { atRest } : {});
   let stopping = false;
   try {
     const metrics = await createMetricsFor(cfg);
@@ -290,6 +293,8 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
       parts.dynamic = startDynamicNetworks({ host, queue, log, daemonEnv: io.env, multusConf, intervalMs, ...events });
     }
     log.verbose(`multus daemon serving ${socket}`);
+    // at rest once ready (the informers synced): the first collection and page drop (memory.ts)
+    void (warm ? warm.waitForSync(60_000) : Promise.resolve()).then(() => stopping || queue.restSoon());
     const stop = async (reason: string, again: Promise<string> = new Promise(() => {})) => {
       stopping = true;
       writer.stop({ remove: false }); // frozen: an uninstall's cleanup (docs/install.md, "Helm") is not undone
