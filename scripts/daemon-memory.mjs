@@ -437,6 +437,10 @@ try {
     samples.push(await sample(`${target} pairs`));
     process.stderr.write(`${target} pairs, ${((performance.now() - t0) / 1000).toFixed(0)} s\n`);
   }
+  if (checkpoints.length) {
+    await sleep(3000);
+    samples.push(await sample(`3 s after ${done} pairs`));
+  }
   out.samples = samples;
 } catch (e) {
   out.error = String(e?.message ?? e);
