@@ -6,7 +6,7 @@
  *   node scripts/daemon-memory.mjs [--k8s] [--pods 100] [--burst 100] [--pairs 1000,10000] [--limit-mib 50]
  *                                  [--runtime exe|bun] [--bun-flags "--smol"] [--daemon-keys '{"k": 1}']
  *                                  [--env BUN_JSC_largeHeapSize=4194304,...] [--exe build/multus]
- *                                  [--mappings] [--file-mappings] [--referenced]
+ *                                  [--mappings] [--file-mappings] [--referenced] [--rest-pairs N]
  *
  * Starts the daemon in a memory cgroup of its own (cgroup v1 or v2), as its container's: the cgroup holds the
  * daemon and every delegate it executes, which is what a container memory limit is enforced on (`--limit-mib`
@@ -19,8 +19,8 @@
  * cleared before the burst, so the burst's samples say how much of each the burst touched). VmHWM is reset before
  * the burst (`hwm_before_burst` keeps the start-up's): the burst's samples give the burst's own high-water.
  *
- * Phases: idle (after the informers synced and 20 warm-up pairs), one pair timed (`first_pair_after_rest`: ms and
- * page faults), then `--burst N` ADDs of different containers
+ * Phases: idle (after the informers synced and 20 warm-up pairs), one pair timed (`first_pair_after_rest`: ms,
+ * the daemon's CPU ms and page faults; `--rest-pairs N`: N more, each after 2.5 s without a call, medians), then `--burst N` ADDs of different containers
  * at once and their DELs (N = 0: none), then back-to-back ADD/DEL pairs to each count of `--pairs`. Delegates:
  * the trivial bench delegate (test/data/bench). With --k8s: the bench's API server (scripts/bench/k8s-cluster.ts),
  * `--pods` pods on the daemon's node with two NADs (3 delegates per ADD, as the density bench's pods), the
@@ -281,10 +281,21 @@ function fileMappings(pid) {
     .map((m) => `${mib(m.rss - m.anon)}/${mib(m.size)} (referenced ${mib(m.referenced)}) ${m.name}`);
 }
 
-/** Page faults of the daemon so far (/proc/<pid>/stat fields 10 and 12). */
+/** Page faults of the daemon so far and its CPU time in ms (/proc/<pid>/stat fields 10, 12, 14 and 15). */
 function faults(pid) {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return { minflt: Number(f[7]), majflt: Number(f[9]) };
+  return { minflt: Number(f[7]), majflt: Number(f[9]), cpu_ms: (Number(f[11]) + Number(f[12])) * 10 };
+}
+
+/** One pair after `restMs` without a call: its wall time, the daemon's CPU and faults in it. */
+async function pairAfterRest(restMs) {
+  await sleep(restMs);
+  const f0 = faults(daemon.pid);
+  const t0 = performance.now();
+  await pair();
+  const f1 = faults(daemon.pid);
+  const ms = Math.round((performance.now() - t0) * 10) / 10;
+  return { ms, cpu_ms: f1.cpu_ms - f0.cpu_ms, minflt: f1.minflt - f0.minflt, majflt: f1.majflt - f0.majflt };
 }
 
 const kib = (status, k) => Math.round((Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1]) / 1024) * 10) / 10;
@@ -406,16 +417,20 @@ try {
   for (let i = 0; i < 20; i++) await pair();
   await sleep(2000);
   samples.push(await sample('idle'));
-  // the first call after rest: what the pages dropped at rest (dropIdleFilePages) cost it
-  const f0 = faults(daemon.pid);
-  const p0 = performance.now();
-  await pair();
-  const f1 = faults(daemon.pid);
-  out.first_pair_after_rest = {
-    ms: Math.round((performance.now() - p0) * 10) / 10,
-    minflt: f1.minflt - f0.minflt,
-    majflt: f1.majflt - f0.majflt,
-  };
+  // the first call after rest: what the pages dropped at rest (dropIdleFilePages) cost it; --rest-pairs N more
+  out.first_pair_after_rest = await pairAfterRest(0);
+  const rests = Number(opt('--rest-pairs', '0'));
+  if (rests > 0) {
+    const each = [];
+    for (let i = 0; i < rests; i++) each.push(await pairAfterRest(2500));
+    const median = (k) => each.map((e) => e[k]).sort((a, b) => a - b)[Math.floor(rests / 2)];
+    out.pairs_after_rest = {
+      n: rests,
+      median_ms: median('ms'),
+      median_cpu_ms: median('cpu_ms'),
+      median_minflt: median('minflt'),
+    };
+  }
   await sleep(2000);
   if (burstSize > 0) {
     cg.resetPeak();

@@ -293,8 +293,10 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
       parts.dynamic = startDynamicNetworks({ host, queue, log, daemonEnv: io.env, multusConf, intervalMs, ...events });
     }
     log.verbose(`multus daemon serving ${socket}`);
-    // at rest once ready (the informers synced): the first collection and page drop (memory.ts)
+    // at rest once ready (the informers synced), and after the node's pod events too (they run code, not requests):
+    // a collection and page drop 1 s after the last (memory.ts)
     void (warm ? warm.waitForSync(60_000) : Promise.resolve()).then(() => stopping || queue.restSoon());
+    warm?.onPod(() => stopping || queue.restSoon());
     const stop = async (reason: string, again: Promise<string> = new Promise(() => {})) => {
       stopping = true;
       writer.stop({ remove: false }); // frozen: an uninstall's cleanup (docs/install.md, "Helm") is not undone
