@@ -52,17 +52,12 @@ export function parseSmaps(text: string): Mapping[] {
 
 /**
  * The mappings whose resident pages DONTNEED may drop without losing data: private (`p`), not writable, backed by a
- * file (an absolute path, not `[vdso]` or a deleted file's), with resident pages and no anonymous one. Pure.
+ * file (an absolute path, not `[vdso]`), with resident pages and no anonymous one. Pure. A deleted file counts: an
+ * upgrade replaces the executable under a running daemon, whose mapping keeps the old file and its pages.
  */
 export function droppable(mappings: readonly Mapping[]): Mapping[] {
   return mappings.filter(
-    (m) =>
-      m.perms[1] !== 'w' &&
-      m.perms[3] === 'p' &&
-      m.path.startsWith('/') &&
-      !m.path.endsWith(' (deleted)') &&
-      m.rssKib > 0 &&
-      m.anonKib === 0,
+    (m) => m.perms[1] !== 'w' && m.perms[3] === 'p' && m.path.startsWith('/') && m.rssKib > 0 && m.anonKib === 0,
   );
 }
 

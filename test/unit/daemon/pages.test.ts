@@ -18,7 +18,7 @@ const SMAPS = [
   mapping('7f1000020000-7f1000030000', 'r--p', '/usr/lib/x86_64-linux-gnu/libc.so.6', 16, 16), // RELRO: kept
   mapping('7f1000030000-7f1000040000', 'r-xp', '/usr/lib/x86_64-linux-gnu/libm.so.6', 0, 0), // nothing resident
   mapping('7f2000000000-7f2000001000', 'r--s', '/dev/shm/x', 4, 0), // shared: kept
-  mapping('7f3000000000-7f3000010000', 'r-xp', '/tmp/old (deleted)', 64, 0), // deleted file: kept
+  mapping('7f3000000000-7f3000010000', 'r-xp', '/opt/cni/bin/.multus-bun-old (deleted)', 64, 0), // upgraded: dropped
   mapping('7ffd00000000-7ffd00002000', 'r-xp', '[vdso]', 8, 0), // not a file
 ].join('');
 
@@ -36,6 +36,7 @@ describe('daemon pages', () => {
       `r--p ${EXE} 200000`,
       `r-xp ${EXE} 1a40000`,
       'r--p /usr/lib/x86_64-linux-gnu/libc.so.6 7f1000000000',
+      'r-xp /opt/cni/bin/.multus-bun-old (deleted) 7f3000000000',
     ]);
   });
 
