@@ -133,16 +133,20 @@ async function startWarm(
   }
 }
 
-function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise<Server> {
+/** `/metrics` on metricsPort; `served()` after each scrape (a scrape runs code: the rest after it, memory.ts). */
+function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger, served: () => void): Promise<Server> {
   const server = createServer((req, res) => {
     if ((req.url ?? '').split('?')[0] !== '/metrics' || req.method !== 'GET') {
       res.writeHead(404).end();
       return;
     }
-    metrics.render().then(
-      ({ contentType, body }) => res.writeHead(200, { 'Content-Type': contentType }).end(body),
-      (e: unknown) => res.writeHead(500).end(messageOf(e)),
-    );
+    metrics
+      .render()
+      .then(
+        ({ contentType, body }) => res.writeHead(200, { 'Content-Type': contentType }).end(body),
+        (e: unknown) => res.writeHead(500).end(messageOf(e)),
+      )
+      .finally(served);
   });
   // No address: every address of the node, as Multus' ":<metricsPort>" (docs/resident.md#metrics).
   const host = cfg.metricsBindAddress || undefined;
@@ -284,7 +288,7 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
     const served = { host, daemonEnv: io.env, log, queue, notReady, stopping: () => stopping, multusConf };
     parts.http = createCniServer({ ...served, ...(metrics ? { metrics } : {}) });
     const socket = (parts.socket = await listenUnix(parts.http, cfg.socketDir));
-    if (metrics) parts.metricsServer = await serveMetrics(metrics, cfg, log);
+    if (metrics) parts.metricsServer = await serveMetrics(metrics, cfg, log, () => stopping || queue.restSoon());
     if (cfg.dynamicNetworks) {
       // with informers, the pod informer's updates drive it and the poll is a resync
       const events = warm ? { events: warm.onPod } : {};
