@@ -1,12 +1,13 @@
 /**
  * build/multus daemon gives back its executable's file pages at rest (daemon/pages.ts): once ready and idle, the
  * executable's mapped pages fall well below those of a daemon started with `dropIdleFilePages: false`, and the
- * daemon still serves a call afterwards (the pages it needs fault back in from the page cache). Needs root and
- * build/multus.
+ * daemon still serves a call afterwards (the pages it needs fault back in from the page cache); a /metrics scrape,
+ * which maps code back without a CNI request, is followed by a drop too. Needs root and build/multus.
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -102,5 +103,29 @@ describe('the daemon at rest', () => {
     const answer = await add(dropping.socket, 'c2'); // the code it needs faults back in
     expect(answer.status).toBe(200);
     expect(answer.json()).toMatchObject({ Result: { ips: [{ address: '10.9.0.2/24' }] } });
+  });
+
+  it.runIf(ready())('after a /metrics scrape too: the code it mapped back is unmapped again', async () => {
+    const port = await new Promise<number>((resolve, reject) => {
+      const probe = createServer();
+      probe.once('error', reject);
+      probe.listen(0, '127.0.0.1', () => {
+        const p = (probe.address() as { port: number }).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    const d = startDaemon('m', { metricsPort: port, metricsBindAddress: '127.0.0.1' });
+    await until(() => existsSync(d.socket), 'the daemon to listen');
+    const pid = d.child.pid!;
+    const started = exeRssKib(pid);
+    await until(() => exeRssKib(pid) * 2 < started, 'the first drop, once ready', 3000);
+    await sleep(500);
+    const rested = exeRssKib(pid);
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+    expect(res.status).toBe(200);
+    await res.text();
+    const scraped = exeRssKib(pid);
+    expect(scraped).toBeGreaterThan(rested); // rendering the metrics ran code that was unmapped
+    await until(() => exeRssKib(pid) < rested + (scraped - rested) / 2, 'the drop after the scrape', 3000);
   });
 });
