@@ -6,9 +6,10 @@
  * burst's size until the next one (docs/resident.md, "Memory"). So the daemon asks for one full collection and
  * Bun's shrink when a request ends and the last one was `busyMs` ago or more (about 1-4 ms of CPU with the
  * daemon's heap, once a second at most), and once no request has been pending for `idleMs` after one ended.
- * Under Node (tests) there is no `Bun` and nothing is collected. At rest (the idle collection, and once when the
- * daemon is ready) it also runs `atRest`: the daemon gives back the file pages it mapped while starting
- * (daemon/pages.ts); never on the busy path, where those pages are in use.
+ * Under Node (tests) there is no `Bun` and nothing is collected. At rest (the idle collection, armed by a request's
+ * end or by `restSoon()`, which the daemon calls once ready, after the node's pod events and after a /metrics
+ * scrape) it also runs `atRest`: the daemon unmaps the file pages it no longer uses (daemon/pages.ts); never on the
+ * busy path, where those pages are in use.
  *
  * Also the memory limit of the daemon's cgroup (its container's), which sets how many delegates run at once when
  * the config does not say (daemon/exec.ts boundedExec).
