@@ -32,9 +32,6 @@ export async function buildDaemon(opts = {}) {
     ...ASSET_BUNDLE_OPTIONS,
     entryPoints: [join(ROOT, 'src/roles.ts')],
     outfile,
-    // client-node's watch (node-fetch, whatwg-url, tr46) requires Node's deprecated punycode builtin, which
-    // prints a DeprecationWarning (DEP0040); the userland package is the same code.
-    alias: { punycode: 'punycode/' },
   });
   if (res.errors.length) throw new Error('esbuild failed for the daemon bundle');
   const size = statSync(outfile).size;

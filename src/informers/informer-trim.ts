@@ -9,12 +9,13 @@
  * the body of the network-status write (PUT pods/status): the API server takes a pod's spec, owner references and
  * managed fields from the stored pod on that subresource, not from the body (Kubernetes' pod status strategy;
  * a body without managedFields keeps the stored ones), while metadata (annotations, labels) and status are
- * written as sent, so those are kept whole. A NAD keeps its name, namespace, annotations (the resource name) and
- * `spec.config`, but `kubectl.kubernetes.io/last-applied-configuration`, a second copy of the config.
+ * written as sent, so those are kept whole. A NAD keeps its name, namespace, resourceVersion, Multus' own
+ * annotations (`k8s.v1.cni.cncf.io/*`: the resource name) and `spec.config`; not its apiVersion and kind, other
+ * annotations (`kubectl.kubernetes.io/last-applied-configuration` is a second copy of the config), labels, uid,
+ * timestamps or managed fields.
  */
-import type { Obj } from './informer-config.ts';
+import type { Obj } from './informer-types.ts';
 
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function metadataWithoutManagedFields(o: Obj): Record<string, unknown> | undefined {
@@ -40,14 +41,23 @@ export function trimPod(o: Obj): Obj {
   } as Obj;
 }
 
-/** A NetworkAttachmentDefinition as the NAD informer keeps it. */
+/** The annotations Multus reads on a NAD (resourceName, allowedResourceNames): its own prefix. */
+const NAD_ANNOTATION_PREFIX = 'k8s.v1.cni.cncf.io/';
+
+/**
+ * A NetworkAttachmentDefinition as the NAD informer keeps it: of its metadata name, namespace, resourceVersion (the
+ * store tells a changed NAD by it) and Multus' own annotations; `spec.config` as the string it came as (parsed per
+ * ADD, never kept parsed). Every NAD of the cluster is held for the daemon's life (docs/resident.md, "Memory").
+ */
 export function trimNad(o: Obj): Obj {
   if (!isObject(o)) return o;
-  const metadata = metadataWithoutManagedFields(o);
-  if (metadata && isObject(metadata.annotations) && LAST_APPLIED in metadata.annotations) {
-    const { [LAST_APPLIED]: _l, ...annotations } = metadata.annotations;
-    metadata.annotations = annotations;
+  const m = isObject(o.metadata) ? o.metadata : {};
+  const metadata: Record<string, unknown> = { name: m.name, namespace: m.namespace };
+  if (m.resourceVersion !== undefined) metadata.resourceVersion = m.resourceVersion;
+  if (isObject(m.annotations)) {
+    const own = Object.entries(m.annotations).filter(([k]) => k.startsWith(NAD_ANNOTATION_PREFIX));
+    if (own.length > 0) metadata.annotations = Object.fromEntries(own);
   }
   const spec = isObject(o.spec) && o.spec.config !== undefined ? { config: o.spec.config } : {};
-  return { apiVersion: o.apiVersion, kind: o.kind, metadata, spec } as Obj;
+  return { metadata, spec } as Obj;
 }

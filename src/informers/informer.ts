@@ -1,21 +1,29 @@
 /**
- * informers/informer.ts: one client-node informer (list + watch of one resource) with its restart and sync state
- * (I/O: HTTPS). Listing is paged (500 at a time); it counts as synced once listed and watching; an error stops
- * the watch, reports "not synced", and restarts it with backoff (1 s doubling to 30 s, jittered). Every list is
- * reported to the metrics. informers.ts builds the pod and NAD informers from it.
- * Tested by test/k8s/warm.test.ts (against a real kube-apiserver: sync, restarts, metrics).
+ * informers/informer.ts: one informer (the objects of one resource, kept current by a watch) with its restart and
+ * sync state (I/O: HTTPS through the lean client's watch and list, src/k8s/watch.ts). As client-go's reflector does with WatchListClient
+ * (client-go v0.35, Go Multus v4.3.0): the first watch asks for the initial objects itself
+ * (`sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan`, bookmarks on) and the informer is synced at the
+ * bookmark annotated `k8s.io/initial-events-end`, on the same stream that then carries the changes: one request
+ * per informer and no LIST response to hold whole (docs/resident.md, "Informers"). An API server that refuses
+ * the parameter (the WatchList feature off: 4xx) gets the old way for the informer's life: a LIST in pages of
+ * 500, then a watch from its resourceVersion. A watch the server ends resumes at once from the last
+ * resourceVersion seen (events and bookmarks); 410 Gone starts over (the cache replaced, changes announced); any
+ * other error stops the watch, reports "not synced", and starts again with backoff (1 s doubling to 30 s,
+ * jittered). The initial objects' arrival (watch or list) is reported to the metrics. informers.ts builds the pod
+ * and NAD informers from it.
+ * Tested by test/unit/informers/informer.test.ts (a fake WatchClient: watch-list, fallback, 410, resume) and
+ * test/k8s/warm.test.ts (against a real kube-apiserver: sync without a LIST, restarts, metrics).
  */
-import type { KubeConfig } from '@kubernetes/client-node/dist/config.js';
-import type { KubernetesListObject } from '@kubernetes/client-node/dist/types.js';
-import type { ListWatch } from '@kubernetes/client-node/dist/cache.js';
-import type { Watch } from '@kubernetes/client-node/dist/watch.js';
 import { retryDelay } from '../base/backoff.ts';
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
-import type { ClientNode, InformerMetrics, Obj } from './informer-config.ts';
-import { getJson } from './informer-config.ts';
+import { httpStatusOf } from '../k8s/types.ts';
+import type { WatchClient } from '../k8s/types.ts';
+import type { InformerMetrics, Obj } from './informer-types.ts';
+import { Store, keyOf } from './informer-store.ts';
 
 const LIST_PAGE = 500;
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 export interface InformerOptions {
   log: Logger;
@@ -34,8 +42,11 @@ export interface Informer {
   stop(): void;
 }
 
-/** Every object under `path` (paged, LIST_PAGE at a time), as one list with the last page's resourceVersion. */
-async function listPaged(kc: KubeConfig, path: string, fieldSelector: string | undefined, trim: Trim) {
+/** What an informer keeps of each object it lists or watches (informer-trim.ts). */
+type Trim = (o: Obj) => Obj;
+
+/** Every object under `path` (paged, LIST_PAGE at a time), trimmed, with the last page's resourceVersion. */
+async function listPaged(api: WatchClient, name: string, path: string, fieldSelector: string | undefined, trim: Trim) {
   const items: Obj[] = [];
   let cont = '';
   let resourceVersion = '';
@@ -43,13 +54,13 @@ async function listPaged(kc: KubeConfig, path: string, fieldSelector: string | u
     const q = new URLSearchParams({ limit: String(LIST_PAGE) });
     if (fieldSelector) q.set('fieldSelector', fieldSelector);
     if (cont) q.set('continue', cont);
-    const page = await getJson(kc, `${path}?${q}`);
+    type Page = { items?: Obj[]; metadata?: { resourceVersion?: string; continue?: string } };
+    const page = await api.listPage<Page>(name, `${path}?${q}`);
     for (const item of page.items ?? []) items.push(trim(item));
     resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-    cont = page.metadata?._continue ?? (page.metadata as { continue?: string } | undefined)?.continue ?? '';
+    cont = page.metadata?.continue ?? '';
   } while (cont);
-  const list: KubernetesListObject<Obj> = { apiVersion: 'v1', kind: 'List', metadata: { resourceVersion }, items };
-  return list;
+  return { items, resourceVersion };
 }
 
 /** `run`, one API request reported to the metrics (verb, resource, seconds, success). */
@@ -70,135 +81,251 @@ export async function timedCall<T>(
   }
 }
 
-/** What an informer keeps of each object it lists or watches (informer-trim.ts). */
-type Trim = (o: Obj) => Obj;
 /** Watch events that carry a watched object (not BOOKMARK, nor ERROR's Status). */
 const OBJECT_EVENTS = new Set(['ADDED', 'MODIFIED', 'DELETED']);
+/** Refusals that are not about the watch-list parameters: retried as they are, never a reason to LIST. */
+const NOT_A_REFUSAL = new Set([401, 403, 410, 429]);
+/** A watch that ends normally sooner than this after it began is retried with backoff, not at once. */
+const SHORT_WATCH_MS = 1000;
 
-/**
- * client-node's watch, told apart: `established` once it streams (HTTP 200), `ended` when it stops or fails;
- * each watched object trimmed before the cache keeps it.
- */
-function trackedWatch(real: Watch, on: { established(): void; ended(): void }, trim: Trim): Watch {
-  type Query = Record<string, string | number | boolean | undefined>;
-  type Callback = (phase: string, obj: unknown, w: unknown) => void;
-  return {
-    watch: async (p: string, q: Query, cb: Callback, done: (err: unknown) => void) => {
-      let failed = false;
-      const kept: Callback = (phase, obj, w) => cb(phase, OBJECT_EVENTS.has(phase) ? trim(obj as Obj) : obj, w);
-      const controller = await real.watch(p, q, kept, (err: unknown) => {
-        if (err) failed = true;
-        on.ended();
-        done(err);
-      });
-      if (!failed) on.established();
-      return controller;
-    },
-  } as unknown as Watch;
+type Meta = { resourceVersion?: string; annotations?: Record<string, string> };
+
+/** The informer's state: what the cache holds and how the next watch starts. */
+interface State {
+  /** The last resourceVersion seen: a list's, an event's or a bookmark's. */
+  rv: string;
+  /** The cache holds a complete set (its initial objects arrived), current as of `rv`. */
+  complete: boolean;
+  /** A watch streams from `rv`. */
+  watching: boolean;
+  /** The initial objects come through the watch; false once the API server refused that. */
+  watchList: boolean;
+  stopped: boolean;
+  /** Errors since the informer last watched: the restart waits retryDelay(failures). */
+  failures: number;
 }
 
-/** Subscribes `listener` to an informer's adds/updates and deletes; a listener's throw is reported, not raised. */
-function subscribe(
-  lw: ListWatch<Obj>,
-  listener: (obj: Obj, deleted: boolean) => void,
-  failed: (message: string) => void,
-): () => void {
-  const safe = (deleted: boolean) => (obj: Obj) => {
-    try {
-      listener(obj, deleted);
-    } catch (e) {
-      failed(messageOf(e));
+/** How one watch ended, as its done callback sees it. */
+interface Ended {
+  err: unknown;
+  /** An ERROR event's Status code (410 Gone: start over). */
+  code?: number;
+  /** The watch still waited for its initial objects. */
+  initial: boolean;
+  ms: number;
+}
+
+/** One watch's own state: its initial objects while they come, an ERROR event's code, whether it ended. */
+class Stream {
+  initial: Map<string, Obj> | undefined;
+  code: number | undefined;
+  done = false;
+  abort: (() => void) | undefined;
+  readonly t0 = performance.now();
+
+  constructor(
+    private readonly inf: WatchInformer,
+    withInitial: boolean,
+  ) {
+    if (withInitial) this.initial = new Map();
+  }
+
+  onEvent(type: string, obj: unknown): void {
+    const inf = this.inf;
+    if (this.done || inf.s.stopped) return;
+    const meta = (obj as { metadata?: Meta } | undefined)?.metadata;
+    if (type === 'ERROR') {
+      this.code = (obj as { code?: number } | undefined)?.code ?? 0;
+      if (this.abort) this.end(); // the watch's abort calls no done: this watch ends here
+      return;
     }
-  };
-  const changed = safe(false);
-  const deleted = safe(true);
-  lw.on('add', changed);
-  lw.on('update', changed);
-  lw.on('delete', deleted);
-  return () => {
-    lw.off('add', changed);
-    lw.off('update', changed);
-    lw.off('delete', deleted);
-  };
+    if (type === 'BOOKMARK') {
+      if (meta?.resourceVersion) inf.s.rv = meta.resourceVersion;
+      if (this.initial && meta?.annotations?.[INITIAL_EVENTS_END] === 'true') {
+        inf.store.replace(this.initial.values());
+        this.initial = undefined;
+        inf.s.complete = true;
+        inf.o.metrics?.apiCall('watch', inf.name, (performance.now() - this.t0) / 1000, true);
+        inf.markWatching();
+      }
+      return;
+    }
+    if (!OBJECT_EVENTS.has(type)) return;
+    const t = inf.trim(obj as Obj);
+    if (t.metadata?.resourceVersion) inf.s.rv = t.metadata.resourceVersion;
+    if (!this.initial) inf.store.apply(t, type === 'DELETED');
+    else if (type === 'DELETED') this.initial.delete(keyOf(t));
+    else this.initial.set(keyOf(t), t);
+  }
+
+  /** An ERROR event (its code kept) once the watch is running: aborted, and ended as if it failed. */
+  end(): void {
+    this.abort?.();
+    this.onDone(undefined);
+  }
+
+  onDone(err: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    const ms = performance.now() - this.t0;
+    if (this.initial) this.inf.o.metrics?.apiCall('watch', this.inf.name, ms / 1000, false);
+    const e = this.code === undefined ? err : undefined;
+    this.inf.ended({ err: e, code: this.code, initial: !!this.initial, ms });
+  }
+}
+
+class WatchInformer implements Informer {
+  readonly store: Store;
+  readonly s: State = { rv: '', complete: false, watching: false, watchList: true, stopped: false, failures: 0 };
+  private readonly backoff: { initialMs: number; maxMs: number };
+  private timer: NodeJS.Timeout | undefined;
+  /** The running watch's abort. */
+  private controller: (() => void) | undefined;
+  private reported: boolean | undefined;
+
+  constructor(
+    readonly name: string,
+    private readonly path: string,
+    private readonly fieldSelector: string | undefined,
+    private readonly api: WatchClient,
+    readonly o: InformerOptions,
+    private readonly onChange: () => void,
+    readonly trim: Trim,
+  ) {
+    this.backoff = o.backoff ?? { initialMs: 1000, maxMs: 30_000 };
+    this.store = new Store((e) => o.log.error(`informer ${name}: a listener failed: ${e}`));
+  }
+
+  synced(): boolean {
+    return this.s.complete && this.s.watching;
+  }
+
+  get(namespace: string, n: string): Obj | undefined {
+    return this.store.get(namespace, n);
+  }
+
+  subscribe(listener: (obj: Obj, deleted: boolean) => void): () => void {
+    return this.store.subscribe(listener);
+  }
+
+  start(): void {
+    this.report();
+    this.schedule(0);
+  }
+
+  stop(): void {
+    this.s.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.controller?.();
+    this.controller = undefined;
+    this.s.watching = false;
+  }
+
+  private report(): void {
+    const now = this.synced();
+    if (now === this.reported) return;
+    this.reported = now;
+    this.o.metrics?.informerSynced(this.name, now);
+    this.o.log.verbose(`informer ${this.name}: ${now ? 'synced' : 'not synced'}`);
+    this.onChange();
+  }
+
+  /** The next watch after `ms` (0: at once); one at a time. */
+  private schedule(ms: number): void {
+    if (this.s.stopped || this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (!this.s.stopped) void this.run().catch((e: unknown) => this.failed(e));
+    }, ms);
+    this.timer.unref?.();
+  }
+
+  private failed(err: unknown): void {
+    this.s.watching = false;
+    this.report();
+    if (this.s.stopped) return;
+    this.s.failures += 1;
+    const wait = Math.round(retryDelay(this.s.failures, this.backoff) * (0.9 + Math.random() * 0.2));
+    this.o.log.warn(`informer ${this.name}: ${messageOf(err)}; restarting in ${wait} ms`);
+    this.schedule(wait);
+  }
+
+  /** A watch streams over a complete cache. */
+  markWatching(): void {
+    this.s.watching = true;
+    this.s.failures = 0;
+    this.report();
+  }
+
+  ended(e: Ended): void {
+    this.controller = undefined;
+    const s = this.s;
+    if (s.stopped) return;
+    const status = e.code ?? httpStatusOf(e.err);
+    if (status === 410) {
+      this.o.log.verbose(`informer ${this.name}: resourceVersion ${s.rv} is gone; starting over`);
+      Object.assign(s, { complete: false, watching: false, rv: '' });
+      this.report();
+      return this.schedule(0);
+    }
+    if (e.initial && s.watchList && status && status >= 400 && status < 500 && !NOT_A_REFUSAL.has(status)) {
+      this.o.log.warn(`informer ${this.name}: the API server refused a watch-list (HTTP ${status}); listing instead`);
+      s.watchList = false;
+      return this.schedule(0);
+    }
+    if (e.err || e.code !== undefined) return this.failed(e.err ?? new Error(`the watch sent an error (${e.code})`));
+    if (e.initial) return this.failed(new Error('the watch ended before its initial objects did'));
+    if (e.ms < SHORT_WATCH_MS) return this.failed(new Error(`the watch ended after ${Math.round(e.ms)} ms`));
+    this.schedule(0); // the API server's watch timeout: resume from s.rv, still synced
+  }
+
+  /** One watch: its initial objects first when the cache has none (or a LIST before it, without watch-list). */
+  private async run(): Promise<void> {
+    const s = this.s;
+    const q = new URLSearchParams({ watch: 'true', allowWatchBookmarks: 'true' });
+    if (this.fieldSelector) q.set('fieldSelector', this.fieldSelector);
+    const withInitial = !s.complete && s.watchList;
+    if (withInitial) {
+      q.set('sendInitialEvents', 'true');
+      q.set('resourceVersionMatch', 'NotOlderThan');
+    } else {
+      if (!s.complete) {
+        const list = await timedCall(this.o.metrics, 'list', this.name, () =>
+          listPaged(this.api, this.name, this.path, this.fieldSelector, this.trim),
+        );
+        this.store.replace(list.items);
+        Object.assign(s, { rv: list.resourceVersion, complete: true });
+      }
+      q.set('resourceVersion', s.rv);
+    }
+    const w = new Stream(this, withInitial);
+    let abort: () => void;
+    try {
+      abort = await this.api.watch(this.name, `${this.path}?${q}`, {
+        event: (type, obj) => w.onEvent(type, obj),
+        done: (err) => w.onDone(err),
+      });
+    } catch (err) {
+      return w.onDone(err);
+    }
+    w.abort = abort;
+    if (w.done) return abort();
+    this.controller = abort;
+    if (s.stopped) abort();
+    else if (w.code !== undefined) w.end();
+    else if (!withInitial) this.markWatching();
+  }
 }
 
 export function informer(
   name: string,
   path: string,
   fieldSelector: string | undefined,
-  kc: KubeConfig,
+  api: WatchClient,
   o: InformerOptions,
   onChange: () => void,
-  cn: ClientNode,
   trim: Trim = (x) => x,
 ): Informer {
-  const backoff = o.backoff ?? { initialMs: 1000, maxMs: 30_000 };
-  let listed = false;
-  let watching = false;
-  let stopped = false;
-  /** Errors since the informer last watched: the restart waits retryDelay(failures). */
-  let failures = 0;
-  let timer: NodeJS.Timeout | undefined;
-  let reported: boolean | undefined;
-  const report = (): void => {
-    const now = listed && watching;
-    if (now === reported) return;
-    reported = now;
-    o.metrics?.informerSynced(name, now);
-    o.log.verbose(`informer ${name}: ${now ? 'synced' : 'not synced'}`);
-    onChange();
-  };
-  const begin = (): void => void lw.start().catch((e: unknown) => o.log.warn(`informer ${name}: ${messageOf(e)}`));
-
-  const list = async (): Promise<KubernetesListObject<Obj>> => {
-    const all = await timedCall(o.metrics, 'list', name, () => listPaged(kc, path, fieldSelector, trim));
-    listed = true;
-    return all;
-  };
-  const watch = trackedWatch(
-    new cn.Watch(kc),
-    {
-      ended: () => (watching = false),
-      established: () => {
-        if (stopped) return;
-        watching = true;
-        failures = 0;
-        report();
-      },
-    },
-    trim,
-  );
-
-  const lw = new cn.ListWatch<Obj>(path, watch, list, false, undefined, fieldSelector);
-  lw.on('error', (err: unknown) => {
-    watching = false;
-    report();
-    if (stopped || timer) return;
-    failures += 1;
-    const wait = Math.round(retryDelay(failures, backoff) * (0.9 + Math.random() * 0.2));
-    o.log.warn(`informer ${name}: ${messageOf(err)}; restarting in ${wait} ms`);
-    timer = setTimeout(() => {
-      timer = undefined;
-      if (!stopped) begin();
-    }, wait);
-    timer.unref?.();
-  });
-
-  return {
-    name,
-    synced: () => listed && watching,
-    get: (namespace, n) => lw.get(n, namespace),
-    subscribe: (listener) => subscribe(lw, listener, (e) => o.log.error(`informer ${name}: a listener failed: ${e}`)),
-    start() {
-      report();
-      begin();
-    },
-    stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-      void lw.stop();
-      watching = false;
-    },
-  };
+  return new WatchInformer(name, path, fieldSelector, api, o, onChange, trim);
 }

@@ -1,25 +1,26 @@
 /**
  * informers/informers.ts: the resident daemon's warm Kubernetes state (I/O: HTTPS, list + watch).
  *
- * Two informers of @kubernetes/client-node (its ListWatch and KubeConfig: in a long-lived process its start-up
- * cost no longer matters, and its watch handling is maintained upstream): the pods of this node (all namespaces,
- * fieldSelector `spec.nodeName=<node>`) and every NetworkAttachmentDefinition. The `client` they back is a
- * `KubeClient` (src/k8s/types.ts):
+ * Two informers (informer.ts: each one watch through the lean client, its initial objects included, as client-go's
+ * WatchListClient does; no @kubernetes/client-node, whose modules cost the daemon ~5 MiB of heap): the pods of
+ * this node (all namespaces, fieldSelector `spec.nodeName=<node>`) and every NetworkAttachmentDefinition. The
+ * `client` they back is a `KubeClient` (src/k8s/types.ts):
  *
- *   - getPod / getNad answer from the informer's cache once that informer has listed and is watching, when the
- *     object is there (and, for a pod, has the UID the caller expects); otherwise one GET through the lean
- *     client: a pod created a moment ago, a pod of another node, an informer that is not synced or is
- *     reconnecting. A cache miss is never taken as NotFound: the GET says so, with the lean client's errors.
+ *   - getPod / getNad answer from the informer's cache once that informer is synced, when the object is there
+ *     (and, for a pod, has the UID the caller expects); otherwise one GET through the lean client: a pod of
+ *     another node, an informer that is not synced or is reconnecting. A pod the cache does not hold: ADD's
+ *     lookup (`cacheMiss: 'wait'`) waits up to CACHE_WAIT_MS for the watch to deliver it, then GETs; DEL's
+ *     (`cacheMiss: 'only'`) takes it as NotFound, as Go Multus' informer lookups do. Other misses GET.
  *   - updatePodStatus and createEvent go through ONE kept-alive lean client (loadKubeClient), so its error
  *     shapes (404 NotFound, 409 Conflict, 401/403 texts, transient codes) and Multus' retry rules stay as in
  *     the thin plugin. A stale cached pod costs a 409 and one re-read, exactly as a thin call's race would.
  *
  * `requestCount` is the lean client's (the GETs, status writes and events of requests); list/watch traffic is
  * not part of any request. Every request of ours is reported to `metrics.apiCall` (verb, resource, seconds,
- * ok); watches are long-lived and are not. An informer error (list refused, watch broken) marks it unsynced
- * (`metrics.informerSynced(name, false)`) and restarts it with backoff (1 s doubling to 30 s, jittered); a
- * watch that ends normally (the API server's timeout) resumes at once from its resourceVersion, and a 410
- * Gone re-lists (client-node's ListWatch does both).
+ * ok), and each informer's initial objects (verb watch, or list without watch-list). An informer error (watch
+ * refused or broken) marks it unsynced (`metrics.informerSynced(name, false)`) and restarts it with backoff
+ * (1 s doubling to 30 s, jittered); a watch that ends normally (the API server's timeout) resumes at once from
+ * its resourceVersion, and a 410 Gone starts over (informer.ts).
  *
  * `onPod` hands the pod informer's adds, updates and deletes to a listener (dynamic networks react to a changed
  * networks annotation with it: hotplug/dynamic.ts).
@@ -32,8 +33,8 @@ import type { Logger } from '../base/log.ts';
 import { isDns1123Subdomain } from '../base/names.ts';
 import { loadKubeClient } from '../k8s/client.ts';
 import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, Pod } from '../k8s/types.ts';
-import type { ClientNode, InformerMetrics, InformerSource } from './informer-config.ts';
-import { informerConfig } from './informer-config.ts';
+import { KubeApiError } from '../k8s/types.ts';
+import type { InformerMetrics, InformerSource } from './informer-types.ts';
 import type { Informer, InformerOptions } from './informer.ts';
 import { informer, timedCall } from './informer.ts';
 import { trimNad, trimPod } from './informer-trim.ts';
@@ -66,15 +67,6 @@ export const POD_INFORMER = 'pods';
 export const NAD_INFORMER = 'network-attachment-definitions';
 const NAD_PATH = '/apis/k8s.cni.cncf.io/v1/network-attachment-definitions';
 
-async function loadClientNode(): Promise<ClientNode> {
-  const [config, cache, watch] = await Promise.all([
-    import('@kubernetes/client-node/dist/config.js'),
-    import('@kubernetes/client-node/dist/cache.js'),
-    import('@kubernetes/client-node/dist/watch.js'),
-  ]);
-  return { KubeConfig: config.KubeConfig, ListWatch: cache.ListWatch, Watch: watch.Watch };
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // The client: cache first, the lean client for everything else
 
@@ -101,6 +93,8 @@ function measured(lean: KubeClient, metrics: InformerMetrics | undefined): KubeC
 }
 
 const MAX_PENDING_EVENTS = 1000;
+/** How long an ADD's lookup waits for the pod informer to deliver a pod it does not hold yet (CallOptions). */
+const CACHE_WAIT_MS = 1000;
 
 class WarmClient implements KubeClient {
   private events: Promise<void> = Promise.resolve();
@@ -123,11 +117,37 @@ class WarmClient implements KubeClient {
 
   async getPod(namespace: string, name: string, opts?: CallOptions): Promise<Pod> {
     if (this.pods.synced() && !opts?.fresh) {
-      const hit = this.pods.get(namespace, name) as Pod | undefined;
-      // A pod re-created under the same name that the watch has not delivered yet: ask the API server.
-      if (hit && (!opts?.uid || hit.metadata.uid === opts.uid)) return structuredClone(hit);
+      const want = (p: Pod | undefined): p is Pod => !!p && (!opts?.uid || p.metadata.uid === opts.uid);
+      let hit = this.pods.get(namespace, name) as Pod | undefined;
+      // A pod created (or re-created under the same name) a moment ago: its watch event may be on the way.
+      if (!want(hit) && opts?.cacheMiss === 'wait') hit = await this.podFromWatch(namespace, name, want);
+      if (want(hit)) return structuredClone(hit);
+      if (opts?.cacheMiss === 'only') {
+        if (hit) return structuredClone(hit); // another UID: the caller tells a re-created pod apart
+        throw new KubeApiError(
+          CniCode.Internal,
+          `pods "${name}" not found (not in the informer's cache)`,
+          404,
+          'NotFound',
+        );
+      }
     }
     return this.api.getPod(namespace, name, opts);
+  }
+
+  /** The pod as the pod informer's watch delivers it within CACHE_WAIT_MS, if it does; the cached one otherwise. */
+  private podFromWatch(namespace: string, name: string, want: (p: Pod | undefined) => p is Pod) {
+    return new Promise<Pod | undefined>((resolve) => {
+      const finish = (): void => {
+        clearTimeout(timer);
+        off();
+        resolve(this.pods.get(namespace, name) as Pod | undefined);
+      };
+      const off = this.pods.subscribe((obj, deleted) => {
+        if (!deleted && want(obj as unknown as Pod)) finish();
+      });
+      const timer = setTimeout(finish, CACHE_WAIT_MS);
+    });
   }
 
   async getNad(namespace: string, name: string, opts?: CallOptions): Promise<Nad> {
@@ -198,15 +218,13 @@ export async function startWarmKube(o: WarmKubeOptions): Promise<WarmKube> {
   if (!lean) {
     throw new CniError(CniCode.InvalidConfig, 'informers: no kubeconfig and no in-cluster service environment');
   }
-  const cn = await loadClientNode();
-  const kc = await informerConfig(o, cn);
   const waiters = new Set<() => void>();
   let closed = false;
   const changed = (): void => {
     for (const w of [...waiters]) w();
   };
-  const pods = informer(POD_INFORMER, '/api/v1/pods', `spec.nodeName=${o.nodeName}`, kc, o, changed, cn, trimPod);
-  const nads = informer(NAD_INFORMER, NAD_PATH, undefined, kc, o, changed, cn, trimNad);
+  const pods = informer(POD_INFORMER, '/api/v1/pods', `spec.nodeName=${o.nodeName}`, lean, o, changed, trimPod);
+  const nads = informer(NAD_INFORMER, NAD_PATH, undefined, lean, o, changed, trimNad);
   const api = measured(lean, o.metrics);
   const client = new WarmClient(api, pods, nads, o.log);
   const synced = (): boolean => !closed && pods.synced() && nads.synced();

@@ -36,13 +36,15 @@ import {
   resourceSliceListCall,
   transportError,
 } from './calls.ts';
-import { Credentials, createTransport, decode, requestOptions, send, withDeadline } from './transport.ts';
+import { Credentials, createTransport, decode, openNode, requestOptions, send, withDeadline } from './transport.ts';
 import type { RequestAuth, Wire } from './transport.ts';
-import { fitsFetch, sendFetch } from './fetch.ts';
+import { fitsFetch, openFetch, sendFetch } from './fetch.ts';
+import { type OpenStream, type WatchHandlers, drain, pump, streamCall } from './watch.ts';
+import { statusError } from './calls.ts';
 import { bunRuntime } from '../base/bun.ts';
 import { parseServer } from './kubeconfig.ts';
 import type { ServerAddress } from './kubeconfig.ts';
-import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, Pod } from './types.ts';
+import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, Pod, WatchClient } from './types.ts';
 import type { FallbackModule } from './fallback-loader.ts';
 import type { Env } from '../cni/request.ts';
 
@@ -59,7 +61,10 @@ function authKind(cfg: ClientConfig): string {
   return 'anonymous';
 }
 
-class Client implements KubeClient {
+/** How long one page of an informer's list may take (k8s/watch.ts: the watches have no overall deadline). */
+const LIST_TIMEOUT_MS = 60_000;
+
+class Client implements KubeClient, WatchClient {
   #requests = 0;
   readonly info: ClientInfo;
   /** Created by the first request that needs node:https (a few ms to load; a DEL may need no request). */
@@ -129,6 +134,34 @@ class Client implements KubeClient {
     return list.items as DraObject[];
   }
 
+  /** One page of a list (`path` with its query), as raw JSON: an informer's LIST, not counted in requestCount. */
+  listPage<T>(resource: string, path: string): Promise<T> {
+    return this.run<T>(streamCall(resource, path), { timeoutMs: LIST_TIMEOUT_MS }, false);
+  }
+
+  /**
+   * A watch (`path` with watch=true in its query; k8s/watch.ts): resolves with its abort once the API server
+   * answers 200, then hands `on` its events; rejects as the client's other requests do (KubeApiError: a refusal's
+   * status, or 0 without an answer). Not counted in requestCount.
+   */
+  async watch(resource: string, path: string, on: WatchHandlers): Promise<() => void> {
+    const c = streamCall(resource, path);
+    try {
+      const auth = await withDeadline(this.creds.forRequest(), this.timeoutMs);
+      const s = await this.open(c, auth, this.timeoutMs);
+      if (s.status !== 200) throw statusError(s.status, await drain(s), c, this.cfg);
+      return pump(s, on);
+    } catch (err) {
+      throw transportError(err, c, this.cfg, this.timeoutMs);
+    }
+  }
+
+  private open(c: Call, auth: RequestAuth, timeoutMs: number): Promise<OpenStream> {
+    if (this.fetchAddr && fitsFetch(auth)) return openFetch(this.fetchAddr, c, auth, timeoutMs);
+    this.transport ??= createTransport(this.cfg, this.session);
+    return openNode(this.transport, requestOptions(this.transport, c, auth, undefined), timeoutMs);
+  }
+
   close(): void {
     this.transport?.agent.destroy();
     this.transport = undefined;
@@ -141,7 +174,7 @@ class Client implements KubeClient {
     return send(this.transport, requestOptions(this.transport, c, auth, body), body, timeoutMs);
   }
 
-  private async run<T>(c: Call, opts: CallOptions | undefined): Promise<T> {
+  private async run<T>(c: Call, opts: CallOptions | undefined, counted = true): Promise<T> {
     const invalid = invalidName(c);
     if (invalid) throw invalid;
     const timeoutMs = opts?.timeoutMs ?? this.timeoutMs;
@@ -149,7 +182,7 @@ class Client implements KubeClient {
     try {
       const auth = await withDeadline(this.creds.forRequest(), timeoutMs);
       const body = c.body === undefined ? undefined : Buffer.from(JSON.stringify(c.body));
-      this.#requests++;
+      if (counted) this.#requests++;
       const wire = await this.send(c, auth, body, Math.max(1, timeoutMs - (performance.now() - start)));
       this.log.debug(`k8s: ${c.method} ${c.path} -> ${wire.status} (${(performance.now() - start).toFixed(1)} ms)`);
       return decode<T>(wire, c, this.cfg);
@@ -215,7 +248,7 @@ async function resolveConfig(
  * KUBERNETES_SERVICE_HOST and _PORT → the in-cluster config; else undefined (no Kubernetes). client-node is
  * loaded only when the kubeconfig needs it.
  */
-export async function loadKubeClient(o: LoadKubeClientOptions): Promise<KubeClient | undefined> {
+export async function loadKubeClient(o: LoadKubeClientOptions): Promise<(KubeClient & WatchClient) | undefined> {
   const loadFallback = o.loadFallback ?? loadFallbackModule;
   const cfg = await resolveConfig(o, loadFallback);
   if (!cfg) return undefined;

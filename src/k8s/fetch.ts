@@ -20,6 +20,7 @@ import type { Call } from './calls.ts';
 import { DeadlineError } from './calls.ts';
 import type { ServerAddress } from './kubeconfig.ts';
 import type { RequestAuth, Wire } from './transport.ts';
+import { type OpenStream, fetchStream } from './watch.ts';
 
 const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
 
@@ -80,30 +81,49 @@ function tlsOf(auth: RequestAuth): Record<string, unknown> {
   return out;
 }
 
-/** One request; rejects with DeadlineError when `timeoutMs` passes before the whole body is in. */
-export async function sendFetch(
-  addr: ServerAddress,
-  c: Call,
-  auth: RequestAuth,
-  body: Buffer | undefined,
-  timeoutMs: number,
-): Promise<Wire> {
+function initOf(addr: ServerAddress, c: Call, auth: RequestAuth, body: Buffer | undefined, signal: AbortSignal) {
   const headers: Record<string, string> = {
     ...(auth.headers as Record<string, string>),
     Accept: 'application/json',
     'User-Agent': 'multus-ts',
   };
   if (body) headers['Content-Type'] = c.contentType ?? 'application/json';
+  const init = { method: c.method, headers, body, signal, redirect: 'manual' as const };
+  const tls = addr.protocol === 'https:' ? { tls: tlsOf(auth) } : {};
+  return { ...init, ...tls } as RequestInit;
+}
+
+/** `run` with a signal that aborts it after `timeoutMs` (a DeadlineError); the timer ends when `run` settles. */
+async function deadlined<T>(timeoutMs: number, run: (ctl: AbortController) => Promise<T>): Promise<T> {
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(new DeadlineError('deadline')), timeoutMs);
   try {
-    const init = { method: c.method, headers, body, signal: ctl.signal, redirect: 'manual' as const };
-    const tls = addr.protocol === 'https:' ? { tls: tlsOf(auth) } : {};
-    const res = await directFetch(urlOf(addr, c), { ...init, ...tls } as RequestInit);
-    return { status: res.status, body: await boundedBody(res, MAX_BODY_BYTES) };
+    return await run(ctl);
   } catch (err) {
     throw ctl.signal.aborted ? new DeadlineError('deadline') : err;
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** One request; rejects with DeadlineError when `timeoutMs` passes before the whole body is in. */
+export function sendFetch(
+  addr: ServerAddress,
+  c: Call,
+  auth: RequestAuth,
+  body: Buffer | undefined,
+  timeoutMs: number,
+): Promise<Wire> {
+  return deadlined(timeoutMs, async (ctl) => {
+    const res = await directFetch(urlOf(addr, c), initOf(addr, c, auth, body, ctl.signal));
+    return { status: res.status, body: await boundedBody(res, MAX_BODY_BYTES) };
+  });
+}
+
+/** A GET whose body is read as it comes (a watch); `timeoutMs` bounds the wait for the answer's headers. */
+export function openFetch(addr: ServerAddress, c: Call, auth: RequestAuth, timeoutMs: number): Promise<OpenStream> {
+  return deadlined(timeoutMs, async (ctl) => {
+    const res = await directFetch(urlOf(addr, c), initOf(addr, c, auth, undefined, ctl.signal));
+    return fetchStream(res, () => ctl.abort());
+  });
 }

@@ -18,6 +18,7 @@ import type { FallbackCredentials, FallbackSession } from './fallback.ts';
 import type { Call } from './calls.ts';
 import { DeadlineError, describeUser, statusError, target } from './calls.ts';
 import { KubeApiError, MAX_BODY_BYTES } from './types.ts';
+import { type OpenStream, nodeStream } from './watch.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Credentials per request (I/O: token and TLS files)
@@ -258,6 +259,26 @@ export function send(
     }, timeoutMs);
     req.on('error', (err) => settle(err));
     req.end(body);
+  });
+}
+
+/** A GET whose body is read as it comes (a watch); `timeoutMs` bounds the wait for the answer's headers. */
+export function openNode(t: Transport, opts: Record<string, unknown>, timeoutMs: number): Promise<OpenStream> {
+  return new Promise((resolve, reject) => {
+    const req = t.module.request(opts, (res) => {
+      clearTimeout(timer);
+      resolve(nodeStream(res, () => req.destroy()));
+    });
+    const timer = setTimeout(() => {
+      const err = new DeadlineError('deadline');
+      req.destroy(err);
+      reject(err);
+    }, timeoutMs);
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    req.end();
   });
 }
 

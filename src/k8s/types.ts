@@ -56,6 +56,25 @@ export interface CallOptions {
   uid?: string;
   /** getPod: ask the API server, not a cache (the caller knows the cached copy is older than it needs). */
   fresh?: boolean;
+  /**
+   * getPod through a cache (the daemon's pod informer), once it is synced, when it does not hold the pod (with
+   * `uid`): 'wait' gives its watch a moment to deliver it before asking the API server (ADD: the pod may be
+   * seconds old); 'only' takes the miss as NotFound (DEL: a pod of this node the watch no longer has is gone).
+   * Go Multus' GetPod does the same with its informer (docs/resident.md, "Informers"). The lean client ignores it.
+   */
+  cacheMiss?: 'wait' | 'only';
+}
+
+/** What the daemon's informers ask of the lean client besides a KubeClient's calls (k8s/watch.ts). */
+export interface WatchClient {
+  /** One page of a list (`path` with its query), as raw JSON. */
+  listPage<T>(resource: string, path: string): Promise<T>;
+  /** A watch of `path`: its abort once the API server answered 200 (a refusal rejects with its status). */
+  watch(
+    resource: string,
+    path: string,
+    on: { event(type: string, object: unknown): void; done(err?: unknown): void },
+  ): Promise<() => void>;
 }
 
 export interface KubeClient {

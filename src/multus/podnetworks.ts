@@ -76,7 +76,7 @@ async function getPodWithRetry(kube: KubeClient, k8s: K8sArgs, clock: Clock): Pr
   const deadline = clock.now() + POLL_TIMEOUT_MS;
   for (;;) {
     try {
-      return await kube.getPod(k8s.podNamespace, k8s.podName, uidHint(k8s));
+      return await kube.getPod(k8s.podNamespace, k8s.podName, { ...uidHint(k8s), cacheMiss: 'wait' });
     } catch (e) {
       if (httpStatusOf(e) === 404) return undefined;
       if (!isTransient(e) || clock.now() + POLL_INTERVAL_MS > deadline) {
@@ -88,12 +88,12 @@ async function getPodWithRetry(kube: KubeClient, k8s: K8sArgs, clock: Clock): Pr
 }
 
 /** The expected UID for a cached lookup (the lean client ignores it). */
-const uidHint = (k8s: K8sArgs) => (k8s.podUid ? { uid: k8s.podUid } : undefined);
+const uidHint = (k8s: K8sArgs) => (k8s.podUid ? { uid: k8s.podUid } : {});
 
 /** DEL must not depend on the API: one attempt; any failure means "use the caches". */
 async function getPodOnce(kube: KubeClient, k8s: K8sArgs, log: Logger): Promise<Pod | undefined> {
   try {
-    return await kube.getPod(k8s.podNamespace, k8s.podName, uidHint(k8s));
+    return await kube.getPod(k8s.podNamespace, k8s.podName, { ...uidHint(k8s), cacheMiss: 'only' });
   } catch (e) {
     if (httpStatusOf(e) !== 404)
       log.error(`cannot read pod ${k8s.podNamespace}/${k8s.podName}, deleting from the caches: ${messageOf(e)}`);

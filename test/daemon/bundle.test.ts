@@ -1,6 +1,7 @@
 /**
  * The daemon stays out of the thin plugin: build/multus.cjs (the bundle every CNI call loads) holds none of
  * the daemon's code, which lives in build/multus-daemon.cjs (a SEA asset evaluated only for `multus daemon`).
+ * The daemon's informers watch through the lean client: no @kubernetes/client-node in its bundle (docs/resident.md).
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -33,5 +34,16 @@ describe('bundles', () => {
       expect(daemon).toContain(m);
     }
     expect(thin).toContain('multus-daemon.cjs'); // only the loader's asset name
+  });
+  it.runIf(built)("the daemon bundle has none of client-node's informer classes (ListWatch, Watch, node-fetch)", () => {
+    const daemon = readFileSync(DAEMON, 'utf8');
+    for (const m of [
+      'Connection closed on server',
+      'No currently active cluster',
+      'applyToFetchOptions',
+      'node-fetch',
+    ]) {
+      expect(daemon).not.toContain(m);
+    }
   });
 });

@@ -12,7 +12,7 @@
  *
  * Prints one JSON line (the `cluster` object) on stdout; progress on stderr.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -24,6 +24,7 @@ import {
   POD_NADS,
   createNads,
   createNamespaces,
+  deleteExtraNads,
   createNodes,
   createPods,
   slots,
@@ -52,14 +53,20 @@ interface Args {
 /** The real node: a name, an address and veth names none of the tiers' default node's. */
 const REAL = { name: 'cluster-real', ip: '10.249.253.1', link: 'mtscl0', linkPeer: 'mtscl1' };
 
-/** Holds `file` with flock(1) until `release()` (a `cat` on our pipe: closing it ends the hold). */
-async function holdLock(file: string): Promise<{ release(): void }> {
+/**
+ * Holds `file` with flock(1) until the clean-up (a `cat` on our pipe: closing it ends the hold); a bench stopped
+ * while it waits for the lock stops its flock too.
+ */
+async function holdLock(file: string): Promise<void> {
   const child = spawn('flock', [file, 'sh', '-c', 'echo locked; exec cat'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  cleanups.push(() => {
+    child.stdin.end();
+    if (child.exitCode === null) child.kill();
+  });
   await new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (b: Buffer) => b.toString().includes('locked') && resolve());
     child.once('exit', (c) => reject(new Error(`flock ${file} exited ${c}`)));
   });
-  return { release: () => child.stdin.end() };
 }
 
 /** The simulated part: kwok, its nodes, the namespaces and the pods' NADs, the pods; its figures. */
@@ -87,6 +94,31 @@ async function simulated(a: Args, cluster: Cluster, api: Api, w: Workload): Prom
     pods_running_s: Math.round((t2 - t1) / 1000),
     load_after: load(),
   };
+}
+
+const ROOT = join(import.meta.dirname, '../../..');
+
+/**
+ * The NAD informer's JS heap per NAD at K (nad-heap.ts, under Bun as the daemon runs): all K NADs made, measured,
+ * and the extra ones deleted again (the modes start with the pods' NADs only).
+ */
+async function nadHeap(cluster: Cluster, api: Api, w: Workload): Promise<any> {
+  const total = w.namespaces.length * w.perNs;
+  await createNads(api, w.namespaces, POD_NADS.length, w.perNs, w.master);
+  const bun = join(ROOT, 'node_modules/.bin/bun');
+  const script = join(ROOT, 'scripts/bench/cluster/nad-heap.ts');
+  const out: any = { load: load() };
+  for (const kind of ['trimmed', 'whole']) {
+    const r = spawnSync(bun, [script, cluster.multusKubeconfig, String(total), kind], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+      timeout: 900_000,
+    });
+    out[kind] = r.status === 0 ? JSON.parse(r.stdout.trim().split('\n').pop()!) : { error: `exit ${r.status}` };
+  }
+  await deleteExtraNads(api, w.namespaces);
+  return out;
 }
 
 /** What to stop, last made first: run on the way out, and on SIGTERM/SIGINT (kwok has no watchdog of its own). */
@@ -133,10 +165,12 @@ async function main(): Promise<void> {
     const namespaces = await createNamespaces(api, nsCount);
     const w: Workload = { namespaces, perNs, byNode: new Map(), realNode: REAL.name, master: REAL.linkPeer };
     out.simulated = await simulated(a, cluster, api, w);
+    say(`the NAD informer's heap at K=${out.nads}`);
+    out.nad_informer_heap = await nadHeap(cluster, api, w);
+    say(`nad_informer_heap: ${JSON.stringify(out.nad_informer_heap)}`);
     if (a.nodeLock) {
       say(`waiting for ${a.nodeLock}`);
-      const lock = await holdLock(a.nodeLock);
-      cleanups.push(() => lock.release());
+      await holdLock(a.nodeLock);
     }
     say('the real node');
     // kwok renews 1,000 leases every 10 s; on a loaded machine one can be late, and the node lifecycle controller
@@ -150,8 +184,10 @@ async function main(): Promise<void> {
     w.byNode.set(REAL.name, slots([REAL.name], a.podsPerNode, namespaces));
     out.modes = {};
     for (const mode of a.modes) {
-      say(`${mode}: load ${load()}`);
+      const loadAtStart = load();
+      say(`${mode}: load ${loadAtStart}`);
       out.modes[mode] = await measureMode({ cluster, api, n, relay, w, mode, restSeconds: a.restSeconds, say });
+      out.modes[mode].load = { start: loadAtStart, end: load() };
       say(`${mode}: ${JSON.stringify(out.modes[mode])}`);
       await writeFile(join(a.dir, `${mode}.json`), JSON.stringify(out.modes[mode]) + '\n');
     }

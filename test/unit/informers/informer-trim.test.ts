@@ -55,25 +55,38 @@ describe('trimPod', () => {
 });
 
 describe('trimNad', () => {
-  it('keeps name, namespace, annotations and spec.config; drops managedFields and the last-applied copy', () => {
+  it("keeps name, namespace, resourceVersion, Multus' annotations and spec.config; drops the rest", () => {
     const nad = {
       apiVersion: 'k8s.cni.cncf.io/v1',
       kind: 'NetworkAttachmentDefinition',
       metadata: {
         name: 'a',
         namespace: 'n',
+        uid: 'u',
+        resourceVersion: '9',
+        generation: 1,
+        creationTimestamp: '2026-12-01T00:00:00Z',
+        labels: { app: 'a' },
         managedFields,
         annotations: {
           'k8s.v1.cni.cncf.io/resourceName': 'example.com/nic',
+          'k8s.v1.cni.cncf.io/allowedResourceNames': 'example.com/a,example.com/b',
+          'argocd.argoproj.io/tracking-id': 'app:k8s.cni.cncf.io/NetworkAttachmentDefinition:n/a',
           'kubectl.kubernetes.io/last-applied-configuration': '{"spec": {"config": "..."}}',
         },
       },
       spec: { config: '{"type":"macvlan"}' },
     };
     expect(trimNad(nad as any)).toEqual({
-      apiVersion: 'k8s.cni.cncf.io/v1',
-      kind: 'NetworkAttachmentDefinition',
-      metadata: { name: 'a', namespace: 'n', annotations: { 'k8s.v1.cni.cncf.io/resourceName': 'example.com/nic' } },
+      metadata: {
+        name: 'a',
+        namespace: 'n',
+        resourceVersion: '9',
+        annotations: {
+          'k8s.v1.cni.cncf.io/resourceName': 'example.com/nic',
+          'k8s.v1.cni.cncf.io/allowedResourceNames': 'example.com/a,example.com/b',
+        },
+      },
       spec: { config: '{"type":"macvlan"}' },
     });
     expect(trimNad({ metadata: { name: 'b', namespace: 'n' } } as any)).toEqual({
