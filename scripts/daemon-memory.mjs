@@ -6,6 +6,7 @@
  *   node scripts/daemon-memory.mjs [--k8s] [--pods 100] [--burst 100] [--pairs 1000,10000] [--limit-mib 50]
  *                                  [--runtime exe|bun] [--bun-flags "--smol"] [--daemon-keys '{"k": 1}']
  *                                  [--env BUN_JSC_largeHeapSize=4194304,...] [--exe build/multus]
+ *                                  [--mappings] [--file-mappings] [--referenced] [--rest-pairs N]
  *
  * Starts the daemon in a memory cgroup of its own (cgroup v1 or v2), as its container's: the cgroup holds the
  * daemon and every delegate it executes, which is what a container memory limit is enforced on (`--limit-mib`
@@ -13,9 +14,13 @@
  * runs build/multus.cjs under the pinned Bun with a preload that answers SIGUSR2 with JavaScriptCore's figures
  * (heap size and capacity after a full GC, extra memory, object counts by type), which the executable has no way
  * to tell. Each sample: VmRSS, VmHWM, RssAnon, RssFile of the daemon; the cgroup's usage and peak and its
- * rss/cache split; the JSC figures with --runtime bun.
+ * rss/cache split; the JSC figures with --runtime bun; the page faults so far; `--mappings` the largest anonymous
+ * mappings, `--file-mappings` the file pages by file and permissions (with `--referenced`, the accessed bits are
+ * cleared before the burst, so the burst's samples say how much of each the burst touched). VmHWM is reset before
+ * the burst (`hwm_before_burst` keeps the start-up's): the burst's samples give the burst's own high-water.
  *
- * Phases: idle (after the informers synced and 20 warm-up pairs), then `--burst N` ADDs of different containers
+ * Phases: idle (after the informers synced and 20 warm-up pairs), one pair timed (`first_pair_after_rest`: ms,
+ * the daemon's CPU ms and page faults; `--rest-pairs N`: N more, each after 2.5 s without a call, medians), then `--burst N` ADDs of different containers
  * at once and their DELs (N = 0: none), then back-to-back ADD/DEL pairs to each count of `--pairs`. Delegates:
  * the trivial bench delegate (test/data/bench). With --k8s: the bench's API server (scripts/bench/k8s-cluster.ts),
  * `--pods` pods on the daemon's node with two NADs (3 delegates per ADD, as the density bench's pods), the
@@ -253,6 +258,46 @@ function anonMappings(pid) {
     .map((m) => `${mib(m.anon)}/${mib(m.size)} ${m.perms} ${m.name}`.trim());
 }
 
+/** The daemon's file-backed resident memory by file (smaps: Rss less Anonymous), summed over its mappings. */
+function fileMappings(pid) {
+  const byName = new Map();
+  let cur;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (head) {
+      const name = `${head[3]} ${head[5] || '[anon]'}`;
+      cur = byName.get(name) ?? { name, size: 0, rss: 0, anon: 0, referenced: 0 };
+      cur.size += (parseInt(head[2], 16) - parseInt(head[1], 16)) >> 10;
+      byName.set(name, cur);
+    } else if (cur && line.startsWith('Rss:')) cur.rss += Number(/(\d+)/.exec(line)[1]);
+    else if (cur && line.startsWith('Anonymous:')) cur.anon += Number(/(\d+)/.exec(line)[1]);
+    else if (cur && line.startsWith('Referenced:')) cur.referenced += Number(/(\d+)/.exec(line)[1]);
+  }
+  const mib = (k) => Math.round((k / 1024) * 10) / 10;
+  return [...byName.values()]
+    .filter((m) => m.rss - m.anon > 256)
+    .sort((a, b) => b.rss - b.anon - (a.rss - a.anon))
+    .slice(0, 8)
+    .map((m) => `${mib(m.rss - m.anon)}/${mib(m.size)} (referenced ${mib(m.referenced)}) ${m.name}`);
+}
+
+/** Page faults of the daemon so far and its CPU time in ms (/proc/<pid>/stat fields 10, 12, 14 and 15). */
+function faults(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return { minflt: Number(f[7]), majflt: Number(f[9]), cpu_ms: (Number(f[11]) + Number(f[12])) * 10 };
+}
+
+/** One pair after `restMs` without a call: its wall time, the daemon's CPU and faults in it. */
+async function pairAfterRest(restMs) {
+  await sleep(restMs);
+  const f0 = faults(daemon.pid);
+  const t0 = performance.now();
+  await pair();
+  const f1 = faults(daemon.pid);
+  const ms = Math.round((performance.now() - t0) * 10) / 10;
+  return { ms, cpu_ms: f1.cpu_ms - f0.cpu_ms, minflt: f1.minflt - f0.minflt, majflt: f1.majflt - f0.majflt };
+}
+
 const kib = (status, k) => Math.round((Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1]) / 1024) * 10) / 10;
 async function sample(phase) {
   let jsc;
@@ -291,6 +336,8 @@ async function sample(phase) {
     }).length,
     ...(jsc ? { jsc } : {}),
     ...(args.includes('--mappings') ? { mappings: anonMappings(daemon.pid) } : {}),
+    ...(args.includes('--file-mappings') ? { file_mappings: fileMappings(daemon.pid) } : {}),
+    ...faults(daemon.pid),
     load1: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
   };
 }
@@ -370,8 +417,28 @@ try {
   for (let i = 0; i < 20; i++) await pair();
   await sleep(2000);
   samples.push(await sample('idle'));
+  // the first call after rest: what the pages dropped at rest (dropIdleFilePages) cost it; --rest-pairs N more
+  out.first_pair_after_rest = await pairAfterRest(0);
+  const rests = Number(opt('--rest-pairs', '0'));
+  if (rests > 0) {
+    const each = [];
+    for (let i = 0; i < rests; i++) each.push(await pairAfterRest(2500));
+    const median = (k) => each.map((e) => e[k]).sort((a, b) => a - b)[Math.floor(rests / 2)];
+    out.pairs_after_rest = {
+      n: rests,
+      median_ms: median('ms'),
+      median_cpu_ms: median('cpu_ms'),
+      median_minflt: median('minflt'),
+    };
+  }
+  await sleep(2000);
   if (burstSize > 0) {
     cg.resetPeak();
+    // VmHWM from here on is the burst's own high-water, not the start-up's (proc(5), clear_refs 5)
+    writeFileSync(`/proc/${daemon.pid}/clear_refs`, '5');
+    // --referenced: the accessed bits cleared, so smaps' Referenced counts the pages the burst touched
+    if (args.includes('--referenced')) writeFileSync(`/proc/${daemon.pid}/clear_refs`, '1');
+    out.hwm_before_burst = samples[samples.length - 1].hwm;
     out.burst = await burst(burstSize);
     samples.push(...mid);
     samples.push(await sample(`burst ${burstSize}`));
@@ -384,6 +451,10 @@ try {
     for (; done < target; done++) await pair();
     samples.push(await sample(`${target} pairs`));
     process.stderr.write(`${target} pairs, ${((performance.now() - t0) / 1000).toFixed(0)} s\n`);
+  }
+  if (checkpoints.length) {
+    await sleep(3000);
+    samples.push(await sample(`3 s after ${done} pairs`));
   }
   out.samples = samples;
 } catch (e) {

@@ -119,6 +119,12 @@ function startDaemon(name, file, args, env, logFile) {
       clearTimeout(t);
     },
     rss: () => rssOf(child.pid),
+    /** VmHWM from now on (proc(5), clear_refs 5): a burst's own high-water, not the start-up's. */
+    resetHwm() {
+      try {
+        writeFileSync(`/proc/${child.pid}/clear_refs`, '5');
+      } catch {}
+    },
   };
 }
 

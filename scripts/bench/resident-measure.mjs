@@ -22,7 +22,7 @@ import {
   stats,
   timed,
 } from './common.mjs';
-import { heapOf } from './daemons.mjs';
+import { heapOf, sleep } from './daemons.mjs';
 import { attribute, patternCounts } from './k8s-helper.mjs';
 import { rssMeter } from './rss.mjs';
 
@@ -256,8 +256,12 @@ async function concurrentMode(rc, pods, file, conf) {
   };
 }
 
-/** C concurrent ADDs (then DELs) of different containers per mode, host-local IPAM; `extra(mode)`: conf keys. */
-export async function concurrency(rc, tag, modes, takePod, extra) {
+/**
+ * C concurrent ADDs (then DELs) of different containers per mode, host-local IPAM; `extra(mode)`: conf keys.
+ * `daemons[mode]` (the resident modes'): its VmHWM is reset before the burst and read after it (`daemon.hwm_mib`:
+ * the burst's own high-water), with its RSS then and at rest 3 s later.
+ */
+export async function concurrency(rc, tag, modes, takePod, extra, daemons = {}) {
   const n = rc.opts.concurrency;
   if (n === 0) return { skipped: '--concurrency 0' };
   const result = {};
@@ -277,8 +281,14 @@ export async function concurrency(rc, tag, modes, takePod, extra) {
     const conf = JSON.stringify({ ...JSON.parse(mode.conf), delegates: [hl], ...extra(m) });
     const pods = Array.from({ length: n }, () => takePod());
     say(`resident/${tag}: ${n} concurrent ADDs through ${m}`);
+    daemons[m]?.resetHwm();
     result[m] = await concurrentMode(rc, pods, mode.file, conf);
     const r = result[m];
+    if (daemons[m]) {
+      const after = daemons[m].rss();
+      await sleep(3000);
+      r.daemon = { ...after, rss_at_rest_mib: daemons[m].rss()?.rss_mib };
+    }
     say(
       `resident/${tag}: ${m}: ${n - r.failed_adds}/${n} ADDs, ${r.distinct_ips} distinct IPs, ` +
         `p50 ${r.add_p50_ms} ms, p99 ${r.add_p99_ms} ms`,
@@ -293,6 +303,9 @@ export async function rssPairs(rc, mode, daemon, takePod) {
   // multus-ts' daemon: also its V8 heap from /metrics (a growing heap is a leak; RSS alone may be the allocator)
   const sample = async () => ({ ...daemon.rss(), ...(daemon.metricsPort ? await heapOf(daemon.metricsPort) : {}) });
   const res = { start: await sample(), after: {} };
+  // at rest: 3 s without a call (a daemon's idle work, ours and Go's scavenger, has run)
+  await sleep(3000);
+  res.start_at_rest = await sample();
   const times = [];
   let done = 0;
   const t0 = performance.now();
@@ -309,6 +322,12 @@ export async function rssPairs(rc, mode, daemon, takePod) {
     res.after[target] = await sample();
   }
   const [lo, hi] = [checkpoints[0], checkpoints[checkpoints.length - 1]];
+  await sleep(3000);
+  res.end_at_rest = await sample();
+  if (res.start_at_rest?.rss_mib && res.end_at_rest?.rss_mib) {
+    res.growth_ratio_at_rest = r2(res.end_at_rest.rss_mib / res.start_at_rest.rss_mib);
+    res.goal_at_rest_within_10_percent = res.growth_ratio_at_rest <= 1.1;
+  }
   if (lo !== hi && res.after[lo] && res.after[hi]) {
     res.growth_ratio = r2(res.after[hi].rss_mib / res.after[lo].rss_mib);
     res.goal_within_10_percent = res.growth_ratio <= 1.1;

@@ -143,7 +143,9 @@ async function delegatesOnly(rc, out) {
   const { modes, ts } = await tsAndGoThin(rc, 'plain', { delegates: [rc.delegateConf] }, {});
   out.delegates_only = await measureConfig(rc, 'delegates-only', { modes, takePod, delegateCalls: 1 });
   if (!rc.k8sPresent) {
-    out.delegates_only.concurrency = await concurrency(rc, 'plain', modes, takePod, () => ({}));
+    out.delegates_only.concurrency = await concurrency(rc, 'plain', modes, takePod, () => ({}), {
+      resident_ts: ts?.daemon,
+    });
     if (modes.resident_ts)
       out.daemon_rss = {
         resident_ts: await rssPairs(rc, modes.resident_ts, ts.daemon, takePod),
@@ -204,8 +206,13 @@ async function kubernetes(rc, helper, out) {
   const gd = await addGoThick(rc, modes, cl);
   const audit = async () => (await helper.ask({ cmd: 'audit' })).events;
   out.kubernetes = await measureConfig(rc, 'kubernetes', { modes, takePod, delegateCalls: 1 + NADS.length, audit });
-  out.kubernetes.concurrency = await concurrency(rc, 'k8s', modes, takePod, (m) =>
-    m === 'go_thick' ? {} : { kubeconfig: cl.kubeconfig },
+  out.kubernetes.concurrency = await concurrency(
+    rc,
+    'k8s',
+    modes,
+    takePod,
+    (m) => (m === 'go_thick' ? {} : { kubeconfig: cl.kubeconfig }),
+    { resident_ts: ts?.daemon, go_thick: gd?.daemon },
   );
   out.daemon_rss = { config: `kubernetes (pod with ${NADS.length} NADs)` };
   if (modes.resident_ts) out.daemon_rss.resident_ts = await rssPairs(rc, modes.resident_ts, ts.daemon, takePod);

@@ -84,6 +84,11 @@ export interface DaemonConfig {
    * delegates, and Multus' 50Mi holds the daemon and a few of them (docs/resident.md, "Memory").
    */
   delegateConcurrency: number | undefined;
+  /**
+   * Our key (default true): at rest, unmap the file pages of the executable the daemon no longer uses (they stay
+   * in the page cache; daemon/pages.ts, docs/resident.md "Memory").
+   */
+  dropIdleFilePages: boolean;
 }
 
 export class DaemonConfigError extends Error {}
@@ -193,6 +198,7 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     dynamicNetworksPollMs: (int(raw, 'dynamicNetworksPollSeconds', 1, 3600) ?? 5) * 1000,
     shimWaitSeconds: int(raw, 'shimWaitSeconds', 0, 600),
     delegateConcurrency: int(raw, 'delegateConcurrency', 0, 10_000),
+    dropIdleFilePages: raw.dropIdleFilePages === undefined ? true : bool(raw, 'dropIdleFilePages'),
   };
 }
 

@@ -38,6 +38,7 @@ import { startWarmKube } from '../informers/informers.ts';
 import type { Metrics } from './metrics.ts';
 import type { DynamicNetworks } from '../hotplug/dynamic.ts';
 import { collectGarbage, defaultDelegateConcurrency, memoryLimitMib } from './memory.ts';
+import { dropFilePages } from './pages.ts';
 import type { RequestQueue } from './queue.ts';
 import { createQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
@@ -132,16 +133,20 @@ async function startWarm(
   }
 }
 
-function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger): Promise<Server> {
+/** `/metrics` on metricsPort; `served()` after each scrape (a scrape runs code: the rest after it, memory.ts). */
+function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger, served: () => void): Promise<Server> {
   const server = createServer((req, res) => {
     if ((req.url ?? '').split('?')[0] !== '/metrics' || req.method !== 'GET') {
       res.writeHead(404).end();
       return;
     }
-    metrics.render().then(
-      ({ contentType, body }) => res.writeHead(200, { 'Content-Type': contentType }).end(body),
-      (e: unknown) => res.writeHead(500).end(messageOf(e)),
-    );
+    metrics
+      .render()
+      .then(
+        ({ contentType, body }) => res.writeHead(200, { 'Content-Type': contentType }).end(body),
+        (e: unknown) => res.writeHead(500).end(messageOf(e)),
+      )
+      .finally(served);
   });
   // No address: every address of the node, as Multus' ":<metricsPort>" (docs/resident.md#metrics).
   const host = cfg.metricsBindAddress || undefined;
@@ -250,8 +255,10 @@ function boundDelegates(exec: Exec, cfg: DaemonConfig, log: Logger): Exec {
 export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger): Promise<DaemonHandle> {
   const { cfg } = setup;
   const parts: Parts = {};
-  // a full collection when idle and at most once a second while busy (memory.ts)
-  const queue = collectGarbage(createQueue(cfg.connectionLimit));
+  // a full collection when idle and at most once a second while busy; at rest, the start-up's file pages given
+  // back (memory.ts, pages.ts)
+  const atRest = cfg.dropIdleFilePages ? () => void dropFilePages() : undefined;
+  const queue = collectGarbage(createQueue(cfg.connectionLimit), atRest ? { atRest } : {});
   let stopping = false;
   try {
     const metrics = await createMetricsFor(cfg);
@@ -281,7 +288,7 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
     const served = { host, daemonEnv: io.env, log, queue, notReady, stopping: () => stopping, multusConf };
     parts.http = createCniServer({ ...served, ...(metrics ? { metrics } : {}) });
     const socket = (parts.socket = await listenUnix(parts.http, cfg.socketDir));
-    if (metrics) parts.metricsServer = await serveMetrics(metrics, cfg, log);
+    if (metrics) parts.metricsServer = await serveMetrics(metrics, cfg, log, () => stopping || queue.restSoon());
     if (cfg.dynamicNetworks) {
       // with informers, the pod informer's updates drive it and the poll is a resync
       const events = warm ? { events: warm.onPod } : {};
@@ -290,6 +297,10 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
       parts.dynamic = startDynamicNetworks({ host, queue, log, daemonEnv: io.env, multusConf, intervalMs, ...events });
     }
     log.verbose(`multus daemon serving ${socket}`);
+    // at rest once ready (the informers synced), and after the node's pod events too (they run code, not requests):
+    // a collection and page drop 1 s after the last (memory.ts)
+    void (warm ? warm.waitForSync(60_000) : Promise.resolve()).then(() => stopping || queue.restSoon());
+    warm?.onPod(() => stopping || queue.restSoon());
     const stop = async (reason: string, again: Promise<string> = new Promise(() => {})) => {
       stopping = true;
       writer.stop({ remove: false }); // frozen: an uninstall's cleanup (docs/install.md, "Helm") is not undone

@@ -6,7 +6,10 @@
  * burst's size until the next one (docs/resident.md, "Memory"). So the daemon asks for one full collection and
  * Bun's shrink when a request ends and the last one was `busyMs` ago or more (about 1-4 ms of CPU with the
  * daemon's heap, once a second at most), and once no request has been pending for `idleMs` after one ended.
- * Under Node (tests) there is no `Bun` and nothing is collected.
+ * Under Node (tests) there is no `Bun` and nothing is collected. At rest (the idle collection, armed by a request's
+ * end or by `restSoon()`, which the daemon calls once ready, after the node's pod events and after a /metrics
+ * scrape) it also runs `atRest`: the daemon unmaps the file pages it no longer uses (daemon/pages.ts); never on the
+ * busy path, where those pages are in use.
  *
  * Also the memory limit of the daemon's cgroup (its container's), which sets how many delegates run at once when
  * the config does not say (daemon/exec.ts boundedExec).
@@ -29,29 +32,43 @@ export function runtimeCollect(): void {
 
 export interface CollectOptions {
   collect?: () => void;
+  /** After the idle collection (not the busy one), and on `restSoon()`'s. */
+  atRest?: () => void;
   /** After a request ends with none pending for this long: one collection. */
   idleMs?: number;
   /** When a request ends and the last collection is this old: one collection now. */
   busyMs?: number;
 }
 
-/** The queue, with `collect` called as above; `stop()` clears the idle timer. */
-export function collectGarbage(queue: RequestQueue, o: CollectOptions = {}): RequestQueue & { stop(): void } {
-  const { collect = runtimeCollect, idleMs = 1000, busyMs = 1000 } = o;
+/** The queue with its collections; `restSoon()` arms the idle one without a request (the daemon is ready). */
+export interface CollectingQueue extends RequestQueue {
+  restSoon(): void;
+  /** Clears the idle timer. */
+  stop(): void;
+}
+
+/** The queue, with `collect` and `atRest` called as above. */
+export function collectGarbage(queue: RequestQueue, o: CollectOptions = {}): CollectingQueue {
+  const { collect = runtimeCollect, atRest = () => {}, idleMs = 1000, busyMs = 1000 } = o;
   let timer: NodeJS.Timeout | undefined;
   let last = performance.now();
   const now = (): void => {
     last = performance.now();
     collect();
   };
-  const ended = (): void => {
-    if (performance.now() - last >= busyMs) now();
+  const restSoon = (): void => {
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = undefined;
-      if (queue.pending() === 0) now();
+      if (queue.pending() !== 0) return;
+      now();
+      atRest();
     }, idleMs);
     timer.unref?.();
+  };
+  const ended = (): void => {
+    if (performance.now() - last >= busyMs) now();
+    restSoon();
   };
   return {
     run<T>(key: string, fn: () => Promise<T>): Promise<T> {
@@ -62,6 +79,7 @@ export function collectGarbage(queue: RequestQueue, o: CollectOptions = {}): Req
     pending: () => queue.pending(),
     idle: () => queue.idle(),
     keys: () => queue.keys(),
+    restSoon,
     stop() {
       if (timer) clearTimeout(timer);
       timer = undefined;

@@ -24,7 +24,14 @@ describe('parseDaemonConfig', () => {
       multusKeys: {},
       shimWaitSeconds: undefined,
       delegateConcurrency: undefined,
+      dropIdleFilePages: true,
     });
+  });
+
+  it('dropIdleFilePages: true unless set to false (daemon/pages.ts)', () => {
+    expect(parse({ dropIdleFilePages: false }).dropIdleFilePages).toBe(false);
+    expect(parse({ dropIdleFilePages: true }).dropIdleFilePages).toBe(true);
+    expect(() => parse({ dropIdleFilePages: 'no' })).toThrow(/`dropIdleFilePages` must be/);
   });
 
   it('delegateConcurrency: delegates at once, 0 = no limit, unset = from the memory limit (daemon/memory.ts)', () => {

@@ -53,6 +53,33 @@ describe('collectGarbage', () => {
     expect(q.keys()).toBe(0);
   });
 
+  it('atRest runs after the idle collection and on restSoon(), never on the busy one', async () => {
+    const calls: string[] = [];
+    const q = collectGarbage(createQueue(0), {
+      collect: () => calls.push('collect'),
+      atRest: () => calls.push('rest'),
+      idleMs: 40,
+      busyMs: 0, // every request that ends collects on the busy path too
+    });
+    q.restSoon(); // the daemon is ready: at rest without a request
+    await sleep(80);
+    expect(calls).toEqual(['collect', 'rest']);
+    calls.length = 0;
+    await q.run('a', async () => 'a');
+    expect(calls).toEqual(['collect']); // the busy path: no page drop while requests come
+    await sleep(80);
+    expect(calls).toEqual(['collect', 'collect', 'rest']);
+    calls.length = 0;
+    let finish!: () => void;
+    const long = q.run('b', () => new Promise<void>((r) => (finish = r)));
+    q.restSoon();
+    await sleep(80);
+    expect(calls).toEqual([]); // a request pending: not at rest
+    finish();
+    await long;
+    q.stop();
+  });
+
   it('outside Bun the runtime collection does nothing', () => {
     expect('Bun' in globalThis).toBe(false);
     expect(() => runtimeCollect()).not.toThrow();
