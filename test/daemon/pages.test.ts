@@ -78,6 +78,7 @@ describe('the daemon at rest', () => {
       cniVersion: '1.0.0',
       name: 'pages',
       type: 'multus',
+      cniDir: join(dir, 'cache'), // not the node's /var/lib/cni/multus
       delegates: [{ cniVersion: '1.0.0', name: 'ok', type: 'ok' }],
     };
     const add = (socket: string, cid: string) =>
