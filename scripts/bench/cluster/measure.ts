@@ -1,6 +1,5 @@
 /**
- * What the cluster bench reads of a node's daemon: its memory (/proc), when its process started and when its
- * socket first answered /healthz 200 (both daemons serve it once their informers have listed), and the API
+ * What the cluster bench reads of a node's daemon: its memory (/proc), when its socket first answered /healthz 200 (both daemons serve it once their informers have listed), and the API
  * traffic of Multus' service accounts in a window: requests from the API server's audit log (its policy logs
  * only those users), bytes from the relay the daemon's API connections go through (ApiTunnel's counters).
  */
@@ -25,14 +24,6 @@ export async function memoryMib(pid: number): Promise<{ rss: number; anon: numbe
   const s = await readFile(`/proc/${pid}/status`, 'utf8');
   const kib = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? NaN);
   return { rss: mib(kib('VmRSS')), anon: mib(kib('RssAnon')), file: mib(kib('RssFile')), peak: mib(kib('VmHWM')) };
-}
-
-/** When the process started, in ms since the epoch (10 ms resolution: clock ticks). */
-export async function startedAtMs(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const ticks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-  const btime = Number(/^btime (\d+)$/m.exec(await readFile('/proc/stat', 'utf8'))?.[1]);
-  return btime * 1000 + ticks * 10;
 }
 
 /** The HTTP status of GET /healthz on a unix socket, or 0 when nothing answers within 2 s. */

@@ -28,16 +28,8 @@ import {
   untilAllRunning,
   untilNodePods,
 } from './kwok.ts';
-import {
-  bytesNow,
-  bytesSince,
-  initialListsDoneMs,
-  memoryMib,
-  perMin,
-  requestsIn,
-  startedAtMs,
-  untilHealthy,
-} from './measure.ts';
+import { bytesNow, bytesSince, initialListsDoneMs, memoryMib, perMin, requestsIn, untilHealthy } from './measure.ts';
+import { type ExecTrace, containerLog, cpuSoFar, startTicksMs, steps } from './timeline.ts';
 
 export type BenchMode = 'resident_ts' | 'go_thick';
 /** The kwok pods' image: never pulled, kwok runs nothing. */
@@ -65,6 +57,12 @@ interface Ctx {
   w: Workload;
   mode: BenchMode;
   restSeconds: number;
+  /** Restarts measured (the first one's traffic and memory too); ready_ms is their median. */
+  restarts: number;
+  /** The kernel's fork and exec events (timeline.ts), when tracefs is there. */
+  trace: ExecTrace | undefined;
+  /** The boot time, ms since the epoch (timeline.ts: the boot clock of the start times and the trace). */
+  bootMs: number;
   say(s: string): void;
 }
 
@@ -109,30 +107,76 @@ async function nadCost(c: Ctx, pid: number): Promise<any> {
   };
 }
 
-/** 2. The daemon killed and started again by kubelet: ready time, the start's traffic, memory once settled. */
-async function restart(c: Ctx, pid: number): Promise<any> {
-  const at = bytesNow(c.relay);
+/** The mode's DaemonSet and daemon container (their CRI log files under the node's /var/log/pods). */
+const logOf = (mode: BenchMode) =>
+  mode === 'go_thick' ? { ds: 'kube-multus-ds', container: 'kube-multus' } : { ds: 'multus-ts', container: 'daemon' };
+
+/**
+ * The daemon SIGKILLed, kubelet starts its container again: from the new process's creation (the kernel's fork
+ * event, else /proc/<pid>/stat) to the first /healthz 200, on the boot clock; the exec of the daemon proper (the
+ * container's set-up before it) and the start's steps (timeline.ts).
+ */
+async function killAndTime(c: Ctx, pid: number) {
   process.kill(pid, 'SIGKILL');
   await sleep(100);
   // polled from now on: finding the new process through the API takes longer than some starts
   const healthy = untilHealthy(c.n.node.path('/run/multus/multus.sock'), 180_000);
   const fresh = await pidOf(c, pid);
-  const started = await startedAtMs(fresh);
-  const ready = await healthy;
-  await sleep(3000);
+  const traced = c.trace?.of(fresh);
+  const t0 = traced?.fork ?? (await startTicksMs(fresh));
+  const readyAt = (await healthy) - c.bootMs;
+  const cpu = await cpuSoFar(fresh);
+  const { ds, container } = logOf(c.mode);
+  await sleep(1000); // the runtime's last lines
+  const log = await containerLog(c.n.node.path('/var/log/pods'), ds, container, c.bootMs);
+  const timeline = steps(t0, traced, log, readyAt);
+  const lastExec = traced?.execs.at(-1);
+  const r = (ms: number) => Math.round(ms * 10) / 10;
+  c.say(
+    `${c.mode}: ready ${r(readyAt - t0)} ms, ${JSON.stringify(cpu)}: ${timeline.map((s) => `${s.at_ms} ${s.step}`).join(' | ')}`,
+  );
+  const run = {
+    ready_ms: r(readyAt - t0),
+    exec_ms: lastExec ? r(lastExec.ms - t0) : null,
+    fork_from: traced?.fork !== undefined ? 'trace' : 'stat',
+    ...cpu,
+    timeline,
+  };
+  return { pid: fresh, startedAtMs: t0 + c.bootMs, run };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+
+/** 2. Restarts: ready time (their median), the first one's start traffic, memory once settled. */
+async function restart(c: Ctx, pid: number): Promise<any> {
+  const at = bytesNow(c.relay);
+  const first = await killAndTime(c, pid);
+  const started = first.startedAtMs;
+  await sleep(2000);
   const lists = await initialListsDoneMs(c.cluster, started - 1000);
   const reqs = await requestsIn(c.cluster, started - 1000, Date.now());
   const start = { requests: reqs.count, bytes: bytes(bytesSince(c.relay, at)), by: reqs.by };
   await sleep(15_000);
+  const memory = await memoryMib(first.pid);
+  let last = first;
+  const runs = [first.run];
+  for (let i = 1; i < c.restarts; i++) {
+    last = await killAndTime(c, last.pid);
+    runs.push(last.run);
+    await sleep(3000);
+  }
   return {
-    pid: fresh,
-    ready_ms: ready - started,
+    pid: last.pid,
+    ready_ms: median(runs.map((x) => x.ready_ms)),
+    exec_ms: runs.every((x) => x.exec_ms !== null) ? median(runs.map((x) => x.exec_ms!)) : null,
+    cpu_ms: median(runs.map((x) => x.cpu_ms)),
+    restarts: runs,
     initial_lists_done_ms: {
       pods: lists.pods ? lists.pods - started : null,
       nads: lists.nads ? lists.nads - started : null,
     },
     start,
-    memory: await memoryMib(fresh),
+    memory,
   };
 }
 
@@ -222,6 +266,11 @@ export async function measureMode(c: Ctx): Promise<any> {
       daemon_peak_rss_mib: r.memory.peak,
       daemon_limit_mib: daemonLimitMib(layout(c.mode)),
       ready_ms: r.ready_ms,
+      // the exec of the daemon proper (runc's container set-up before it), from the process's creation
+      exec_ms: r.exec_ms,
+      // the daemon's CPU (user + system) from its start to that first 200: what a loaded node stretches
+      ready_cpu_ms: r.cpu_ms,
+      restarts: r.restarts,
       initial_lists_done_ms: r.initial_lists_done_ms,
       api_requests_per_node: {
         start: r.start.requests,

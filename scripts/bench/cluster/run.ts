@@ -32,6 +32,7 @@ import {
   untilAllRunning,
 } from './kwok.ts';
 import { AUDIT_POLICY } from './measure.ts';
+import { ExecTrace, bootTimeMs } from './timeline.ts';
 import { type BenchMode, FAKE_IMAGE, type Workload, RELAY_PORT, measureMode } from './mode.ts';
 
 const say = (s: string) => process.stderr.write(`bench cluster: ${s}\n`);
@@ -42,6 +43,8 @@ interface Args {
   podsPerNode: number;
   nads: number;
   restSeconds: number;
+  /** Restarts of each mode's daemon (ready_ms: their median). */
+  restarts: number;
   modes: BenchMode[];
   images: string[];
   kwok: string;
@@ -182,11 +185,17 @@ async function main(): Promise<void> {
     cleanups.push(() => relay.close());
     await relay.open(cluster, n.node.hostNs, n.node.dir, { listenPort: RELAY_PORT });
     w.byNode.set(REAL.name, slots([REAL.name], a.podsPerNode, namespaces));
+    const trace = await ExecTrace.start(say);
+    cleanups.push(() => trace?.stop());
+    const bootMs = await bootTimeMs();
     out.modes = {};
     for (const mode of a.modes) {
       const loadAtStart = load();
       say(`${mode}: load ${loadAtStart}`);
-      out.modes[mode] = await measureMode({ cluster, api, n, relay, w, mode, restSeconds: a.restSeconds, say });
+      out.modes[mode] = await measureMode({
+        ...{ cluster, api, n, relay, w, mode, restSeconds: a.restSeconds, say },
+        ...{ restarts: Math.max(1, a.restarts ?? 1), trace, bootMs },
+      });
       out.modes[mode].load = { start: loadAtStart, end: load() };
       say(`${mode}: ${JSON.stringify(out.modes[mode])}`);
       await writeFile(join(a.dir, `${mode}.json`), JSON.stringify(out.modes[mode]) + '\n');
