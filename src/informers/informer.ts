@@ -208,9 +208,10 @@ class WatchInformer implements Informer {
     return this.store.subscribe(listener);
   }
 
+  /** The first watch (or list) is requested now, not on a timer: it travels while the daemon's start goes on. */
   start(): void {
     this.report();
-    this.schedule(0);
+    if (!this.s.stopped) this.runNow();
   }
 
   stop(): void {
@@ -236,9 +237,13 @@ class WatchInformer implements Informer {
     if (this.s.stopped || this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      if (!this.s.stopped) void this.run().catch((e: unknown) => this.failed(e));
+      if (!this.s.stopped) this.runNow();
     }, ms);
     this.timer.unref?.();
+  }
+
+  private runNow(): void {
+    void this.run().catch((e: unknown) => this.failed(e));
   }
 
   private failed(err: unknown): void {

@@ -88,6 +88,12 @@ describe('informer: initial objects through the watch', () => {
     inf.start();
     return { calls, seen };
   }
+  it('requests its first watch within start(), not on a later turn of the event loop', () => {
+    // the daemon's start goes on after start() (config, socket): the watch travels meanwhile (docs/resident.md)
+    const opened: Opened[] = [];
+    start(opened, fakeApi(opened));
+    expect(opened).toHaveLength(1);
+  });
   it('asks for the initial events on its one watch, and is synced only at the initial-events-end bookmark', async () => {
     const opened: Opened[] = [];
     const { calls, seen } = start(opened, fakeApi(opened));
