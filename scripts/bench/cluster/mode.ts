@@ -129,7 +129,8 @@ async function killAndTime(c: Ctx, pid: number) {
   const { ds, container } = logOf(c.mode);
   await sleep(1000); // the runtime's last lines
   const log = await containerLog(c.n.node.path('/var/log/pods'), ds, container, c.bootMs);
-  const timeline = steps(t0, traced, log, readyAt);
+  const others = c.trace?.othersBetween(fresh, t0, readyAt) ?? [];
+  const timeline = steps(t0, traced, log, readyAt, others);
   const lastExec = traced?.execs.at(-1);
   const r = (ms: number) => Math.round(ms * 10) / 10;
   c.say(

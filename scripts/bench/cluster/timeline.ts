@@ -126,6 +126,13 @@ export class ExecTrace {
     return { ...(fork !== undefined ? { fork } : {}), execs };
   }
 
+  /** Other processes' execs of a `*multus*` file within [from, to] (a probe's, a delegate's). */
+  othersBetween(pid: number, from: number, to: number): { pid: number; file: string; ms: number }[] {
+    return this.events
+      .filter((e) => e.kind === 'exec' && e.pid !== pid && e.ms >= from && e.ms <= to)
+      .map((e) => ({ pid: e.pid, file: e.what, ms: e.ms }));
+  }
+
   stop(): void {
     this.child.stdin!.end();
   }
@@ -171,10 +178,12 @@ export function steps(
   trace: { fork?: number; execs: { file: string; ms: number }[] } | undefined,
   log: { ms: number; text: string }[],
   healthyMs: number,
+  others: { pid: number; file: string; ms: number }[] = [],
 ): { at_ms: number; step: string }[] {
   const r = (ms: number) => Math.round((ms - t0) * 10) / 10;
   const out: { at_ms: number; step: string }[] = [{ at_ms: 0, step: 'process created (runc init)' }];
   for (const e of trace?.execs ?? []) out.push({ at_ms: r(e.ms), step: `exec ${e.file}` });
+  for (const e of others) out.push({ at_ms: r(e.ms), step: `another process (${e.pid}): exec ${e.file}` });
   for (const l of log.filter((x) => x.ms >= t0 - 1000 && x.ms <= healthyMs + 1000))
     out.push({ at_ms: r(l.ms), step: `log: ${l.text}` });
   out.push({ at_ms: r(healthyMs), step: 'GET /healthz 200' });
