@@ -118,11 +118,13 @@ export class ExecTrace {
     if (f) this.events.push({ kind: 'fork', pid: Number(f[3]), ms: Number(f[1]) * 1000, what: f[2]! });
   }
 
-  /** The process's fork (if seen) and execs, in order. */
-  of(pid: number): { fork?: number; execs: { file: string; ms: number }[] } {
-    const mine = this.events.filter((e) => e.pid === pid);
-    const fork = mine.find((e) => e.kind === 'fork')?.ms;
-    const execs = mine.filter((e) => e.kind === 'exec').map((e) => ({ file: e.what, ms: e.ms }));
+  /** The process's fork (if seen) and execs since, in order; `before`: events after it belong to another one. */
+  of(pid: number, before = Infinity): { fork?: number; execs: { file: string; ms: number }[] } {
+    // PIDs are reused: the last fork of this PID before `before`, and only what followed it
+    const mine = this.events.filter((e) => e.pid === pid && e.ms <= before);
+    const fork = mine.findLast((e) => e.kind === 'fork')?.ms;
+    const since = fork ?? mine.findLast((e) => e.kind === 'exec')?.ms ?? 0;
+    const execs = mine.filter((e) => e.kind === 'exec' && e.ms >= since).map((e) => ({ file: e.what, ms: e.ms }));
     return { ...(fork !== undefined ? { fork } : {}), execs };
   }
 
