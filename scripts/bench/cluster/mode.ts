@@ -129,9 +129,10 @@ async function killAndTime(c: Ctx, pid: number) {
   const { ds, container } = logOf(c.mode);
   await sleep(1000); // the runtime's last lines
   const log = await containerLog(c.n.node.path('/var/log/pods'), ds, container, c.bootMs);
-  const others = c.trace?.othersBetween(fresh, t0, readyAt) ?? [];
-  const timeline = steps(t0, traced, log, readyAt, others);
   const lastExec = traced?.execs.at(-1);
+  const dir = lastExec ? lastExec.file.slice(0, lastExec.file.lastIndexOf('/') + 1) : '/usr/src/multus-cni/';
+  const others = c.trace?.othersBetween(fresh, dir, t0, readyAt);
+  const timeline = steps(t0, traced, log, readyAt, others?.execs);
   const r = (ms: number) => Math.round(ms * 10) / 10;
   c.say(
     `${c.mode}: ready ${r(readyAt - t0)} ms, ${JSON.stringify(cpu)}: ${timeline.map((s) => `${s.at_ms} ${s.step}`).join(' | ')}`,
@@ -141,6 +142,8 @@ async function killAndTime(c: Ctx, pid: number) {
     exec_ms: lastExec ? r(lastExec.ms - t0) : null,
     fork_from: traced?.fork !== undefined ? 'trace' : 'stat',
     ...cpu,
+    // other multus execs on the machine during the start (other work: its load)
+    execs_elsewhere: others?.elsewhere ?? null,
     timeline,
   };
   return { pid: fresh, startedAtMs: t0 + c.bootMs, run };

@@ -128,11 +128,14 @@ export class ExecTrace {
     return { ...(fork !== undefined ? { fork } : {}), execs };
   }
 
-  /** Other processes' execs of a `*multus*` file within [from, to] (a probe's, a delegate's). */
-  othersBetween(pid: number, from: number, to: number): { pid: number; file: string; ms: number }[] {
-    return this.events
-      .filter((e) => e.kind === 'exec' && e.pid !== pid && e.ms >= from && e.ms <= to)
-      .map((e) => ({ pid: e.pid, file: e.what, ms: e.ms }));
+  /**
+   * Other processes' execs within [from, to] of a file in `dir` (the daemon's own directory in its image: a
+   * readiness probe's), and how many other `*multus*` execs the machine made meanwhile (other work's load).
+   */
+  othersBetween(pid: number, dir: string, from: number, to: number) {
+    const others = this.events.filter((e) => e.kind === 'exec' && e.pid !== pid && e.ms >= from && e.ms <= to);
+    const mine = others.filter((e) => e.what.startsWith(dir));
+    return { execs: mine.map((e) => ({ pid: e.pid, file: e.what, ms: e.ms })), elsewhere: others.length - mine.length };
   }
 
   stop(): void {
