@@ -408,16 +408,16 @@ async function tsDaemon(c: Cluster, relay: Relay, tmp: string, daemons: unknown[
     kubeconfig,
     delegates: [{ cniVersion: '1.0.0', name: 'd', type: 'bridge' }],
   };
+  const exe = join(ROOT, 'build/multus');
+  const env = { MULTUS_NODE_NAME: NODE };
+  return oneStart(relay, () => startTsDaemon({ exe, tmp, daemons }, 'bytes', { conf, daemon: { kubeconfig } }, env));
+}
+
+/** A daemon started (`start`), from then to 3 s after /healthz 200: its connections' bytes; then stopped. */
+async function oneStart(relay: Relay, start: () => Promise<any>) {
   const mark = relay.mark();
   const t0 = Date.now();
-  const r = await startTsDaemon(
-    { exe: join(ROOT, 'build/multus'), tmp, daemons },
-    'bytes',
-    { conf, daemon: { kubeconfig } },
-    {
-      MULTUS_NODE_NAME: NODE,
-    },
-  );
+  const r = await start();
   if (r.error) throw new Error(r.error);
   const readyMs = Date.now() - t0;
   await sleep(3000);
@@ -430,15 +430,7 @@ async function goDaemon(c: Cluster, relay: Relay, tmp: string, daemons: unknown[
   const goDaemon = join(process.env.MULTUS_TS_CACHE_DIR || join(ROOT, '.cache'), 'gomultus', 'multus-daemon');
   const delegateBytes = JSON.stringify({ cniVersion: '1.0.0', name: 'd', type: 'bridge' });
   const cl = { server: `https://127.0.0.1:${relay.port}`, tokenFile: c.tokenFile, caFile: c.caFile };
-  const mark = relay.mark();
-  const t0 = Date.now();
-  const r = await startGoDaemon({ tmp, daemons }, { goDaemon, delegateBytes, cl, nodeName: NODE });
-  if (r.error) throw new Error(r.error);
-  const readyMs = Date.now() - t0;
-  await sleep(3000);
-  const out = { ready_ms_incl_poll: readyMs, load: load(), ...summary(relay.since(mark)) };
-  await r.daemon.stop();
-  return out;
+  return oneStart(relay, () => startGoDaemon({ tmp, daemons }, { goDaemon, delegateBytes, cl, nodeName: NODE }));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
