@@ -43,6 +43,7 @@ export async function runCluster({ opts, node, tmp }) {
     nads: opts.nads,
     restSeconds: opts.restSeconds,
     restarts: opts.restarts,
+    startRepeats: opts.startRepeats,
     modes: ['resident_ts', 'go_thick'],
     kwok: kwokDir(),
     images: images(dir, go),

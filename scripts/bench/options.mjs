@@ -47,6 +47,7 @@ export function usage(code) {
       `  --nads K             NetworkAttachmentDefinitions across the namespaces, default 1000\n` +
       `  --rest-seconds S     the window at rest, default 120\n` +
       `  --restarts R         daemon restarts timed per mode (ready_ms: their median), default 3\n` +
+      `  --start-repeats R    kill and start each daemon R times, the start's bytes of each (their noise), default 1\n` +
       `  --node-lock FILE     hold FILE (flock) while the real node runs (a shared machine's kubelet lock)\n`,
   );
   process.exit(code);
@@ -79,6 +80,7 @@ function defaults() {
     nads: 1000,
     restSeconds: 120,
     restarts: 3,
+    startRepeats: 1,
     nodeLock: null,
   };
 }
@@ -113,6 +115,7 @@ export function parseArgs(argv) {
     else if (k === '--nads') o.nads = int();
     else if (k === '--rest-seconds') o.restSeconds = int();
     else if (k === '--restarts') o.restarts = int();
+    else if (k === '--start-repeats') o.startRepeats = int();
     else if (k === '--node-lock') o.nodeLock = resolve(next());
     else if (k === '--faults') {
       const v = next();

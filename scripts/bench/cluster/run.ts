@@ -45,6 +45,8 @@ interface Args {
   restSeconds: number;
   /** Restarts of each mode's daemon (ready_ms: their median). */
   restarts: number;
+  /** Starts measured per mode (the first one's memory and ready time; every one's bytes). */
+  startRepeats?: number;
   modes: BenchMode[];
   images: string[];
   kwok: string;
@@ -194,7 +196,7 @@ async function main(): Promise<void> {
       say(`${mode}: load ${loadAtStart}`);
       out.modes[mode] = await measureMode({
         ...{ cluster, api, n, relay, w, mode, restSeconds: a.restSeconds, say },
-        ...{ restarts: Math.max(1, a.restarts ?? 1), trace, bootMs },
+        ...{ restarts: Math.max(1, a.restarts ?? 1), trace, bootMs, startRepeats: a.startRepeats ?? 1 },
       });
       out.modes[mode].load = { start: loadAtStart, end: load() };
       say(`${mode}: ${JSON.stringify(out.modes[mode])}`);
