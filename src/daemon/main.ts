@@ -255,8 +255,8 @@ function boundDelegates(exec: Exec, cfg: DaemonConfig, log: Logger): Exec {
 export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger): Promise<DaemonHandle> {
   const { cfg } = setup;
   const parts: Parts = {};
-  // a full collection when idle and at most once a second while busy; at rest, the start-up's file pages given
-  // back (memory.ts, pages.ts)
+  // a collection when idle, and while busy when the daemon's anonymous memory grew (never on a clock); at rest,
+  // the start-up's file pages given back (memory.ts, pages.ts)
   const atRest = cfg.dropIdleFilePages ? () => void dropFilePages() : undefined;
   const queue = collectGarbage(createQueue(cfg.connectionLimit), atRest ? { atRest } : {});
   let stopping = false;
