@@ -64,6 +64,9 @@ func fail(code uint, msg, details string) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "--ready" {
+		readyMain(os.Args[2:]) // the DaemonSet's readiness probe (ready.go), not a CNI call
+	}
 	stdin := readStdin()
 	// Only daemonSocketDir (and cniVersion, for errors) are read here. A config that is not JSON is not our
 	// business: the daemon (or the thin plugin) reports it with its own error.

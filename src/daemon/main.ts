@@ -279,7 +279,9 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
       if (!path) throw new Error('no multus config is served yet (waiting for the master network config)');
       return readFileSync(path);
     };
+    // /healthz and /readyz, which the DaemonSet's probe asks through multus-shim --ready (docs/resident.md)
     const notReady = (): string | undefined => {
+      if (!writer.current()) return `no multus config is served yet (waiting for a master network config)`;
       const indicator = cfg.readinessIndicatorFile;
       if (indicator && !existsSync(indicator)) return `waiting for ${indicator}`;
       if (warm && !warm.synced()) return 'the Kubernetes informers have not synced yet';
