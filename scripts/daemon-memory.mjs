@@ -424,7 +424,8 @@ async function stream(rates, seconds) {
   const runs = [];
   for (const r of [0, ...rates]) runs.push(await cpuAtRate(r, seconds));
   const [lo, hi] = [runs[1], runs[runs.length - 1]];
-  const slope = hi.rate === lo.rate ? 0 : (hi.cpu_ms_per_s - lo.cpu_ms_per_s) / (hi.pairs / hi.seconds - lo.pairs / lo.seconds);
+  const slope =
+    hi.rate === lo.rate ? 0 : (hi.cpu_ms_per_s - lo.cpu_ms_per_s) / (hi.pairs / hi.seconds - lo.pairs / lo.seconds);
   const fixed = lo.cpu_ms_per_s - slope * (lo.pairs / lo.seconds);
   const round = (x) => Math.round(x * 10) / 10;
   const end = Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
