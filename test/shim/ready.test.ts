@@ -1,10 +1,10 @@
 /**
- * `multus-shim --ready` (shim/ready.go), the resident DaemonSet's readiness probe: it asks the daemon over its
+ * `multus-shim --ready` (shim/main.go readyMain), the resident DaemonSet's readiness probe: it asks the daemon over its
  * socket (GET /readyz) instead of starting the JavaScript executable. Against a fake daemon (what it prints and
  * exits for each answer, no socket, bad arguments), then against build/multus daemon: not ready while no master
  * network config is there to generate 00-multus.conf from, ready once it is (docs/resident.md, "Readiness").
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -24,16 +24,12 @@ interface Run {
   stderr: string;
 }
 
+/** The probe, as the kubelet runs it; stdin stays open and empty (a CNI call would wait for it). */
 function probe(args: string[]): Promise<Run> {
-  return new Promise((res, rej) => {
-    // stdin stays open and empty: the probe must not wait for it (a CNI call reads it)
-    const child = spawn(SHIM, ['--ready', ...args], { env: { PATH: '/usr/bin:/bin' }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', rej);
-    child.on('close', (status) => res({ status, stdout, stderr }));
+  return new Promise((res) => {
+    execFile(SHIM, ['--ready', ...args], { env: { PATH: '/usr/bin:/bin' } }, (err, stdout, stderr) =>
+      res({ status: err ? Number(err.code) : 0, stdout, stderr }),
+    );
   });
 }
 

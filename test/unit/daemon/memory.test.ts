@@ -36,33 +36,34 @@ describe('collectGarbage', () => {
     q.stop();
   });
 
-  it('while busy, a request that ends collects only when anon grew by `growth` of the last base and minGrowthBytes', async () => {
-    let anon = 10 << 20;
-    let collected = 0;
+  /** A queue whose anon starts at `start` MiB and returns there on each collection; `endAt` ends one request. */
+  function growing(start: number, o: { growth?: number; minGrowthBytes?: number } = {}) {
+    const s = { anon: start << 20, collected: 0 };
     const collect = () => {
-      collected++;
-      anon = 10 << 20; // the shrink gives the pages back
+      s.collected++;
+      s.anon = start << 20; // the shrink gives the pages back
     };
-    const opts = { collect, anon: () => anon, idleMs: 60_000, growth: 0.5, minGrowthBytes: 6 << 20 };
-    const q = collectGarbage(createQueue(0), opts);
+    const q = collectGarbage(createQueue(0), { collect, anon: () => s.anon, idleMs: 60_000, ...o });
+    let n = 0;
+    /** Anon at `bytes` when a request ends: the collections so far. */
+    const endAt = async (bytes: number): Promise<number> => {
+      s.anon = bytes;
+      await q.run(`k${n++}`, async () => n);
+      return s.collected;
+    };
+    return { q, endAt };
+  }
+
+  it('while busy, a request that ends collects only when anon grew by `growth` of the last base and minGrowthBytes', async () => {
+    const { q, endAt } = growing(10, { growth: 0.5, minGrowthBytes: 6 << 20 });
     // any number of requests that do not grow the daemon: no collection, whatever the time they take
-    for (let i = 0; i < 50; i++) await q.run(`k${i}`, async () => i);
-    expect(collected).toBe(0);
-    anon = (16 << 20) - 1; // more than half of 10 MiB, but under 6 MiB more
-    await q.run('a', async () => 'a');
-    expect(collected).toBe(0);
-    anon = 16 << 20; // 6 MiB over the base: this end collects
-    await q.run('b', async () => 'b');
-    expect(collected).toBe(1);
+    for (let i = 0; i < 50; i++) expect(await endAt(10 << 20)).toBe(0);
+    expect(await endAt((16 << 20) - 1)).toBe(0); // more than half of 10 MiB, but under 6 MiB more
+    expect(await endAt(16 << 20)).toBe(1); // 6 MiB over the base: this end collects
     // the base follows the allocators down: from 4 MiB, 6 MiB more is enough (half of 4 is less)
-    anon = 4 << 20;
-    await q.run('c', async () => 'c');
-    anon = (10 << 20) - 1;
-    await q.run('d', async () => 'd');
-    expect(collected).toBe(1);
-    anon = 10 << 20;
-    await q.run('e', async () => 'e');
-    expect(collected).toBe(2);
+    expect(await endAt(4 << 20)).toBe(1);
+    expect(await endAt((10 << 20) - 1)).toBe(1);
+    expect(await endAt(10 << 20)).toBe(2);
     q.stop();
     await sleep(10);
     expect(q.pending()).toBe(0);
@@ -70,15 +71,9 @@ describe('collectGarbage', () => {
   });
 
   it('by default, half again over a big base (20 MiB over 40)', async () => {
-    let anon = 40 << 20;
-    let collected = 0;
-    const q = collectGarbage(createQueue(0), { collect: () => collected++, anon: () => anon, idleMs: 60_000 });
-    anon = (60 << 20) - 1;
-    await q.run('f', async () => 'f');
-    expect(collected).toBe(0);
-    anon = 60 << 20;
-    await q.run('g', async () => 'g');
-    expect(collected).toBe(1);
+    const { q, endAt } = growing(40);
+    expect(await endAt((60 << 20) - 1)).toBe(0);
+    expect(await endAt(60 << 20)).toBe(1);
     q.stop();
   });
 
