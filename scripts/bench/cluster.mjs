@@ -42,6 +42,7 @@ export async function runCluster({ opts, node, tmp }) {
     podsPerNode: opts.podsPerNode,
     nads: opts.nads,
     restSeconds: opts.restSeconds,
+    startRepeats: opts.startRepeats,
     modes: ['resident_ts', 'go_thick'],
     kwok: kwokDir(),
     images: images(dir, go),

@@ -46,6 +46,7 @@ export function usage(code) {
       `  --pods-per-node M    pods per node, default 30\n` +
       `  --nads K             NetworkAttachmentDefinitions across the namespaces, default 1000\n` +
       `  --rest-seconds S     the window at rest, default 120\n` +
+      `  --start-repeats R    kill and start each daemon R times, the start's bytes of each (their noise), default 1\n` +
       `  --node-lock FILE     hold FILE (flock) while the real node runs (a shared machine's kubelet lock)\n`,
   );
   process.exit(code);
@@ -77,6 +78,7 @@ function defaults() {
     podsPerNode: 30,
     nads: 1000,
     restSeconds: 120,
+    startRepeats: 1,
     nodeLock: null,
   };
 }
@@ -110,6 +112,7 @@ export function parseArgs(argv) {
     else if (k === '--pods-per-node') o.podsPerNode = int();
     else if (k === '--nads') o.nads = int();
     else if (k === '--rest-seconds') o.restSeconds = int();
+    else if (k === '--start-repeats') o.startRepeats = int();
     else if (k === '--node-lock') o.nodeLock = resolve(next());
     else if (k === '--faults') {
       const v = next();

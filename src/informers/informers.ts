@@ -3,12 +3,15 @@
  *
  * Two informers (informer.ts: each one watch through the lean client, its initial objects included, as client-go's
  * WatchListClient does; no @kubernetes/client-node, whose modules cost the daemon ~5 MiB of heap): the pods of
- * this node (all namespaces, fieldSelector `spec.nodeName=<node>`) and every NetworkAttachmentDefinition. The
- * `client` they back is a `KubeClient` (src/k8s/types.ts):
+ * this node that have a network namespace of their own (all namespaces, fieldSelector
+ * `spec.nodeName=<node>,spec.hostNetwork=false`: no runtime calls CNI for a hostNetwork pod, so the daemon never
+ * needs one; the node's DaemonSets, ours included, are mostly such pods, and their status writes are events no
+ * one reads; docs/compatibility.md) and every NetworkAttachmentDefinition. The `client` they back is a
+ * `KubeClient` (src/k8s/types.ts):
  *
  *   - getPod / getNad answer from the informer's cache once that informer is synced, when the object is there
  *     (and, for a pod, has the UID the caller expects); otherwise one GET through the lean client: a pod of
- *     another node, an informer that is not synced or is reconnecting. A pod the cache does not hold: ADD's
+ *     another node or a hostNetwork one, an informer that is not synced or is reconnecting. A pod the cache does not hold: ADD's
  *     lookup (`cacheMiss: 'wait'`) waits up to CACHE_WAIT_MS for the watch to deliver it, then GETs; DEL's
  *     (`cacheMiss: 'only'`) takes it as NotFound, as Go Multus' informer lookups do. Other misses GET.
  *   - updatePodStatus and createEvent go through ONE kept-alive lean client (loadKubeClient), so its error
@@ -209,6 +212,9 @@ class WarmClient implements KubeClient {
  * Throws a CniError when there is no Kubernetes configuration, the kubeconfig cannot be used, or the node name
  * is not a valid name.
  */
+/** The pod informer's field selector: this node's pods that get CNI calls (not the hostNetwork ones). */
+const podSelector = (nodeName: string): string => `spec.nodeName=${nodeName},spec.hostNetwork=false`;
+
 export async function startWarmKube(o: WarmKubeOptions): Promise<WarmKube> {
   if (!isDns1123Subdomain(o.nodeName)) {
     const msg = `informers: node name "${o.nodeName}" is not a valid Kubernetes node name (set MULTUS_NODE_NAME)`;
@@ -223,7 +229,7 @@ export async function startWarmKube(o: WarmKubeOptions): Promise<WarmKube> {
   const changed = (): void => {
     for (const w of [...waiters]) w();
   };
-  const pods = informer(POD_INFORMER, '/api/v1/pods', `spec.nodeName=${o.nodeName}`, lean, o, changed, trimPod);
+  const pods = informer(POD_INFORMER, '/api/v1/pods', podSelector(o.nodeName), lean, o, changed, trimPod);
   const nads = informer(NAD_INFORMER, NAD_PATH, undefined, lean, o, changed, trimNad);
   const api = measured(lean, o.metrics);
   const client = new WarmClient(api, pods, nads, o.log);

@@ -95,6 +95,8 @@ export class ApiTunnel {
   private readonly sockets = new Set<Socket>();
   /** Bytes relayed so far: `up` to the API server, `down` from it (TLS records, as on the wire). */
   readonly bytes = { up: 0, down: 0 };
+  /** The same per connection, in the order they were opened (the cluster bench's split of a daemon's start). */
+  readonly connections: { up: number; down: number }[] = [];
 
   /**
    * Listens on 127.0.0.1:`listenPort` (default: the API server's port) inside `hostNs` and relays to the API
@@ -115,8 +117,10 @@ export class ApiTunnel {
     this.server = createServer((down) => {
       const up = connect(port, '127.0.0.1');
       this.sockets.add(down).add(up);
-      down.on('data', (b: Buffer) => (this.bytes.up += b.length));
-      up.on('data', (b: Buffer) => (this.bytes.down += b.length));
+      const conn = { up: 0, down: 0 };
+      this.connections.push(conn);
+      down.on('data', (b: Buffer) => ((this.bytes.up += b.length), (conn.up += b.length)));
+      up.on('data', (b: Buffer) => ((this.bytes.down += b.length), (conn.down += b.length)));
       down.pipe(up);
       up.pipe(down);
       up.on('error', () => down.destroy());

@@ -45,12 +45,17 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
   const ns = `warm-${process.pid}`;
   let early: { uid: string };
 
-  async function createPod(name: string, nodeName: string, annotations: Record<string, string> = {}) {
+  async function createPod(
+    name: string,
+    nodeName: string,
+    annotations: Record<string, string> = {},
+    hostNetwork = false,
+  ) {
     const pod = await cluster.admin.post(podPath(ns), {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name, namespace: ns, annotations },
-      spec: { nodeName, containers: [{ name: 'c', image: 'example.invalid/none' }] },
+      spec: { nodeName, hostNetwork, containers: [{ name: 'c', image: 'example.invalid/none' }] },
     });
     return { name, uid: pod.metadata.uid as string };
   }
@@ -160,6 +165,23 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
       'get pods other',
       'get pods other',
     ]);
+  });
+
+  it('a hostNetwork pod of this node is not cached (no runtime calls CNI for it), yet found with one GET', async () => {
+    const host = await createPod('host-net', NODE, {}, true);
+    const seen: string[] = [];
+    const stop = warm.onPod((p) => seen.push(p.metadata.name as string));
+    await createPod('beside-host-net', NODE); // delivered after host-net, were host-net watched
+    await untilCached(
+      () => client.getPod(ns, 'beside-host-net'),
+      () => true,
+      'pod beside-host-net',
+    );
+    stop();
+    expect(seen).not.toContain('host-net');
+    const before = client.requestCount;
+    expect((await client.getPod(ns, 'host-net')).metadata.uid).toBe(host.uid);
+    expect(client.requestCount - before, 'not from the cache: one GET').toBe(1);
   });
 
   it("ADD's lookup (cacheMiss 'wait') of a pod not cached yet waits for the watch instead of asking at once", async () => {

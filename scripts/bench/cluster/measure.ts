@@ -96,12 +96,15 @@ export async function initialListsDoneMs(cluster: Cluster, t0: number): Promise<
   return out;
 }
 
-/** The relay's byte counters now (to subtract: `bytesSince`). */
-export const bytesNow = (t: ApiTunnel) => ({ ...t.bytes });
+/** The relay's byte counters now (to subtract: `bytesSince`), and how many connections it has relayed. */
+export const bytesNow = (t: ApiTunnel) => ({ ...t.bytes, connections: t.connections.length });
 export const bytesSince = (t: ApiTunnel, at: { up: number; down: number }) => ({
   up: t.bytes.up - at.up,
   down: t.bytes.down - at.down,
 });
+/** The bytes of each connection opened since `at` (so far), up and down. */
+export const connectionsSince = (t: ApiTunnel, at: { connections: number }) =>
+  t.connections.slice(at.connections).map((c) => ({ ...c }));
 
 /** Per minute, rounded. */
 export const perMin = (n: number, ms: number) => Math.round((n / (ms / 60_000)) * 10) / 10;

@@ -31,6 +31,7 @@ import {
 import {
   bytesNow,
   bytesSince,
+  connectionsSince,
   initialListsDoneMs,
   memoryMib,
   perMin,
@@ -65,6 +66,7 @@ interface Ctx {
   w: Workload;
   mode: BenchMode;
   restSeconds: number;
+  startRepeats: number;
   say(s: string): void;
 }
 
@@ -122,7 +124,9 @@ async function restart(c: Ctx, pid: number): Promise<any> {
   await sleep(3000);
   const lists = await initialListsDoneMs(c.cluster, started - 1000);
   const reqs = await requestsIn(c.cluster, started - 1000, Date.now());
-  const start = { requests: reqs.count, bytes: bytes(bytesSince(c.relay, at)), by: reqs.by };
+  // each connection of the new process (a watch each, or both on one): where the start's bytes went
+  const connections = connectionsSince(c.relay, at);
+  const start = { requests: reqs.count, bytes: bytes(bytesSince(c.relay, at)), by: reqs.by, connections };
   await sleep(15_000);
   return {
     pid: fresh,
@@ -134,6 +138,27 @@ async function restart(c: Ctx, pid: number): Promise<any> {
     start,
     memory: await memoryMib(fresh),
   };
+}
+
+/**
+ * 2b. The start's bytes again, `startRepeats - 1` more times (each daemon killed and started again by kubelet): the
+ * API server's gzip flushes of a watch's initial events make them vary run to run (docs/performance.md, "Where a
+ * daemon's start bytes go").
+ */
+async function startBytesAgain(c: Ctx, pid: number): Promise<{ bytes: number; connections: unknown[] }[]> {
+  const out = [];
+  for (let i = 1; i < c.startRepeats; i++) {
+    const at = bytesNow(c.relay);
+    process.kill(pid, 'SIGKILL');
+    await sleep(100);
+    const healthy = untilHealthy(c.n.node.path('/run/multus/multus.sock'), 180_000);
+    pid = await pidOf(c, pid);
+    await healthy;
+    await sleep(3000);
+    out.push({ bytes: bytes(bytesSince(c.relay, at)), connections: connectionsSince(c.relay, at) });
+    await sleep(5000);
+  }
+  return out;
 }
 
 /** 3. Requests and bytes of a window at rest. */
@@ -214,6 +239,7 @@ export async function measureMode(c: Ctx): Promise<any> {
     const rest = await atRest(c);
     const ch = await churn(c, 1);
     const afterChurn = await memoryMib(r.pid);
+    const again = await startBytesAgain(c, r.pid);
     const ds = await dsRestarts(c.cluster, layout(c.mode));
     return {
       daemon_rss_mib: r.memory.rss,
@@ -231,6 +257,8 @@ export async function measureMode(c: Ctx): Promise<any> {
       },
       api_bytes_per_node: {
         start: r.start.bytes,
+        start_connections: r.start.connections,
+        ...(again.length ? { start_repeats: [r.start.bytes, ...again.map((a) => a.bytes)], again } : {}),
         rest_per_min: rest.bytes_per_min,
         churn_per_min: ch.bytes_per_min,
         churn: ch.bytes,

@@ -42,6 +42,8 @@ interface Args {
   podsPerNode: number;
   nads: number;
   restSeconds: number;
+  /** Starts measured per mode (the first one's memory and ready time; every one's bytes). */
+  startRepeats?: number;
   modes: BenchMode[];
   images: string[];
   kwok: string;
@@ -186,7 +188,17 @@ async function main(): Promise<void> {
     for (const mode of a.modes) {
       const loadAtStart = load();
       say(`${mode}: load ${loadAtStart}`);
-      out.modes[mode] = await measureMode({ cluster, api, n, relay, w, mode, restSeconds: a.restSeconds, say });
+      out.modes[mode] = await measureMode({
+        cluster,
+        api,
+        n,
+        relay,
+        w,
+        mode,
+        restSeconds: a.restSeconds,
+        startRepeats: a.startRepeats ?? 1,
+        say,
+      });
       out.modes[mode].load = { start: loadAtStart, end: load() };
       say(`${mode}: ${JSON.stringify(out.modes[mode])}`);
       await writeFile(join(a.dir, `${mode}.json`), JSON.stringify(out.modes[mode]) + '\n');
