@@ -270,8 +270,8 @@ func truncate(b []byte) string {
 //
 // A probe that starts the JavaScript executable (`multus --is-default-ready`) every 10 s cost the daemon's
 // container a 35 MiB process and tens of ms of CPU each time, inside Multus' 100m / 50Mi. This asks the daemon
-// instead, over its root-only socket (0600 in a 0700 directory; the peer is checked as for a call): GET /readyz,
-// which the daemon answers from what it already knows: 200 once it serves the generated 00-multus.conf, the
+// instead, over its root-only socket (0600 in a 0700 directory; the peer is checked as for a call): GET
+// /readyz?config, which the daemon answers from what it already knows: 200 once it serves 00-multus.conf, the
 // readiness indicator file exists and its informers have synced, 503 before, 500 while it drains after SIGTERM.
 // Exit 0 and "ready" on 200; else exit 1 and why on stdout (the kubelet keeps a probe's output in the pod's
 // events). Bad arguments exit 2. Nothing is read from stdin and no TCP port is opened.
@@ -313,7 +313,7 @@ func daemonReady(sock string) string {
 		return fmt.Sprintf("%s: %s", sock, why)
 	}
 	_ = conn.SetDeadline(time.Now().Add(readyTimeout))
-	req, _ := http.NewRequest(http.MethodGet, "http://multus-shim/readyz", nil)
+	req, _ := http.NewRequest(http.MethodGet, "http://multus-shim/readyz?config", nil)
 	req.Close = true
 	if err := req.Write(conn); err != nil {
 		return fmt.Sprintf("%s: %v", sock, err)

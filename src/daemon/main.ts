@@ -279,15 +279,16 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
       if (!path) throw new Error('no multus config is served yet (waiting for the master network config)');
       return readFileSync(path);
     };
-    // /healthz and /readyz, which the DaemonSet's probe asks through multus-shim --ready (docs/resident.md)
     const notReady = (): string | undefined => {
-      if (!writer.current()) return `no multus config is served yet (waiting for a master network config)`;
       const indicator = cfg.readinessIndicatorFile;
       if (indicator && !existsSync(indicator)) return `waiting for ${indicator}`;
       if (warm && !warm.synced()) return 'the Kubernetes informers have not synced yet';
       return undefined;
     };
-    const served = { host, daemonEnv: io.env, log, queue, notReady, stopping: () => stopping, multusConf };
+    // `/readyz?config`, the DaemonSet's probe through multus-shim --ready (docs/resident.md, "Readiness")
+    const notServing = () =>
+      writer.current() ? undefined : 'no multus config is served yet (no master network config)';
+    const served = { host, daemonEnv: io.env, log, queue, notReady, notServing, stopping: () => stopping, multusConf };
     parts.http = createCniServer({ ...served, ...(metrics ? { metrics } : {}) });
     const socket = (parts.socket = await listenUnix(parts.http, cfg.socketDir));
     if (metrics) parts.metricsServer = await serveMetrics(metrics, cfg, log, () => stopping || queue.restSoon());

@@ -66,7 +66,7 @@ describe.runIf(shimBuilt())('multus-shim --ready against a fake daemon', () => {
     const asked: string[] = [];
     await fakeDaemon(reply(200, ''), asked);
     expect(await probe(['--socket-dir', join(dir, 'run')])).toEqual({ status: 0, stdout: 'ready\n', stderr: '' });
-    expect(asked).toEqual(['GET /readyz']);
+    expect(asked).toEqual(['GET /readyz?config']);
   });
 
   it("503 or 500: the daemon's reason on stdout, exit 1", async () => {
