@@ -10,6 +10,7 @@
  * the same NAD, and when it has none it gets the first `net<N>` nobody uses or asks for. Unmatched attachments
  * are removed, unmatched elements added, in annotation order. Reordering the annotation changes nothing.
  */
+import { createHash } from 'node:crypto';
 import type { Attachment } from '../multus/attachments.ts';
 import type { NetworkSelection } from '../multus/selection.ts';
 
@@ -23,6 +24,16 @@ export interface DynamicChange {
 }
 
 export const changeKey = (c: { network: string; ifName: string }): string => `${c.network}@${c.ifName}`;
+
+/**
+ * The name of the event that reports `what` (a change, or the annotation itself) for one networks annotation
+ * value of one pod: `<pod>.<16 hex>`, the same in every life of every daemon, so the API server keeps one report
+ * however often it is made (a second create is refused, 409) for as long as the event lives (docs/hotplug.md).
+ */
+export function reportName(pod: { name: string; uid: string }, annotation: string, what: string): string {
+  const digest = createHash('sha256').update(`${pod.uid}\0${annotation}\0${what}`).digest('hex');
+  return `${pod.name}.${digest.slice(0, 16)}`;
+}
 
 /** An attachment the annotation owns: one of its elements (or a hot-plugged NAD), named `<namespace>/<nad>`. */
 const followsAnnotation = (a: Attachment): boolean =>

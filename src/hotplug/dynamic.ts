@@ -14,9 +14,11 @@
  *
  * Failures: a `NetworkChangeFailed` warning event with the reason. A request the pod cannot have (CNI codes
  * 1-8: bad annotation, missing NAD, isolation, name taken) is reported once per annotation value and not
- * retried; other failures (a plugin, the API) are retried with backoff (1 s doubling to 60 s, each retry
- * timed for that pod), reported on the first failure. The other elements go on. State is derived from the
- * caches and the annotation, so a restarted daemon neither redoes nor undoes anything.
+ * retried; its event is named after the pod, the value and the element (dynamic-plan.ts `reportName`), so a
+ * restarted daemon's report of it is refused by the API server while the first one lives. Other failures (a
+ * plugin, the API) are retried with backoff (1 s doubling to 60 s, each retry timed for that pod), reported on
+ * the first failure. The other elements go on. State is derived from the caches and the annotation, so a
+ * restarted daemon neither redoes nor undoes anything.
  */
 import { retryDelay } from '../base/backoff.ts';
 import { isCallerFault, isCniError, messageOf, toCniError } from '../base/errors.ts';
@@ -27,7 +29,7 @@ import { httpStatusOf as apiStatus } from '../k8s/types.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import { parseMultusConf } from '../multus/conf.ts';
 import type { DynamicChange } from './dynamic-plan.ts';
-import { changeKey, planDynamicChanges } from './dynamic-plan.ts';
+import { changeKey, planDynamicChanges, reportName } from './dynamic-plan.ts';
 import type { SandboxLinks } from '../routes/nsenter.ts';
 import { cachedAttachments, clusterIfNameOf } from './hotplug.ts';
 import { cachedRoles } from '../multus/attachments.ts';
@@ -270,8 +272,10 @@ class Dynamic implements DynamicNetworks {
       );
   }
 
-  private warn(kube: KubeClient, pod: Pod, message: string): Promise<void> {
-    return emitEvents(kube, pod, [{ type: 'Warning', reason: 'NetworkChangeFailed', message }], this.d.log);
+  /** A NetworkChangeFailed event; with `once` (what is given up), named so that it is reported once ever. */
+  private warn(kube: KubeClient, pod: Pod, message: string, once?: string): Promise<void> {
+    const name = once === undefined ? {} : { name: reportName(pod.metadata, annotationOf(pod), once) };
+    return emitEvents(kube, pod, [{ type: 'Warning', reason: 'NetworkChangeFailed', message, ...name }], this.d.log);
   }
 
   /** One change through hot-plug's front door, with the pod typed (no CNI_ARGS) and the config already parsed. */
@@ -303,7 +307,8 @@ class Dynamic implements DynamicNetworks {
     } catch (e) {
       if (!this.givenUp.has(prefix)) {
         this.givenUp.add(prefix);
-        await this.warn(kube, pod, `the ${NETWORKS_ANNOTATION} annotation cannot be applied: ${toCniError(e).msg}`);
+        const message = `the ${NETWORKS_ANNOTATION} annotation cannot be applied: ${toCniError(e).msg}`;
+        await this.warn(kube, pod, message, 'annotation');
       }
       this.synced.set(sb.containerId, annotation);
       return;
@@ -352,7 +357,9 @@ class Dynamic implements DynamicNetworks {
       if (isCallerFault(error.code)) {
         this.givenUp.add(at.prefix + at.key);
         this.retries.delete(at.key);
-        await this.warn(kube, pod, message);
+        const where = `${pod.metadata.namespace}/${pod.metadata.name}`;
+        this.d.log.warn(`dynamic networks: ${where}: ${message}; not retried for this annotation value`);
+        await this.warn(kube, pod, message, `${change.kind} ${changeKey(change)}`);
         return undefined;
       }
       const attempts = at.attempts + 1;

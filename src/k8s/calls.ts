@@ -147,7 +147,7 @@ export function eventBody(e: EventInput, now: Date = new Date()): Record<string,
   return {
     apiVersion: 'v1',
     kind: 'Event',
-    metadata: { name: `${m.name}.${nanos.toString(16)}`, namespace: m.namespace },
+    metadata: { name: e.name ?? `${m.name}.${nanos.toString(16)}`, namespace: m.namespace },
     involvedObject,
     reason: e.reason,
     message: e.message,

@@ -47,6 +47,11 @@ export interface EventInput {
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;
+  /**
+   * The event's name (default `<pod>.<unix nanos in hex>`, as client-go names it). A name derived from what is
+   * reported makes the report once only: the API server refuses a second create of it (409) while the first lives.
+   */
+  name?: string;
 }
 
 export interface CallOptions {

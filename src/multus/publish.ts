@@ -71,6 +71,8 @@ export interface PodEvent {
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;
+  /** A fixed name: reported once while the event lives (k8s/types.ts EventInput). */
+  name?: string;
 }
 
 /**

@@ -259,7 +259,16 @@ export async function podEvents(
   cluster: Cluster,
   pod: PodRef,
   reason?: string,
-): Promise<{ reason: string; message: string; type: string; source?: { component?: string } }[]> {
+): Promise<
+  {
+    metadata: { name: string };
+    reason: string;
+    message: string;
+    type: string;
+    count?: number;
+    source?: { component?: string };
+  }[]
+> {
   const list = await cluster.admin.get(`/api/v1/namespaces/${pod.namespace}/events`);
   return (list.items as any[]).filter(
     (e) => e.involvedObject?.uid === pod.uid && (reason === undefined || e.reason === reason),

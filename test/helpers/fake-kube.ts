@@ -135,6 +135,10 @@ export class FakeKube implements KubeClient {
 
   async createEvent(event: EventInput): Promise<void> {
     this.received.push(`createEvent ${event.reason}`);
+    // as the API server: a named event that exists is refused
+    if (event.name && this.events.some((e) => e.name === event.name)) {
+      throw new FakeKubeError(409, `events "${event.name}" already exists`);
+    }
     this.events.push(event);
   }
 

@@ -2,7 +2,8 @@
  * Dynamic networks in process (fake plugins, fake Kubernetes, a fake pod informer): an informer update whose
  * networks annotation changed plugs or unplugs at once, with no resync pass (the resync period is an hour
  * here); updates that leave the annotation alone (status writes, kubelet's) cost nothing; ten pods edited in
- * one burst are all reconciled; a failed plug is retried by its own timer, not by the resync; a pod whose
+ * one burst are all reconciled; a failed plug is retried by its own timer, not by the resync; a bad element is
+ * reported once per annotation value, across redeliveries, resyncs and a restart; a pod whose
  * sandbox appeared after the last listing is found; without informer events the resync pass does the work. Real plugins,
  * a real API and informer: test/e2e-k8s/hotplug.test.ts and the kubelet tier.
  */
@@ -190,6 +191,35 @@ describe('dynamic networks driven by the pod informer', () => {
     await d.settled();
     expect(plugCalls()).toEqual(['ADD mv net1', 'DEL mv net1', 'ADD mv net1']);
     expect(scratchNames('p')).toEqual(['cluster', 'ns/mv']);
+  });
+
+  it('a bad element is reported once per annotation value: informer redeliveries, resyncs, restarts', async () => {
+    await runPod('p');
+    const failures = () => kube.events.filter((e) => e.reason === 'NetworkChangeFailed');
+    let d = start();
+    await d.tick();
+    edit('p', 'mv@net1,nosuch@net5');
+    await d.settled();
+    expect(plugCalls()).toEqual(['ADD mv net1']);
+    expect(failures().map((e) => e.message)).toEqual([expect.stringContaining('nosuch')]);
+    // a restarted watch delivers the pod again; a resync pass looks at it again
+    listener!(structuredClone(kube.pods.get('ns/p')!), false);
+    await d.settled();
+    await d.tick();
+    // a restarted daemon remembers nothing: its report has the same name, which the API server refuses
+    await d.stop();
+    d = start();
+    await d.tick();
+    listener!(structuredClone(kube.pods.get('ns/p')!), false);
+    await d.settled();
+    expect(failures()).toHaveLength(1);
+    expect(kube.received.filter((r) => r === 'createEvent NetworkChangeFailed')).toHaveLength(2);
+    // another value with the same bad element: reported once more, under another name
+    edit('p', 'nosuch@net5,mv@net1');
+    await d.settled();
+    expect(failures()).toHaveLength(2);
+    expect(new Set(failures().map((e) => e.name)).size).toBe(2);
+    expect(plugCalls()).toEqual(['ADD mv net1']);
   });
 
   it('stop() unsubscribes from the informer', async () => {

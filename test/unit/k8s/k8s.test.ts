@@ -342,6 +342,9 @@ describe('requests', () => {
     }
     const ev = eventBody({ pod: POD, type: 'Warning', reason: 'NoNetworkFound', message: 'm' }, at);
     expect(ev.firstTimestamp).toBe('2026-01-02T03:04:05Z');
+    // a caller's fixed name (a report made once, hotplug/dynamic-plan.ts reportName) is kept
+    const named = eventBody({ pod: POD, type: 'Warning', reason: 'R', message: 'm', name: 'web-0.abc' }, at);
+    expect((named.metadata as { name: string }).name).toBe('web-0.abc');
   });
 
   it('reuses one keep-alive connection for consecutive requests', async () => {
