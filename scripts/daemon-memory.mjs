@@ -7,11 +7,12 @@
  *                                  [--runtime exe|bun] [--bun-flags "--smol"] [--daemon-keys '{"k": 1}']
  *                                  [--env BUN_JSC_largeHeapSize=4194304,...] [--exe build/multus]
  *                                  [--mappings] [--file-mappings] [--referenced] [--rest-pairs N]
+ *                                  [--stream 2,10] [--stream-seconds 30] [--autoconf]
  *
  * Starts the daemon in a memory cgroup of its own (cgroup v1 or v2), as its container's: the cgroup holds the
  * daemon and every delegate it executes, which is what a container memory limit is enforced on (`--limit-mib`
  * sets one, and the OOM kills are counted). `--runtime exe` (default) runs build/multus itself; `--runtime bun`
- * runs build/multus.cjs under the pinned Bun with a preload that answers SIGUSR2 with JavaScriptCore's figures
+ * runs build/multus.cjs under the pinned Bun with a preload that answers SIGWINCH (SIGUSR2 stops the daemon) with JavaScriptCore's figures
  * (heap size and capacity after a full GC, extra memory, object counts by type), which the executable has no way
  * to tell. Each sample: VmRSS, VmHWM, RssAnon, RssFile of the daemon; the cgroup's usage and peak and its
  * rss/cache split; the JSC figures with --runtime bun; the page faults so far; `--mappings` the largest anonymous
@@ -21,7 +22,11 @@
  *
  * Phases: idle (after the informers synced and 20 warm-up pairs), one pair timed (`first_pair_after_rest`: ms,
  * the daemon's CPU ms and page faults; `--rest-pairs N`: N more, each after 2.5 s without a call, medians), then `--burst N` ADDs of different containers
- * at once and their DELs (N = 0: none), then back-to-back ADD/DEL pairs to each count of `--pairs`. Delegates:
+ * at once and their DELs (N = 0: none), then back-to-back ADD/DEL pairs to each count of `--pairs`. `--stream R1,R2`
+ * (before the burst): the daemon's CPU (/proc/<pid>/stat utime + stime) over `--stream-seconds` at rest, then at
+ * each rate of ADD/DEL pairs per second, paced by the clock; the fixed CPU under load is what the line through the
+ * rates gives at rate 0 (`stream.fixed_ms_per_s`), the cost of a pair its slope. `--autoconf`: the daemon generates
+ * 00-multus.conf from a master config in its conf dir (`multusConfigFile: auto`, as the DaemonSet's config). Delegates:
  * the trivial bench delegate (test/data/bench). With --k8s: the bench's API server (scripts/bench/k8s-cluster.ts),
  * `--pods` pods on the daemon's node with two NADs (3 delegates per ADD, as the density bench's pods), the
  * daemon's informers and warm client. Prints one JSON line.
@@ -175,12 +180,14 @@ const conf = {
 };
 writeFileSync(join(tmp, 'multus.conf'), JSON.stringify(conf));
 mkdirSync(join(tmp, 'net.d'));
+const autoconf = args.includes('--autoconf');
+if (autoconf) writeFileSync(join(tmp, 'net.d/10-bench.conf'), JSON.stringify(conf.delegates[0]));
 writeFileSync(
   cfgFile,
   JSON.stringify({
     socketDir: sockDir,
     cniConfigDir: join(tmp, 'net.d'),
-    multusConfigFile: join(tmp, 'multus.conf'),
+    multusConfigFile: autoconf ? 'auto' : join(tmp, 'multus.conf'),
     logLevel: 'error',
     logToStderr: true,
     ...(kubeconfig ? { kubeconfig } : {}),
@@ -194,7 +201,7 @@ writeFileSync(
   preload,
   `const fs = require('node:fs');
 const jsc = require('bun:jsc');
-process.on('SIGUSR2', () => {
+process.on('SIGWINCH', () => {
   const before = jsc.heapStats();
   Bun.gc(true);
   const h = jsc.heapStats();
@@ -303,7 +310,7 @@ async function sample(phase) {
   let jsc;
   if (runtime === 'bun') {
     rmSync(statsFile, { force: true });
-    daemon.kill('SIGUSR2');
+    daemon.kill('SIGWINCH');
     for (let i = 0; i < 600 && !existsSync(statsFile); i++) await sleep(50);
     await sleep(50);
     const j = JSON.parse(readFileSync(statsFile, 'utf8'));
@@ -393,6 +400,39 @@ async function burst(n) {
   };
 }
 
+/** The daemon's CPU ms per second over `seconds`, while `rate` pairs a second are sent (0: at rest). */
+async function cpuAtRate(rate, seconds) {
+  const f0 = faults(daemon.pid);
+  const t0 = performance.now();
+  let sent = 0;
+  while (performance.now() - t0 < seconds * 1000) {
+    if (rate > 0 && sent < ((performance.now() - t0) / 1000) * rate) {
+      sent++;
+      await pair();
+    } else await sleep(rate > 0 ? Math.min(50, 1000 / rate / 4) : 100);
+  }
+  const s = (performance.now() - t0) / 1000;
+  const cpu = faults(daemon.pid).cpu_ms - f0.cpu_ms;
+  const status = readFileSync(`/proc/${daemon.pid}/status`, 'utf8');
+  const mem = { rss: kib(status, 'VmRSS'), anon: kib(status, 'RssAnon'), cgroup: cg.figures().usage };
+  return { rate, pairs: sent, seconds: Math.round(s * 10) / 10, cpu_ms_per_s: Math.round((cpu / s) * 10) / 10, ...mem };
+}
+
+/** At rest, then each rate; the fixed CPU under load and the CPU of a pair from the two extreme rates. */
+async function stream(rates, seconds) {
+  const load1 = Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
+  const runs = [];
+  for (const r of [0, ...rates]) runs.push(await cpuAtRate(r, seconds));
+  const [lo, hi] = [runs[1], runs[runs.length - 1]];
+  const slope =
+    hi.rate === lo.rate ? 0 : (hi.cpu_ms_per_s - lo.cpu_ms_per_s) / (hi.pairs / hi.seconds - lo.pairs / lo.seconds);
+  const fixed = lo.cpu_ms_per_s - slope * (lo.pairs / lo.seconds);
+  const round = (x) => Math.round(x * 10) / 10;
+  const end = Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
+  return { runs, fixed_ms_per_s: round(fixed), cpu_ms_per_pair: round(slope), load1: [load1, end] };
+}
+
+const streamRates = opt('--stream', '').split(',').filter(Boolean).map(Number);
 const samples = [];
 const mid = [];
 const out = {
@@ -402,6 +442,7 @@ const out = {
   daemonKeys,
   env: extraEnv,
   k8s,
+  autoconf,
   pods: k8s ? podCount : 0,
   limit_mib: limitMib || null,
 };
@@ -431,6 +472,7 @@ try {
       median_minflt: median('minflt'),
     };
   }
+  if (streamRates.length) out.stream = await stream(streamRates, Number(opt('--stream-seconds', '30')));
   await sleep(2000);
   if (burstSize > 0) {
     cg.resetPeak();

@@ -255,8 +255,8 @@ function boundDelegates(exec: Exec, cfg: DaemonConfig, log: Logger): Exec {
 export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger): Promise<DaemonHandle> {
   const { cfg } = setup;
   const parts: Parts = {};
-  // a full collection when idle and at most once a second while busy; at rest, the start-up's file pages given
-  // back (memory.ts, pages.ts)
+  // a collection when idle, and while busy when the daemon's anonymous memory grew (never on a clock); at rest,
+  // the start-up's file pages given back (memory.ts, pages.ts)
   const atRest = cfg.dropIdleFilePages ? () => void dropFilePages() : undefined;
   const queue = collectGarbage(createQueue(cfg.connectionLimit), atRest ? { atRest } : {});
   let stopping = false;
@@ -285,7 +285,10 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
       if (warm && !warm.synced()) return 'the Kubernetes informers have not synced yet';
       return undefined;
     };
-    const served = { host, daemonEnv: io.env, log, queue, notReady, stopping: () => stopping, multusConf };
+    // `/readyz?config`, the DaemonSet's probe through multus-shim --ready (docs/resident.md, "Readiness")
+    const notServing = () =>
+      writer.current() ? undefined : 'no multus config is served yet (no master network config)';
+    const served = { host, daemonEnv: io.env, log, queue, notReady, notServing, stopping: () => stopping, multusConf };
     parts.http = createCniServer({ ...served, ...(metrics ? { metrics } : {}) });
     const socket = (parts.socket = await listenUnix(parts.http, cfg.socketDir));
     if (metrics) parts.metricsServer = await serveMetrics(metrics, cfg, log, () => stopping || queue.restSoon());

@@ -2,14 +2,19 @@
  * daemon/memory.ts: when the daemon collects its garbage (I/O: the runtime's collector).
  *
  * JavaScriptCore collects when its heap has grown by a fraction of itself, and the allocators keep freed pages for
- * reuse: through a stream of calls the daemon's own memory grows by 15-25 MiB, and after a burst it stays at the
- * burst's size until the next one (docs/resident.md, "Memory"). So the daemon asks for one full collection and
- * Bun's shrink when a request ends and the last one was `busyMs` ago or more (about 1-4 ms of CPU with the
- * daemon's heap, once a second at most), and once no request has been pending for `idleMs` after one ended.
- * Under Node (tests) there is no `Bun` and nothing is collected. At rest (the idle collection, armed by a request's
- * end or by `restSoon()`, which the daemon calls once ready, after the node's pod events and after a /metrics
- * scrape) it also runs `atRest`: the daemon unmaps the file pages it no longer uses (daemon/pages.ts); never on the
- * busy path, where those pages are in use.
+ * reuse: through a stream of calls the daemon's own memory grows by 10-15 MiB, and after a burst it stays at the
+ * burst's size until the next one (docs/resident.md, "Memory"). A full collection alone gives little of it back;
+ * Bun's shrink after it does, but it also throws away the compiled code, which the next requests compile again.
+ * So the daemon collects and shrinks (`collect`):
+ * - while requests flow, on growth, as Go's GOGC does, of what its container is charged for: when a request ends
+ *   and the process's anonymous memory has grown by `growth` times its size after the last collection, and by
+ *   `minGrowthBytes` at least. Never on a clock: once a second while busy cost the daemon 20-70 ms of CPU a
+ *   second, half of Multus' 0.1 CPU (docs/performance.md, "The daemon's CPU under load");
+ * - at rest, once no request has been pending for `idleMs` after one ended, then `atRest` (the daemon unmaps the
+ *   file pages it no longer uses, daemon/pages.ts); armed by a request's end or by `restSoon()`, which the daemon
+ *   calls once ready, after the node's pod events and after a /metrics scrape. `atRest` never runs on the busy
+ *   path, where those pages are in use.
+ * Under Node (tests) there is no `Bun` and nothing is collected.
  *
  * Also the memory limit of the daemon's cgroup (its container's), which sets how many delegates run at once when
  * the config does not say (daemon/exec.ts boundedExec).
@@ -30,14 +35,29 @@ export function runtimeCollect(): void {
   bun.shrink?.();
 }
 
+/** This process's anonymous resident memory in bytes (/proc/self/statm: resident less file-backed), 0 if unknown. */
+export function anonBytes(read: () => string = () => readFileSync('/proc/self/statm', 'utf8')): number {
+  try {
+    const [, resident, shared] = read().split(' ').map(Number);
+    return Math.max(0, (resident! - shared!) * 4096) || 0;
+  } catch {
+    return 0;
+  }
+}
+
 export interface CollectOptions {
+  /** A full collection and the shrink. */
   collect?: () => void;
+  /** The process's anonymous memory now (bytes). */
+  anon?: () => number;
   /** After the idle collection (not the busy one), and on `restSoon()`'s. */
   atRest?: () => void;
   /** After a request ends with none pending for this long: one collection. */
   idleMs?: number;
-  /** When a request ends and the last collection is this old: one collection now. */
-  busyMs?: number;
+  /** While busy: one collection when anon has grown by this fraction of its size after the last (GOGC / 100). */
+  growth?: number;
+  /** ... and by this many bytes at least. */
+  minGrowthBytes?: number;
 }
 
 /** The queue with its collections; `restSoon()` arms the idle one without a request (the daemon is ready). */
@@ -47,27 +67,37 @@ export interface CollectingQueue extends RequestQueue {
   stop(): void;
 }
 
+/**
+ * Defaults: half again (the daemon's anon at rest is 9-12 MiB, docs/resident.md "Memory"), 6 MiB at least: under
+ * Multus' 50Mi the daemon stays near 20 MiB, and a stream of requests that allocates without growing costs nothing.
+ */
+const GROWTH = 0.5;
+const MIN_GROWTH_BYTES = 6 << 20;
+
 /** The queue, with `collect` and `atRest` called as above. */
 export function collectGarbage(queue: RequestQueue, o: CollectOptions = {}): CollectingQueue {
-  const { collect = runtimeCollect, atRest = () => {}, idleMs = 1000, busyMs = 1000 } = o;
+  const { collect = runtimeCollect, anon = anonBytes, atRest = () => {} } = o;
+  const { idleMs = 1000, growth = GROWTH, minGrowthBytes = MIN_GROWTH_BYTES } = o;
   let timer: NodeJS.Timeout | undefined;
-  let last = performance.now();
-  const now = (): void => {
-    last = performance.now();
+  let base = anon(); // after the last collection (or lower, when the allocators gave pages back on their own)
+  const collectNow = (): void => {
     collect();
+    base = anon();
   };
   const restSoon = (): void => {
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = undefined;
       if (queue.pending() !== 0) return;
-      now();
+      collectNow();
       atRest();
     }, idleMs);
     timer.unref?.();
   };
   const ended = (): void => {
-    if (performance.now() - last >= busyMs) now();
+    const now = anon();
+    if (now - base >= Math.max(base * growth, minGrowthBytes)) collectNow();
+    else base = Math.min(base, now);
     restSoon();
   };
   return {

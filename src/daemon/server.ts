@@ -36,6 +36,8 @@ export interface ServerDeps {
   queue: RequestQueue;
   /** Undefined when ready to serve, else why not (healthz answers 503 with it). */
   notReady(): string | undefined;
+  /** Why no 00-multus.conf is served yet, or undefined: asked by `/readyz?config` (the DaemonSet's probe). */
+  notServing?(): string | undefined;
   /** True once SIGTERM came: the daemon drains (still serving) and /readyz answers 500. */
   stopping?(): boolean;
   metrics?: Metrics;
@@ -108,7 +110,8 @@ export function createCniServer(deps: ServerDeps): Server {
         send(res, 500, errorBody(new CniError(CniCode.TryAgainLater, msg)));
         return;
       }
-      const why = deps.notReady();
+      // `?config` (multus-shim --ready): also a 00-multus.conf served; Multus' shims ask without it
+      const why = deps.notReady() ?? (/[?&]config(&|=|$)/.test(req.url ?? '') ? deps.notServing?.() : undefined);
       if (why === undefined) send(res, 200, '');
       else send(res, 503, errorBody(new CniError(CniCode.TryAgainLater, `the multus daemon is not ready: ${why}`)));
       return;

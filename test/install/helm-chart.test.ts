@@ -264,6 +264,8 @@ describe.runIf(ready)('the Helm chart (deployments/helm/multus)', () => {
       args: ['--config', '/etc/multus-ts/daemon-config.json'],
     });
     expect(daemon.securityContext).toEqual({ privileged: true });
+    // the static shim asks the daemon on its socket: no second JavaScript process in the daemon's container
+    expect(daemon.readinessProbe.exec.command).toEqual([`${BIN}-shim`, '--ready', '--socket-dir=/run/multus/']);
     const mounts = Object.fromEntries(
       daemon.volumeMounts.map((m: { name: string; mountPath: string }) => [m.name, m.mountPath]),
     );

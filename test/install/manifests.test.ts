@@ -72,6 +72,27 @@ describe('deployments/', () => {
     expect(grace * 1000).toBeGreaterThan(conf.shutdownDrainMs + conf.shutdownGraceMs);
   });
 
+  it("the resident daemon's readiness probe is the static shim asking the daemon on its socket, a mounted path", () => {
+    const cm = docs('multus-ts-resident.yml').find((d) => d.kind === 'ConfigMap')!;
+    const conf = parseDaemonConfig((cm.data as Record<string, string>)['daemon-config.json']!);
+    const ds = docs('multus-ts-resident.yml').find((d) => d.kind === 'DaemonSet')!;
+    type Container = {
+      name: string;
+      readinessProbe?: { exec: { command: string[] }; timeoutSeconds?: number };
+      volumeMounts: Array<{ mountPath: string }>;
+    };
+    const pod = (ds.spec as { template: { spec: { containers: Container[] } } }).template.spec;
+    const daemon = pod.containers.find((c) => c.readinessProbe)!;
+    // not `multus --is-default-ready`: a second Bun process in the daemon's 100m / 50Mi every 10 s
+    expect(daemon.readinessProbe!.exec.command).toEqual([
+      '/usr/src/multus-cni/bin/multus-shim',
+      '--ready',
+      `--socket-dir=${conf.socketDir}`,
+    ]);
+    expect(daemon.readinessProbe!.timeoutSeconds).toBeGreaterThanOrEqual(5); // a throttled daemon answers late
+    expect(daemon.volumeMounts.map((m) => m.mountPath.replace(/\/?$/, '/'))).toContain(conf.socketDir);
+  });
+
   it('mounts only /etc/cni/net.d and /opt/cni/bin in the thin mode', () => {
     const ds = docs('multus-ts-thin.yml').find((d) => d.kind === 'DaemonSet')!;
     const vols = (ds.spec as { template: { spec: { volumes: Array<{ hostPath?: { path: string } }> } } }).template.spec

@@ -1,6 +1,7 @@
-/** daemon/memory.ts: a collection when the daemon goes idle after requests, and at most once per period while busy. */
+/** daemon/memory.ts: a collection when the daemon goes idle after requests, and while busy only when its anon grew. */
 import { describe, expect, it } from 'vitest';
 import {
+  anonBytes,
   collectGarbage,
   defaultDelegateConcurrency,
   memoryLimitMib,
@@ -13,7 +14,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe('collectGarbage', () => {
   it('collects once after a busy period ends, not while requests are pending, not again without requests', async () => {
     let collected = 0;
-    const q = collectGarbage(createQueue(0), { collect: () => collected++, idleMs: 40, busyMs: 60_000 });
+    const q = collectGarbage(createQueue(0), { collect: () => collected++, idleMs: 40, anon: () => 0 });
     let finish!: () => void;
     const long = q.run('a', () => new Promise<void>((r) => (finish = r)));
     await q.run('b', async () => 'b');
@@ -35,22 +36,65 @@ describe('collectGarbage', () => {
     q.stop();
   });
 
-  it('while busy, a request that ends collects when the last collection is busyMs old; stop() cancels the idle one', async () => {
-    let collected = 0;
-    const q = collectGarbage(createQueue(0), { collect: () => collected++, idleMs: 60_000, busyMs: 50 });
-    for (let i = 0; i < 12; i++) {
-      await q.run(`k${i}`, async () => i);
-      await sleep(10);
-    }
-    // ~12 requests over ~120 ms or more: one collection each 50 ms at most, at least one
-    expect(collected).toBeGreaterThanOrEqual(1);
-    expect(collected).toBeLessThanOrEqual(4);
+  /** A queue whose anon starts at `start` MiB and returns there on each collection; `endAt` ends one request. */
+  function growing(start: number, o: { growth?: number; minGrowthBytes?: number } = {}) {
+    const s = { anon: start << 20, collected: 0 };
+    const collect = () => {
+      s.collected++;
+      s.anon = start << 20; // the shrink gives the pages back
+    };
+    const q = collectGarbage(createQueue(0), { collect, anon: () => s.anon, idleMs: 60_000, ...o });
+    let n = 0;
+    /** Anon at `bytes` when a request ends: the collections so far. */
+    const endAt = async (bytes: number): Promise<number> => {
+      s.anon = bytes;
+      await q.run(`k${n++}`, async () => n);
+      return s.collected;
+    };
+    return { q, endAt };
+  }
+
+  it('while busy, a request that ends collects only when anon grew by `growth` of the last base and minGrowthBytes', async () => {
+    const { q, endAt } = growing(10, { growth: 0.5, minGrowthBytes: 6 << 20 });
+    // any number of requests that do not grow the daemon: no collection, whatever the time they take
+    for (let i = 0; i < 50; i++) expect(await endAt(10 << 20)).toBe(0);
+    expect(await endAt((16 << 20) - 1)).toBe(0); // more than half of 10 MiB, but under 6 MiB more
+    expect(await endAt(16 << 20)).toBe(1); // 6 MiB over the base: this end collects
+    // the base follows the allocators down: from 4 MiB, 6 MiB more is enough (half of 4 is less)
+    expect(await endAt(4 << 20)).toBe(1);
+    expect(await endAt((10 << 20) - 1)).toBe(1);
+    expect(await endAt(10 << 20)).toBe(2);
     q.stop();
-    const before = collected;
-    await sleep(100);
-    expect(collected).toBe(before);
+    await sleep(10);
     expect(q.pending()).toBe(0);
     expect(q.keys()).toBe(0);
+  });
+
+  it('by default, half again over a big base (20 MiB over 40)', async () => {
+    const { q, endAt } = growing(40);
+    expect(await endAt((60 << 20) - 1)).toBe(0);
+    expect(await endAt(60 << 20)).toBe(1);
+    q.stop();
+  });
+
+  it('stop() cancels the idle collection', async () => {
+    let collected = 0;
+    const q = collectGarbage(createQueue(0), { collect: () => collected++, anon: () => 0, idleMs: 40 });
+    await q.run('a', async () => 'a');
+    q.stop();
+    await sleep(80);
+    expect(collected).toBe(0);
+  });
+
+  it("anonBytes: statm's resident less its file-backed pages, 0 when unreadable", () => {
+    expect(anonBytes(() => '30000 2500 1000 27000 0 3000 0\n')).toBe(1500 * 4096);
+    expect(
+      anonBytes(() => {
+        throw new Error('ENOENT');
+      }),
+    ).toBe(0);
+    expect(anonBytes(() => 'garbage')).toBe(0);
+    expect(anonBytes()).toBeGreaterThan(0); // this process
   });
 
   it('atRest runs after the idle collection and on restSoon(), never on the busy one', async () => {
@@ -59,7 +103,8 @@ describe('collectGarbage', () => {
       collect: () => calls.push('collect'),
       atRest: () => calls.push('rest'),
       idleMs: 40,
-      busyMs: 0, // every request that ends collects on the busy path too
+      anon: () => 0,
+      minGrowthBytes: 0, // every request that ends collects on the busy path too
     });
     q.restSoon(); // the daemon is ready: at rest without a request
     await sleep(80);

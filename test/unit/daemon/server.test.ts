@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ExecOutput } from '../../../src/cni/exec.ts';
 import { createMetrics } from '../../../src/daemon/metrics.ts';
 import { createQueue } from '../../../src/daemon/queue.ts';
-import { createCniServer } from '../../../src/daemon/server.ts';
+import { type ServerDeps, createCniServer } from '../../../src/daemon/server.ts';
 import { statusOf } from '../../../src/daemon/wire.ts';
 import { listenUnix } from '../../../src/daemon/socket.ts';
 import { handle } from '../../../src/host/handle.ts';
@@ -50,7 +50,7 @@ function fakeHost(): Host {
   });
 }
 
-async function start(limit = 0, maxBodyBytes?: number): Promise<string> {
+async function start(limit = 0, maxBodyBytes?: number, more: Partial<ServerDeps> = {}): Promise<string> {
   server = createCniServer({
     host: fakeHost(),
     daemonEnv: { PATH: '/usr/bin', CNI_COMMAND: 'IGNORED' },
@@ -58,6 +58,7 @@ async function start(limit = 0, maxBodyBytes?: number): Promise<string> {
     queue: createQueue(limit),
     notReady: () => notReady,
     ...(maxBodyBytes ? { maxBodyBytes } : {}),
+    ...more,
   });
   return listenUnix(server, join(dir, 'run'));
 }
@@ -215,6 +216,20 @@ describe('/cni: what the server itself refuses', () => {
     const a = await http(socket, '/healthz', { method: 'GET' });
     expect(a.status).toBe(503);
     expect(a.json()).toMatchObject({ code: 11, msg: expect.stringContaining('waiting for /x') });
+  });
+
+  it('/readyz?config (multus-shim --ready): also 503 while no 00-multus.conf is served; Multus shims ask without it', async () => {
+    let notServing: string | undefined = 'no multus config is served yet (no master network config)';
+    const socket = await start(0, undefined, { notServing: () => notServing });
+    expect((await http(socket, '/readyz', { body: 'null' })).status).toBe(200); // Multus HEAD's shim
+    expect((await http(socket, '/healthz', { body: 'null' })).status).toBe(200); // Multus v4.3.0's
+    const a = await http(socket, '/readyz?config', { method: 'GET' });
+    expect(a.status).toBe(503);
+    expect(a.json()).toMatchObject({ code: 11, msg: expect.stringContaining('no multus config is served yet') });
+    notServing = undefined;
+    expect((await http(socket, '/readyz?config', { method: 'GET' })).status).toBe(200);
+    notReady = 'waiting for /x';
+    expect((await http(socket, '/readyz?config', { method: 'GET' })).status).toBe(503);
   });
 
   it('/readyz: as /healthz while serving, 500 once stopping; each request counted as Multus counts it', async () => {

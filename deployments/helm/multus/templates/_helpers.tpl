@@ -14,6 +14,9 @@ tier: node
 {{/* The executable in the image */}}
 {{- define "multus.bin" -}}/usr/src/multus-cni/bin/multus{{- end }}
 
+{{/* The resident mode's static shim in the image, beside it */}}
+{{- define "multus.shim" -}}/usr/src/multus-cni/bin/multus-shim{{- end }}
+
 {{/* The environment of every multus container: the node's name, then extraEnv */}}
 {{- define "multus.env" -}}
 - name: MULTUS_NODE_NAME
