@@ -91,8 +91,15 @@ function objects(c: Ctx) {
   return objs;
 }
 
+/**
+ * How long a killed daemon may take to come back: kubelet restarts a container that keeps dying after a back-off
+ * of 10 s doubling to 300 s (reset after 10 minutes of running), so the 6th kill of a run (`--restarts` plus
+ * `--start-repeats`) waits 160 s and the 7th 300 s before its start; the start's figures are taken from the new
+ * process's own start, so the wait changes none of them.
+ */
+const RESTART_WITHIN_MS = 330_000;
 async function pidOf(c: Ctx, not?: number): Promise<number> {
-  return until(`the ${c.mode} daemon's process`, 180_000, async () => {
+  return until(`the ${c.mode} daemon's process`, RESTART_WITHIN_MS, async () => {
     const pid = await daemonPid(c.cluster, c.mode);
     return pid && pid !== not ? pid : undefined;
   });
@@ -130,7 +137,7 @@ async function killAndTime(c: Ctx, pid: number) {
   process.kill(pid, 'SIGKILL');
   await sleep(100);
   // polled from now on: finding the new process through the API takes longer than some starts
-  const healthy = untilHealthy(c.n.node.path('/run/multus/multus.sock'), 180_000);
+  const healthy = untilHealthy(c.n.node.path('/run/multus/multus.sock'), RESTART_WITHIN_MS);
   const fresh = await pidOf(c, pid);
   const traced = c.trace?.of(fresh);
   const t0 = traced?.fork ?? (await startTicksMs(fresh));
@@ -207,7 +214,7 @@ async function startBytesAgain(c: Ctx, pid: number): Promise<{ bytes: number; co
     const at = bytesNow(c.relay);
     process.kill(pid, 'SIGKILL');
     await sleep(100);
-    const healthy = untilHealthy(c.n.node.path('/run/multus/multus.sock'), 180_000);
+    const healthy = untilHealthy(c.n.node.path('/run/multus/multus.sock'), RESTART_WITHIN_MS);
     pid = await pidOf(c, pid);
     await healthy;
     await sleep(3000);
