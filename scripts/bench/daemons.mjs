@@ -66,7 +66,7 @@ export function heapOf(port) {
   });
 }
 
-/** VmRSS and VmHWM of a process, in MiB; null when it is gone. */
+/** VmRSS and VmHWM of a process, and VmRSS's anonymous and file-backed parts, in MiB; null when it is gone. */
 export function rssOf(pid) {
   try {
     const s = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -74,6 +74,8 @@ export function rssOf(pid) {
     return {
       rss_mib: Math.round((kib('VmRSS') / 1024) * 100) / 100,
       hwm_mib: Math.round((kib('VmHWM') / 1024) * 100) / 100,
+      anon_mib: Math.round((kib('RssAnon') / 1024) * 100) / 100,
+      file_mib: Math.round((kib('RssFile') / 1024) * 100) / 100,
     };
   } catch {
     return null;
