@@ -3,14 +3,15 @@
  * scripts/daemon-memory.mjs: where the resident daemon's memory goes (docs/performance.md, "Daemon memory").
  * An experiment, not a test: run as root after `npm run build`.
  *
- *   node scripts/daemon-memory.mjs [--k8s] [--pods 100] [--burst 100] [--pairs 1000,10000] [--limit-mib 50]
+ *   node scripts/daemon-memory.mjs [--k8s] [--pods 100] [--burst 100] [--pairs 1000,10000] [--limit-mib 50] [--cpu-milli 100]
  *                                  [--runtime exe|bun] [--bun-flags "--smol"] [--daemon-keys '{"k": 1}']
  *                                  [--env BUN_JSC_largeHeapSize=4194304,...] [--exe build/multus]
  *                                  [--mappings] [--file-mappings] [--referenced] [--rest-pairs N]
  *                                  [--stream 2,10] [--stream-seconds 30] [--autoconf]
  *
  * Starts the daemon in a memory cgroup of its own (cgroup v1 or v2), as its container's: the cgroup holds the
- * daemon and every delegate it executes, which is what a container memory limit is enforced on (`--limit-mib`
+ * daemon and every delegate it executes, which is what a container memory limit is enforced on (`--cpu-milli` also
+ * puts them in a CPU cgroup with that quota, as a container's CPU limit, e.g. Multus' 100m; `--limit-mib`
  * sets one, and the OOM kills are counted). `--runtime exe` (default) runs build/multus itself; `--runtime bun`
  * runs build/multus.cjs under the pinned Bun with a preload that answers SIGWINCH (SIGUSR2 stops the daemon) with JavaScriptCore's figures
  * (heap size and capacity after a full GC, extra memory, object counts by type), which the executable has no way
@@ -68,6 +69,7 @@ const k8s = args.includes('--k8s');
 const podCount = Number(opt('--pods', '100'));
 const burstSize = Number(opt('--burst', '100'));
 const limitMib = Number(opt('--limit-mib', '0'));
+const cpuMilli = Number(opt('--cpu-milli', '0'));
 const runtime = opt('--runtime', 'exe');
 /** The executable to measure (--runtime exe), default build/multus; its bundles for --runtime bun are beside it. */
 const exe = opt('--exe', join(ROOT, 'build/multus'));
@@ -106,6 +108,18 @@ const cg = (() => {
   const dir = v1 ? `/sys/fs/cgroup/memory/${name}` : `/sys/fs/cgroup/${name}`;
   mkdirSync(dir);
   if (limitMib) writeFileSync(join(dir, v1 ? 'memory.limit_in_bytes' : 'memory.max'), String(limitMib << 20));
+  // a CPU quota of cpuMilli thousandths of a CPU per 100 ms period (cgroup v1's cpu controller, or v2's cpu.max)
+  let cpuDir = '';
+  if (cpuMilli) {
+    cpuDir = v1 ? `/sys/fs/cgroup/cpu/${name}` : dir;
+    if (v1) mkdirSync(cpuDir);
+    if (v1) writeFileSync(join(cpuDir, 'cpu.cfs_period_us'), '100000');
+    writeFileSync(
+      join(cpuDir, v1 ? 'cpu.cfs_quota_us' : 'cpu.max'),
+      v1 ? String(cpuMilli * 100) : `${cpuMilli * 100} 100000`,
+    );
+    if (!v1) cpuDir = '';
+  }
   const read = (f) => readFileSync(join(dir, f), 'utf8');
   const mib = (b) => Math.round((Number(b) / 1048576) * 10) / 10;
   return {
@@ -128,15 +142,18 @@ const cg = (() => {
       };
     },
     remove() {
-      for (let i = 0; i < 50; i++) {
-        try {
-          rmdirSync(dir);
-          return;
-        } catch {
-          spawnSync('sleep', ['0.1']);
+      for (const d of [dir, cpuDir].filter(Boolean)) {
+        for (let i = 0; i < 50; i++) {
+          try {
+            rmdirSync(d);
+            break;
+          } catch {
+            spawnSync('sleep', ['0.1']);
+          }
         }
       }
     },
+    cpuDir,
   };
 })();
 
@@ -218,7 +235,9 @@ const argv =
     ? [BUN, ...bunFlags, '--preload', preload, join(dirname(exe), 'multus.cjs'), 'daemon', '--config', cfgFile]
     : [exe, 'daemon', '--config', cfgFile];
 // joins the cgroup, then becomes the daemon (no input from outside: fixed paths)
-const daemon = spawn('/bin/sh', ['-c', 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"', 'sh', cg.dir, ...argv], {
+const joinCgroups =
+  'echo $$ > "$1/cgroup.procs" && { [ -z "$2" ] || echo $$ > "$2/cgroup.procs"; } && shift 2 && exec "$@"';
+const daemon = spawn('/bin/sh', ['-c', joinCgroups, 'sh', cg.dir, cg.cpuDir, ...argv], {
   env,
   stdio: ['ignore', 'inherit', 'inherit'],
 });
@@ -445,6 +464,7 @@ const out = {
   autoconf,
   pods: k8s ? podCount : 0,
   limit_mib: limitMib || null,
+  cpu_milli: cpuMilli || null,
 };
 try {
   for (let i = 0; ; i++) {
