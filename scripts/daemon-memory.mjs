@@ -109,17 +109,13 @@ const cg = (() => {
   mkdirSync(dir);
   if (limitMib) writeFileSync(join(dir, v1 ? 'memory.limit_in_bytes' : 'memory.max'), String(limitMib << 20));
   // a CPU quota of cpuMilli thousandths of a CPU per 100 ms period (cgroup v1's cpu controller, or v2's cpu.max)
-  let cpuDir = '';
-  if (cpuMilli) {
-    cpuDir = v1 ? `/sys/fs/cgroup/cpu/${name}` : dir;
-    if (v1) mkdirSync(cpuDir);
-    if (v1) writeFileSync(join(cpuDir, 'cpu.cfs_period_us'), '100000');
-    writeFileSync(
-      join(cpuDir, v1 ? 'cpu.cfs_quota_us' : 'cpu.max'),
-      v1 ? String(cpuMilli * 100) : `${cpuMilli * 100} 100000`,
-    );
-    if (!v1) cpuDir = '';
-  }
+  // (v1: a cgroup of its own to join too, cpuDir; v2: the same cgroup)
+  const cpuDir = cpuMilli && v1 ? `/sys/fs/cgroup/cpu/${name}` : '';
+  if (cpuDir) {
+    mkdirSync(cpuDir);
+    writeFileSync(join(cpuDir, 'cpu.cfs_period_us'), '100000');
+    writeFileSync(join(cpuDir, 'cpu.cfs_quota_us'), String(cpuMilli * 100));
+  } else if (cpuMilli) writeFileSync(join(dir, 'cpu.max'), `${cpuMilli * 100} 100000`);
   const read = (f) => readFileSync(join(dir, f), 'utf8');
   const mib = (b) => Math.round((Number(b) / 1048576) * 10) / 10;
   return {
