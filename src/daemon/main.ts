@@ -40,7 +40,7 @@ import type { DynamicNetworks } from '../hotplug/dynamic.ts';
 import { collectGarbage, defaultDelegateConcurrency, memoryLimitMib } from './memory.ts';
 import { dropFilePages } from './pages.ts';
 import type { RequestQueue } from './queue.ts';
-import { createQueue } from './queue.ts';
+import { requestQueue } from './queue.ts';
 import { createCniServer } from './server.ts';
 import { listenUnix, removeSocket } from './socket.ts';
 import type { Env } from '../cni/request.ts';
@@ -258,7 +258,7 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
   // a collection when idle, and while busy when the daemon's anonymous memory grew (never on a clock); at rest,
   // the start-up's file pages given back (memory.ts, pages.ts)
   const atRest = cfg.dropIdleFilePages ? () => void dropFilePages() : undefined;
-  const queue = collectGarbage(createQueue(cfg.connectionLimit), atRest ? { atRest } : {});
+  const queue = collectGarbage(requestQueue(cfg.connectionLimit), atRest ? { atRest } : {});
   let stopping = false;
   try {
     const metrics = await createMetricsFor(cfg);
