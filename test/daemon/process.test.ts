@@ -1,8 +1,9 @@
 /**
- * build/multus daemon as a child process: start-up errors, SIGTERM with a call in flight (it finishes, new
- * connections are refused, the socket and the generated config are removed, exit 0), the socket refused to a
- * non-root user, chrootDir running delegates inside another root, and /metrics on the node's address (Multus'
- * `metricsPort` alone: every address) or on the one `metricsBindAddress` names. Needs root and build/multus.
+ * build/multus daemon as a child process: start-up errors, the default bound on requests at once, SIGTERM with a
+ * call in flight (it finishes, new connections are refused, the socket and the generated config are removed, exit
+ * 0), the socket refused to a non-root user, chrootDir running delegates inside another root, and /metrics on the
+ * node's address (Multus' `metricsPort` alone: every address) or on the one `metricsBindAddress` names. Needs root
+ * and build/multus.
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn, spawnSync } from 'node:child_process';
@@ -12,6 +13,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   writeFileSync,
@@ -138,6 +140,37 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
     // kept: until a daemon serves again, the shim's thin fallback runs with it (an upgrade's restart)
     expect(JSON.parse(readFileSync(join(dir, 'net.d', '00-multus.conf'), 'utf8'))).toEqual(conf);
     expect(existsSync(join(dir, 'net.d', '10-slow.conf'))).toBe(true);
+  });
+
+  it('without a connectionLimit: 8 requests at once, the 9th starts once a slot has been held 2 s', async () => {
+    mkdirSync(join(dir, 'bin'));
+    mkdirSync(join(dir, 'started'));
+    // each delegate notes when it started (seconds since the epoch), then runs until the test releases it
+    writeFileSync(
+      join(dir, 'bin', 'held'),
+      `#!/bin/sh
+cat >/dev/null
+date +%s.%N > ${dir}/started/$CNI_CONTAINERID
+i=0; while [ ! -f ${dir}/release ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done # at most ~30 s
+echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],"ips":[]}'
+`,
+      { mode: 0o755 },
+    );
+    writeFileSync(join(dir, 'net.d', '10-held.conf'), JSON.stringify({ cniVersion: '1.0.0', name: 'h', type: 'held' }));
+    const d = spawnDaemon(baseConfig({ binDir: join(dir, 'bin'), cniDir: join(dir, 'cache') }));
+    await until(() => existsSync(d.socket) && existsSync(join(dir, 'net.d', '00-multus.conf')), 'the daemon to listen');
+    const conf = JSON.parse(readFileSync(join(dir, 'net.d', '00-multus.conf'), 'utf8')) as Record<string, unknown>;
+    const ids = Array.from({ length: 9 }, (_, i) => `bound${i}`);
+    const adds = ids.map((id) => http(d.socket, '/cni', { body: cniBody(callEnv('ADD', id), conf) }));
+    const started = () =>
+      readdirSync(join(dir, 'started')).filter((f) => readFileSync(join(dir, 'started', f), 'utf8').length > 0);
+    await until(() => started().length >= 8, 'eight delegates to start');
+    await until(() => started().length === 9, 'the ninth delegate, once a slot was held 2 s');
+    const at = started().map((f) => Number(readFileSync(join(dir, 'started', f), 'utf8')));
+    // the 9th waited for a slot's 2 s (less the moments between a slot taken and its delegate started)
+    expect(Math.max(...at) - Math.min(...at)).toBeGreaterThan(1);
+    writeFileSync(join(dir, 'release'), '');
+    for (const a of await Promise.all(adds)) expect(a.status).toBe(200);
   });
 
   it('SIGTERM with cleanupConfigOnExit: the generated config is removed, as Multus thick does', async () => {
