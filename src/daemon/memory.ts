@@ -4,7 +4,8 @@
  * JavaScriptCore collects when its heap has grown by a fraction of itself, and the allocators keep freed pages for
  * reuse: through a stream of calls the daemon's own memory grows by 10-15 MiB, and after a burst it stays at the
  * burst's size until the next one (docs/resident.md, "Memory"). A full collection alone gives little of it back;
- * Bun's shrink after it does, but it also throws away the compiled code, which the next requests compile again.
+ * Bun's shrink after it does, but it also throws away the code it generated (bytecode, since the daemon runs without
+ * the compilers: docs/build.md), which the next requests generate again.
  * So the daemon collects and shrinks (`collect`):
  * - while requests flow, on growth, as Go's GOGC does, of what its container is charged for: when a request ends
  *   and the process's anonymous memory has grown by `growth` times its size after the last collection, and by
