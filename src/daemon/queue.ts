@@ -5,7 +5,7 @@
  * in parallel, at most `limit` at once (0 = no limit), the rest wait first-come first-served. A request waiting
  * behind its own container's earlier request holds no slot, so one slow container never blocks the others.
  * With `holdMs`, a request gives its slot back after that long even while it still runs: the bound then shapes
- * a burst of quick requests and never holds a request back behind slow ones for longer than `holdMs`.
+ * a burst of quick requests, and a slow request (a hung delegate) holds a slot for `holdMs` at most.
  */
 export interface RequestQueue {
   run<T>(key: string, fn: () => Promise<T>): Promise<T>;
