@@ -165,9 +165,11 @@ export function removeResultCache(cniDir: string, networkName: string, container
 
 /**
  * Every file in `<cniDir>/results`, sorted by name as libcni GetCachedAttachments does; a missing directory is
- * an empty list. With a containerId filter, decoded entries are matched on their `containerId` field (a file
- * name cannot be split reliably: network names may contain '-'); a corrupt file is kept only if its name
- * contains `-<containerId>-`, so the caller can still report or remove it.
+ * an empty list. With a containerId filter, only files whose name contains `-<containerId>-` are read (libcni names
+ * each `<network>-<containerId>-<ifName>`, so no other file can be this container's): a DEL reads its own few files,
+ * not every pod's on the node (docs/performance.md, "A DEL reads its own caches"). Those decoded are then matched on
+ * their `containerId` field (a file name cannot be split reliably: network names may contain '-'); a corrupt one is
+ * kept, so the caller can still report or remove it.
  */
 export function listResultCaches(
   cniDir: string,
@@ -187,13 +189,12 @@ export function listResultCaches(
   }
   const wanted = filter.containerId;
   const out: { path: string; outcome: ReadOutcome<ResultCacheEntry> }[] = [];
+  const filtered = wanted !== undefined && wanted !== '';
   for (const name of names.sort()) {
+    if (filtered && !name.includes(`-${wanted}-`)) continue;
     const path = join(dir, name);
     const outcome = readOutcome(path, 'libcni result cache', decodeResultCache);
-    if (wanted !== undefined && wanted !== '') {
-      if (outcome.kind === 'ok' && outcome.value.containerId !== wanted) continue;
-      if (outcome.kind !== 'ok' && !name.includes(`-${wanted}-`)) continue;
-    }
+    if (filtered && outcome.kind === 'ok' && outcome.value.containerId !== wanted) continue;
     if (outcome.kind !== 'missing') out.push({ path, outcome });
   }
   return out;

@@ -280,4 +280,15 @@ describe('listResultCaches', () => {
     const first = mine[1]?.outcome;
     expect(first).toEqual({ kind: 'ok', value: entry('cluster', 'abc', 'eth0') });
   });
+
+  it("with a containerId, reads only the files whose name carries it (a DEL never reads every pod's caches)", () => {
+    const results = join(dir, 'results');
+    writeResultCache(dir, entry('cluster', 'abc', 'eth0'));
+    // abc's content under a name libcni would never give it: not read
+    writeFileSync(join(results, 'renamed'), readFileSync(join(results, 'cluster-abc-eth0')));
+    writeResultCache(dir, entry('cluster', 'other', 'eth0'));
+    const mine = listResultCaches(dir, { containerId: 'abc' });
+    expect(mine.map((e) => e.path.slice(results.length + 1))).toEqual(['cluster-abc-eth0']);
+    expect(listResultCaches(dir).map((e) => e.path.slice(results.length + 1))).toContain('renamed');
+  });
 });
