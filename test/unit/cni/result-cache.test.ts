@@ -281,10 +281,10 @@ describe('listResultCaches', () => {
     expect(first).toEqual({ kind: 'ok', value: entry('cluster', 'abc', 'eth0') });
   });
 
-  it("with a containerId, reads only the files whose name carries it (a DEL never reads every pod's caches)", () => {
+  it('with a containerId, takes only the files whose name carries it, as libcni names them', () => {
     const results = join(dir, 'results');
     writeResultCache(dir, entry('cluster', 'abc', 'eth0'));
-    // abc's content under a name libcni would never give it: not read
+    // abc's content under a name libcni would never give it: not this container's (the name is checked first)
     writeFileSync(join(results, 'renamed'), readFileSync(join(results, 'cluster-abc-eth0')));
     writeResultCache(dir, entry('cluster', 'other', 'eth0'));
     const mine = listResultCaches(dir, { containerId: 'abc' });
