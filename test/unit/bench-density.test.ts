@@ -15,6 +15,7 @@ import {
 import { oomReports } from '../../scripts/bench/density/memory-watch.ts';
 import { hasAllNetworks, isReady } from '../../scripts/bench/density/pods.ts';
 import { countServedAdds } from '../../scripts/bench/density/node-ops.ts';
+import { cpuTimes, idleShare } from '../../scripts/bench/density/quiet.ts';
 
 const pod = (status: unknown, ready = 'True', at = '2026-12-01T10:00:05Z') => ({
   metadata: {
@@ -220,5 +221,23 @@ describe("density: the kernel's OOM reports of the node's containers", () => {
     const many = Array.from({ length: 7 }, (_, k) => report(`/k8s.io/${id}`, 200 + k)).flat();
     expect(oomReports(many)).toHaveLength(5);
     expect(oomReports(report(`/k8s.io/${id}`).slice(0, -1))).toEqual([]);
+  });
+});
+
+describe('density: a quiet machine before a run', () => {
+  const stat = (user: number, idle: number, iowait: number, guest = 0) =>
+    `cpu  ${user} 0 100 ${idle} ${iowait} 0 5 0 ${guest} 0\ncpu0 1 2 3 4 5 6 7 8 9 10\nintr 1\n`;
+
+  it("reads the machine's total and idle jiffies from the cpu line (guest time is inside user already)", () => {
+    expect(cpuTimes(stat(1000, 5000, 200, 700))).toEqual({ total: 6305, idle: 5200 });
+    expect(cpuTimes('intr 1\n')).toBeUndefined();
+    expect(cpuTimes('cpu  1 2 x 4 5\n')).toBeUndefined();
+  });
+
+  it('gives the idle share between two samples, iowait counted idle', () => {
+    const a = cpuTimes(stat(1000, 5000, 200))!;
+    expect(idleShare(a, cpuTimes(stat(1100, 5800, 300))!)).toBeCloseTo(0.9, 5);
+    expect(idleShare(a, cpuTimes(stat(1900, 5100, 200))!)).toBeCloseTo(0.1, 5);
+    expect(idleShare(a, a)).toBeUndefined();
   });
 });

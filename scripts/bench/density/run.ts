@@ -3,7 +3,8 @@
  * scripts/bench/density.mjs as a child of the bench (Node 24 with --experimental-transform-types). One kube-apiserver
  * for the whole run; for each measured run a fresh kubelet node (node-ops.ts) with the mode installed by its
  * DaemonSet (modes.ts), N pods with two macvlan + host-local NADs each created by kube-burner (burner.ts), then the
- * pods deleted and what they left counted. Modes interleaved A B C D D C B A; per mode the two runs' figures.
+ * pods deleted and what they left counted. Modes interleaved A B C D D C B A, each run (and each burst) started on a
+ * quiet machine (quiet.ts); per mode the two runs' figures.
  *
  *   node --experimental-transform-types scripts/bench/density/run.ts '{"pods":N,"modes":[...],"images":{...},"dir":D}'
  *
@@ -19,6 +20,7 @@ import { type Fault, burst } from './burst.ts';
 import { type Mode, daemonLimitMib } from './modes.ts';
 import { hasAllNetworks, isReady } from './pods.ts';
 import { type Watched, watchMemory } from './memory-watch.ts';
+import { waitQuiet } from './quiet.ts';
 import {
   type CgroupCpu,
   type Node,
@@ -122,7 +124,8 @@ async function apiRequests(cluster: Cluster, t0: number, t1: number): Promise<nu
 async function bursts(cluster: Cluster, a: Args, n: Node, mode: Mode, ns: string): Promise<any> {
   const ctx = { n, cluster, mode, ns, nads: NADS, pods: a.pods };
   const before = await dsRestarts(cluster, mode);
-  say(`${mode}: reboot burst`);
+  const quiet = await waitQuiet();
+  say(`${mode}: reboot burst (${JSON.stringify(quiet)})`);
   const watch = watchMemory(cluster, mode);
   const b = await burst(ctx);
   const watched = await watch.stop();
@@ -133,6 +136,7 @@ async function bursts(cluster: Cluster, a: Args, n: Node, mode: Mode, ns: string
       ...b,
       daemon_restarts: after.restarts - before.restarts,
       daemon_exit_reasons: after.reasons,
+      quiet,
       ...watchedFigures(watched),
     },
     faults: {},
@@ -176,6 +180,10 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     if (installed) return await installFailure(cluster, a, n, mode, installed);
     const ns = `density-${k}`;
     await workloadNamespace(cluster, ns);
+    const quiet = await waitQuiet();
+    say(
+      `run ${k}: ${mode}: ${quiet.reached ? 'quiet' : 'still busy'} after ${quiet.waited_s} s (${JSON.stringify(quiet)})`,
+    );
     const pid = await daemonPid(cluster, mode);
     await peakRssMib(pid, true);
     await daemonCgroupPeak(cluster, mode, true);
@@ -226,6 +234,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
         ? { daemon_process_cpu_s: Math.round((ownCpu - ownCpuBefore) * 100) / 100 }
         : {}),
       leaked: left,
+      quiet,
       ...watchedFigures(watched),
       ...(burner.pod_ready_ms ? {} : { kube_burner_log: burner.log }),
       ...(b ? { bursts: b } : {}),
