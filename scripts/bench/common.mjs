@@ -92,6 +92,25 @@ export function timed(file, args, env, input) {
 /** Mean CPU milliseconds per run from summed ticks. */
 export const cpuMs = (ticks, runs) => r2((ticks * 1000) / CLK_TCK / (runs || 1));
 
+/**
+ * Drops each file's pages from the page cache (`dd iflag=nocache count=0`; pages a running process maps stay), so
+ * that the executables compared start in one state. A file just written (our build, an image unpacked, an install's
+ * copy) sits in the page cache in large folios, and a fault on it maps the whole folio: 528 KiB per fault on a
+ * freshly built build/multus.bun against 64 KiB (the kernel's fault-around) once it was read back from disk, which
+ * is where the Go peers' binaries, built days earlier, usually are (docs/performance.md, "The page cache's
+ * state"). Returns the files it dropped; a file that cannot be is left out.
+ */
+export function evictPageCache(files) {
+  const done = [];
+  for (const f of new Set(files)) {
+    if (!f) continue;
+    const r = spawnSync('dd', [`if=${f}`, 'iflag=nocache', 'count=0', 'status=none'], { encoding: 'utf8' });
+    if (r.status === 0) done.push(f);
+    else say(`page cache: cannot drop ${f}: ${(r.stderr || r.error?.message || '').trim()}`);
+  }
+  return done;
+}
+
 export function which(name) {
   for (const d of (process.env.PATH || '/usr/bin:/bin').split(delimiter)) {
     try {

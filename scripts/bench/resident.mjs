@@ -20,10 +20,10 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
-import { cniEnv, fail, r2, say } from './common.mjs';
+import { cniEnv, evictPageCache, fail, r2, say } from './common.mjs';
 import { startGoDaemon, startTsDaemon } from './daemons.mjs';
 import { startHelper } from './k8s-helper.mjs';
 import { concurrency, measureConfig, rssPairs } from './resident-measure.mjs';
@@ -233,6 +233,17 @@ export async function runResident(ctx) {
     unavailable: rc.unavailable,
     rounds: opts.residentRounds,
     warmup_rounds: opts.warmup,
+  };
+  // every executable of every mode from disk, as after a reboot: ours was just built, Go's were not
+  const exeDir = dirname(ctx.exe);
+  const payloads = readdirSync(exeDir)
+    .filter((f) => f.startsWith('.multus-bun-'))
+    .map((f) => join(exeDir, f));
+  out.page_cache = {
+    dropped_before_start: evictPageCache(
+      [...Object.values(rc.bins), ...payloads, ctx.delegate.path].filter(existsSync),
+    ),
+    why: 'a file just written sits in the page cache in large folios and a fault maps the whole folio; every mode starts from disk',
   };
   let helper;
   try {
