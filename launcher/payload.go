@@ -18,11 +18,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 const (
-	trailerSize  = 64
-	trailerMagic = "multus-ts-bun\x00\x00\x01"
+	// posix_fadvise's POSIX_FADV_DONTNEED
+	posixFadvDontneed = 4
+	trailerSize       = 64
+	trailerMagic      = "multus-ts-bun\x00\x00\x01"
 )
 
 func extractPayload(self, dest string) error {
@@ -70,6 +73,12 @@ func extractPayload(self, dest string) error {
 	}
 	if err == nil {
 		err = out.Sync()
+	}
+	if err == nil {
+		// its pages are clean now: let them leave the page cache, so the first run reads the file from disk and maps
+		// 64 KiB per fault rather than the large folios a fresh write may leave (docs/performance.md, "The installed
+		// executable's page cache"); best effort
+		syscall.Syscall6(syscall.SYS_FADVISE64, out.Fd(), 0, 0, posixFadvDontneed, 0, 0)
 	}
 	if cerr := out.Close(); err == nil {
 		err = cerr

@@ -7,6 +7,7 @@ import { closeSync, constants, fsyncSync, openSync, readSync, writeSync } from '
 import { chmod, link, lstat, mkdir, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { writeFileAtomic } from '../base/files.ts';
+import { POSIX_FADV_DONTNEED, libc } from '../base/libc.ts';
 import { PAYLOAD_PREFIX } from '../base/caller-env.ts';
 import { InstallError } from './options.ts';
 
@@ -94,7 +95,18 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
   }
 }
 
-/** Copies `src` to `<destDir>/<name>` (mode 0755) through `<destDir>/<tmpName>` (default `_<name>.new`). */
+/**
+ * Written in pieces this large: the kernel caches a file written in 1 MiB pieces in folios as large, and every process
+ * that runs it then maps up to a whole folio per page fault instead of 64 KiB (the thin plugin's VERSION peaked at 51
+ * MiB from such a copy against 26 from 32 KiB pieces; docs/performance.md, "The installed executable's page cache").
+ */
+const COPY_PIECE = 32 << 10;
+
+/**
+ * Copies `src` to `<destDir>/<name>` (mode 0755) through `<destDir>/<tmpName>` (default `_<name>.new`), then lets
+ * the copy's pages leave the page cache (best effort, where Bun's FFI is there): the first run reads it from disk,
+ * as after a reboot.
+ */
 export async function copyExecutableAtomic(
   src: string,
   destDir: string,
@@ -109,7 +121,7 @@ export async function copyExecutableAtomic(
     await rm(tmp, { force: true });
     fin = openSync(src, 'r');
     fout = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o700);
-    const buf = Buffer.allocUnsafe(1 << 20);
+    const buf = Buffer.allocUnsafe(COPY_PIECE);
     for (;;) {
       const n = readSync(fin, buf, 0, buf.length, null);
       if (n === 0) break;
@@ -117,6 +129,8 @@ export async function copyExecutableAtomic(
       while (off < n) off += writeSync(fout, buf, off, n - off);
     }
     fsyncSync(fout);
+    // clean once fsynced, so the advice drops them; a failure leaves them cached, as any copy's
+    libc()?.fadvise(fout, 0, 0, POSIX_FADV_DONTNEED);
     closeSync(fout);
     fout = -1;
     await chmod(tmp, 0o755);

@@ -1,19 +1,22 @@
 /**
  * The built executable's install roles: `multus --is-default-ready` (present, absent, appearing during the
  * wait, read from the installed 00-multus.conflist), `multus install` (a bad option, SIGTERM with
- * --cleanup-config-on-exit and Multus' --force-config-watch; Multus' log stamp).
+ * --cleanup-config-on-exit and Multus' --force-config-watch; Multus' log stamp; the copies it leaves out of the
+ * page cache).
  */
-import { spawn } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
 import { ENV, FLANNEL, makeNode } from '../helpers/install.ts';
+import { cachedBytes, haveFincore } from '../helpers/page-cache.ts';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const TS = process.env.MULTUS_TS_BIN || join(REPO, 'build', 'multus');
 const built = needs(fileExists(TS, 'the built executable (npm run build)'));
+const fincore = needs(haveFincore());
 
 interface Out {
   code: number | null;
@@ -101,6 +104,21 @@ describe.runIf(built)('multus install (the executable)', () => {
       `multus install: cni-conf-dir ${n.root}/nope is not found: ` +
         "mount the host's /etc/cni/net.d there or set --cni-conf-dir\n",
     );
+  });
+
+  it.runIf(fincore)('leaves none of the executables it copied in the page cache, and the copy runs', async () => {
+    const n = makeNode();
+    const out = await run(['install', ...n.args, `--multus-bin-file=${TS}`, '--install-binary-only']);
+    expect(out).toMatchObject({ code: 0, stderr: '' });
+    const payload = readdirSync(n.bin).find((f) => f.startsWith('.multus-bun-'));
+    expect(payload).toBeDefined();
+    // written in 32 KiB pieces, fsynced, then advised out: a first run reads them from disk (docs/performance.md)
+    for (const f of ['multus', payload!]) {
+      expect(statSync(join(n.bin, f)).size).toBeGreaterThan(1 << 20);
+      expect({ file: f, cached: cachedBytes(join(n.bin, f)) }).toEqual({ file: f, cached: 0 });
+    }
+    const v = spawnSync(join(n.bin, 'multus'), [], { env: { CNI_COMMAND: 'VERSION' }, input: '{}', encoding: 'utf8' });
+    expect(JSON.parse(v.stdout).supportedVersions).toContain('1.0.0');
   });
 
   it('on SIGTERM removes what it wrote with --cleanup-config-on-exit and exits 0', async () => {
