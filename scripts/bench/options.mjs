@@ -7,7 +7,12 @@ export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'dens
 export const RESIDENT_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'];
 const DENSITY_MODES = ['thin_ts', 'resident_ts', 'resident_ts_multus_limits', 'go_thin', 'go_thick', 'go_thick_300mi'];
 /** Modes only run when named: the delegates-at-once lever under Multus' limits (density/modes.ts). */
-const DENSITY_MODES_NAMED = [...DENSITY_MODES, 'resident_ts_multus_limits_d2', 'resident_ts_multus_limits_d4'];
+const DENSITY_MODES_NAMED = [
+  ...DENSITY_MODES,
+  'resident_ts_multus_limits_d2',
+  'resident_ts_multus_limits_d4',
+  'resident_ts_no_bound',
+];
 const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'];
 
 export function usage(code) {

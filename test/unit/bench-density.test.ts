@@ -107,6 +107,7 @@ describe('density: the DaemonSet of each mode', () => {
       'resident_ts_multus_limits',
       'resident_ts_multus_limits_d2',
       'resident_ts_multus_limits_d4',
+      'resident_ts_no_bound',
       'go_thick',
       'go_thick_300mi',
     ]);
@@ -133,6 +134,7 @@ describe('density: the DaemonSet of each mode', () => {
       'resident_ts_multus_limits',
       'resident_ts_multus_limits_d2',
       'resident_ts_multus_limits_d4',
+      'resident_ts_no_bound',
     ]);
   });
 
@@ -152,6 +154,19 @@ describe('density: the DaemonSet of each mode', () => {
       ds(mode).spec.template.spec.containers.find((c: any) => c.name === 'daemon');
     expect(daemon('resident_ts_multus_limits_d2')).toEqual(daemon('resident_ts_multus_limits'));
     expect(daemonLimitMib('resident_ts_multus_limits_d4')).toBe(50);
+  });
+
+  it('resident_ts_no_bound: resident_ts with connectionLimit 1000 (every request at once), nothing else changed', () => {
+    const objects = (mode: (typeof MODES)[number]) => modeObjects(mode, '6443').map((o) => o.obj as any);
+    const config = (objs: any[]) =>
+      JSON.parse(objs.find((o) => o.metadata.name === 'multus-ts-daemon-config').data['daemon-config.json']);
+    const bound = objects('resident_ts');
+    const free = objects('resident_ts_no_bound');
+    expect(config(bound).connectionLimit).toBeUndefined();
+    expect(config(free)).toEqual({ ...config(bound), connectionLimit: 1000 });
+    const withoutConfig = (objs: any[]) => objs.filter((o) => o.metadata.name !== 'multus-ts-daemon-config');
+    expect(withoutConfig(free)).toEqual(withoutConfig(bound));
+    expect(daemonLimitMib('resident_ts_no_bound')).toBe(daemonLimitMib('resident_ts'));
   });
 
   it('go_thin: thin_entrypoint, no hostPID; ours come from deployments/', () => {

@@ -5,6 +5,9 @@
  *                         (requests = limits = 100m CPU, 50Mi): what an operator who swaps the image keeps
  *   resident_ts_multus_limits_d2, _d4  the same with `delegateConcurrency` 2 or 4 in its daemon-config.json (the
  *                         delegates the daemon runs at once; docs/resident.md "Memory"): the lever side by side
+ *   resident_ts_no_bound  resident_ts with `connectionLimit: 1000` in its daemon-config.json: every request at once,
+ *                         Go thick's way, instead of the default bound of 8 (docs/resident.md "Memory"): what the
+ *                         bound costs a pod's readiness side by side
  *   go_thin               Go Multus v4.3.0's deployments/multus-daemonset.yml layout: thin_entrypoint writes the
  *                         config and the kubeconfig and copies the plugin (the init container's install_multus
  *                         copy is thin_entrypoint's own copy here)
@@ -24,6 +27,7 @@ export const MODES = [
   'resident_ts_multus_limits',
   'resident_ts_multus_limits_d2',
   'resident_ts_multus_limits_d4',
+  'resident_ts_no_bound',
   'go_thin',
   'go_thick',
   'go_thick_300mi',
@@ -38,6 +42,7 @@ export const DS: Record<Mode, { name: string; label: string }> = {
   resident_ts_multus_limits: { name: 'multus-ts', label: 'app=multus-ts' },
   resident_ts_multus_limits_d2: { name: 'multus-ts', label: 'app=multus-ts' },
   resident_ts_multus_limits_d4: { name: 'multus-ts', label: 'app=multus-ts' },
+  resident_ts_no_bound: { name: 'multus-ts', label: 'app=multus-ts' },
   go_thin: { name: 'kube-multus-ds', label: 'app=multus' },
   go_thick: { name: 'kube-multus-ds', label: 'app=multus' },
   go_thick_300mi: { name: 'kube-multus-ds', label: 'app=multus' },
@@ -192,15 +197,22 @@ function goThick(mode: Mode): Obj[] {
 export const pinnedDelegates = (mode: Mode): number | undefined =>
   Number(/^resident_ts_multus_limits_d(\d+)$/.exec(mode)?.[1]) || undefined;
 
+/** What a mode pins in its daemon-config.json, beside the manifest's own keys. */
+const pinnedConfig = (mode: Mode): Record<string, number> => {
+  const delegates = pinnedDelegates(mode);
+  if (delegates !== undefined) return { delegateConcurrency: delegates };
+  return mode === 'resident_ts_no_bound' ? { connectionLimit: 1000 } : {};
+};
+
 /** Our manifests as deployments/ has them; resident_ts_multus_limits* with Multus' resources on the daemon. */
 function ours(mode: Mode): Obj[] {
   const objs = docs(mode === 'thin_ts' ? 'multus-ts-thin.yml' : 'multus-ts-resident.yml');
   if (mode.startsWith('resident_ts_multus_limits')) ourDaemon(objs).resources = structuredClone(MULTUS_THICK_RESOURCES);
-  const delegates = pinnedDelegates(mode);
-  if (delegates !== undefined) {
+  const pinned = pinnedConfig(mode);
+  if (Object.keys(pinned).length > 0) {
     const cm = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'multus-ts-daemon-config') as any;
     const config = JSON.parse(cm.data['daemon-config.json']);
-    cm.data['daemon-config.json'] = JSON.stringify({ ...config, delegateConcurrency: delegates }, null, 4) + '\n';
+    cm.data['daemon-config.json'] = JSON.stringify({ ...config, ...pinned }, null, 4) + '\n';
   }
   return objs;
 }
