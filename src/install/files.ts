@@ -102,10 +102,16 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
  */
 const COPY_PIECE = 32 << 10;
 
+/** Advises the files' clean, unmapped pages out of the page cache (best effort: nothing without Bun's FFI). */
+function dropFromPageCache(...fds: number[]): void {
+  const c = libc();
+  for (const fd of fds) c?.fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
 /**
  * Copies `src` to `<destDir>/<name>` (mode 0755) through `<destDir>/<tmpName>` (default `_<name>.new`), then lets
- * the copy's pages leave the page cache (best effort, where Bun's FFI is there): the first run reads it from disk,
- * as after a reboot.
+ * the copy's and the source's pages leave the page cache (best effort, where Bun's FFI is there): the first run of
+ * either reads it from disk, as after a reboot.
  */
 export async function copyExecutableAtomic(
   src: string,
@@ -129,8 +135,9 @@ export async function copyExecutableAtomic(
       while (off < n) off += writeSync(fout, buf, off, n - off);
     }
     fsyncSync(fout);
-    // clean once fsynced, so the advice drops them; a failure leaves them cached, as any copy's
-    libc()?.fadvise(fout, 0, 0, POSIX_FADV_DONTNEED);
+    // clean once fsynced, so the advice drops them; a failure leaves them cached, as any copy's. The source's too:
+    // reading it cached it in folios as large as readahead made them, and in the image the daemon runs that file
+    dropFromPageCache(fout, fin);
     closeSync(fout);
     fout = -1;
     await chmod(tmp, 0o755);
