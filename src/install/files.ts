@@ -96,9 +96,10 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
 }
 
 /**
- * Written in pieces this large: the kernel caches a file written in 1 MiB pieces in folios as large, and every process
- * that runs it then maps up to a whole folio per page fault instead of 64 KiB (the thin plugin's VERSION peaked at 51
- * MiB from such a copy against 26 from 32 KiB pieces; docs/performance.md, "The installed executable's page cache").
+ * Written in pieces this large, for when the page-cache drop below cannot run (no FFI): the kernel caches a file
+ * written in 1 MiB pieces in folios as large, and every process that runs it then maps up to a whole folio per page
+ * fault instead of 64 KiB (a thin VERSION peaked at 52 MiB from such a copy against 26 from 32 KiB pieces or a
+ * dropped copy; docs/performance.md, "The installed executable's page cache").
  */
 const COPY_PIECE = 32 << 10;
 
