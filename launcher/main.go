@@ -33,6 +33,8 @@ const (
 	payloadPrefix = ".multus-bun-"
 	heldPrefix    = "MULTUS_TS_HELD_"
 	launcherVar   = "MULTUS_TS_LAUNCHER"
+	// pluginEnv is the CNI plugin's one runtime setting (roleEnv), also given by the fast path (fastpath.go).
+	pluginEnv = "BUN_JSC_useJIT=0"
 )
 
 // payloadID names the Bun executable this launcher carries (the first 16 hex digits of its SHA-256), set by the
@@ -54,11 +56,21 @@ var payloadID = "unset"
 // executable's pages mapped, a lower burst high-water (docs/performance.md, "The daemon without the compilers").
 var roleEnv = map[string][]string{
 	"daemon": {"BUN_JSC_useBaselineJIT=0", "BUN_JSC_useDFGJIT=0", "BUN_JSC_useFTLJIT=0", "BUN_JSC_useRegExpJIT=0"},
-	"plugin": {"BUN_JSC_useJIT=0"},
+	"plugin": {pluginEnv},
 }
 
-// longRunning are the names of Multus' programs the executable also serves (install/entrypoints.ts).
-var longRunning = map[string]bool{"multus-daemon": true, "thin_entrypoint": true, "install_multus": true}
+// longRunningNames are the names of Multus' programs the executable also serves (install/entrypoints.ts). An
+// array of constants, so that it is static data the fast path can read (fastpath.go).
+var longRunningNames = [3]string{"multus-daemon", "thin_entrypoint", "install_multus"}
+
+func longRunning(name string) bool {
+	for _, n := range longRunningNames {
+		if name == n {
+			return true
+		}
+	}
+	return false
+}
 
 func main() {
 	self, err := os.Executable()
@@ -94,7 +106,7 @@ func role(args []string) string {
 	if len(args) > 0 && filepath.Base(args[0]) == "multus-daemon" {
 		return "daemon"
 	}
-	if len(args) == 1 && !longRunning[filepath.Base(args[0])] {
+	if len(args) == 1 && !longRunning(filepath.Base(args[0])) {
 		return "plugin"
 	}
 	return ""

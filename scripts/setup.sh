@@ -22,8 +22,9 @@ say() { echo "setup: $*"; }
 # 1. System packages: the real CNI plugins (/usr/lib/cni), ip/tc, iptables and nftables.
 packages=(containernetworking-plugins iproute2 iptables nftables)
 # the runtime tier (test/runtime) and `npm run image`: containerd, runc, umoci to pack OCI images, and
-# busybox-static (the image's /bin/sh and cp, docs/install.md "Image")
-$demo_only || packages+=(containerd runc umoci busybox-static)
+# busybox-static (the image's /bin/sh and cp, docs/install.md "Image"); strace (test/fixture/launcher.test.ts
+# checks that the launcher's fast path starts Bun before the Go runtime starts)
+$demo_only || packages+=(containerd runc umoci busybox-static strace)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

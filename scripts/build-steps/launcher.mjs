@@ -50,6 +50,17 @@ export function goBuild(dir, out, ldflags = []) {
   log(`${show(out)} (${mib(statSync(out).size)}, static) in ${ms(t)}`);
 }
 
+/**
+ * The launcher's fast path (launcher/fastpath_amd64.s) is its ELF entry point where Go builds for amd64: the CNI
+ * plugin's call starts the Bun executable before the Go runtime starts (docs/build.md, "The launcher").
+ */
+function entryFlags() {
+  const go = findGo();
+  if (!go) return []; // goBuild says so
+  const r = run(go, ['env', 'GOARCH'], { env: cleanEnv({ CGO_ENABLED: '0' }) });
+  return r.status === 0 && r.stdout.trim() === 'amd64' ? ['-E=main.fastEntry'] : [];
+}
+
 /** @param {string} outdir @returns {{ payload: string }} the path of build/.multus-bun-<id> */
 export function buildLauncher(outdir) {
   if (process.platform !== 'linux') fail('the launcher (launcher/) is Linux only');
@@ -57,7 +68,7 @@ export function buildLauncher(outdir) {
   const sum = createHash('sha256').update(compiled).digest();
   const id = sum.subarray(0, 8).toString('hex');
   const launcher = join(outdir, 'multus.launcher');
-  goBuild('launcher', launcher, [`-X main.payloadID=${id}`]);
+  goBuild('launcher', launcher, [`-X main.payloadID=${id}`, ...entryFlags()]);
   // launcher | payload | trailer (offset u64 LE, size u64 LE, SHA-256, magic): one file, copyable alone
   const head = readFileSync(launcher);
   const trailer = Buffer.alloc(64);

@@ -1,0 +1,267 @@
+//go:build linux
+
+#include "textflag.h"
+
+// The launcher's fast path (fastpath.go; docs/build.md, "The launcher"): the ELF entry point of build/multus. For
+// the CNI plugin run as runtimes run it (argv[0] alone, not one of longRunningNames) it does what main() does for
+// that role with raw system calls, before the Go runtime starts (which costs a call about 1.5 ms of CPU): every
+// caller variable NAME=value becomes MULTUS_TS_HELD_NAME=value in the caller's order (empty entries dropped, as
+// syscall.Environ does), then MULTUS_TS_LAUNCHER=<readlink /proc/self/exe>, then pluginEnv, and it execs
+// <that directory>/.multus-bun-<payloadID> with argv unchanged. Everything else goes on, with the stack as the
+// kernel gave it, to the Go runtime's entry and main(), which decide: another role, a key given twice
+// (syscall.Environ keeps the first only), a path /proc/self/exe names as deleted, anything too long, and an exec
+// that fails (the first run of a copy extracts the payload; main() says why in a CNI error).
+
+#define SYS_mmap 9
+#define SYS_readlink 89
+#define SYS_execve 59
+#define PATH_MAX 4096
+#define ENV_MAX 4194304
+
+DATA procSelfExe<>+0(SB)/8, $"/proc/se"
+DATA procSelfExe<>+8(SB)/6, $"lf/exe"
+GLOBL procSelfExe<>(SB), RODATA|NOPTR, $16
+
+// The stack at entry: argc, argv[0..argc), NULL, envp..., NULL, auxv.
+TEXT ·fastEntry(SB), NOSPLIT|NOFRAME, $0-0
+	MOVQ SP, R12
+
+	// the strings it reads are static data; empty would mean they were not
+	CMPQ ·fastHeldPrefix+8(SB), $0
+	JEQ  fallback
+	CMPQ ·fastLauncherVar+8(SB), $0
+	JEQ  fallback
+	CMPQ ·fastPayloadPrefix+8(SB), $0
+	JEQ  fallback
+	CMPQ ·fastPluginEnv+8(SB), $0
+	JEQ  fallback
+	CMPQ ·payloadID+8(SB), $0
+	JEQ  fallback
+
+	// argv[0] alone: the CNI plugin's call
+	CMPQ 0(R12), $1
+	JNE  fallback
+	MOVQ 8(R12), SI
+	TESTQ SI, SI
+	JZ   fallback
+
+	// its base name: BX after the last '/', DI at the NUL
+	MOVQ SI, BX
+	MOVQ SI, DI
+base:
+	MOVBLZX (DI), AX
+	TESTB AL, AL
+	JZ   baseDone
+	CMPB AL, $'/'
+	JNE  baseNext
+	LEAQ 1(DI), BX
+baseNext:
+	INCQ DI
+	JMP  base
+baseDone:
+	// a name ending in '/' (filepath.Base strips that)
+	CMPQ BX, DI
+	JNE  baseLen
+	CMPQ DI, SI
+	JNE  fallback
+baseLen:
+	MOVQ DI, CX
+	SUBQ BX, CX
+
+	// one of Multus' long-running programs
+	LEAQ ·longRunningNames(SB), R8
+	MOVQ $3, R9
+names:
+	CMPQ 8(R8), CX
+	JNE  namesNext
+	MOVQ 0(R8), R10
+	XORQ R11, R11
+nameByte:
+	CMPQ R11, CX
+	JEQ  fallback
+	MOVBLZX (BX)(R11*1), AX
+	CMPB AL, (R10)(R11*1)
+	JNE  namesNext
+	INCQ R11
+	JMP  nameByte
+namesNext:
+	ADDQ $16, R8
+	DECQ R9
+	JNZ  names
+
+	// the caller's variables: R15 non-empty ones, R14 their bytes
+	LEAQ 24(R12), R13
+	XORQ R14, R14
+	XORQ R15, R15
+	MOVQ R13, R8
+count:
+	MOVQ (R8), SI
+	TESTQ SI, SI
+	JZ   counted
+	MOVQ SI, DI
+countLen:
+	CMPB (DI), $0
+	JEQ  countLenDone
+	INCQ DI
+	JMP  countLen
+countLenDone:
+	SUBQ SI, DI
+	JZ   countNext
+	ADDQ DI, R14
+	INCQ R15
+countNext:
+	ADDQ $8, R8
+	JMP  count
+counted:
+	CMPQ R14, $ENV_MAX
+	JHI  fallback
+
+	// a key given twice (the same bytes before the first '=')
+	MOVQ R13, R8
+dupOuter:
+	MOVQ (R8), SI
+	TESTQ SI, SI
+	JZ   dupDone
+	MOVQ R13, R9
+dupInner:
+	CMPQ R9, R8
+	JEQ  dupOuterNext
+	MOVQ (R9), DI
+	XORQ R11, R11
+dupByte:
+	MOVBLZX (SI)(R11*1), AX
+	CMPB AL, (DI)(R11*1)
+	JNE  dupInnerNext
+	CMPB AL, $'='
+	JEQ  fallback
+	TESTB AL, AL
+	JZ   dupInnerNext
+	INCQ R11
+	JMP  dupByte
+dupInnerNext:
+	ADDQ $8, R9
+	JMP  dupInner
+dupOuterNext:
+	ADDQ $8, R8
+	JMP  dupOuter
+dupDone:
+
+	// one anonymous mapping: the new envp (R15 + 3 slots), then its strings
+	MOVQ ·fastHeldPrefix+8(SB), AX
+	INCQ AX
+	IMULQ R15, AX
+	ADDQ R14, AX
+	LEAQ 3(R15), CX
+	SHLQ $3, CX
+	ADDQ CX, AX
+	ADDQ $(2*PATH_MAX+4), AX // the path twice (readlink's buffer, the directory), four NULs
+	ADDQ ·fastLauncherVar+8(SB), AX
+	ADDQ ·fastPayloadPrefix+8(SB), AX
+	ADDQ ·payloadID+8(SB), AX
+	ADDQ ·fastPluginEnv+8(SB), AX
+	MOVQ AX, SI
+	XORQ DI, DI
+	MOVQ $3, DX     // PROT_READ|PROT_WRITE
+	MOVQ $0x22, R10 // MAP_PRIVATE|MAP_ANONYMOUS
+	MOVQ $-1, R8
+	XORQ R9, R9
+	MOVQ $SYS_mmap, AX
+	SYSCALL
+	CMPQ AX, $-4096
+	JHI  fallback
+	MOVQ AX, BX
+	LEAQ 3(R15), R9
+	LEAQ (BX)(R9*8), R9
+
+	// envp[R15]: MULTUS_TS_LAUNCHER=<this executable>
+	MOVQ R9, (BX)(R15*8)
+	MOVQ R9, DI
+	MOVQ ·fastLauncherVar(SB), SI
+	MOVQ ·fastLauncherVar+8(SB), CX
+	REP; MOVSB
+	MOVQ DI, R10
+	LEAQ procSelfExe<>(SB), DI
+	MOVQ R10, SI
+	MOVQ $(PATH_MAX-1), DX
+	MOVQ $SYS_readlink, AX
+	SYSCALL
+	TESTQ AX, AX
+	JLE  fallback
+	CMPQ AX, $(PATH_MAX-1)
+	JGE  fallback
+	MOVB $0, (R10)(AX*1)
+	CMPB -1(R10)(AX*1), $')'
+	JEQ  fallback
+	LEAQ 1(R10)(AX*1), R9
+
+	// R14: <its directory>/.multus-bun-<payloadID>
+	LEAQ (R10)(AX*1), DX
+slash:
+	DECQ DX
+	CMPQ DX, R10
+	JLT  fallback
+	CMPB (DX), $'/'
+	JNE  slash
+	MOVQ R9, R14
+	MOVQ R9, DI
+	MOVQ R10, SI
+	MOVQ DX, CX
+	SUBQ R10, CX
+	INCQ CX
+	REP; MOVSB
+	MOVQ ·fastPayloadPrefix(SB), SI
+	MOVQ ·fastPayloadPrefix+8(SB), CX
+	REP; MOVSB
+	MOVQ ·payloadID(SB), SI
+	MOVQ ·payloadID+8(SB), CX
+	REP; MOVSB
+	MOVB $0, (DI)
+	LEAQ 1(DI), R9
+
+	// envp[R15+1]: the plugin's setting; envp[R15+2]: NULL
+	MOVQ R9, 8(BX)(R15*8)
+	MOVQ R9, DI
+	MOVQ ·fastPluginEnv(SB), SI
+	MOVQ ·fastPluginEnv+8(SB), CX
+	REP; MOVSB
+	MOVB $0, (DI)
+	LEAQ 1(DI), R9
+	MOVQ $0, 16(BX)(R15*8)
+
+	// envp[0..R15): MULTUS_TS_HELD_<entry>, in the caller's order
+	MOVQ R13, R8
+	MOVQ BX, DX
+held:
+	MOVQ (R8), R10
+	TESTQ R10, R10
+	JZ   exec
+	ADDQ $8, R8
+	CMPB (R10), $0
+	JEQ  held
+	MOVQ R9, (DX)
+	ADDQ $8, DX
+	MOVQ R9, DI
+	MOVQ ·fastHeldPrefix(SB), SI
+	MOVQ ·fastHeldPrefix+8(SB), CX
+	REP; MOVSB
+heldByte:
+	MOVBLZX (R10), AX
+	MOVB AL, (DI)
+	INCQ R10
+	INCQ DI
+	TESTB AL, AL
+	JNZ  heldByte
+	MOVQ DI, R9
+	JMP  held
+
+exec:
+	MOVQ R14, DI
+	LEAQ 8(R12), SI
+	MOVQ BX, DX
+	MOVQ $SYS_execve, AX
+	SYSCALL
+
+	// not started (the first run of a copy, which main() extracts; or main() says why)
+fallback:
+	MOVQ R12, SP
+	JMP  _rt0_amd64_linux(SB)
