@@ -15,6 +15,7 @@
  */
 import { basename } from 'node:path';
 import { callerEnv } from './base/caller-env.ts';
+import { deferBackgroundSyncs } from './base/files.ts';
 import { CniCode, CniError, messageOf, toCniError } from './base/errors.ts';
 import { CURRENT_VERSION } from './base/versions.ts';
 import { exitOnStopSignals } from './cni/exec.ts';
@@ -74,6 +75,7 @@ async function runPassthru(): Promise<number> {
 }
 
 async function runPlugin(): Promise<number> {
+  deferBackgroundSyncs(); // one call: the scratch cache's fsync runs while its first delegate does (base/files.ts)
   const host = createHost({ writeStderr: writeErr });
   try {
     const env = callerEnv(process.env);

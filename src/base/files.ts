@@ -54,10 +54,31 @@ export type Durability = 'fsync' | 'background' | 'none';
 /** Background fsyncs not finished yet, by directory; each settles with its error, if any (never rejects). */
 const syncing = new Map<string, Set<Promise<Error | undefined>>>();
 
-function syncInBackground(path: string, fd: number): void {
-  const dir = dirname(path);
+/**
+ * Where 'background' fsyncs run: on the runtime's worker threads ('thread', the default: the daemon, whose event loop
+ * serves many calls), or on this thread when `runDeferredSyncs` is called ('deferred': a process that serves one
+ * call, where starting the worker threads costs more than the fsync; docs/reliability.md).
+ */
+let backgroundMode: 'thread' | 'deferred' = 'thread';
+const deferred: { path: string; fd: number }[] = [];
+
+/** From now on 'background' fsyncs wait for `runDeferredSyncs` (or `backgroundSyncs`) and run on this thread. */
+export function deferBackgroundSyncs(): void {
+  backgroundMode = 'deferred';
+}
+
+function pendingIn(dir: string): Set<Promise<Error | undefined>> {
   const set = syncing.get(dir) ?? new Set();
   syncing.set(dir, set);
+  return set;
+}
+
+function syncInBackground(path: string, fd: number): void {
+  if (backgroundMode === 'deferred') {
+    deferred.push({ path, fd });
+    return;
+  }
+  const set = pendingIn(dirname(path));
   const done: Promise<Error | undefined> = new Promise((resolve) =>
     fsync(fd, (err) => close(fd, () => resolve(err ? new Error(`fsync of ${path}: ${err.message}`) : undefined))),
   );
@@ -66,10 +87,28 @@ function syncInBackground(path: string, fd: number): void {
 }
 
 /**
- * Waits for the background fsyncs of files in `dir` (writeFileAtomic with 'background'); throws a CniError when
- * one failed, as a synchronous fsync would have.
+ * Runs the deferred fsyncs now, on this thread (libcni.ts calls it once a plugin was started, so they overlap its
+ * run); their errors are kept for `backgroundSyncs`.
+ */
+export function runDeferredSyncs(): void {
+  for (const { path, fd } of deferred.splice(0)) {
+    let error: Error | undefined;
+    try {
+      fsyncSync(fd);
+    } catch (e) {
+      error = new Error(`fsync of ${path}: ${messageOf(e)}`);
+    }
+    ignoreErrors(() => closeSync(fd));
+    if (error) pendingIn(dirname(path)).add(Promise.resolve(error));
+  }
+}
+
+/**
+ * Waits for the background fsyncs of files in `dir` (writeFileAtomic with 'background'; deferred ones run now);
+ * throws a CniError when one failed, as a synchronous fsync would have.
  */
 export async function backgroundSyncs(dir: string): Promise<void> {
+  runDeferredSyncs();
   const pending = [...(syncing.get(dir) ?? [])];
   for (const err of await Promise.all(pending)) {
     if (err) throw new CniError(CniCode.IoFailure, `${err.message}; check the disk`, { cause: err });
@@ -81,7 +120,8 @@ export async function backgroundSyncs(dir: string): Promise<void> {
  * fsync, rename. Parent directories are created 0700; the file gets `mode` exactly (fchmod, so umask cannot
  * widen or narrow it). The directory itself is not fsynced: after a power loss the file may be missing, never
  * partial. `durable` (docs/reliability.md, "Which cache writes are fsynced"): 'fsync' (the default) as above;
- * 'background' renames first and fsyncs while the caller goes on (`backgroundSyncs(dir)` waits for it), so a
+ * 'background' renames first and fsyncs while the caller goes on (`backgroundSyncs(dir)` waits for it; in a
+ * process that called `deferBackgroundSyncs`, at `runDeferredSyncs` or `backgroundSyncs`), so a
  * process crash still leaves the old file or the complete new one and only a power loss before the fsync ends can
  * leave the new name empty; 'none' never fsyncs, for a file whose emptiness after a power loss its reader covers.
  */

@@ -26,7 +26,7 @@ import type { CniResult } from './result-model.ts';
 import { PluginResult, convertResult } from './result.ts';
 import { parsePluginError } from './plugin-error.ts';
 import { versionAtLeast } from '../base/versions.ts';
-import { backgroundSyncs } from '../base/files.ts';
+import { backgroundSyncs, runDeferredSyncs } from '../base/files.ts';
 
 /** What libcni calls RuntimeConf: the attachment's identity and the runtime's per-call data. */
 export interface RuntimeConf {
@@ -119,7 +119,9 @@ async function runPlugin(
   deps.log.debug(`${command} ${plugin.type} ifname=${rt?.ifName ?? ''} stdin=${stdin.toString()}`);
   let out: ExecOutput;
   try {
-    out = await deps.exec.execPlugin(path, stdin, pluginEnv(command, rt, deps), deps.timeoutMs);
+    const started = deps.exec.execPlugin(path, stdin, pluginEnv(command, rt, deps), deps.timeoutMs);
+    runDeferredSyncs(); // while the plugin runs (the scratch cache's, in the thin plugin: base/files.ts)
+    out = await started;
   } catch (e) {
     if (e instanceof StoppingError) throw e; // not run, but not "nothing to undo": the caches stay for DEL
     throw new PluginNotRunnable(e);
