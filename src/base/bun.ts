@@ -9,11 +9,11 @@
  * thin plugin's time went").
  */
 
-/** A child started by `Bun.spawn` with piped stdout and stderr. */
+/** A child started by `Bun.spawn`; `stdout` and `stderr` are streams when they were piped. */
 export interface BunSubprocess {
   readonly pid: number;
-  readonly stdout: ReadableStream<Uint8Array>;
-  readonly stderr: ReadableStream<Uint8Array>;
+  readonly stdout: ReadableStream<Uint8Array> | undefined;
+  readonly stderr: ReadableStream<Uint8Array> | undefined;
   /** Resolves with the exit code (128 + n after signal n) once the child is reaped. */
   readonly exited: Promise<number>;
   readonly exitCode: number | null;
@@ -23,8 +23,9 @@ export interface BunSubprocess {
 export interface BunSpawnOptions {
   env: Record<string, string>;
   stdin: Uint8Array;
-  stdout: 'pipe';
-  stderr: 'pipe';
+  /** 'pipe', or a file descriptor of ours the child gets as its own. */
+  stdout: 'pipe' | number;
+  stderr: 'pipe' | number;
   /** A session (and so a process group) of its own. */
   detached: boolean;
 }

@@ -12,7 +12,8 @@
  * the daemon's shutdown) SIGKILLs every one of them. SIGKILL of our own process leaves them: see
  * docs/reliability.md, "Signals end the delegates too".
  *
- * On Bun (build/multus) a plugin is started with `Bun.spawn` and its pipes read as web streams: node:child_process
+ * On Bun (build/multus) a plugin is started with `Bun.spawn`, its stdout and stderr written to unnamed files read
+ * once it is gone (plugin-output.ts), or where those cannot be made to pipes read as web streams: node:child_process
  * there is built on Node streams written in JavaScript, which cost a thin call more than everything else it does
  * (docs/performance.md, "Where the thin plugin's time went"). Under Node (the unit tests) node:child_process runs
  * it; both keep the same rules: process group, bounded output, timeout, drain grace, ETXTBSY retry.
@@ -20,9 +21,10 @@
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { sleep } from '../base/sleep.ts';
-import type { BunRuntime } from '../base/bun.ts';
+import type { BunRuntime, BunSubprocess } from '../base/bun.ts';
 import { bunRuntime } from '../base/bun.ts';
 import { CniCode, CniError } from '../base/errors.ts';
+import { closeOutputFiles, openOutputFiles, pipeOf, readBounded, readOutputFile } from './plugin-output.ts';
 
 export interface ExecOutput {
   stdout: Buffer;
@@ -146,41 +148,47 @@ function runOnce(run: PluginRun): Promise<ExecOutput> {
   return bun ? runOnceBun(bun, run) : runOnceNode(run);
 }
 
-/** A pipe read to its end, keeping at most `limit` bytes (the rest is read and dropped, so the plugin never blocks). */
-function readBounded(stream: ReadableStream<Uint8Array>, limit: number) {
-  const reader = stream.getReader();
-  const chunks: Buffer[] = [];
-  let left = limit;
-  const done = (async () => {
-    for (;;) {
-      const { done: end, value } = await reader.read();
-      if (end) return;
-      if (left <= 0) continue;
-      const part = value.length > left ? value.subarray(0, left) : value;
-      left -= part.length;
-      chunks.push(Buffer.from(part.buffer, part.byteOffset, part.length));
+async function runOnceBun(bun: BunRuntime, run: PluginRun): Promise<ExecOutput> {
+  const files = openOutputFiles();
+  try {
+    // A process group of its own (detached: a session), so a timeout kills whatever the plugin started too.
+    const child = bun.spawn([run.path, ...run.args], {
+      env: run.env,
+      stdin: run.stdin,
+      stdout: files?.stdout ?? 'pipe',
+      stderr: files?.stderr ?? 'pipe',
+      detached: true,
+    });
+    if (files) {
+      const timedOut = await awaitExit(child, run.timeoutMs);
+      const stdout = readOutputFile(files.stdout, MAX_OUTPUT_BYTES);
+      return bunOutput(child, stdout, readOutputFile(files.stderr, MAX_OUTPUT_BYTES), timedOut);
     }
-  })().catch(() => undefined);
-  return {
-    done,
-    /** What was read so far; stops reading (a background child may hold the pipe open). */
-    take(): Buffer {
-      reader.cancel().catch(() => undefined);
-      return Buffer.concat(chunks);
-    },
-  };
+    const out = readBounded(pipeOf(child.stdout), MAX_OUTPUT_BYTES);
+    const err = readBounded(pipeOf(child.stderr), MAX_OUTPUT_BYTES);
+    const timedOut = await awaitExit(child, run.timeoutMs);
+    // 'exit' came; the pipes close once every holder is gone: wait for that only as long as the drain grace.
+    let grace: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all([out.done, err.done]),
+      new Promise((resolve) => (grace = setTimeout(resolve, DRAIN_GRACE_MS))),
+    ]);
+    clearTimeout(grace);
+    return bunOutput(child, out.take(), err.take(), timedOut);
+  } finally {
+    if (files) closeOutputFiles(files);
+  }
 }
 
-async function runOnceBun(bun: BunRuntime, { path, stdin, env, timeoutMs, args }: PluginRun): Promise<ExecOutput> {
-  // A process group of its own (detached: a session), so a timeout kills whatever the plugin started too.
-  const child = bun.spawn([path, ...args], { env, stdin, stdout: 'pipe', stderr: 'pipe', detached: true });
+/**
+ * Until the plugin exits, or its timeout (true): then its group is killed and its reaping waited for no longer
+ * than the drain grace.
+ */
+async function awaitExit(child: BunSubprocess, timeoutMs: number): Promise<boolean> {
   const pid = child.pid;
   running.add(pid);
-  const out = readBounded(child.stdout, MAX_OUTPUT_BYTES);
-  const err = readBounded(child.stderr, MAX_OUTPUT_BYTES);
   let timedOut = false;
   let timer: NodeJS.Timeout | undefined;
-  // After a timeout the group is killed; the answer does not wait longer than the drain grace for the reaping.
   const expired = new Promise<void>((resolve) => {
     timer = setTimeout(() => {
       timedOut = true;
@@ -195,21 +203,12 @@ async function runOnceBun(bun: BunRuntime, { path, stdin, env, timeoutMs, args }
     // The plugin is gone: what it left running in its group (a daemon it started) is not ours to kill.
     running.delete(pid);
   }
-  // 'exit' came; the pipes close once every holder is gone: wait for that only as long as the drain grace.
-  let grace: NodeJS.Timeout | undefined;
-  await Promise.race([
-    Promise.all([out.done, err.done]),
-    new Promise((resolve) => (grace = setTimeout(resolve, DRAIN_GRACE_MS))),
-  ]);
-  clearTimeout(grace);
+  return timedOut;
+}
+
+function bunOutput(child: BunSubprocess, stdout: Buffer, stderr: Buffer, timedOut: boolean): ExecOutput {
   const exited = child.exitCode !== null || child.signalCode !== null;
-  return {
-    stdout: out.take(),
-    stderr: err.take(),
-    exitCode: child.exitCode,
-    signal: exited ? child.signalCode : 'SIGKILL',
-    timedOut,
-  };
+  return { stdout, stderr, exitCode: child.exitCode, signal: exited ? child.signalCode : 'SIGKILL', timedOut };
 }
 
 function runOnceNode({ path, stdin, env, timeoutMs, args }: PluginRun): Promise<ExecOutput> {

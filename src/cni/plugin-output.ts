@@ -1,0 +1,108 @@
+/**
+ * plugin-output.ts: how build/multus (Bun) collects a plugin's stdout and stderr: two unnamed files (O_TMPFILE |
+ * O_EXCL: no name, none can ever be given, gone at the last close) read once the plugin is gone, else two pipes
+ * read as web streams while it runs.
+ *
+ * Pipes read as web streams cost a thin call about a millisecond of CPU and 0.7 MiB more of Bun's code than
+ * files read once at the end (docs/performance.md, "A plugin's output in files"). The files live in a
+ * tmpfs where there is one (/dev/shm on a host and in a pod, the size of a pipe's contents in memory either
+ * way), else /tmp; where neither takes an O_TMPFILE (a file system without it, a container without them), the
+ * caller reads pipes as before (`openOutputFiles` returns undefined). A plugin's output past `limit` is not read
+ * (a pipe's was read and dropped); what a background child of the plugin writes after the plugin is gone is not
+ * waited for.
+ */
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+
+/** Linux's O_TMPFILE (__O_TMPFILE | O_DIRECTORY); node:fs has no constant for it. */
+const O_TMPFILE = 0o20200000;
+
+let candidates: readonly string[] = ['/dev/shm', '/tmp'];
+/** The directory that took the first pair in this process; null once none of `candidates` did. */
+let chosen: string | null | undefined;
+
+/** For the tests: the directories to try from now on (none: every plugin's output goes through pipes). */
+export function useOutputDirs(dirs: readonly string[]): void {
+  candidates = dirs;
+  chosen = undefined;
+}
+
+export interface OutputFiles {
+  stdout: number;
+  stderr: number;
+}
+
+function openUnnamed(dir: string): number {
+  return openSync(dir, constants.O_RDWR | constants.O_EXCL | O_TMPFILE, 0o600);
+}
+
+/** Two unnamed files for a plugin's stdout and stderr, or undefined when they cannot be made (use pipes). */
+export function openOutputFiles(): OutputFiles | undefined {
+  if (chosen === null) return undefined;
+  for (const dir of chosen === undefined ? candidates : [chosen]) {
+    let stdout: number | undefined;
+    try {
+      stdout = openUnnamed(dir);
+      const files = { stdout, stderr: openUnnamed(dir) };
+      chosen = dir;
+      return files;
+    } catch {
+      if (stdout !== undefined) closeSync(stdout);
+    }
+  }
+  // None took one at the first try: pipes from now on. A later failure of the chosen one (no fd left) is this
+  // call's only.
+  if (chosen === undefined) chosen = null;
+  return undefined;
+}
+
+/** At most `limit` bytes of what was written to `fd`, from its start. */
+export function readOutputFile(fd: number, limit: number): Buffer {
+  const buf = Buffer.allocUnsafe(Math.min(fstatSync(fd).size, limit));
+  let off = 0;
+  while (off < buf.length) {
+    const n = readSync(fd, buf, off, buf.length - off, off);
+    if (n <= 0) break;
+    off += n;
+  }
+  return buf.subarray(0, off);
+}
+
+export function closeOutputFiles(files: OutputFiles): void {
+  for (const fd of [files.stdout, files.stderr]) {
+    try {
+      closeSync(fd);
+    } catch {
+      // already closed: nothing held
+    }
+  }
+}
+
+/** A pipe read to its end, keeping at most `limit` bytes (the rest is read and dropped, so the plugin never blocks). */
+export function readBounded(stream: ReadableStream<Uint8Array>, limit: number) {
+  const reader = stream.getReader();
+  const chunks: Buffer[] = [];
+  let left = limit;
+  const done = (async () => {
+    for (;;) {
+      const { done: end, value } = await reader.read();
+      if (end) return;
+      if (left <= 0) continue;
+      const part = value.length > left ? value.subarray(0, left) : value;
+      left -= part.length;
+      chunks.push(Buffer.from(part.buffer, part.byteOffset, part.length));
+    }
+  })().catch(() => undefined);
+  return {
+    done,
+    /** What was read so far; stops reading (a background child may hold the pipe open). */
+    take(): Buffer {
+      reader.cancel().catch(() => undefined);
+      return Buffer.concat(chunks);
+    },
+  };
+}
+
+export function pipeOf(stream: ReadableStream<Uint8Array> | undefined): ReadableStream<Uint8Array> {
+  if (!stream) throw new Error('Bun.spawn gave no pipe');
+  return stream;
+}
