@@ -19,6 +19,7 @@ import { deferBackgroundSyncs } from './base/files.ts';
 import { CniCode, CniError, messageOf, toCniError } from './base/errors.ts';
 import { CURRENT_VERSION } from './base/versions.ts';
 import { exitOnStopSignals } from './cni/exec.ts';
+import { useOutputFiles } from './cni/plugin-output.ts';
 import { MAX_STDIN_BYTES, parseCommand, stdinTooLarge } from './cni/request.ts';
 import { VERSION, handle } from './host/handle.ts';
 import { createHost } from './host/host.ts';
@@ -75,7 +76,11 @@ async function runPassthru(): Promise<number> {
 }
 
 async function runPlugin(): Promise<number> {
-  deferBackgroundSyncs(); // one call: the scratch cache's fsync runs while its first delegate does (base/files.ts)
+  // One call: the scratch cache's fsync runs while its first delegate does (base/files.ts), and the delegates'
+  // output goes to unnamed files read once each is gone (cni/plugin-output.ts): no worker thread, fewer of Bun's
+  // pages (docs/performance.md, "A plugin's output in files, and no worker threads").
+  deferBackgroundSyncs();
+  useOutputFiles();
   const host = createHost({ writeStderr: writeErr });
   try {
     const env = callerEnv(process.env);

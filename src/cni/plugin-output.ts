@@ -4,10 +4,10 @@
  * read as web streams while it runs.
  *
  * Pipes read as web streams cost a thin call about a millisecond of CPU and 0.7 MiB more of Bun's code than
- * files read once at the end (docs/performance.md, "A plugin's output in files"). The files live in a
- * tmpfs where there is one (/dev/shm on a host and in a pod, the size of a pipe's contents in memory either
- * way), else /tmp; where neither takes an O_TMPFILE (a file system without it, a container without them), the
- * caller reads pipes as before (`openOutputFiles` returns undefined). A plugin's output past `limit` is not read
+ * files read once at the end (docs/performance.md, "A plugin's output in files, and no worker threads"), so the
+ * thin plugin uses files (`useOutputFiles`): in a tmpfs where there is one (/dev/shm on a host, the size of a
+ * pipe's contents in memory either way), else /tmp; where neither takes an O_TMPFILE (a file system without it),
+ * and in the daemon, the caller reads pipes (`openOutputFiles` returns undefined). A plugin's output past `limit` is not read
  * (a pipe's was read and dropped); what a background child of the plugin writes after the plugin is gone is not
  * waited for.
  */
@@ -16,12 +16,17 @@ import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 /** Linux's O_TMPFILE (__O_TMPFILE | O_DIRECTORY); node:fs has no constant for it. */
 const O_TMPFILE = 0o20200000;
 
-let candidates: readonly string[] = ['/dev/shm', '/tmp'];
+/** Where the unnamed files may go, in order; none (the default, the daemon's): pipes. */
+let candidates: readonly string[] = [];
 /** The directory that took the first pair in this process; null once none of `candidates` did. */
 let chosen: string | null | undefined;
 
-/** For the tests: the directories to try from now on (none: every plugin's output goes through pipes). */
-export function useOutputDirs(dirs: readonly string[]): void {
+/**
+ * From now on a plugin's output goes to unnamed files in the first of `dirs` that takes them. The thin plugin's
+ * choice (cli.ts), which serves one call; the daemon keeps its pipes: in the bench its anonymous memory while
+ * busy was 1-3 MiB higher with the files (docs/performance.md). The tests give other directories, or none.
+ */
+export function useOutputFiles(dirs: readonly string[] = ['/dev/shm', '/tmp']): void {
   candidates = dirs;
   chosen = undefined;
 }

@@ -4,7 +4,7 @@
  *
  *   {"op":"exec","path":P,"stdin":S,"env":{...},"timeoutMs":N}  execPlugin (cni/exec.ts: Bun.spawn)
  *     (+ "holdWriteMs":M: the driver keeps P open for writing M ms first, so its first exec is "text file busy")
- *     (+ "outputDirs":[...]: where the plugin's unnamed output files may go (cni/plugin-output.ts); [] for pipes)
+ *     (+ "outputDirs":[...]: where the plugin's unnamed output files may go (cni/plugin-output.ts); none: pipes)
  *   {"op":"kube","kubeconfig":K,"timeoutMs":N,"calls":[{"fn":"getPod","args":[...]}, ...]}
  *                                                               the lean client (k8s/client.ts: fetch)
  *   {"op":"lock","path":P,"waitMs":N}  base/file-lock.ts in one process: the lock taken, a second try of the same
@@ -21,7 +21,7 @@ import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { lockFile, lockName } from '../../src/base/file-lock.ts';
 import { silentLogger } from '../../src/base/log.ts';
 import { execPlugin } from '../../src/cni/exec.ts';
-import { useOutputDirs } from '../../src/cni/plugin-output.ts';
+import { useOutputFiles } from '../../src/cni/plugin-output.ts';
 import { loadKubeClient } from '../../src/k8s/client.ts';
 
 type Json = Record<string, unknown>;
@@ -32,7 +32,7 @@ const errorOf = (e: unknown): Json => {
 };
 
 async function exec(req: Json): Promise<Json> {
-  if (Array.isArray(req.outputDirs)) useOutputDirs(req.outputDirs as string[]);
+  if (Array.isArray(req.outputDirs)) useOutputFiles(req.outputDirs as string[]);
   const t = performance.now();
   if (typeof req.holdWriteMs === 'number') {
     const fd = openSync(req.path as string, 'r+');
