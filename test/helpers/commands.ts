@@ -13,12 +13,17 @@ export function withContext(req: CniRequest, conf: MultusConf, deps: CommandDeps
 
 /** A command's deps with Kubernetes: `exec` and `kube` given, readiness always met, a real clock, no log. */
 export function kubeDeps(exec: Exec, kube: KubeClient): CommandDeps {
+  return { ...localDeps(exec), kube: async () => kube, clock: { now: () => Date.now(), sleep: async () => {} } };
+}
+
+/** A command's deps without Kubernetes: `exec` given, readiness always met, the clock at 0, no log. */
+export function localDeps(exec: Exec): CommandDeps {
   return {
     exec,
     log: silentLogger,
     readiness: { exists: async () => true, sleep: async () => {} },
     env: {},
-    kube: async () => kube,
-    clock: { now: () => Date.now(), sleep: async () => {} },
+    kube: async () => undefined,
+    clock: { now: () => 0, sleep: async () => {} },
   };
 }

@@ -11,12 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { backgroundSyncs, deferBackgroundSyncs, runDeferredSyncs, writeFileAtomic } from '../../../src/base/files.ts';
-import { silentLogger } from '../../../src/base/log.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
 import { cmdAdd } from '../../../src/multus/commands/add.ts';
-import type { CommandDeps } from '../../../src/multus/commands/context.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
-import { withContext } from '../../helpers/commands.ts';
+import { localDeps, withContext } from '../../helpers/commands.ts';
 import { FakeExec } from '../../helpers/fake-exec.ts';
 
 /** Every fsync(2) this file's code makes, by path of the fd; the synchronous one fails with EIO while `fail`. */
@@ -86,18 +84,10 @@ describe('an ADD in the thin plugin (deferBackgroundSyncs)', () => {
       JSON.stringify({ cniVersion: '1.1.0', name: 'multus-cni-network', type: 'multus', cniDir, delegates: TWO }),
     );
     const vars = { CNI_CONTAINERID: 'cid1', CNI_NETNS: '/var/run/netns/x', CNI_IFNAME: 'eth0', CNI_PATH: '/x' };
-    const deps: CommandDeps = {
-      exec,
-      log: silentLogger,
-      readiness: { exists: async () => true, sleep: async () => {} },
-      env: {},
-      kube: async () => undefined,
-      clock: { now: () => 0, sleep: async () => {} },
-    };
     return withContext(
       parseRequest('ADD', { CNI_COMMAND: 'ADD', ...vars, CNI_ARGS: 'IgnoreUnknown=1' }, stdin),
       parseMultusConf(stdin),
-      deps,
+      localDeps(exec),
     );
   };
   beforeEach(() => {

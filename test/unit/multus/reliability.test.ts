@@ -26,7 +26,6 @@ import {
   TEMP_MAX_AGE_MS,
   writeFileAtomic,
 } from '../../../src/base/files.ts';
-import { silentLogger } from '../../../src/base/log.ts';
 import { execPlugin } from '../../../src/cni/exec.ts';
 import type { Command } from '../../../src/cni/request.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
@@ -38,7 +37,7 @@ import { parseMultusConf } from '../../../src/multus/conf.ts';
 import { handle } from '../../../src/host/handle.ts';
 import { createHost } from '../../../src/host/host.ts';
 import { findNonUtf8CniVar, firstInvalidUtf8 } from '../../../src/host/raw-env.ts';
-import { withContext } from '../../helpers/commands.ts';
+import { localDeps, withContext } from '../../helpers/commands.ts';
 import { FakeExec } from '../../helpers/fake-exec.ts';
 import { testNetns } from '../../helpers/netns.ts';
 
@@ -95,14 +94,7 @@ let exec: FakeExec;
 let deps: CommandDeps;
 beforeEach(() => {
   exec = new FakeExec('p0', 'p1', 'p2');
-  deps = {
-    exec,
-    log: silentLogger,
-    readiness: { exists: async () => true, sleep: async () => {} },
-    env: {},
-    kube: async () => undefined,
-    clock: { now: () => 0, sleep: async () => {} },
-  };
+  deps = localDeps(exec);
 });
 
 describe('D1: temp files of interrupted atomic writes', () => {
