@@ -83,7 +83,8 @@ function syncInBackground(path: string, fd: number): void {
     fsync(fd, (err) => close(fd, () => resolve(err ? new Error(`fsync of ${path}: ${err.message}`) : undefined))),
   );
   set.add(done);
-  void done.then(() => set.delete(done));
+  // A failure stays until a wait reported it: a delegate slower than the disk must not let it go unseen.
+  void done.then((err) => err || set.delete(done));
 }
 
 /**
@@ -105,14 +106,19 @@ export function runDeferredSyncs(): void {
 
 /**
  * Waits for the background fsyncs of files in `dir` (writeFileAtomic with 'background'; deferred ones run now);
- * throws a CniError when one failed, as a synchronous fsync would have.
+ * throws a CniError when one failed, as a synchronous fsync would have, also one that failed before this wait. A
+ * failure is reported to the waits already waiting for it, or else to the next one, then forgotten: in the
+ * daemon, whose calls share the cache dir, that may be another container's ADD than the one that wrote the file
+ * (the disk is the node's; docs/reliability.md).
  */
 export async function backgroundSyncs(dir: string): Promise<void> {
   runDeferredSyncs();
-  const pending = [...(syncing.get(dir) ?? [])];
-  for (const err of await Promise.all(pending)) {
-    if (err) throw new CniError(CniCode.IoFailure, `${err.message}; check the disk`, { cause: err });
-  }
+  const set = syncing.get(dir);
+  const pending = [...(set ?? [])];
+  const errors = await Promise.all(pending);
+  pending.forEach((p, i) => errors[i] && set?.delete(p)); // reported: forgotten
+  const err = errors.find((e) => e !== undefined);
+  if (err) throw new CniError(CniCode.IoFailure, `${err.message}; check the disk`, { cause: err });
 }
 
 /**

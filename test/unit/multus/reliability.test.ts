@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
+  backgroundSyncs,
   readOutcome,
   removeIfPresent,
   sweepTempFiles,
@@ -343,5 +344,13 @@ describe('a failed background fsync of the scratch cache (docs/reliability.md, "
     expect(exec.calls()).toEqual(['ADD p0 eth0', 'DEL p0 eth0']);
     expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
     expect(existsSync(join(cniDir, 'results')) ? readdirSync(join(cniDir, 'results')) : []).toEqual([]);
+  });
+
+  it('a failed fsync that ended before anyone waited for it still fails the wait (a delegate slower than the disk)', async () => {
+    failFsync.on = true;
+    writeFileAtomic(join(cniDir, 'cid1'), '[]', 0o600, { durable: 'background' });
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the fsync failed after 5 ms
+    await expect(backgroundSyncs(cniDir)).rejects.toMatchObject({ code: 5, msg: expect.stringMatching(/cid1.*EIO/) });
+    await backgroundSyncs(cniDir); // reported once: the next wait is not failed by it again
   });
 });
