@@ -37,13 +37,18 @@ export interface ExecOutput {
 export interface Exec {
   /** Absolute path of plugin `type` in the first of `dirs` that has it; CniError(7) otherwise. */
   findInPath(type: string, dirs: string[]): string;
-  /** `args`: arguments after the program (none for a plugin; the daemon's chroot wrapper passes some). */
+  /**
+   * `args`: arguments after the program (none for a plugin; the daemon's chroot wrapper passes some).
+   * `outputDir`: a directory only root can write to (the call's cache dir), where the thin plugin puts the
+   * plugin's output (plugin-output.ts); the daemon's wrappers pass none.
+   */
   execPlugin(
     path: string,
     stdin: Buffer,
     env: Record<string, string>,
     timeoutMs: number,
     args?: string[],
+    outputDir?: string,
   ): Promise<ExecOutput>;
 }
 
@@ -140,6 +145,7 @@ interface PluginRun {
   env: Record<string, string>;
   timeoutMs: number;
   args: string[];
+  outputDir: string | undefined;
 }
 
 function runOnce(run: PluginRun): Promise<ExecOutput> {
@@ -149,7 +155,7 @@ function runOnce(run: PluginRun): Promise<ExecOutput> {
 }
 
 async function runOnceBun(bun: BunRuntime, run: PluginRun): Promise<ExecOutput> {
-  const files = openOutputFiles();
+  const files = openOutputFiles(run.outputDir);
   try {
     // A process group of its own (detached: a session), so a timeout kills whatever the plugin started too.
     const child = bun.spawn([run.path, ...run.args], {
@@ -367,11 +373,12 @@ export async function execPlugin(
   env: Record<string, string>,
   timeoutMs: number,
   args: string[] = [],
+  outputDir?: string,
 ): Promise<ExecOutput> {
   for (let attempt = 1; ; attempt++) {
     if (stopped) throw new StoppingError(path);
     try {
-      return await runOnce({ path, stdin, env, timeoutMs, args });
+      return await runOnce({ path, stdin, env, timeoutMs, args, outputDir });
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // libcni raw_exec.go: a plugin binary being replaced (upgrade) is briefly "text file busy".

@@ -119,7 +119,7 @@ async function runPlugin(
   deps.log.debug(`${command} ${plugin.type} ifname=${rt?.ifName ?? ''} stdin=${stdin.toString()}`);
   let out: ExecOutput;
   try {
-    const started = deps.exec.execPlugin(path, stdin, pluginEnv(command, rt, deps), deps.timeoutMs);
+    const started = deps.exec.execPlugin(path, stdin, pluginEnv(command, rt, deps), deps.timeoutMs, [], deps.cniDir);
     runDeferredSyncs(); // while the plugin runs (the scratch cache's, in the thin plugin: base/files.ts)
     out = await started;
   } catch (e) {

@@ -5,9 +5,10 @@
  *
  * Pipes read as web streams cost a thin call about a millisecond of CPU and 0.7 MiB more of Bun's code than
  * files read once at the end (docs/performance.md, "A plugin's output in files, and no worker threads"), so the
- * thin plugin uses files (`useOutputFiles`): in a tmpfs where there is one (/dev/shm on a host, the size of a
- * pipe's contents in memory either way), else /tmp; where neither takes an O_TMPFILE (a file system without it),
- * and in the daemon, the caller reads pipes (`openOutputFiles` returns undefined). A plugin's output past `limit` is not read
+ * thin plugin uses files (`useOutputFiles`), in the cache dir its call was given: root's alone (host/prepare.ts
+ * checks it before any plugin runs), so no other user can fill the file system under them or reach them, and the
+ * root fs' reserve is root's. Where that directory takes no O_TMPFILE (a file system without it), and in the
+ * daemon, the caller reads pipes (`openOutputFiles` returns undefined). A plugin's output past `limit` is not read
  * (a pipe's was read and dropped); what a background child of the plugin writes after the plugin is gone is not
  * waited for.
  */
@@ -16,19 +17,16 @@ import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 /** Linux's O_TMPFILE (__O_TMPFILE | O_DIRECTORY); node:fs has no constant for it. */
 const O_TMPFILE = 0o20200000;
 
-/** Where the unnamed files may go, in order; none (the default, the daemon's): pipes. */
-let candidates: readonly string[] = [];
-/** The directory that took the first pair in this process; null once none of `candidates` did. */
-let chosen: string | null | undefined;
+/** Whether this process collects plugin output in files (the thin plugin) or in pipes (the default, the daemon). */
+let filesWanted = false;
 
 /**
- * From now on a plugin's output goes to unnamed files in the first of `dirs` that takes them. The thin plugin's
- * choice (cli.ts), which serves one call; the daemon keeps its pipes: in the bench its anonymous memory while
- * busy was 1-3 MiB higher with the files (docs/performance.md). The tests give other directories, or none.
+ * From now on a plugin's output goes to unnamed files where the caller gives a directory. The thin plugin's
+ * choice (cli.ts), which serves one call; the daemon keeps its pipes: in the bench its anonymous memory while busy
+ * was 1-3 MiB higher with the files (docs/performance.md).
  */
-export function useOutputFiles(dirs: readonly string[] = ['/dev/shm', '/tmp']): void {
-  candidates = dirs;
-  chosen = undefined;
+export function useOutputFiles(): void {
+  filesWanted = true;
 }
 
 export interface OutputFiles {
@@ -40,24 +38,17 @@ function openUnnamed(dir: string): number {
   return openSync(dir, constants.O_RDWR | constants.O_EXCL | O_TMPFILE, 0o600);
 }
 
-/** Two unnamed files for a plugin's stdout and stderr, or undefined when they cannot be made (use pipes). */
-export function openOutputFiles(): OutputFiles | undefined {
-  if (chosen === null) return undefined;
-  for (const dir of chosen === undefined ? candidates : [chosen]) {
-    let stdout: number | undefined;
-    try {
-      stdout = openUnnamed(dir);
-      const files = { stdout, stderr: openUnnamed(dir) };
-      chosen = dir;
-      return files;
-    } catch {
-      if (stdout !== undefined) closeSync(stdout);
-    }
+/** Two unnamed files in `dir` for a plugin's stdout and stderr, or undefined: pipes (not wanted, or not made). */
+export function openOutputFiles(dir: string | undefined): OutputFiles | undefined {
+  if (!filesWanted || dir === undefined) return undefined;
+  let stdout: number | undefined;
+  try {
+    stdout = openUnnamed(dir);
+    return { stdout, stderr: openUnnamed(dir) };
+  } catch {
+    if (stdout !== undefined) closeSync(stdout);
+    return undefined;
   }
-  // None took one at the first try: pipes from now on. A later failure of the chosen one (no fd left) is this
-  // call's only.
-  if (chosen === undefined) chosen = null;
-  return undefined;
 }
 
 /** At most `limit` bytes of what was written to `fd`, from its start. */

@@ -4,7 +4,7 @@
  *
  *   {"op":"exec","path":P,"stdin":S,"env":{...},"timeoutMs":N}  execPlugin (cni/exec.ts: Bun.spawn)
  *     (+ "holdWriteMs":M: the driver keeps P open for writing M ms first, so its first exec is "text file busy")
- *     (+ "outputDirs":[...]: where the plugin's unnamed output files may go (cni/plugin-output.ts); none: pipes)
+ *     (+ "outputDir":D: the directory the plugin's unnamed output files go to (cni/plugin-output.ts); none: pipes)
  *   {"op":"kube","kubeconfig":K,"timeoutMs":N,"calls":[{"fn":"getPod","args":[...]}, ...]}
  *                                                               the lean client (k8s/client.ts: fetch)
  *   {"op":"lock","path":P,"waitMs":N}  base/file-lock.ts in one process: the lock taken, a second try of the same
@@ -32,7 +32,7 @@ const errorOf = (e: unknown): Json => {
 };
 
 async function exec(req: Json): Promise<Json> {
-  if (Array.isArray(req.outputDirs)) useOutputFiles(req.outputDirs as string[]);
+  useOutputFiles();
   const t = performance.now();
   if (typeof req.holdWriteMs === 'number') {
     const fd = openSync(req.path as string, 'r+');
@@ -44,6 +44,8 @@ async function exec(req: Json): Promise<Json> {
       Buffer.from((req.stdin as string) ?? ''),
       (req.env as Record<string, string>) ?? {},
       (req.timeoutMs as number) ?? 10_000,
+      [],
+      req.outputDir as string | undefined,
     );
     return {
       stdout: out.stdout.toString(),

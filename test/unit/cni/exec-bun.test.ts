@@ -32,17 +32,17 @@ interface Out {
 const PATH = '/usr/bin:/bin';
 const script = (name: string, body: string): string => shellScript(dir, name, body);
 
-/** Where the output goes in each pass: unnamed files in /tmp (this machine's /dev/shm may be missing), or pipes. */
+/** Where the output goes in each pass: unnamed files in the test's directory (as in the cache dir), or pipes. */
 const OUTPUTS = [
-  { output: 'unnamed files', outputDirs: ['/tmp'], fd1: /^\/tmp\/#\d+ \(deleted\)$/ },
-  { output: 'pipes', outputDirs: [], fd1: /^socket:\[\d+\]$|^pipe:\[\d+\]$/ },
+  { output: 'unnamed files', outputDir: dir as string | undefined, fd1: new RegExp(`^${dir}/#\\d+ \\(deleted\\)$`) },
+  { output: 'pipes', outputDir: undefined, fd1: /^socket:\[\d+\]$|^pipe:\[\d+\]$/ },
 ];
 
 describe.runIf(needs(haveBun())).each(OUTPUTS)(
   'execPlugin on Bun (Bun.spawn), output to $output',
-  ({ outputDirs, fd1 }) => {
+  ({ outputDir, fd1 }) => {
     const run = (path: string, stdin: string, env: Record<string, string>, timeoutMs: number) =>
-      onBun<Out>({ op: 'exec', path, stdin, env, timeoutMs, outputDirs });
+      onBun<Out>({ op: 'exec', path, stdin, env, timeoutMs, outputDir });
 
     it('gives the plugin that output as its stdout and stderr', async () => {
       const path = script('fds', 'readlink /proc/$$/fd/1; readlink /proc/$$/fd/2 >&2');
@@ -120,7 +120,7 @@ describe.runIf(needs(haveBun())).each(OUTPUTS)(
         env: { PATH },
         timeoutMs: 5000,
         holdWriteMs: 300,
-        outputDirs,
+        outputDir,
       });
       expect(out.stdout).toBe('ok\n');
       expect(out.ms).toBeGreaterThanOrEqual(900);
