@@ -9,11 +9,11 @@
  * thin plugin's time went").
  */
 
-/** A child started by `Bun.spawn`; `stdout` and `stderr` are streams when they were piped. */
+/** A child started by `Bun.spawn`; `stdout` and `stderr` are streams when piped, else the descriptor it was given. */
 export interface BunSubprocess {
   readonly pid: number;
-  readonly stdout: ReadableStream<Uint8Array> | undefined;
-  readonly stderr: ReadableStream<Uint8Array> | undefined;
+  readonly stdout: ReadableStream<Uint8Array> | number;
+  readonly stderr: ReadableStream<Uint8Array> | number;
   /** Resolves with the exit code (128 + n after signal n) once the child is reaped. */
   readonly exited: Promise<number>;
   readonly exitCode: number | null;

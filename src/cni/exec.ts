@@ -13,7 +13,8 @@
  * docs/reliability.md, "Signals end the delegates too".
  *
  * On Bun (build/multus) a plugin is started with `Bun.spawn`, its stdout and stderr written to unnamed files read
- * once it is gone (plugin-output.ts), or where those cannot be made to pipes read as web streams: node:child_process
+ * once it is gone (the thin plugin: plugin-output.ts), else (the daemon, or no such file) to pipes read as web
+ * streams: node:child_process
  * there is built on Node streams written in JavaScript, which cost a thin call more than everything else it does
  * (docs/performance.md, "Where the thin plugin's time went"). Under Node (the unit tests) node:child_process runs
  * it; both keep the same rules: process group, bounded output, timeout, drain grace, ETXTBSY retry.

@@ -98,7 +98,8 @@ export function readBounded(stream: ReadableStream<Uint8Array>, limit: number) {
   };
 }
 
-export function pipeOf(stream: ReadableStream<Uint8Array> | undefined): ReadableStream<Uint8Array> {
-  if (!stream) throw new Error('Bun.spawn gave no pipe');
+/** The stream of a piped stdout or stderr (Bun gives the descriptor back for one that was a file). */
+export function pipeOf(stream: ReadableStream<Uint8Array> | number): ReadableStream<Uint8Array> {
+  if (typeof stream === 'number') throw new Error(`Bun.spawn gave descriptor ${stream}, not a pipe`);
   return stream;
 }
