@@ -26,6 +26,7 @@ import type { CniResult } from './result-model.ts';
 import { PluginResult, convertResult } from './result.ts';
 import { parsePluginError } from './plugin-error.ts';
 import { versionAtLeast } from '../base/versions.ts';
+import type { ReadOutcome } from '../base/files.ts';
 import { backgroundSyncs, runDeferredSyncs } from '../base/files.ts';
 
 /** What libcni calls RuntimeConf: the attachment's identity and the runtime's per-call data. */
@@ -162,10 +163,19 @@ export async function addNetwork(network: Network, rt: RuntimeConf, deps: Networ
   return result;
 }
 
+/** The attachment's result cache (cni/result-cache.ts). */
+function readCacheOf(network: Network, rt: RuntimeConf, deps: NetworkDeps): ReadOutcome<ResultCacheEntry> {
+  return readResultCache(deps.cniDir, network.name, rt.containerId, rt.ifName);
+}
+
 /** The cached ADD result converted to the network's version, or undefined (missing, unreadable, < 0.4.0). */
-function cachedResult(network: Network, rt: RuntimeConf, deps: NetworkDeps): CniResult | undefined {
+function cachedResult(
+  network: Network,
+  rt: RuntimeConf,
+  deps: NetworkDeps,
+  cached: ReadOutcome<ResultCacheEntry>,
+): CniResult | undefined {
   if (!versionAtLeast(network.cniVersion, '0.4.0')) return undefined;
-  const cached = readResultCache(deps.cniDir, network.name, rt.containerId, rt.ifName);
   if (cached.kind === 'missing') return undefined;
   if (cached.kind === 'corrupt') {
     deps.log.error(`ignoring the result cache of ${network.name}/${rt.ifName}: ${cached.error.msg}`);
@@ -184,11 +194,17 @@ function cachedResult(network: Network, rt: RuntimeConf, deps: NetworkDeps): Cni
 /**
  * DEL in reverse chain order. Without a result cache the attachment's ADD never completed; a plugin of it that
  * cannot even be started then ran nothing that DEL could undo, so it is logged and skipped instead of failing
- * every DEL of the pod forever. With a result cache such a plugin is a failure as before.
+ * every DEL of the pod forever. With a result cache such a plugin is a failure as before. The cache is read once,
+ * here, unless the caller read this very file already (DEL's plan lists the container's caches, under its lock).
  */
-export async function delNetwork(network: Network, rt: RuntimeConf, deps: NetworkDeps): Promise<void> {
-  const prevResult = cachedResult(network, rt, deps);
-  const attached = readResultCache(deps.cniDir, network.name, rt.containerId, rt.ifName).kind !== 'missing';
+export async function delNetwork(
+  network: Network,
+  rt: RuntimeConf,
+  deps: NetworkDeps,
+  cached: ReadOutcome<ResultCacheEntry> = readCacheOf(network, rt, deps),
+): Promise<void> {
+  const prevResult = cachedResult(network, rt, deps, cached);
+  const attached = cached.kind !== 'missing';
   const failures: CniError[] = [];
   for (const plugin of [...network.plugins].reverse()) {
     const stdin = buildPluginConfig(network, plugin, prevResult, rt.capabilityArgs);
@@ -216,7 +232,7 @@ export async function delNetwork(network: Network, rt: RuntimeConf, deps: Networ
 /** CHECK in chain order with the cached result. Returns false when the network's version cannot CHECK. */
 export async function checkNetwork(network: Network, rt: RuntimeConf, deps: NetworkDeps): Promise<boolean> {
   if (!versionAtLeast(network.cniVersion, '0.4.0') || network.disableCheck) return false;
-  const prevResult = cachedResult(network, rt, deps);
+  const prevResult = cachedResult(network, rt, deps, readCacheOf(network, rt, deps));
   for (const plugin of network.plugins) {
     const stdin = buildPluginConfig(network, plugin, prevResult, rt.capabilityArgs);
     try {

@@ -10,7 +10,9 @@
  * silent success (k8snetworkplumbingwg/multus-cni#948, #1087); a corrupt result cache that nothing else explains fails
  * the DEL.
  */
-import { listResultCaches } from '../../cni/result-cache.ts';
+import type { ResultCacheEntry } from '../../cni/result-cache.ts';
+import { listResultCaches, resultCachePath } from '../../cni/result-cache.ts';
+import type { ReadOutcome } from '../../base/files.ts';
 import type { CachedDelegate } from '../scratch-cache.ts';
 import { readScratchCacheEntries, removeScratchCache } from '../scratch-cache.ts';
 import { sweepCacheTemps } from '../sweep.ts';
@@ -32,6 +34,8 @@ import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
 interface Teardown {
   network: Network;
   rt: RuntimeConf;
+  /** Its result cache, when the plan's listing read it (delNetwork reads it otherwise). */
+  cached?: ReadOutcome<ResultCacheEntry>;
 }
 
 interface DelPlan {
@@ -46,9 +50,9 @@ interface DelPlan {
 export async function cmdDel(ctx: CallContext): Promise<void> {
   const plan = await planTeardowns(ctx);
   const failures: CniError[] = [];
-  for (const { network, rt } of [...plan.teardowns].reverse()) {
+  for (const { network, rt, cached } of [...plan.teardowns].reverse()) {
     try {
-      await delNetwork(network, rt, ctx.net);
+      await delNetwork(network, rt, ctx.net, cached);
       removeDeviceInfoOf(ctx, rt);
     } catch (e) {
       failures.push(
@@ -93,13 +97,17 @@ async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
       );
     attachments = planAttachments(inheritListVersion(await currentDelegates(ctx), conf.cniVersion), req.ifName);
   }
-  const teardowns = attachments.map((a) => ({
-    network: a.network,
-    rt: runtimeConfFor(ctx, a, 'DEL'),
-  }));
+  // The container's result caches, each read once: a teardown of the plan takes the one at its own path.
+  const listed = listResultCaches(conf.cniDir, { containerId: req.containerId });
+  const byPath = new Map(listed.map(({ path, outcome }) => [path, outcome]));
+  const teardown = (network: Network, rt: RuntimeConf): Teardown => {
+    const cached = listedCache(byPath, conf.cniDir, network, rt);
+    return { network, rt, ...(cached ? { cached } : {}) };
+  };
+  const teardowns = attachments.map((a) => teardown(a.network, runtimeConfFor(ctx, a, 'DEL')));
   const known = new Set(teardowns.map((t) => `${t.network.name}\0${t.rt.ifName}`));
   const corruptResults: DelPlan['corruptResults'] = [];
-  for (const { path, outcome } of listResultCaches(conf.cniDir, { containerId: req.containerId })) {
+  for (const { path, outcome } of listed) {
     if (outcome.kind === 'corrupt') {
       const covered = teardowns.some((t) => path.endsWith(`/${t.network.name}-${req.containerId}-${t.rt.ifName}`));
       corruptResults.push({ path, covered, error: outcome.error.msg });
@@ -110,10 +118,9 @@ async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
     if (known.has(`${entry.networkName}\0${entry.ifName}`)) continue;
     try {
       const network = parseNetwork(entry.config);
-      teardowns.push({
-        network,
-        rt: { ...runtimeConfFromCache(entry), containerId: req.containerId, netns: req.netns },
-      });
+      teardowns.push(
+        teardown(network, { ...runtimeConfFromCache(entry), containerId: req.containerId, netns: req.netns }),
+      );
       known.add(`${entry.networkName}\0${entry.ifName}`);
     } catch (e) {
       corruptResults.push({ path, covered: false, error: messageOf(e) });
@@ -121,6 +128,23 @@ async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
   }
   const scratchCorrupt = scratch.kind === 'corrupt' || (cached?.skipped ?? 0) > 0;
   return { teardowns, attachments, corruptResults, scratchCorrupt };
+}
+
+/**
+ * The listing's read of the result cache at the teardown's own path, or undefined: delNetwork then reads that path
+ * itself (and reports a name no cache path can have as that attachment's failure).
+ */
+function listedCache(
+  byPath: Map<string, ReadOutcome<ResultCacheEntry>>,
+  cniDir: string,
+  network: Network,
+  rt: RuntimeConf,
+): ReadOutcome<ResultCacheEntry> | undefined {
+  try {
+    return byPath.get(resultCachePath(cniDir, network.name, rt.containerId, rt.ifName));
+  } catch {
+    return undefined;
+  }
 }
 
 /**

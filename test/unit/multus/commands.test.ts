@@ -178,6 +178,23 @@ describe('DEL', () => {
     expect(readdirSync(join(cniDir, 'results'))).toEqual([]);
   });
 
+  it("reads each result cache once: a teardown gets the plan's read, not a second one", async () => {
+    // The plan lists the container's caches under its lock; prevResult and "was it attached" come from that one
+    // read, so what a teardown's delegate then does to another attachment's file is not what that attachment had.
+    const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
+    await added(exec);
+    const cluster = join(cniDir, 'results', 'cluster-cid1-eth0');
+    exec.returns['p3 DEL'] = () => {
+      writeFileSync(cluster, '');
+      return {};
+    };
+    const { req, conf } = request('DEL', multusConf());
+    await cmdDel(...withContext(req, conf, deps(exec)));
+    expect(exec.calls()).toEqual(['DEL p3 net2', 'DEL p2 net1', 'DEL p1 net1', 'DEL p0 eth0']);
+    expect(exec.received[3]!.stdin.prevResult).toMatchObject({ interfaces: [{ name: 'eth0' }] });
+    expect(existsSync(cluster)).toBe(false);
+  });
+
   it('with retryDeleteOnError keeps the scratch cache after a failure', async () => {
     const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
     await added(exec, { retryDeleteOnError: true });
