@@ -11,7 +11,8 @@ var (
 	fastHeldPrefix    = heldPrefix
 	fastLauncherVar   = launcherVar + "="
 	fastPayloadPrefix = payloadPrefix
-	fastPluginEnv     = pluginEnv
+	fastPluginJSC     = pluginJSC
+	fastPluginMalloc  = pluginMalloc
 )
 
 // The fast path compares argv[0]'s base name with the three longRunningNames: a compile error if that changes.

@@ -6,7 +6,8 @@
 // the CNI plugin run as runtimes run it (argv[0] alone, not one of longRunningNames) it does what main() does for
 // that role with raw system calls, before the Go runtime starts (which costs a call about 1.5 ms of CPU): every
 // caller variable NAME=value becomes MULTUS_TS_HELD_NAME=value in the caller's order (empty entries dropped, as
-// syscall.Environ does), then MULTUS_TS_LAUNCHER=<readlink /proc/self/exe>, then pluginEnv, and it execs
+// syscall.Environ does), then MULTUS_TS_LAUNCHER=<readlink /proc/self/exe>, then pluginJSC and pluginMalloc, and
+// it execs
 // <that directory>/.multus-bun-<payloadID> with argv unchanged. Everything else goes on, with the stack as the
 // kernel gave it, to the Go runtime's entry and main(), which decide: another role, a key given twice
 // (syscall.Environ keeps the first only), a path /proc/self/exe names as deleted, anything too long, and an exec
@@ -33,7 +34,9 @@ TEXT ·fastEntry(SB), NOSPLIT|NOFRAME, $0-0
 	JEQ  fallback
 	CMPQ ·fastPayloadPrefix+8(SB), $0
 	JEQ  fallback
-	CMPQ ·fastPluginEnv+8(SB), $0
+	CMPQ ·fastPluginJSC+8(SB), $0
+	JEQ  fallback
+	CMPQ ·fastPluginMalloc+8(SB), $0
 	JEQ  fallback
 	CMPQ ·payloadID+8(SB), $0
 	JEQ  fallback
@@ -146,19 +149,20 @@ dupOuterNext:
 	JMP  dupOuter
 dupDone:
 
-	// one anonymous mapping: the new envp (R15 + 3 slots), then its strings
+	// one anonymous mapping: the new envp (R15 + 4 slots), then its strings
 	MOVQ ·fastHeldPrefix+8(SB), AX
 	INCQ AX
 	IMULQ R15, AX
 	ADDQ R14, AX
-	LEAQ 3(R15), CX
+	LEAQ 4(R15), CX
 	SHLQ $3, CX
 	ADDQ CX, AX
-	ADDQ $(2*PATH_MAX+4), AX // the path twice (readlink's buffer, the directory), four NULs
+	ADDQ $(2*PATH_MAX+5), AX // the path twice (readlink's buffer, the directory), five NULs
 	ADDQ ·fastLauncherVar+8(SB), AX
 	ADDQ ·fastPayloadPrefix+8(SB), AX
 	ADDQ ·payloadID+8(SB), AX
-	ADDQ ·fastPluginEnv+8(SB), AX
+	ADDQ ·fastPluginJSC+8(SB), AX
+	ADDQ ·fastPluginMalloc+8(SB), AX
 	MOVQ AX, SI
 	XORQ DI, DI
 	MOVQ $3, DX     // PROT_READ|PROT_WRITE
@@ -170,7 +174,7 @@ dupDone:
 	CMPQ AX, $-4096
 	JHI  fallback
 	MOVQ AX, BX
-	LEAQ 3(R15), R9
+	LEAQ 4(R15), R9
 	LEAQ (BX)(R9*8), R9
 
 	// envp[R15]: MULTUS_TS_LAUNCHER=<this executable>
@@ -218,15 +222,22 @@ slash:
 	MOVB $0, (DI)
 	LEAQ 1(DI), R9
 
-	// envp[R15+1]: the plugin's setting; envp[R15+2]: NULL
+	// envp[R15+1], envp[R15+2]: the plugin's settings; envp[R15+3]: NULL
 	MOVQ R9, 8(BX)(R15*8)
 	MOVQ R9, DI
-	MOVQ ·fastPluginEnv(SB), SI
-	MOVQ ·fastPluginEnv+8(SB), CX
+	MOVQ ·fastPluginJSC(SB), SI
+	MOVQ ·fastPluginJSC+8(SB), CX
 	REP; MOVSB
 	MOVB $0, (DI)
 	LEAQ 1(DI), R9
-	MOVQ $0, 16(BX)(R15*8)
+	MOVQ R9, 16(BX)(R15*8)
+	MOVQ R9, DI
+	MOVQ ·fastPluginMalloc(SB), SI
+	MOVQ ·fastPluginMalloc+8(SB), CX
+	REP; MOVSB
+	MOVB $0, (DI)
+	LEAQ 1(DI), R9
+	MOVQ $0, 24(BX)(R15*8)
 
 	// envp[0..R15): MULTUS_TS_HELD_<entry>, in the caller's order
 	MOVQ R13, R8

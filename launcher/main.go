@@ -33,8 +33,10 @@ const (
 	payloadPrefix = ".multus-bun-"
 	heldPrefix    = "MULTUS_TS_HELD_"
 	launcherVar   = "MULTUS_TS_LAUNCHER"
-	// pluginEnv is the CNI plugin's one runtime setting (roleEnv), also given by the fast path (fastpath.go).
-	pluginEnv = "BUN_JSC_useJIT=0"
+	// pluginJSC and pluginMalloc are the CNI plugin's runtime settings (roleEnv), also given by the fast path
+	// (fastpath.go).
+	pluginJSC    = "BUN_JSC_useJIT=0"
+	pluginMalloc = "MIMALLOC_PURGE_DELAY=-1"
 )
 
 // payloadID names the Bun executable this launcher carries (the first 16 hex digits of its SHA-256), set by the
@@ -48,6 +50,10 @@ var payloadID = "unset"
 // The CNI plugin (and passthru) serves one call of ~10-40 ms: without the JIT, JavaScriptCore neither sets up its
 // JIT nor compiles anything, which saves such a call more CPU and memory than any compiled code would win back
 // (docs/performance.md, "The thin plugin without the JIT"). Bun's FFI needs the JIT: the plugin uses none.
+// Nor does it give freed memory back while it runs: mimalloc, Bun's allocator for its native memory, would start a
+// thread for that ("mi-scavenger") once a delegate has exited and hand back pages the call then faults in again,
+// about 0.9 ms of a DEL's CPU; the process's memory goes back when it exits, a few ms later (docs/performance.md,
+// "No allocator thread in a call").
 //
 // The daemon runs its JavaScript in JavaScriptCore's interpreter too, with the JIT set up (its FFI needs that) but
 // none of the compiling tiers: a request's own JavaScript is a small part of its cost, and the compilers' work and
@@ -56,7 +62,7 @@ var payloadID = "unset"
 // executable's pages mapped, a lower burst high-water (docs/performance.md, "The daemon without the compilers").
 var roleEnv = map[string][]string{
 	"daemon": {"BUN_JSC_useBaselineJIT=0", "BUN_JSC_useDFGJIT=0", "BUN_JSC_useFTLJIT=0", "BUN_JSC_useRegExpJIT=0"},
-	"plugin": {pluginEnv},
+	"plugin": {pluginJSC, pluginMalloc},
 }
 
 // longRunningNames are the names of Multus' programs the executable also serves (install/entrypoints.ts). An
