@@ -96,12 +96,22 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
 }
 
 /**
- * Written in pieces this large, for when the page-cache drop below cannot run (no FFI): the kernel caches a file
- * written in 1 MiB pieces in folios as large, and every process that runs it then maps up to a whole folio per page
- * fault instead of 64 KiB (a thin VERSION peaked at 52 MiB from such a copy against 26 from 32 KiB pieces or a
- * dropped copy; docs/performance.md, "The installed executable's page cache").
+ * Written in pieces this large: the kernel caches a file as it was written, in folios as large as its pieces, and a
+ * page fault maps the whole folio. From 1 MiB pieces a thin VERSION peaked at 52 MiB; from 32 KiB pieces at 26, as
+ * from disk, and a delegates-only call ran 1.4-1.9 ms faster than from disk, because a fault maps four folios
+ * instead of sixteen pages. Larger pieces map more than the fault-around window here: the Bun executable's code
+ * lies 32 KiB off a 64 KiB boundary in the file (docs/performance.md, "The installed executable's page cache").
  */
 const COPY_PIECE = 32 << 10;
+
+/**
+ * Whether the copy named `name` keeps its pages in the page cache: the executables a call runs, the Bun executable
+ * (`.multus-bun-<id>`) and the shim, as written (above). The launcher's file is dropped: all but its first few MiB
+ * are the Bun executable it carries, which no call runs from there.
+ */
+function keepsCopyCached(name: string): boolean {
+  return name.startsWith(PAYLOAD_PREFIX) || name === 'multus-shim';
+}
 
 /** Advises the files' clean, unmapped pages out of the page cache (best effort: nothing without Bun's FFI). */
 function dropFromPageCache(...fds: number[]): void {
@@ -111,8 +121,9 @@ function dropFromPageCache(...fds: number[]): void {
 
 /**
  * Copies `src` to `<destDir>/<name>` (mode 0755) through `<destDir>/<tmpName>` (default `_<name>.new`), then lets
- * the copy's and the source's pages leave the page cache (best effort, where Bun's FFI is there): the first run of
- * either reads it from disk, as after a reboot.
+ * the source's pages leave the page cache, and the copy's unless a call runs it (`keepsCopyCached`); best effort,
+ * where Bun's FFI is there. Reading the source cached it in the large folios readahead makes, and the resident
+ * daemon runs that very file from the image.
  */
 export async function copyExecutableAtomic(
   src: string,
@@ -136,9 +147,8 @@ export async function copyExecutableAtomic(
       while (off < n) off += writeSync(fout, buf, off, n - off);
     }
     fsyncSync(fout);
-    // clean once fsynced, so the advice drops them; a failure leaves them cached, as any copy's. The source's too:
-    // reading it cached it in folios as large as readahead made them, and in the image the daemon runs that file
-    dropFromPageCache(fout, fin);
+    // clean once fsynced, so the advice drops them; a failure leaves them cached, as any copy's
+    dropFromPageCache(...(keepsCopyCached(name) ? [fin] : [fout, fin]));
     closeSync(fout);
     fout = -1;
     await chmod(tmp, 0o755);
