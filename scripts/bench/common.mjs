@@ -4,8 +4,19 @@
  * rotated rounds that interleave the units of a scenario.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
-import { delimiter, dirname, join, resolve } from 'node:path';
+import {
+  closeSync,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { basename, delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -108,6 +119,48 @@ export function evictPageCache(files) {
     if (r.status === 0) done.push(f);
     else say(`page cache: cannot drop ${f}: ${(r.stderr || r.error?.message || '').trim()}`);
   }
+  return done;
+}
+
+/**
+ * Writes each file again, in place, as its installer leaves it on a node: a temp file in its directory, fsynced and
+ * renamed over it. `pieces`: as `multus install` copies (src/install/files.ts): 32 KiB writes, and the page cache
+ * keeps them as written; `piecesDropped`: the same, then dropped from the page cache (the launcher's file); `copied`:
+ * as Go Multus' installers copy (`io.Copy` between two files is copy_file_range(2); so is `cp`'s). Returns the
+ * files, by how each was written (docs/performance.md, "The installed executable's page cache").
+ */
+export function rewriteAsInstalled({ pieces = [], piecesDropped = [], copied = [] }) {
+  const done = { pieces_32k_kept: [], pieces_32k_dropped: [], copy_file_range_kept: [] };
+  const rewrite = (f, how) => {
+    const tmp = join(dirname(f), `.${basename(f)}.bench-${process.pid}`);
+    try {
+      if (how === 'copy') {
+        const r = spawnSync('cp', ['--preserve=mode', f, tmp], { encoding: 'utf8' });
+        if (r.status !== 0) throw new Error((r.stderr || r.error?.message || '').trim());
+      } else {
+        const fin = openSync(f, 'r');
+        const fout = openSync(tmp, 'wx', statSync(f).mode & 0o7777);
+        const buf = Buffer.allocUnsafe(32 << 10);
+        for (let n; (n = readSync(fin, buf, 0, buf.length, null)) > 0;)
+          for (let off = 0; off < n;) off += writeSync(fout, buf, off, n - off);
+        closeSync(fin);
+        closeSync(fout);
+      }
+      const fd = openSync(tmp, 'r');
+      fsyncSync(fd);
+      closeSync(fd);
+      renameSync(tmp, f);
+      return true;
+    } catch (e) {
+      rmSync(tmp, { force: true });
+      say(`page cache: cannot write ${f} again: ${e.message}`);
+      return false;
+    }
+  };
+  for (const f of new Set(pieces)) if (f && rewrite(f, 'pieces')) done.pieces_32k_kept.push(f);
+  for (const f of new Set(piecesDropped))
+    if (f && rewrite(f, 'pieces') && evictPageCache([f]).length) done.pieces_32k_dropped.push(f);
+  for (const f of new Set(copied)) if (f && rewrite(f, 'copy')) done.copy_file_range_kept.push(f);
   return done;
 }
 

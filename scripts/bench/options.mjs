@@ -36,6 +36,8 @@ export function usage(code) {
       `                       thin plugin beside Go thin alone (no daemon, no RSS pairs)\n` +
       `  --gomultus DIR       Go Multus v4.3.0 binaries, default .cache/gomultus (test/peers/build-gomultus.sh)\n` +
       `  --rss-go             also run the RSS pairs through Go Multus thick's daemon\n` +
+      `  --page-cache S       every mode's executables as after a reboot (cold, the default: dropped from the page\n` +
+      `                       cache, read from disk) or as each one's installer leaves them (installed)\n` +
       `scenario density (only when asked for: --scenario density; root, the kubelet node's peers, kube-burner):\n` +
       `  --pods N             pods per run, default 100\n` +
       `  --density-modes A,B  modes, in this order (then reversed), default ${DENSITY_MODES.join(',')};\n` +
@@ -72,6 +74,7 @@ function defaults() {
     concurrency: 100,
     gomultus: null,
     rssGo: false,
+    pageCache: 'cold',
     modes: RESIDENT_MODES,
     pods: 100,
     densityModes: DENSITY_MODES,
@@ -111,7 +114,10 @@ export function parseArgs(argv) {
     else if (k === '--concurrency') o.concurrency = int();
     else if (k === '--gomultus') o.gomultus = resolve(next());
     else if (k === '--rss-go') o.rssGo = true;
-    else if (k === '--pods') o.pods = int();
+    else if (k === '--page-cache') {
+      o.pageCache = next();
+      if (!['cold', 'installed'].includes(o.pageCache)) usage(2);
+    } else if (k === '--pods') o.pods = int();
     else if (k === '--no-burst') o.burst = false;
     else if (k === '--shim-calls') o.shimCalls = int();
     else if (k === '--shim-daemon-delay') o.shimDaemonDelay = int();

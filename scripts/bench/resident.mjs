@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
-import { cniEnv, evictPageCache, fail, r2, say } from './common.mjs';
+import { cniEnv, evictPageCache, fail, r2, rewriteAsInstalled, say } from './common.mjs';
 import { startGoDaemon, startTsDaemon } from './daemons.mjs';
 import { startHelper } from './k8s-helper.mjs';
 import { concurrency, measureConfig, rssPairs } from './resident-measure.mjs';
@@ -41,6 +41,38 @@ export const description =
 /** Where build-gomultus.sh puts Go Multus (MULTUS_TS_CACHE_DIR or <root>/.cache), or --gomultus DIR. */
 export function gomultusDir(root, opt) {
   return opt || join(process.env.MULTUS_TS_CACHE_DIR || join(root, '.cache'), 'gomultus');
+}
+
+/**
+ * Every executable of every mode in one state (`--page-cache`): ours was just built, Go's were built long before.
+ * cold: dropped from the page cache, read from disk as after a reboot; installed: as each one's installer leaves
+ * it on a node (ours: the Bun executable and the shim in 32 KiB pieces, kept; the launcher's file dropped. Go's:
+ * copied and kept; the delegate too). The resident daemon runs the same Bun executable as the thin plugin here,
+ * where on a node it runs the image's file, which `multus install` drops.
+ */
+function pageCacheState(ctx, rc) {
+  const exeDir = dirname(ctx.exe);
+  const payloads = readdirSync(exeDir)
+    .filter((f) => f.startsWith('.multus-bun-') && !f.includes('.tmp-'))
+    .map((f) => join(exeDir, f));
+  const { bins } = rc;
+  const present = (fs) => fs.filter((f) => f && existsSync(f));
+  if (ctx.opts.pageCache === 'installed') {
+    return {
+      state: 'installed',
+      ...rewriteAsInstalled({
+        pieces: present([...payloads, bins.shim_ts]),
+        piecesDropped: present([bins.thin_ts]),
+        copied: present([bins.go_thin, bins.go_shim, bins.go_daemon, ctx.delegate.path]),
+      }),
+      why: 'as each installer leaves its files: a fault maps the folios a file was written in, and small ones cost more per fault than folios of 32 KiB',
+    };
+  }
+  return {
+    state: 'cold',
+    dropped_before_start: evictPageCache(present([...Object.values(bins), ...payloads, ctx.delegate.path])),
+    why: 'a file just written sits in the page cache in large folios and a fault maps the whole folio; every mode starts from disk',
+  };
 }
 
 /** The binaries of every mode, and why a mode cannot run here. */
@@ -234,17 +266,7 @@ export async function runResident(ctx) {
     rounds: opts.residentRounds,
     warmup_rounds: opts.warmup,
   };
-  // every executable of every mode from disk, as after a reboot: ours was just built, Go's were not
-  const exeDir = dirname(ctx.exe);
-  const payloads = readdirSync(exeDir)
-    .filter((f) => f.startsWith('.multus-bun-'))
-    .map((f) => join(exeDir, f));
-  out.page_cache = {
-    dropped_before_start: evictPageCache(
-      [...Object.values(rc.bins), ...payloads, ctx.delegate.path].filter(existsSync),
-    ),
-    why: 'a file just written sits in the page cache in large folios and a fault maps the whole folio; every mode starts from disk',
-  };
+  out.page_cache = pageCacheState(ctx, rc);
   let helper;
   try {
     await delegatesOnly(rc, out);
