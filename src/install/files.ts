@@ -3,7 +3,7 @@
  * rename), so a runtime never reads a half-written config nor execs a half-written binary.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, fdatasyncSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
 import { chmod, link, lstat, mkdir, readFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { writeFileAtomic } from '../base/files.ts';
@@ -113,6 +113,14 @@ function keepsCopyCached(name: string): boolean {
   return name.startsWith(PAYLOAD_PREFIX) || name === 'multus-shim';
 }
 
+/**
+ * While copying, the pages that are not to stay are let go every this many bytes, so that the copy never holds
+ * more page cache than the kept copy: the page cache is charged to the installing container, and under its memory
+ * limit (150Mi in deployments/multus-ts-thin.yml) the source's and the launcher's pages would otherwise push the
+ * kept copy's out (all of it, measured: docs/performance.md, "The installed copy kept in 32 KiB folios").
+ */
+const DROP_EVERY = 8 << 20;
+
 /** Advises the files' clean, unmapped pages out of the page cache (best effort: nothing without Bun's FFI). */
 function dropFromPageCache(...fds: number[]): void {
   const c = libc();
@@ -139,16 +147,21 @@ export async function copyExecutableAtomic(
     await rm(tmp, { force: true });
     fin = openSync(src, 'r');
     fout = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o700);
+    const keep = keepsCopyCached(name);
     const buf = Buffer.allocUnsafe(COPY_PIECE);
-    for (;;) {
+    for (let copied = 0; ; ) {
       const n = readSync(fin, buf, 0, buf.length, null);
       if (n === 0) break;
       let off = 0;
       while (off < n) off += writeSync(fout, buf, off, n - off);
+      copied += n;
+      if (copied % DROP_EVERY !== 0) continue;
+      if (!keep) fdatasyncSync(fout); // clean, so that the advice can drop them
+      dropFromPageCache(...(keep ? [fin] : [fout, fin]));
     }
     fsyncSync(fout);
     // clean once fsynced, so the advice drops them; a failure leaves them cached, as any copy's
-    dropFromPageCache(...(keepsCopyCached(name) ? [fin] : [fout, fin]));
+    dropFromPageCache(...(keep ? [fin] : [fout, fin]));
     closeSync(fout);
     fout = -1;
     await chmod(tmp, 0o755);
