@@ -149,7 +149,7 @@ export async function copyExecutableAtomic(
     fout = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o700);
     const keep = keepsCopyCached(name);
     const buf = Buffer.allocUnsafe(COPY_PIECE);
-    for (let copied = 0; ; ) {
+    for (let copied = 0; ;) {
       const n = readSync(fin, buf, 0, buf.length, null);
       if (n === 0) break;
       let off = 0;
