@@ -9,20 +9,23 @@
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
-  copyFileSync,
+  closeSync,
   existsSync,
+  openSync,
   readFileSync,
   renameSync,
   rmSync,
   statSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fail, log, ms, requireFromRoot, run, show } from './common.mjs';
+import { ALIGN, alignSegments, segmentSkews } from './align.mjs';
 import { COMPILED } from './launcher.mjs';
 
 // Bump when this step changes what it produces, so a stale build/multus is not reused.
-const RECIPE = 'multus-ts-bun-3';
+const RECIPE = 'multus-ts-bun-4';
 
 /**
  * What the compiled executable must not read from the machine it runs on: a runtime execs the plugin in its own
@@ -109,14 +112,33 @@ export function compile({ outdir, main, embedded, force }) {
   const args = ['build', ...COMPILE_FLAGS, `--compile-executable-path=${bun.path}`, `--root=${outdir}`];
   const r = run(bun.path, [...args, `--outfile=${out}`, main, ...embedded], { cwd: outdir });
   if (r.status !== 0 || !existsSync(out)) fail(`bun build --compile exited ${r.status}: ${r.stderr}${r.stdout}`);
-  // Bun writes the executable in a few large write(2)s; the page cache then holds it in large folios that a
-  // page fault maps whole, and every run shows more RSS (docs/build.md). A copy leaves an installed file's cache.
+  // Its segments moved to their addresses modulo 64 KiB (align.mjs), and written in 64 KiB pieces, as an install
+  // writes it: Bun writes the executable in a few large write(2)s, the page cache then holds it in large folios
+  // that a page fault maps whole, and every run shows more RSS (docs/build.md).
+  const compiled = readFileSync(out);
+  const aligned = alignSegments(compiled);
+  if (segmentSkews(aligned).some((s) => s !== 0)) fail(`${show(out)}: its segments could not be aligned`);
   const fresh = `${exe}.new`;
-  copyFileSync(out, fresh);
+  rmSync(fresh, { force: true });
+  writeInPieces(fresh, aligned, ALIGN);
   rmSync(out, { force: true });
   chmodSync(fresh, 0o755);
   renameSync(fresh, exe);
   writeFileSync(stampFile, `${stamp} ${exeId()}\n`);
-  log(`compiled ${[main, ...embedded].map((f) => basename(f)).join(' + ')} with Bun ${bun.version} in ${ms(t)}`);
+  const skews = segmentSkews(compiled).map((s) => `${s / 1024} KiB`);
+  log(
+    `compiled ${[main, ...embedded].map((f) => basename(f)).join(' + ')} with Bun ${bun.version} in ${ms(t)} ` +
+      `(segments ${skews.join(', ')} off 64 KiB, moved by ${(aligned.length - compiled.length) / 1024} KiB)`,
+  );
   return { built: true, bun };
+}
+
+/** `data` to a new file `path` in `piece`-byte write(2)s. */
+function writeInPieces(path, data, piece) {
+  const fd = openSync(path, 'wx', 0o755);
+  try {
+    for (let off = 0; off < data.length;) off += writeSync(fd, data, off, Math.min(piece, data.length - off));
+  } finally {
+    closeSync(fd);
+  }
 }
