@@ -97,12 +97,13 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
 
 /**
  * Written in pieces this large: the kernel caches a file as it was written, in folios as large as its pieces, and a
- * page fault maps the whole folio. From 1 MiB pieces a thin VERSION peaked at 52 MiB; from 32 KiB pieces at 26, as
- * from disk, and a delegates-only call ran 1.4-1.9 ms faster than from disk, because a fault maps four folios
- * instead of sixteen pages. Larger pieces map more than the fault-around window here: the Bun executable's code
- * lies 32 KiB off a 64 KiB boundary in the file (docs/performance.md, "The installed executable's page cache").
+ * page fault maps every folio its 64 KiB fault-around window touches, whole. From 1 MiB pieces a thin VERSION
+ * peaked at 52 MiB, from 64 KiB pieces at 26, as from disk; and a delegates-only call runs 2-3 ms faster than from
+ * disk, a fault mapping one folio instead of sixteen pages. 64 KiB is the window, and the build moves the Bun
+ * executable's segments to 64 KiB boundaries in the file (scripts/build-steps/align.mjs; before, its code lay
+ * 32 KiB off one and a 64 KiB folio straddled two windows; docs/performance.md, "The installed copy kept").
  */
-const COPY_PIECE = 32 << 10;
+const COPY_PIECE = 64 << 10;
 
 /**
  * Whether the copy named `name` keeps its pages in the page cache: the executables a call runs, the Bun executable
@@ -117,7 +118,7 @@ function keepsCopyCached(name: string): boolean {
  * While copying, the pages that are not to stay are let go every this many bytes, so that the copy never holds
  * more page cache than the kept copy: the page cache is charged to the installing container, and under its memory
  * limit (150Mi in deployments/multus-ts-thin.yml) the source's and the launcher's pages would otherwise push the
- * kept copy's out (all of it, measured: docs/performance.md, "The installed copy kept in 32 KiB folios").
+ * kept copy's out (most of it, measured: docs/performance.md, "The installed copy kept").
  */
 const DROP_EVERY = 8 << 20;
 

@@ -151,7 +151,7 @@ describe.runIf(built)('multus install (the executable)', () => {
       const out = await run(['install', ...n.args, '--install-binary-only']);
       expect(out).toMatchObject({ code: 0, stderr: '' });
       expect(readdirSync(n.bin)).toContain(payload);
-      // written in 32 KiB pieces and fsynced; the Bun executable's copy, which every call runs, stays cached as
+      // written in 64 KiB pieces and fsynced; the Bun executable's copy, which every call runs, stays cached as
       // written; the launcher's copy and both sources are advised out (docs/performance.md, "The installed
       // executable's page cache")
       for (const f of [join(n.bin, 'multus'), join(n.src, 'multus'), join(n.src, payload)]) {
