@@ -78,8 +78,8 @@ func extractPayload(self, dest string) error {
 	if err == nil {
 		// The copy stays in the page cache as it was written, in 64 KiB folios: a call's fault maps one of them,
 		// as many bytes as from disk and faster, the build having aligned the segments to 64 KiB
-		// (docs/performance.md, "The installed copy kept"). The payload's part of this file leaves it (best effort): readahead cached it in large folios,
-		// and no call runs it from here.
+		// (docs/performance.md, "The installed copy kept in the page cache"). The payload's part of this file
+		// leaves it (best effort): readahead cached it in large folios, and no call runs it from here.
 		syscall.Syscall6(syscall.SYS_FADVISE64, f.Fd(), uintptr(offset), uintptr(size), posixFadvDontneed, 0, 0)
 	}
 	if cerr := out.Close(); err == nil {

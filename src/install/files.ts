@@ -101,7 +101,8 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
  * peaked at 52 MiB, from 64 KiB pieces at 26, as from disk; and a delegates-only call runs 2-3 ms faster than from
  * disk, a fault mapping one folio instead of sixteen pages. 64 KiB is the window, and the build moves the Bun
  * executable's segments to 64 KiB boundaries in the file (scripts/build-steps/align.mjs; before, its code lay
- * 32 KiB off one and a 64 KiB folio straddled two windows; docs/performance.md, "The installed copy kept").
+ * 32 KiB off one and a 64 KiB folio straddled two windows). docs/performance.md, "The installed copy kept in the
+ * page cache".
  */
 const COPY_PIECE = 64 << 10;
 
@@ -118,7 +119,7 @@ function keepsCopyCached(name: string): boolean {
  * While copying, the pages that are not to stay are let go every this many bytes, so that the copy never holds
  * more page cache than the kept copy: the page cache is charged to the installing container, and under its memory
  * limit (150Mi in deployments/multus-ts-thin.yml) the source's and the launcher's pages would otherwise push the
- * kept copy's out (most of it, measured: docs/performance.md, "The installed copy kept").
+ * kept copy's out (most of it, measured: docs/performance.md, "The installed copy kept in the page cache").
  */
 const DROP_EVERY = 8 << 20;
 
