@@ -124,13 +124,13 @@ export function evictPageCache(files) {
 
 /**
  * Writes each file again, in place, as its installer leaves it on a node: a temp file in its directory, fsynced and
- * renamed over it. `pieces`: as `multus install` copies (src/install/files.ts): 32 KiB writes, and the page cache
- * keeps them as written; `piecesDropped`: the same, then dropped from the page cache (the launcher's file); `copied`:
- * as Go Multus' installers copy (`io.Copy` between two files is copy_file_range(2); so is `cp`'s). Returns the
- * files, by how each was written (docs/performance.md, "The installed executable's page cache").
+ * renamed over it. `pieces`: as `multus install` copies (src/install/files.ts): 64 KiB writes, and the page cache
+ * keeps them as written; `piecesDropped`: the same, then dropped from the page cache (the Bun executable, the
+ * launcher); `copied`: as Go Multus' installers copy (`io.Copy` between two files is copy_file_range(2); so is `cp`'s). Returns the
+ * files, by how each was written (docs/performance.md, "The installed copy kept in the page cache").
  */
 export function rewriteAsInstalled({ pieces = [], piecesDropped = [], copied = [] }) {
-  const done = { pieces_32k_kept: [], pieces_32k_dropped: [], copy_file_range_kept: [] };
+  const done = { pieces_64k_kept: [], pieces_64k_dropped: [], copy_file_range_kept: [] };
   const rewrite = (f, how) => {
     const tmp = join(dirname(f), `.${basename(f)}.bench-${process.pid}`);
     try {
@@ -140,7 +140,7 @@ export function rewriteAsInstalled({ pieces = [], piecesDropped = [], copied = [
       } else {
         const fin = openSync(f, 'r');
         const fout = openSync(tmp, 'wx', statSync(f).mode & 0o7777);
-        const buf = Buffer.allocUnsafe(32 << 10);
+        const buf = Buffer.allocUnsafe(64 << 10);
         for (let n; (n = readSync(fin, buf, 0, buf.length, null)) > 0;)
           for (let off = 0; off < n;) off += writeSync(fout, buf, off, n - off);
         closeSync(fin);
@@ -157,9 +157,9 @@ export function rewriteAsInstalled({ pieces = [], piecesDropped = [], copied = [
       return false;
     }
   };
-  for (const f of new Set(pieces)) if (f && rewrite(f, 'pieces')) done.pieces_32k_kept.push(f);
+  for (const f of new Set(pieces)) if (f && rewrite(f, 'pieces')) done.pieces_64k_kept.push(f);
   for (const f of new Set(piecesDropped))
-    if (f && rewrite(f, 'pieces') && evictPageCache([f]).length) done.pieces_32k_dropped.push(f);
+    if (f && rewrite(f, 'pieces') && evictPageCache([f]).length) done.pieces_64k_dropped.push(f);
   for (const f of new Set(copied)) if (f && rewrite(f, 'copy')) done.copy_file_range_kept.push(f);
   return done;
 }

@@ -46,9 +46,8 @@ export function gomultusDir(root, opt) {
 /**
  * Every executable of every mode in one state (`--page-cache`): ours was just built, Go's were built long before.
  * cold: dropped from the page cache, read from disk as after a reboot; installed: as each one's installer leaves
- * it on a node (ours: the Bun executable and the shim in 32 KiB pieces, kept; the launcher's file dropped. Go's:
- * copied and kept; the delegate too). The resident daemon runs the same Bun executable as the thin plugin here,
- * where on a node it runs the image's file, which `multus install` drops.
+ * it on a node (ours: written in 64 KiB pieces, the shim kept, the Bun executable and the launcher's file dropped.
+ * Go's: copied and kept; the delegate too).
  */
 function pageCacheState(ctx, rc) {
   const exeDir = dirname(ctx.exe);
@@ -61,11 +60,11 @@ function pageCacheState(ctx, rc) {
     return {
       state: 'installed',
       ...rewriteAsInstalled({
-        pieces: present([...payloads, bins.shim_ts]),
-        piecesDropped: present([bins.thin_ts]),
+        pieces: present([bins.shim_ts]),
+        piecesDropped: present([...payloads, bins.thin_ts]),
         copied: present([bins.go_thin, bins.go_shim, bins.go_daemon, ctx.delegate.path]),
       }),
-      why: 'as each installer leaves its files: a fault maps the folios a file was written in, and small ones cost more per fault than folios of 32 KiB',
+      why: 'as each installer leaves its files: a fault maps the folios a file was written in, and small ones cost more per fault than folios of 64 KiB',
     };
   }
   return {

@@ -107,19 +107,22 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
 const COPY_PIECE = 64 << 10;
 
 /**
- * Whether the copy named `name` keeps its pages in the page cache: the executables a call runs, the Bun executable
- * (`.multus-bun-<id>`) and the shim, as written (above). The launcher's file is dropped: all but its first few MiB
- * are the Bun executable it carries, which no call runs from there.
+ * Whether the copy named `name` keeps its pages in the page cache, as written (above): the shim, which every call
+ * of the resident mode runs. The Bun executable's copy is dropped: kept, a thin call ran 2.6-2.9 ms faster than
+ * from disk, but its pages are then charged to the installing container, and under deployments/multus-ts-thin.yml's
+ * 150Mi the density runs that followed put thin pods behind Go thin's in three pairs of four (nine of ten at or
+ * under before; the cause was not traced). Dropped, the first call reads it from disk and the caller's cgroup holds
+ * it. The launcher's file is dropped too: all but its first few MiB are the Bun executable it carries.
  */
 function keepsCopyCached(name: string): boolean {
-  return name.startsWith(PAYLOAD_PREFIX) || name === 'multus-shim';
+  return name === 'multus-shim';
 }
 
 /**
- * While copying, the pages that are not to stay are let go every this many bytes, so that the copy never holds
- * more page cache than the kept copy: the page cache is charged to the installing container, and under its memory
- * limit (150Mi in deployments/multus-ts-thin.yml) the source's and the launcher's pages would otherwise push the
- * kept copy's out (most of it, measured: docs/performance.md, "The installed copy kept in the page cache").
+ * While copying, the pages that are not to stay are let go every this many bytes: the page cache is charged to the
+ * installing container, and the 230 MB an install reads and writes would otherwise take it to its memory limit
+ * (150Mi in deployments/multus-ts-thin.yml) and make the kernel reclaim inside it (docs/performance.md, "The
+ * installed copy kept in the page cache").
  */
 const DROP_EVERY = 8 << 20;
 
@@ -131,7 +134,7 @@ function dropFromPageCache(...fds: number[]): void {
 
 /**
  * Copies `src` to `<destDir>/<name>` (mode 0755) through `<destDir>/<tmpName>` (default `_<name>.new`), then lets
- * the source's pages leave the page cache, and the copy's unless a call runs it (`keepsCopyCached`); best effort,
+ * the source's pages leave the page cache, and the copy's unless `keepsCopyCached`; best effort,
  * where Bun's FFI is there. Reading the source cached it in the large folios readahead makes, and the resident
  * daemon runs that very file from the image.
  */
