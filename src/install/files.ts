@@ -98,8 +98,8 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
 /**
  * Written in pieces this large: the kernel caches a file as it was written, in folios as large as its pieces, and a
  * page fault maps every folio its 64 KiB fault-around window touches, whole. From 1 MiB pieces a thin VERSION
- * peaked at 52 MiB, from 64 KiB pieces at 26, as from disk; and a delegates-only call runs 2-3 ms faster than from
- * disk, a fault mapping one folio instead of sixteen pages. 64 KiB is the window, and the build moves the Bun
+ * peaked at 52 MiB, from 64 KiB pieces at 26, as from disk; and a delegates-only call from such a copy, while it is
+ * cached, runs 2-3 ms faster than from disk, a fault mapping one folio instead of sixteen pages. 64 KiB is the window, and the build moves the Bun
  * executable's segments to 64 KiB boundaries in the file (scripts/build-steps/align.mjs; before, its code lay
  * 32 KiB off one and a 64 KiB folio straddled two windows). docs/performance.md, "The installed copy kept in the
  * page cache".
