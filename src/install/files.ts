@@ -99,10 +99,10 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
  * Written in pieces this large: the kernel caches a file as it was written, in folios as large as its pieces, and a
  * page fault maps every folio its 64 KiB fault-around window touches, whole. From 1 MiB pieces a thin VERSION
  * peaked at 52 MiB, from 64 KiB pieces at 26, as from disk; and a delegates-only call from such a copy, while it is
- * cached, runs 2-3 ms faster than from disk, a fault mapping one folio instead of sixteen pages. 64 KiB is the window, and the build moves the Bun
- * executable's segments to 64 KiB boundaries in the file (scripts/build-steps/align.mjs; before, its code lay
- * 32 KiB off one and a 64 KiB folio straddled two windows). docs/performance.md, "The installed copy kept in the
- * page cache".
+ * cached, runs 2-3 ms faster than from disk, a fault mapping one folio instead of sixteen pages. 64 KiB is the
+ * window, and the build moves the Bun executable's segments to 64 KiB boundaries in the file
+ * (scripts/build-steps/align.mjs; before, its code lay 32 KiB off one and a 64 KiB folio straddled two windows).
+ * docs/performance.md, "The installed copy kept in the page cache".
  */
 const COPY_PIECE = 64 << 10;
 
@@ -154,13 +154,15 @@ export async function copyExecutableAtomic(
     fout = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o700);
     const keep = keepsCopyCached(name);
     const buf = Buffer.allocUnsafe(COPY_PIECE);
-    for (let copied = 0; ;) {
+    for (let sinceDrop = 0; ;) {
       const n = readSync(fin, buf, 0, buf.length, null);
       if (n === 0) break;
       let off = 0;
       while (off < n) off += writeSync(fout, buf, off, n - off);
-      copied += n;
-      if (copied % DROP_EVERY !== 0) continue;
+      // by bytes since the last drop, not a multiple of DROP_EVERY: a short read must not skip every later drop
+      sinceDrop += n;
+      if (sinceDrop < DROP_EVERY) continue;
+      sinceDrop = 0;
       if (!keep) fdatasyncSync(fout); // clean, so that the advice can drop them
       dropFromPageCache(...(keep ? [fin] : [fout, fin]));
     }
