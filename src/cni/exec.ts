@@ -360,7 +360,8 @@ export function exitOnStopSignals(): void {
 }
 
 function killGroup(pid: number | undefined): void {
-  if (pid === undefined) return;
+  // kill(-0) would be kill(0): this process's own group (never a delegate's; a spawn's pid is > 1)
+  if (pid === undefined || pid <= 1) return;
   try {
     process.kill(-pid, 'SIGKILL');
   } catch {

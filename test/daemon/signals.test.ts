@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { groupGone, hangingPlugin, hungGroup } from '../helpers/groups.ts';
+import { groupGone, hangingPlugin, hungGroup, killGroups } from '../helpers/groups.ts';
 import { fileExists, isRoot, needs } from '../helpers/skip.ts';
 import { cniBody, http } from '../helpers/daemon.ts';
 import { testNetns } from '../helpers/netns.ts';
@@ -30,14 +30,9 @@ beforeEach(() => {
 afterEach(() => {
   if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   child = undefined;
-  for (const pgid of left) {
-    try {
-      process.kill(-pgid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
+  const groups = left;
   left = [];
+  killGroups(groups);
   rmSync(dir, { recursive: true, force: true });
 });
 

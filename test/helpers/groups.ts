@@ -34,7 +34,8 @@ export function hangingPlugin(dir: string, name: string, hangOn: string[], failA
     ? `echo '{"cniVersion":"1.0.0","code":11,"msg":"${name} fails its ADD"}'; exit 1`
     : `echo '{"cniVersion":"1.0.0","interfaces":[{"name":"'"$CNI_IFNAME"'","sandbox":"'"$CNI_NETNS"'"}],"ips":[{"address":"10.7.0.2/24","interface":0}]}'`;
   const hang = hangOn.map(
-    (c) => `[ "$CNI_COMMAND" = ${c} ] && { echo $$ > ${path}.$CNI_COMMAND.pid; sleep 3600 & sleep 3600; }`,
+    (c) =>
+      `[ "$CNI_COMMAND" = ${c} ] && { echo $$ > ${path}.$CNI_COMMAND.tmp && mv ${path}.$CNI_COMMAND.tmp ${path}.$CNI_COMMAND.pid; sleep 3600 & sleep 3600; }`,
   );
   writeFileSync(
     path,
@@ -44,18 +45,47 @@ export function hangingPlugin(dir: string, name: string, hangOn: string[], failA
   return path;
 }
 
-/** Waits (bounded) until `<plugin>.<command>.pid` names a group with the plugin and its child running; its pgid. */
+/**
+ * Waits (bounded) until `<plugin>.<command>.pid` names a group with the plugin and its child running; its pgid.
+ * Only a whole line counts: a file read between the shell's truncation and its write is empty, Number('') is 0,
+ * and group 0 is every kernel thread's, so a read that early once handed the tests a group whose kill (kill(0)) is
+ * their own process group's, the test runner's included.
+ */
 export async function hungGroup(plugin: string, command: string): Promise<number> {
   for (let i = 0; i < 1000; i++) {
     try {
-      const pgid = Number(readFileSync(`${plugin}.${command}.pid`, 'utf8'));
-      if (groupMembers(pgid).length >= 3) return pgid; // sh, the background sleep, the foreground sleep
+      const line = /^([1-9]\d*)\n$/.exec(readFileSync(`${plugin}.${command}.pid`, 'utf8'));
+      const pgid = line ? Number(line[1]) : 0;
+      if (pgid > 1 && groupMembers(pgid).length >= 3) return pgid; // sh, the background sleep, the foreground sleep
     } catch {
       // not written yet
     }
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`${plugin} never hung in ${command}`);
+}
+
+/** This process's own group, from /proc/self/stat. */
+function ownGroup(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+}
+
+/**
+ * SIGKILLs what is left of groups a test started (a failed test must not leave its sleeps behind). A pgid of 0 or
+ * 1, or this process's own group, is refused with an error: kill(-0) is kill(0), the caller's whole group.
+ */
+export function killGroups(pgids: number[]): void {
+  for (const pgid of pgids) {
+    if (!Number.isInteger(pgid) || pgid <= 1 || pgid === ownGroup()) {
+      throw new Error(`refusing to kill process group ${pgid}: not a group a test started`);
+    }
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
 }
 
 /** Waits (bounded) until the group is empty; the members still there otherwise. */

@@ -20,3 +20,16 @@ export function running(pid: number): boolean {
     return false;
   }
 }
+
+/**
+ * SIGKILLs one process a test started, if it is still there. A pid of 0 or 1 is refused with an error: kill(0) is
+ * the caller's whole process group (the test runner's), kill(1) is init.
+ */
+export function killPid(pid: number): void {
+  if (!Number.isInteger(pid) || pid <= 1) throw new Error(`refusing to kill pid ${pid}: not a process a test started`);
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone
+  }
+}

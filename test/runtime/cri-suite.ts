@@ -31,6 +31,7 @@ import { chmod, copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promises
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { needs } from '../helpers/skip.ts';
+import { killPid } from '../helpers/procs.ts';
 import { type Cluster, k8sRequirements, startCluster } from '../k8s/cluster.ts';
 import {
   ApiTunnel,
@@ -530,7 +531,7 @@ function suiteBody(mode: Mode, extra: ((s: CriSuite) => void) | undefined, kind:
       // the "reboot": CRI-O and the sandbox gone, and with /var/run CRI-O's version file (so it wipes its
       // containers on start, as after a real reboot); the sandbox's netns file (a bind mount) stays here
       await rt.stopContainerd();
-      process.kill(sb.pid, 'SIGKILL');
+      killPid(sb.pid);
       await rm(join(rt.dir, 'version'));
       await rt.start();
       await rt.waitNetworkReady();
