@@ -139,6 +139,45 @@ describe('ADD with Kubernetes', () => {
     expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
   });
 
+  it('posts the AddedInterface events while the status write is in flight, and returns once both are done', async () => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a' });
+    const update = t.kube.updatePodStatus.bind(t.kube);
+    const post = t.kube.createEvent.bind(t.kube);
+    let postedDuringWrite = -1;
+    t.kube.updatePodStatus = async (pod) => {
+      await new Promise((r) => setTimeout(r, 30));
+      postedDuringWrite = t.kube.events.length;
+      return update(pod);
+    };
+    t.kube.createEvent = async (event) => {
+      await new Promise((r) => setTimeout(r, 10));
+      return post(event);
+    };
+    await t.add();
+    expect(postedDuringWrite).toBe(2);
+    expect(t.kube.events.map((e) => e.message)).toEqual([
+      'Add eth0 [10.1.0.2/24] from cluster',
+      'Add net1 [10.1.0.2/24] from ns1/net-a',
+    ]);
+    // slow events, quick write: the ADD still waits for the last event
+    const u = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a' });
+    const postU = u.kube.createEvent.bind(u.kube);
+    u.kube.createEvent = async (event) => {
+      await new Promise((r) => setTimeout(r, 30));
+      return postU(event);
+    };
+    await u.add();
+    expect(u.kube.events).toHaveLength(2);
+  });
+
+  it('a failed status write rolls back; the events posted alongside it stay, as Multus leaves its own', async () => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a' });
+    t.kube.failures.updatePodStatus = [new FakeKubeError(403, 'forbidden: cannot update pods/status')];
+    await expect(t.add()).rejects.toMatchObject({ msg: expect.stringContaining('error setting the networks status') });
+    expect(t.exec.calls()).toEqual(['ADD p0 eth0', 'ADD pa net1', 'DEL pa net1', 'DEL p0 eth0']);
+    expect(t.kube.events.map((e) => e.reason)).toEqual(['AddedInterface', 'AddedInterface']);
+  });
+
   it('fails before any delegate runs when a NAD is missing, with a NoNetworkFound event', async () => {
     const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a,missing' });
     await expect(t.add()).rejects.toMatchObject({
