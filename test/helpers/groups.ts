@@ -66,7 +66,7 @@ export async function hungGroup(plugin: string, command: string): Promise<number
 }
 
 /** This process's own group, from /proc/self/stat. */
-function ownGroup(): number {
+export function ownGroup(): number {
   const stat = readFileSync('/proc/self/stat', 'utf8');
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
 }

@@ -4,11 +4,11 @@
  * it "hung", and the clean-up's kill(-0) was kill(0), the test runner's own group.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { groupGone, groupMembers, hungGroup, killGroups } from '../../helpers/groups.ts';
+import { groupGone, groupMembers, hungGroup, killGroups, ownGroup } from '../../helpers/groups.ts';
 import { killPid } from '../../helpers/procs.ts';
 
 let dir = '';
@@ -19,11 +19,6 @@ afterEach(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
   dir = '';
 });
-
-function ownGroup(): number {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-}
 
 describe('process groups in tests', () => {
   it('group 0 has members (kernel threads), so a pgid read as 0 would look hung', () => {
