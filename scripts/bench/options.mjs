@@ -38,6 +38,9 @@ export function usage(code) {
       `  --rss-go             also run the RSS pairs through Go Multus thick's daemon\n` +
       `  --page-cache S       every mode's executables as after a reboot (cold, the default: dropped from the page\n` +
       `                       cache, read from disk) or as each one's installer leaves them (installed)\n` +
+      `  --writeback S        none (the default): each DEL right after its ADD, the ADD's files still dirty;\n` +
+      `                       before-del: every dirty page written back (sync, untimed) between an ADD and its\n` +
+      `                       DEL, as on a node, where a pod outlives the kernel's 30 s writeback\n` +
       `scenario density (only when asked for: --scenario density; root, the kubelet node's peers, kube-burner):\n` +
       `  --pods N             pods per run, default 100\n` +
       `  --density-modes A,B  modes, in this order (then reversed), default ${DENSITY_MODES.join(',')};\n` +
@@ -75,6 +78,7 @@ function defaults() {
     gomultus: null,
     rssGo: false,
     pageCache: 'cold',
+    writeback: 'none',
     modes: RESIDENT_MODES,
     pods: 100,
     densityModes: DENSITY_MODES,
@@ -117,6 +121,9 @@ export function parseArgs(argv) {
     else if (k === '--page-cache') {
       o.pageCache = next();
       if (!['cold', 'installed'].includes(o.pageCache)) usage(2);
+    } else if (k === '--writeback') {
+      o.writeback = next();
+      if (!['before-del', 'none'].includes(o.writeback)) usage(2);
     } else if (k === '--pods') o.pods = int();
     else if (k === '--no-burst') o.burst = false;
     else if (k === '--shim-calls') o.shimCalls = int();

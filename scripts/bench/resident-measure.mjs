@@ -4,7 +4,7 @@
  * different containers with host-local IPAM, and the resident daemons' RSS after N back-to-back ADD/DEL pairs.
  * `rc` is the run's context (resident.mjs): opts, tmp, delegate, delegateBytes, env(command, pod).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import {
   checkAdd,
@@ -37,6 +37,18 @@ function checkModes(rc, tag, modes, takePod) {
   }
 }
 
+/**
+ * Between an ADD and its DEL (`--writeback before-del`; not the default, so runs stay comparable), untimed: every dirty page written back, as
+ * the kernel has done on a node by the time a pod is deleted (dirty data is written back after 30 s). Without it
+ * a DEL comes a few ms after its ADD, while a file the ADD wrote without fsync has no blocks on disk yet, and
+ * removing it costs less than on a node (docs/performance.md, "Files written back before the DEL").
+ */
+export function writebackBeforeDel(opts) {
+  if (opts.writeback !== 'before-del') return;
+  const r = spawnSync('sync', [], { stdio: 'ignore' });
+  if (r.status !== 0) fail(`sync (--writeback before-del) exited ${r.status}${r.error ? `: ${r.error.message}` : ''}`);
+}
+
 /** A unit per mode (ADD then DEL of a new pod) and the delegate alone; windows of the measured calls. */
 function units(rc, tag, modes, takePod, windows, state) {
   const modeUnit = (m, mode) => () => {
@@ -45,6 +57,7 @@ function units(rc, tag, modes, takePod, windows, state) {
     const a = timed(mode.file, [], rc.env('ADD', pod), mode.conf);
     const e1 = now();
     checkAdd(`${tag} ${m}`, a);
+    writebackBeforeDel(rc.opts);
     const s2 = now();
     const d = timed(mode.file, [], rc.env('DEL', pod), mode.conf);
     const e2 = now();
@@ -56,6 +69,7 @@ function units(rc, tag, modes, takePod, windows, state) {
   const delegateUnit = () => {
     const pod = takePod();
     const a = timed(rc.delegate.path, [], rc.env('ADD', pod), rc.delegateBytes);
+    writebackBeforeDel(rc.opts);
     const d = timed(rc.delegate.path, [], rc.env('DEL', pod), rc.delegateBytes);
     if (a.status !== 0 || d.status !== 0) fail(`delegate: ${show('delegate', a.status ? a : d)}`);
     return { delegate_add: a, delegate_del: d };

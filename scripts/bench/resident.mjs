@@ -266,6 +266,16 @@ export async function runResident(ctx) {
     warmup_rounds: opts.warmup,
   };
   out.page_cache = pageCacheState(ctx, rc);
+  out.writeback =
+    opts.writeback === 'before-del'
+      ? {
+          before_del: true,
+          why: 'sync between each timed ADD and its DEL (untimed): on a node a pod outlives the 30 s writeback, so every file an ADD wrote has blocks on disk by its DEL',
+        }
+      : {
+          before_del: false,
+          why: 'each DEL right after its ADD, its files still dirty (--writeback before-del: as on a node)',
+        };
   let helper;
   try {
     await delegatesOnly(rc, out);
