@@ -13,6 +13,7 @@ var (
 	fastPayloadPrefix = payloadPrefix
 	fastPluginJSC     = pluginJSC
 	fastPluginMalloc  = pluginMalloc
+	fastChrootName    = chrootName
 )
 
 // The fast path compares argv[0]'s base name with the three longRunningNames: a compile error if that changes.

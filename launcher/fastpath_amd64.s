@@ -12,10 +12,21 @@
 // kernel gave it, to the Go runtime's entry and main(), which decide: another role, a key given twice
 // (syscall.Environ keeps the first only), a path /proc/self/exe names as deleted, anything too long, and an exec
 // that fails (the first run of a copy extracts the payload; main() says why in a CNI error).
+//
+// Before that, argv[0] named chrootName with a root and a plugin (main.go, chrootRun: the resident daemon's
+// delegate inside chrootDir): chroot(2) into argv[1], chdir("/"), and exec argv[2] with argv[2:] and the
+// environment unchanged. Where chroot(2) fails nothing has changed yet and main() says why; past it, a failure
+// cannot go back to main() (it would enter the root again from inside it): it says so on stderr and exits 125
+// (chdir), 127 (the plugin is not there) or 126, chroot(1)'s codes.
 
 #define SYS_mmap 9
 #define SYS_readlink 89
 #define SYS_execve 59
+#define SYS_chroot 161
+#define SYS_chdir 80
+#define SYS_write 1
+#define SYS_exit_group 231
+#define ENOENT 2
 #define PATH_MAX 4096
 #define ENV_MAX 4194304
 
@@ -23,10 +34,109 @@ DATA procSelfExe<>+0(SB)/8, $"/proc/se"
 DATA procSelfExe<>+8(SB)/6, $"lf/exe"
 GLOBL procSelfExe<>(SB), RODATA|NOPTR, $16
 
+DATA rootDir<>+0(SB)/1, $"/"
+GLOBL rootDir<>(SB), RODATA|NOPTR, $2
+
+// "multus-chroot: cannot run the plugin in its root\n" (49 bytes)
+DATA chrootExecFailed<>+0(SB)/8, $"multus-c"
+DATA chrootExecFailed<>+8(SB)/8, $"hroot: c"
+DATA chrootExecFailed<>+16(SB)/8, $"annot ru"
+DATA chrootExecFailed<>+24(SB)/8, $"n the pl"
+DATA chrootExecFailed<>+32(SB)/8, $"ugin in "
+DATA chrootExecFailed<>+40(SB)/8, $"its root"
+DATA chrootExecFailed<>+48(SB)/1, $"\n"
+GLOBL chrootExecFailed<>(SB), RODATA|NOPTR, $56
+
+// "multus-chroot: cannot change directory to / in its root\n" (57 bytes)
+DATA chdirFailed<>+0(SB)/8, $"multus-c"
+DATA chdirFailed<>+8(SB)/8, $"hroot: c"
+DATA chdirFailed<>+16(SB)/8, $"annot ch"
+DATA chdirFailed<>+24(SB)/8, $"ange dir"
+DATA chdirFailed<>+32(SB)/8, $"ectory t"
+DATA chdirFailed<>+40(SB)/8, $"o / in i"
+DATA chdirFailed<>+48(SB)/8, $"ts root\n"
+GLOBL chdirFailed<>(SB), RODATA|NOPTR, $56
+
 // The stack at entry: argc, argv[0..argc), NULL, envp..., NULL, auxv.
 TEXT ·fastEntry(SB), NOSPLIT|NOFRAME, $0-0
 	MOVQ SP, R12
 
+	// chrootName ROOT PLUGIN [ARG]...: argc >= 3, argv[0]'s base name is chrootName (static data, non-empty)
+	CMPQ ·fastChrootName+8(SB), $0
+	JEQ  plugin
+	CMPQ 0(R12), $3
+	JLT  plugin
+	MOVQ 8(R12), SI
+	TESTQ SI, SI
+	JZ   plugin
+	MOVQ SI, BX
+	MOVQ SI, DI
+chrootBase:
+	MOVBLZX (DI), AX
+	TESTB AL, AL
+	JZ   chrootBaseDone
+	CMPB AL, $'/'
+	JNE  chrootBaseNext
+	LEAQ 1(DI), BX
+chrootBaseNext:
+	INCQ DI
+	JMP  chrootBase
+chrootBaseDone:
+	MOVQ DI, CX
+	SUBQ BX, CX
+	CMPQ CX, ·fastChrootName+8(SB)
+	JNE  plugin
+	MOVQ ·fastChrootName(SB), R10
+	XORQ R11, R11
+chrootNameByte:
+	CMPQ R11, CX
+	JEQ  chrootEnter
+	MOVBLZX (BX)(R11*1), AX
+	CMPB AL, (R10)(R11*1)
+	JNE  plugin
+	INCQ R11
+	JMP  chrootNameByte
+chrootEnter:
+	MOVQ 16(R12), DI
+	MOVQ $SYS_chroot, AX
+	SYSCALL
+	TESTQ AX, AX
+	JNZ  fallback
+	LEAQ rootDir<>(SB), DI
+	MOVQ $SYS_chdir, AX
+	SYSCALL
+	TESTQ AX, AX
+	JNZ  chdirFail
+	// execve(argv[2], &argv[2], envp): envp starts after argv's NULL, at 8*(argc+2) from the stack's top
+	MOVQ 0(R12), CX
+	LEAQ 16(R12)(CX*8), DX
+	MOVQ 24(R12), DI
+	LEAQ 24(R12), SI
+	MOVQ $SYS_execve, AX
+	SYSCALL
+	MOVQ AX, R13
+	MOVQ $2, DI
+	LEAQ chrootExecFailed<>(SB), SI
+	MOVQ $49, DX
+	MOVQ $SYS_write, AX
+	SYSCALL
+	MOVQ $126, DI
+	CMPQ R13, $-ENOENT
+	JNE  chrootExit
+	MOVQ $127, DI
+	JMP  chrootExit
+chdirFail:
+	MOVQ $2, DI
+	LEAQ chdirFailed<>(SB), SI
+	MOVQ $56, DX
+	MOVQ $SYS_write, AX
+	SYSCALL
+	MOVQ $125, DI
+chrootExit:
+	MOVQ $SYS_exit_group, AX
+	SYSCALL
+
+plugin:
 	// the strings it reads are static data; empty would mean they were not
 	CMPQ ·fastHeldPrefix+8(SB), $0
 	JEQ  fallback

@@ -21,6 +21,8 @@ export interface BunSubprocess {
 }
 
 export interface BunSpawnOptions {
+  /** The program's argv[0], when not cmd[0]. */
+  argv0?: string;
   env: Record<string, string>;
   stdin: Uint8Array;
   /** 'pipe', or a file descriptor of ours the child gets as its own. */

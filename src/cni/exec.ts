@@ -42,6 +42,7 @@ export interface Exec {
    * `args`: arguments after the program (none for a plugin; the daemon's chroot wrapper passes some).
    * `outputDir`: a directory only root can write to (the call's cache dir), where the thin plugin puts the
    * plugin's output (plugin-output.ts); the daemon's wrappers pass none.
+   * `argv0`: the program's argv[0], when not `path` (the daemon's chroot wrapper: the launcher's name for it).
    */
   execPlugin(
     path: string,
@@ -50,6 +51,7 @@ export interface Exec {
     timeoutMs: number,
     args?: string[],
     outputDir?: string,
+    argv0?: string,
   ): Promise<ExecOutput>;
 }
 
@@ -147,6 +149,7 @@ interface PluginRun {
   timeoutMs: number;
   args: string[];
   outputDir: string | undefined;
+  argv0: string | undefined;
 }
 
 function runOnce(run: PluginRun): Promise<ExecOutput> {
@@ -160,6 +163,7 @@ async function runOnceBun(bun: BunRuntime, run: PluginRun): Promise<ExecOutput> 
   try {
     // A process group of its own (detached: a session), so a timeout kills whatever the plugin started too.
     const child = bun.spawn([run.path, ...run.args], {
+      ...(run.argv0 === undefined ? {} : { argv0: run.argv0 }),
       env: run.env,
       stdin: run.stdin,
       stdout: files?.stdout ?? 'pipe',
@@ -218,11 +222,16 @@ function bunOutput(child: BunSubprocess, stdout: Buffer, stderr: Buffer, timedOu
   return { stdout, stderr, exitCode: child.exitCode, signal: exited ? child.signalCode : 'SIGKILL', timedOut };
 }
 
-function runOnceNode({ path, stdin, env, timeoutMs, args }: PluginRun): Promise<ExecOutput> {
+function runOnceNode({ path, stdin, env, timeoutMs, args, argv0 }: PluginRun): Promise<ExecOutput> {
   return new Promise((resolve, reject) => {
     // A process group of its own, so a timeout kills whatever the plugin started too. Loaded here: Bun never needs it.
     const { spawn } = process.getBuiltinModule('node:child_process');
-    const child = spawn(path, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const child = spawn(path, args, {
+      ...(argv0 === undefined ? {} : { argv0 }),
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
     const pid = child.pid;
     if (pid !== undefined) running.add(pid);
     const out: Buffer[] = [];
@@ -376,11 +385,12 @@ export async function execPlugin(
   timeoutMs: number,
   args: string[] = [],
   outputDir?: string,
+  argv0?: string,
 ): Promise<ExecOutput> {
   for (let attempt = 1; ; attempt++) {
     if (stopped) throw new StoppingError(path);
     try {
-      return await runOnce({ path, stdin, env, timeoutMs, args, outputDir });
+      return await runOnce({ path, stdin, env, timeoutMs, args, outputDir, argv0 });
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // libcni raw_exec.go: a plugin binary being replaced (upgrade) is briefly "text file busy".

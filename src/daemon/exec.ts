@@ -2,9 +2,12 @@
  * daemon/exec.ts: the daemon's wrappers around the plugin exec seam (src/cni/exec.ts).
  *
  * `chrootExec` runs delegates inside another root, as Multus thick does from its DaemonSet (`chrootDir`, e.g.
- * the host's / mounted at /hostroot): plugins are looked up inside the root and run as `chroot <root> <plugin>`
- * (argv, no shell; chroot(1) calls chroot(2) then execs the plugin in place, so the process, its group and its
- * timeout kill are the plugin's own). `timedExec` reports each plugin lookup and each delegate call's duration
+ * the host's / mounted at /hostroot): plugins are looked up inside the root and run as `<wrapper> <root> <plugin>`
+ * (argv, no shell; the wrapper calls chroot(2) then execs the plugin in place, so the process, its group and its
+ * timeout kill are the plugin's own). The wrapper is the launcher the daemon was started by, under its name
+ * `multus-chroot` (launcher/main.go; one exec, as Multus' Go sets `Chroot` on the child it forks), else chroot(1),
+ * a program whose own start costs each delegate call about 0.6 ms more (docs/performance.md, "The daemon's
+ * delegates without chroot(1)"). `timedExec` reports each plugin lookup and each delegate call's duration
  * and outcome to the metrics. `boundedExec` runs at most `delegateConcurrency` plugin processes at once (the
  * others wait, first come first served): the daemon's container memory limit counts every delegate it runs, and
  * the daemon's own memory grows with the calls in flight (docs/resident.md, "Memory").
@@ -20,7 +23,26 @@ export function findChrootProgram(exists: (p: string) => boolean = existsSync): 
   return CHROOT_PROGRAMS.find((p) => exists(p));
 }
 
-export function chrootExec(inner: Exec, root: string, chrootProgram: string): Exec {
+/** What runs a delegate inside the root: `program` (with `argv0` as its argv[0], when given) `<root> <plugin>`. */
+export interface ChrootWrapper {
+  program: string;
+  argv0?: string;
+}
+
+/** The launcher's name for its chroot role (launcher/main.go, chrootName). */
+export const LAUNCHER_CHROOT_NAME = 'multus-chroot';
+
+/** The launcher that started this process, run as `multus-chroot`; else chroot(1); undefined when neither is here. */
+export function chrootWrapper(
+  launcher: string | undefined,
+  exists: (p: string) => boolean = existsSync,
+): ChrootWrapper | undefined {
+  if (launcher && exists(launcher)) return { program: launcher, argv0: LAUNCHER_CHROOT_NAME };
+  const program = findChrootProgram(exists);
+  return program ? { program } : undefined;
+}
+
+export function chrootExec(inner: Exec, root: string, wrapper: ChrootWrapper): Exec {
   return {
     findInPath(type, dirs) {
       const found = inner.findInPath(
@@ -30,7 +52,7 @@ export function chrootExec(inner: Exec, root: string, chrootProgram: string): Ex
       return found.slice(join(root, '/').length - 1); // the same path as seen inside the root
     },
     execPlugin(path, stdin, env, timeoutMs, args = []) {
-      return inner.execPlugin(chrootProgram, stdin, env, timeoutMs, [root, path, ...args]);
+      return inner.execPlugin(wrapper.program, stdin, env, timeoutMs, [root, path, ...args], undefined, wrapper.argv0);
     },
   };
 }

@@ -22,7 +22,7 @@ import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
-import { callerEnv } from '../base/caller-env.ts';
+import { callerEnv, launcherPath } from '../base/caller-env.ts';
 import { STOP_SIGNALS, killRunningDelegates, realExec, stopStartingDelegates } from '../cni/exec.ts';
 import { createHost } from '../host/host.ts';
 import { nodeEvent } from '../k8s/calls.ts';
@@ -32,7 +32,7 @@ import type { ConfigWriter } from './autoconf.ts';
 import { shimSocketDir, startConfigWriter } from './autoconf.ts';
 import type { DaemonConfig } from './config.ts';
 import { DEFAULT_DAEMON_CONFIG, DaemonConfigError, parseDaemonConfig } from './config.ts';
-import { boundedExec, chrootExec, findChrootProgram, timedExec } from './exec.ts';
+import { boundedExec, chrootExec, chrootWrapper, timedExec } from './exec.ts';
 import type { WarmKube } from '../informers/informers.ts';
 import { startWarmKube } from '../informers/informers.ts';
 import type { Metrics } from './metrics.ts';
@@ -195,10 +195,10 @@ function setUp(path: string, io: DaemonIo): DaemonSetup {
   const isRoot = io.isRoot ?? (() => process.getuid?.() === 0);
   if (!isRoot()) throw new StartError('the multus daemon must run as root (it runs CNI plugins)');
   if (!cfg.chrootDir) return { cfg, exec: realExec };
-  const program = findChrootProgram();
-  if (!program) throw new StartError('chrootDir is set but no chroot program was found (/usr/sbin/chroot)');
+  const wrapper = chrootWrapper(launcherPath(process.env));
+  if (!wrapper) throw new StartError('chrootDir is set but no chroot program was found (/usr/sbin/chroot)');
   if (!existsSync(cfg.chrootDir)) throw new StartError(`chrootDir ${cfg.chrootDir} does not exist`);
-  return { cfg, exec: chrootExec(realExec, cfg.chrootDir, program) };
+  return { cfg, exec: chrootExec(realExec, cfg.chrootDir, wrapper) };
 }
 
 /** What a started daemon holds, so the start can undo itself and stop() can close it. */

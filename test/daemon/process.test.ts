@@ -212,58 +212,56 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],"ips":
     },
   );
 
-  it.runIf(needs(fileExists('/usr/sbin/chroot', 'chroot (coreutils)')))(
-    'chrootDir: delegates are found and run inside that root',
-    async () => {
-      // A minimal root: dash with its libc, and a plugin that succeeds only when it sees the root's marker.
-      const root = join(dir, 'root');
-      const ldd = spawnSync('ldd', ['/usr/bin/dash']).stdout.toString();
-      const libs = [...ldd.matchAll(/(\/[^\s]+\.so[^\s]*)/g)].map((m) => m[1]!);
-      for (const lib of libs) {
-        mkdirSync(join(root, dirname(lib)), { recursive: true });
-        copyFileSync(lib, join(root, lib));
-      }
-      mkdirSync(join(root, 'bin'), { recursive: true });
-      copyFileSync('/usr/bin/dash', join(root, 'bin', 'sh'));
-      chmodSync(join(root, 'bin', 'sh'), 0o755);
-      writeFileSync(join(root, 'inside-marker'), '');
-      mkdirSync(join(root, 'opt', 'cni', 'bin'), { recursive: true });
-      writeFileSync(
-        join(root, 'opt', 'cni', 'bin', 'rooted'),
-        `#!/bin/sh
+  // Through the launcher as multus-chroot (src/daemon/exec.ts): build/multus started the daemon, so no chroot(8)
+  it('chrootDir: delegates are found and run inside that root', async () => {
+    // A minimal root: dash with its libc, and a plugin that succeeds only when it sees the root's marker.
+    const root = join(dir, 'root');
+    const ldd = spawnSync('ldd', ['/usr/bin/dash']).stdout.toString();
+    const libs = [...ldd.matchAll(/(\/[^\s]+\.so[^\s]*)/g)].map((m) => m[1]!);
+    for (const lib of libs) {
+      mkdirSync(join(root, dirname(lib)), { recursive: true });
+      copyFileSync(lib, join(root, lib));
+    }
+    mkdirSync(join(root, 'bin'), { recursive: true });
+    copyFileSync('/usr/bin/dash', join(root, 'bin', 'sh'));
+    chmodSync(join(root, 'bin', 'sh'), 0o755);
+    writeFileSync(join(root, 'inside-marker'), '');
+    mkdirSync(join(root, 'opt', 'cni', 'bin'), { recursive: true });
+    writeFileSync(
+      join(root, 'opt', 'cni', 'bin', 'rooted'),
+      `#!/bin/sh
 if [ ! -f /inside-marker ]; then echo '{"code":7,"msg":"not inside the root"}'; exit 1; fi
 echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],'\\
 '"ips":[{"address":"10.8.0.2/24","interface":0}]}'
 `,
-        { mode: 0o755 },
-      );
-      const d = spawnDaemon(baseConfig({ chrootDir: root, multusConfigFile: join(dir, 'none.conf') }));
-      await until(() => existsSync(d.socket), 'the daemon to listen');
-      const conf = {
-        cniVersion: '1.0.0',
-        name: 'm',
-        type: 'multus-shim',
-        binDir: '/opt/cni/bin',
-        cniDir: join(dir, 'cache'),
-        delegates: [{ cniVersion: '1.0.0', name: 'r', type: 'rooted' }],
-      };
-      const add = await http(d.socket, '/cni', { body: cniBody(callEnv('ADD'), conf) });
-      expect(add.status).toBe(200);
-      expect(add.json()).toMatchObject({ Result: { ips: [{ address: '10.8.0.2/24' }] } });
-      // Not in the root: not found, as a thin call would say.
-      const missing = await http(d.socket, '/cni', {
-        body: cniBody(callEnv('ADD', 'c2'), {
-          ...conf,
-          delegates: [{ cniVersion: '1.0.0', name: 'x', type: 'dash' }],
-          binDir: '/usr/bin',
-        }),
-      });
-      expect(missing.status).toBe(400);
-      expect(missing.json()).toMatchObject({ code: 7, msg: expect.stringContaining('failed to find plugin "dash"') });
-      d.child.kill('SIGTERM');
-      expect((await d.exited).code).toBe(0);
-    },
-  );
+      { mode: 0o755 },
+    );
+    const d = spawnDaemon(baseConfig({ chrootDir: root, multusConfigFile: join(dir, 'none.conf') }));
+    await until(() => existsSync(d.socket), 'the daemon to listen');
+    const conf = {
+      cniVersion: '1.0.0',
+      name: 'm',
+      type: 'multus-shim',
+      binDir: '/opt/cni/bin',
+      cniDir: join(dir, 'cache'),
+      delegates: [{ cniVersion: '1.0.0', name: 'r', type: 'rooted' }],
+    };
+    const add = await http(d.socket, '/cni', { body: cniBody(callEnv('ADD'), conf) });
+    expect(add.status).toBe(200);
+    expect(add.json()).toMatchObject({ Result: { ips: [{ address: '10.8.0.2/24' }] } });
+    // Not in the root: not found, as a thin call would say.
+    const missing = await http(d.socket, '/cni', {
+      body: cniBody(callEnv('ADD', 'c2'), {
+        ...conf,
+        delegates: [{ cniVersion: '1.0.0', name: 'x', type: 'dash' }],
+        binDir: '/usr/bin',
+      }),
+    });
+    expect(missing.status).toBe(400);
+    expect(missing.json()).toMatchObject({ code: 7, msg: expect.stringContaining('failed to find plugin "dash"') });
+    d.child.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+  });
 });
 
 /** A non-loopback IPv4 address of this host: what a scrape of the node's address reaches. */

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Exec, ExecOutput } from '../../../src/cni/exec.ts';
-import { boundedExec, chrootExec, findChrootProgram, timedExec } from '../../../src/daemon/exec.ts';
+import { boundedExec, chrootExec, chrootWrapper, findChrootProgram, timedExec } from '../../../src/daemon/exec.ts';
 import type { Metrics } from '../../../src/daemon/metrics.ts';
 
 function recording(exitCode = 0): Exec & { calls: unknown[][]; looked: string[][] } {
@@ -17,8 +17,12 @@ function recording(exitCode = 0): Exec & { calls: unknown[][]; looked: string[][
       looked.push(dirs);
       return `${dirs[1]}/${type}`;
     },
-    async execPlugin(path, _stdin, env, timeoutMs, args): Promise<ExecOutput> {
-      calls.push([path, env.CNI_COMMAND, timeoutMs, args]);
+    async execPlugin(path, _stdin, env, timeoutMs, args, _outputDir, argv0): Promise<ExecOutput> {
+      calls.push(
+        argv0 === undefined
+          ? [path, env.CNI_COMMAND, timeoutMs, args]
+          : [path, env.CNI_COMMAND, timeoutMs, args, argv0],
+      );
       return { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode, signal: null, timedOut: false };
     },
   };
@@ -27,16 +31,36 @@ function recording(exitCode = 0): Exec & { calls: unknown[][]; looked: string[][
 describe('chrootExec', () => {
   it('looks plugins up inside the root and runs `chroot <root> <plugin>` with no shell', async () => {
     const inner = recording();
-    const e = chrootExec(inner, '/hostroot', '/usr/sbin/chroot');
+    const e = chrootExec(inner, '/hostroot', { program: '/usr/sbin/chroot' });
     expect(e.findInPath('bridge', ['/opt/cni/bin', '/usr/lib/cni'])).toBe('/usr/lib/cni/bridge');
     expect(inner.looked).toEqual([['/hostroot/opt/cni/bin', '/hostroot/usr/lib/cni']]);
     await e.execPlugin('/usr/lib/cni/bridge', Buffer.from('{}'), { CNI_COMMAND: 'ADD' }, 5000);
     expect(inner.calls).toEqual([['/usr/sbin/chroot', 'ADD', 5000, ['/hostroot', '/usr/lib/cni/bridge']]]);
   });
 
+  it('runs the launcher as multus-chroot when it started the daemon', async () => {
+    const inner = recording();
+    const e = chrootExec(
+      inner,
+      '/hostroot',
+      chrootWrapper('/usr/src/multus/multus', () => true)!,
+    );
+    await e.execPlugin('/usr/lib/cni/macvlan', Buffer.from('{}'), { CNI_COMMAND: 'DEL' }, 7000, ['x']);
+    expect(inner.calls).toEqual([
+      ['/usr/src/multus/multus', 'DEL', 7000, ['/hostroot', '/usr/lib/cni/macvlan', 'x'], 'multus-chroot'],
+    ]);
+  });
+
   it('finds the chroot program', () => {
     expect(findChrootProgram((p) => p === '/usr/bin/chroot')).toBe('/usr/bin/chroot');
     expect(findChrootProgram(() => false)).toBeUndefined();
+  });
+
+  it('takes chroot(1) when no launcher started the daemon, or its file is gone; nothing when neither is here', () => {
+    const onlyChroot = (p: string) => p === '/usr/sbin/chroot';
+    expect(chrootWrapper(undefined, onlyChroot)).toEqual({ program: '/usr/sbin/chroot' });
+    expect(chrootWrapper('/gone/multus', onlyChroot)).toEqual({ program: '/usr/sbin/chroot' });
+    expect(chrootWrapper(undefined, () => false)).toBeUndefined();
   });
 });
 
