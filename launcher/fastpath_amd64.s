@@ -17,7 +17,7 @@
 // delegate inside chrootDir): chroot(2) into argv[1], chdir("/"), and exec argv[2] with argv[2:] and the
 // environment unchanged. Where chroot(2) fails nothing has changed yet and main() says why; past it, a failure
 // cannot go back to main() (it would enter the root again from inside it): it says so on stderr and exits 125
-// (chdir), 127 (the plugin is not there) or 126, chroot(1)'s codes.
+// (chdir), 127 (the plugin is not there) or 126, chroot(8)'s codes.
 
 #define SYS_mmap 9
 #define SYS_readlink 89
@@ -37,7 +37,7 @@ GLOBL procSelfExe<>(SB), RODATA|NOPTR, $16
 DATA rootDir<>+0(SB)/1, $"/"
 GLOBL rootDir<>(SB), RODATA|NOPTR, $2
 
-// "multus-chroot: cannot run the plugin in its root\n" (49 bytes)
+// "multus-chroot: cannot run the plugin in its root\n" (49 bytes): a failed chdir or execve past the chroot
 DATA chrootExecFailed<>+0(SB)/8, $"multus-c"
 DATA chrootExecFailed<>+8(SB)/8, $"hroot: c"
 DATA chrootExecFailed<>+16(SB)/8, $"annot ru"
@@ -47,91 +47,77 @@ DATA chrootExecFailed<>+40(SB)/8, $"its root"
 DATA chrootExecFailed<>+48(SB)/1, $"\n"
 GLOBL chrootExecFailed<>(SB), RODATA|NOPTR, $56
 
-// "multus-chroot: cannot change directory to / in its root\n" (57 bytes)
-DATA chdirFailed<>+0(SB)/8, $"multus-c"
-DATA chdirFailed<>+8(SB)/8, $"hroot: c"
-DATA chdirFailed<>+16(SB)/8, $"annot ch"
-DATA chdirFailed<>+24(SB)/8, $"ange dir"
-DATA chdirFailed<>+32(SB)/8, $"ectory t"
-DATA chdirFailed<>+40(SB)/8, $"o / in i"
-DATA chdirFailed<>+48(SB)/8, $"ts root\n"
-GLOBL chdirFailed<>(SB), RODATA|NOPTR, $56
-
 // The stack at entry: argc, argv[0..argc), NULL, envp..., NULL, auxv.
 TEXT ·fastEntry(SB), NOSPLIT|NOFRAME, $0-0
 	MOVQ SP, R12
 
-	// chrootName ROOT PLUGIN [ARG]...: argc >= 3, argv[0]'s base name is chrootName (static data, non-empty)
+	// argv[0]'s base name: BX after the last '/', DI at the NUL, CX its length
+	CMPQ 0(R12), $1
+	JLT  fallback
+	MOVQ 8(R12), SI
+	TESTQ SI, SI
+	JZ   fallback
+	MOVQ SI, BX
+	MOVQ SI, DI
+base:
+	MOVBLZX (DI), AX
+	TESTB AL, AL
+	JZ   baseDone
+	CMPB AL, $'/'
+	JNE  baseNext
+	LEAQ 1(DI), BX
+baseNext:
+	INCQ DI
+	JMP  base
+baseDone:
+	MOVQ DI, CX
+	SUBQ BX, CX
+
+	// chrootName ROOT PLUGIN [ARG]...: argc >= 3, the base name is chrootName (static data, non-empty)
 	CMPQ ·fastChrootName+8(SB), $0
 	JEQ  plugin
 	CMPQ 0(R12), $3
 	JLT  plugin
-	MOVQ 8(R12), SI
-	TESTQ SI, SI
-	JZ   plugin
-	MOVQ SI, BX
-	MOVQ SI, DI
-chrootBase:
-	MOVBLZX (DI), AX
-	TESTB AL, AL
-	JZ   chrootBaseDone
-	CMPB AL, $'/'
-	JNE  chrootBaseNext
-	LEAQ 1(DI), BX
-chrootBaseNext:
-	INCQ DI
-	JMP  chrootBase
-chrootBaseDone:
-	MOVQ DI, CX
-	SUBQ BX, CX
-	CMPQ CX, ·fastChrootName+8(SB)
-	JNE  plugin
 	MOVQ ·fastChrootName(SB), R10
-	XORQ R11, R11
-chrootNameByte:
-	CMPQ R11, CX
-	JEQ  chrootEnter
-	MOVBLZX (BX)(R11*1), AX
-	CMPB AL, (R10)(R11*1)
-	JNE  plugin
-	INCQ R11
-	JMP  chrootNameByte
+	MOVQ ·fastChrootName+8(SB), R9
+	CALL nameIs<>(SB)
+	TESTQ AX, AX
+	JZ   plugin
 chrootEnter:
 	MOVQ 16(R12), DI
 	MOVQ $SYS_chroot, AX
 	SYSCALL
 	TESTQ AX, AX
 	JNZ  fallback
+	XORQ R14, R14 // R14: 0 at the chdir, 1 at the execve
 	LEAQ rootDir<>(SB), DI
 	MOVQ $SYS_chdir, AX
 	SYSCALL
 	TESTQ AX, AX
-	JNZ  chdirFail
+	JNZ  chrootFailed
 	// execve(argv[2], &argv[2], envp): envp starts after argv's NULL, at 8*(argc+2) from the stack's top
+	MOVQ $1, R14
 	MOVQ 0(R12), CX
 	LEAQ 16(R12)(CX*8), DX
 	MOVQ 24(R12), DI
 	LEAQ 24(R12), SI
 	MOVQ $SYS_execve, AX
 	SYSCALL
+chrootFailed:
+	// AX: the chdir's or the execve's -errno; exit 125 (chdir), 127 (no such plugin) or 126 (another reason)
 	MOVQ AX, R13
 	MOVQ $2, DI
 	LEAQ chrootExecFailed<>(SB), SI
 	MOVQ $49, DX
 	MOVQ $SYS_write, AX
 	SYSCALL
+	MOVQ $125, DI
+	CMPQ R14, $0
+	JEQ  chrootExit
 	MOVQ $126, DI
 	CMPQ R13, $-ENOENT
 	JNE  chrootExit
 	MOVQ $127, DI
-	JMP  chrootExit
-chdirFail:
-	MOVQ $2, DI
-	LEAQ chdirFailed<>(SB), SI
-	MOVQ $56, DX
-	MOVQ $SYS_write, AX
-	SYSCALL
-	MOVQ $125, DI
 chrootExit:
 	MOVQ $SYS_exit_group, AX
 	SYSCALL
@@ -154,52 +140,25 @@ plugin:
 	// argv[0] alone: the CNI plugin's call
 	CMPQ 0(R12), $1
 	JNE  fallback
-	MOVQ 8(R12), SI
-	TESTQ SI, SI
-	JZ   fallback
 
-	// its base name: BX after the last '/', DI at the NUL
-	MOVQ SI, BX
-	MOVQ SI, DI
-base:
-	MOVBLZX (DI), AX
-	TESTB AL, AL
-	JZ   baseDone
-	CMPB AL, $'/'
-	JNE  baseNext
-	LEAQ 1(DI), BX
-baseNext:
-	INCQ DI
-	JMP  base
-baseDone:
 	// a name ending in '/' (filepath.Base strips that)
 	CMPQ BX, DI
-	JNE  baseLen
+	JNE  names0
 	CMPQ DI, SI
 	JNE  fallback
-baseLen:
-	MOVQ DI, CX
-	SUBQ BX, CX
+names0:
 
 	// one of Multus' long-running programs
 	LEAQ ·longRunningNames(SB), R8
-	MOVQ $3, R9
+	MOVQ $3, R13
 names:
-	CMPQ 8(R8), CX
-	JNE  namesNext
 	MOVQ 0(R8), R10
-	XORQ R11, R11
-nameByte:
-	CMPQ R11, CX
-	JEQ  fallback
-	MOVBLZX (BX)(R11*1), AX
-	CMPB AL, (R10)(R11*1)
-	JNE  namesNext
-	INCQ R11
-	JMP  nameByte
-namesNext:
+	MOVQ 8(R8), R9
+	CALL nameIs<>(SB)
+	TESTQ AX, AX
+	JNZ  fallback
 	ADDQ $16, R8
-	DECQ R9
+	DECQ R13
 	JNZ  names
 
 	// the caller's variables: R15 non-empty ones, R14 their bytes
@@ -386,3 +345,23 @@ exec:
 fallback:
 	MOVQ R12, SP
 	JMP  _rt0_amd64_linux(SB)
+
+// nameIs: AX = 1 when the CX bytes at BX are the R9 bytes at R10, else 0 (uses R11 and DX). Called with the
+// kernel's stack, which has room for the return address; fastEntry's registers R8, R12-R15 and SI, DI are kept.
+TEXT nameIs<>(SB), NOSPLIT|NOFRAME, $0-0
+	XORQ AX, AX
+	CMPQ R9, CX
+	JNE  nameIsDone
+	XORQ R11, R11
+nameIsByte:
+	CMPQ R11, CX
+	JEQ  nameIsYes
+	MOVBLZX (BX)(R11*1), DX
+	CMPB DL, (R10)(R11*1)
+	JNE  nameIsDone
+	INCQ R11
+	JMP  nameIsByte
+nameIsYes:
+	MOVQ $1, AX
+nameIsDone:
+	RET

@@ -67,10 +67,10 @@ var roleEnv = map[string][]string{
 
 // chrootName is the name under which the launcher runs a delegate inside another root for the resident daemon
 // (`chrootDir`, src/daemon/exec.ts): argv is [chrootName, root, plugin, args...]; it calls chroot(2) and chdir("/"),
-// then execs the plugin (its path inside the root) with argv[2:] and the environment unchanged, as chroot(1) does,
-// but in the one exec: chroot(1) is a glibc program whose own start costs a delegate call about 0.6 ms of CPU
-// (docs/performance.md, "The daemon's delegates without chroot(1)"). The fast path (fastpath_amd64.s) does it before
-// the Go runtime starts; this is the rest, with chroot(1)'s exit codes: 125 when the root cannot be entered, 126
+// then execs the plugin (its path inside the root) with argv[2:] and the environment unchanged, as chroot(8) does,
+// but in the one exec: chroot(8) is a glibc program whose own start costs a delegate call about 0.6 ms of CPU
+// (docs/performance.md, "The daemon's delegates without chroot(8)"). The fast path (fastpath_amd64.s) does it before
+// the Go runtime starts; this is the rest, with chroot(8)'s exit codes: 125 when the root cannot be entered, 126
 // when the plugin cannot be run, 127 when it is not there.
 const chrootName = "multus-chroot"
 

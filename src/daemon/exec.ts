@@ -5,9 +5,9 @@
  * the host's / mounted at /hostroot): plugins are looked up inside the root and run as `<wrapper> <root> <plugin>`
  * (argv, no shell; the wrapper calls chroot(2) then execs the plugin in place, so the process, its group and its
  * timeout kill are the plugin's own). The wrapper is the launcher the daemon was started by, under its name
- * `multus-chroot` (launcher/main.go; one exec, as Multus' Go sets `Chroot` on the child it forks), else chroot(1),
+ * `multus-chroot` (launcher/main.go; one exec, as Multus' Go sets `Chroot` on the child it forks), else chroot(8),
  * a program whose own start costs each delegate call about 0.6 ms more (docs/performance.md, "The daemon's
- * delegates without chroot(1)"). `timedExec` reports each plugin lookup and each delegate call's duration
+ * delegates without chroot(8)"). `timedExec` reports each plugin lookup and each delegate call's duration
  * and outcome to the metrics. `boundedExec` runs at most `delegateConcurrency` plugin processes at once (the
  * others wait, first come first served): the daemon's container memory limit counts every delegate it runs, and
  * the daemon's own memory grows with the calls in flight (docs/resident.md, "Memory").
@@ -32,7 +32,7 @@ export interface ChrootWrapper {
 /** The launcher's name for its chroot role (launcher/main.go, chrootName). */
 export const LAUNCHER_CHROOT_NAME = 'multus-chroot';
 
-/** The launcher that started this process, run as `multus-chroot`; else chroot(1); undefined when neither is here. */
+/** The launcher that started this process, run as `multus-chroot`; else chroot(8); undefined when neither is here. */
 export function chrootWrapper(
   launcher: string | undefined,
   exists: (p: string) => boolean = existsSync,

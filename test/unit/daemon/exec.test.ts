@@ -56,7 +56,7 @@ describe('chrootExec', () => {
     expect(findChrootProgram(() => false)).toBeUndefined();
   });
 
-  it('takes chroot(1) when no launcher started the daemon, or its file is gone; nothing when neither is here', () => {
+  it('takes chroot(8) when no launcher started the daemon, or its file is gone; nothing when neither is here', () => {
     const onlyChroot = (p: string) => p === '/usr/sbin/chroot';
     expect(chrootWrapper(undefined, onlyChroot)).toEqual({ program: '/usr/sbin/chroot' });
     expect(chrootWrapper('/gone/multus', onlyChroot)).toEqual({ program: '/usr/sbin/chroot' });
