@@ -21,8 +21,8 @@ export interface BunSubprocess {
 }
 
 export interface BunSpawnOptions {
-  /** The program's argv[0], when not cmd[0]. */
-  argv0?: string;
+  /** The program's argv[0]; undefined: cmd[0]. */
+  argv0: string | undefined;
   env: Record<string, string>;
   stdin: Uint8Array;
   /** 'pipe', or a file descriptor of ours the child gets as its own. */

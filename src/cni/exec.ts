@@ -39,10 +39,9 @@ export interface Exec {
   /** Absolute path of plugin `type` in the first of `dirs` that has it; CniError(7) otherwise. */
   findInPath(type: string, dirs: string[]): string;
   /**
-   * `args`: arguments after the program (none for a plugin; the daemon's chroot wrapper passes some).
+   * `args`: arguments after the program, `argv0` its argv[0] if not `path` (the daemon's chroot wrapper sets both).
    * `outputDir`: a directory only root can write to (the call's cache dir), where the thin plugin puts the
    * plugin's output (plugin-output.ts); the daemon's wrappers pass none.
-   * `argv0`: the program's argv[0], when not `path` (the daemon's chroot wrapper: the launcher's name for it).
    */
   execPlugin(
     path: string,
@@ -163,7 +162,7 @@ async function runOnceBun(bun: BunRuntime, run: PluginRun): Promise<ExecOutput> 
   try {
     // A process group of its own (detached: a session), so a timeout kills whatever the plugin started too.
     const child = bun.spawn([run.path, ...run.args], {
-      ...(run.argv0 === undefined ? {} : { argv0: run.argv0 }),
+      argv0: run.argv0, // undefined: the program's path, as for any spawn
       env: run.env,
       stdin: run.stdin,
       stdout: files?.stdout ?? 'pipe',
@@ -226,12 +225,7 @@ function runOnceNode({ path, stdin, env, timeoutMs, args, argv0 }: PluginRun): P
   return new Promise((resolve, reject) => {
     // A process group of its own, so a timeout kills whatever the plugin started too. Loaded here: Bun never needs it.
     const { spawn } = process.getBuiltinModule('node:child_process');
-    const child = spawn(path, args, {
-      ...(argv0 === undefined ? {} : { argv0 }),
-      env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      detached: true,
-    });
+    const child = spawn(path, args, { argv0, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     const pid = child.pid;
     if (pid !== undefined) running.add(pid);
     const out: Buffer[] = [];
