@@ -38,10 +38,10 @@ function checkModes(rc, tag, modes, takePod) {
 }
 
 /**
- * Between an ADD and its DEL (`--writeback before-del`; not the default, so runs stay comparable), untimed: every dirty page written back, as
- * the kernel has done on a node by the time a pod is deleted (dirty data is written back after 30 s). Without it
- * a DEL comes a few ms after its ADD, while a file the ADD wrote without fsync has no blocks on disk yet, and
- * removing it costs less than on a node (docs/performance.md, "Files written back before the DEL").
+ * `--writeback before-del` (off by default, so runs stay comparable), untimed, between an ADD and its DEL: every
+ * dirty page written back, as the kernel has done on a node by the time a pod is deleted (after 30 s). Without it a
+ * DEL comes a few ms after its ADD, while a file the ADD wrote without fsync has no blocks on disk yet, and removing
+ * it costs less than on a node (docs/performance.md, "The daemon's delegates without chroot(8)", `--writeback`).
  */
 export function writebackBeforeDel(opts) {
   if (opts.writeback !== 'before-del') return;

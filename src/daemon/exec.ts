@@ -30,7 +30,7 @@ export interface ChrootWrapper {
 }
 
 /** The launcher's name for its chroot role (launcher/main.go, chrootName). */
-export const LAUNCHER_CHROOT_NAME = 'multus-chroot';
+const LAUNCHER_CHROOT_NAME = 'multus-chroot';
 
 /** The launcher that started this process, run as `multus-chroot`; else chroot(8); undefined when neither is here. */
 export function chrootWrapper(

@@ -196,7 +196,8 @@ function setUp(path: string, io: DaemonIo): DaemonSetup {
   if (!isRoot()) throw new StartError('the multus daemon must run as root (it runs CNI plugins)');
   if (!cfg.chrootDir) return { cfg, exec: realExec };
   const wrapper = chrootWrapper(launcherPath(process.env));
-  if (!wrapper) throw new StartError('chrootDir is set but no chroot program was found (/usr/sbin/chroot)');
+  if (!wrapper)
+    throw new StartError('chrootDir is set but neither the launcher nor a chroot program (/usr/sbin/chroot) was found');
   if (!existsSync(cfg.chrootDir)) throw new StartError(`chrootDir ${cfg.chrootDir} does not exist`);
   return { cfg, exec: chrootExec(realExec, cfg.chrootDir, wrapper) };
 }
