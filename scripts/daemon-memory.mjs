@@ -49,6 +49,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fileMappings } from './bench/daemons.mjs';
 import { startHelper } from './bench/k8s-helper.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -278,29 +279,6 @@ function anonMappings(pid) {
     .sort((a, b) => b.anon - a.anon)
     .slice(0, 8)
     .map((m) => `${mib(m.anon)}/${mib(m.size)} ${m.perms} ${m.name}`.trim());
-}
-
-/** The daemon's file-backed resident memory by file (smaps: Rss less Anonymous), summed over its mappings. */
-function fileMappings(pid) {
-  const byName = new Map();
-  let cur;
-  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
-    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
-    if (head) {
-      const name = `${head[3]} ${head[5] || '[anon]'}`;
-      cur = byName.get(name) ?? { name, size: 0, rss: 0, anon: 0, referenced: 0 };
-      cur.size += (parseInt(head[2], 16) - parseInt(head[1], 16)) >> 10;
-      byName.set(name, cur);
-    } else if (cur && line.startsWith('Rss:')) cur.rss += Number(/(\d+)/.exec(line)[1]);
-    else if (cur && line.startsWith('Anonymous:')) cur.anon += Number(/(\d+)/.exec(line)[1]);
-    else if (cur && line.startsWith('Referenced:')) cur.referenced += Number(/(\d+)/.exec(line)[1]);
-  }
-  const mib = (k) => Math.round((k / 1024) * 10) / 10;
-  return [...byName.values()]
-    .filter((m) => m.rss - m.anon > 256)
-    .sort((a, b) => b.rss - b.anon - (a.rss - a.anon))
-    .slice(0, 8)
-    .map((m) => `${mib(m.rss - m.anon)}/${mib(m.size)} (referenced ${mib(m.referenced)}) ${m.name}`);
 }
 
 /** Page faults of the daemon so far and its CPU time in ms (/proc/<pid>/stat fields 10, 12, 14 and 15). */

@@ -82,6 +82,29 @@ export function rssOf(pid) {
   }
 }
 
+/** The daemon's file-backed resident memory by file (smaps: Rss less Anonymous), summed over its mappings. */
+export function fileMappings(pid) {
+  const byName = new Map();
+  let cur;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (head) {
+      const name = `${head[3]} ${head[5] || '[anon]'}`;
+      cur = byName.get(name) ?? { name, size: 0, rss: 0, anon: 0, referenced: 0 };
+      cur.size += (parseInt(head[2], 16) - parseInt(head[1], 16)) >> 10;
+      byName.set(name, cur);
+    } else if (cur && line.startsWith('Rss:')) cur.rss += Number(/(\d+)/.exec(line)[1]);
+    else if (cur && line.startsWith('Anonymous:')) cur.anon += Number(/(\d+)/.exec(line)[1]);
+    else if (cur && line.startsWith('Referenced:')) cur.referenced += Number(/(\d+)/.exec(line)[1]);
+  }
+  const mib = (k) => Math.round((k / 1024) * 10) / 10;
+  return [...byName.values()]
+    .filter((m) => m.rss - m.anon > 256)
+    .sort((a, b) => b.rss - b.anon - (a.rss - a.anon))
+    .slice(0, 8)
+    .map((m) => `${mib(m.rss - m.anon)}/${mib(m.size)} (referenced ${mib(m.referenced)}) ${m.name}`);
+}
+
 export function tail(file, n = 15) {
   try {
     return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-n).join('\n');
@@ -121,6 +144,13 @@ function startDaemon(name, file, args, env, logFile) {
       clearTimeout(t);
     },
     rss: () => rssOf(child.pid),
+    fileMappings: () => {
+      try {
+        return fileMappings(child.pid);
+      } catch {
+        return [];
+      }
+    },
     /** VmHWM from now on (proc(5), clear_refs 5): a burst's own high-water, not the start-up's. */
     resetHwm() {
       try {

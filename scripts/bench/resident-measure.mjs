@@ -273,8 +273,12 @@ async function concurrentMode(rc, pods, file, conf) {
 /**
  * C concurrent ADDs (then DELs) of different containers per mode, host-local IPAM; `extra(mode)`: conf keys.
  * `daemons[mode]` (the resident modes'): its VmHWM is reset before the burst and read after it (`daemon.hwm_mib`:
- * the burst's own high-water), with its RSS then and at rest 3 s later.
+ * the burst's own high-water), with its RSS then (and its file pages by mapping), its RSS split into anonymous and
+ * file pages at the highest of its samples every 20 ms, and its RSS at rest 3 s later. Each burst but a first one
+ * without a daemon starts 3 s after whatever ran before it, and a daemon's RSS is read then (`daemon.at_start`).
  */
+const SETTLE_MS = 3000;
+
 export async function concurrency(rc, tag, modes, takePod, extra, daemons = {}) {
   const n = rc.opts.concurrency;
   if (n === 0) return { skipped: '--concurrency 0' };
@@ -295,13 +299,35 @@ export async function concurrency(rc, tag, modes, takePod, extra, daemons = {}) 
     const conf = JSON.stringify({ ...JSON.parse(mode.conf), delegates: [hl], ...extra(m) });
     const pods = Array.from({ length: n }, () => takePod());
     say(`resident/${tag}: ${n} concurrent ADDs through ${m}`);
-    daemons[m]?.resetHwm();
+    const d = daemons[m];
+    // every burst from a quiet machine: the previous mode's burst (its calls' pod updates reach every daemon's
+    // informer) has settled, and a daemon at rest has had its second without a call (docs/performance.md, "The
+    // burst from rest")
+    if (k > 1 || d) await sleep(SETTLE_MS);
+    const atStart = d?.rss();
+    d?.resetHwm();
+    // the daemon's RSS every 20 ms: its split into anonymous and file pages at the burst's highest sample
+    let peak = null;
+    const sampler = d
+      ? setInterval(() => {
+          const s = d.rss();
+          if (s && (!peak || s.rss_mib > peak.rss_mib)) peak = s;
+        }, 20)
+      : undefined;
     result[m] = await concurrentMode(rc, pods, mode.file, conf);
+    clearInterval(sampler);
     const r = result[m];
-    if (daemons[m]) {
-      const after = daemons[m].rss();
+    if (d) {
+      const after = d.rss();
+      const mappings = d.fileMappings();
       await sleep(3000);
-      r.daemon = { ...after, rss_at_rest_mib: daemons[m].rss()?.rss_mib };
+      r.daemon = {
+        ...after,
+        at_start: atStart,
+        file_mappings: mappings,
+        at_highest_sample: peak,
+        rss_at_rest_mib: d.rss()?.rss_mib,
+      };
     }
     say(
       `resident/${tag}: ${m}: ${n - r.failed_adds}/${n} ADDs, ${r.distinct_ips} distinct IPs, ` +
