@@ -7,7 +7,7 @@
  *                                  [--runtime exe|bun] [--bun-flags "--smol"] [--daemon-keys '{"k": 1}']
  *                                  [--env BUN_JSC_largeHeapSize=4194304,...] [--exe build/multus]
  *                                  [--mappings] [--file-mappings] [--referenced] [--rest-pairs N]
- *                                  [--stream 2,10] [--stream-seconds 30] [--autoconf]
+ *                                  [--stream 2,10] [--stream-seconds 30] [--autoconf] [--rest-seconds S]
  *
  * Starts the daemon in a memory cgroup of its own (cgroup v1 or v2), as its container's: the cgroup holds the
  * daemon and every delegate it executes, which is what a container memory limit is enforced on (`--cpu-milli` also
@@ -26,7 +26,8 @@
  * at once and their DELs (N = 0: none), then back-to-back ADD/DEL pairs to each count of `--pairs`. `--stream R1,R2`
  * (before the burst): the daemon's CPU (/proc/<pid>/stat utime + stime) over `--stream-seconds` at rest, then at
  * each rate of ADD/DEL pairs per second, paced by the clock; the fixed CPU under load is what the line through the
- * rates gives at rate 0 (`stream.fixed_ms_per_s`), the cost of a pair its slope. `--autoconf`: the daemon generates
+ * rates gives at rate 0 (`stream.fixed_ms_per_s`), the cost of a pair its slope. `--rest-seconds S`: after the
+ * pairs, the RSS every second for S seconds without a call (`at_rest`). `--autoconf`: the daemon generates
  * 00-multus.conf from a master config in its conf dir (`multusConfigFile: auto`, as the DaemonSet's config). Delegates:
  * the trivial bench delegate (test/data/bench). With --k8s: the bench's API server (scripts/bench/k8s-cluster.ts),
  * `--pods` pods on the daemon's node with two NADs (3 delegates per ADD, as the density bench's pods), the
@@ -491,6 +492,13 @@ try {
   if (checkpoints.length) {
     await sleep(3000);
     samples.push(await sample(`3 s after ${done} pairs`));
+  }
+  // --rest-seconds S: RSS every second for S more seconds without a call (what the daemon maps again at rest)
+  const restSeconds = Number(opt('--rest-seconds', '0'));
+  for (let i = 1; i <= restSeconds; i++) {
+    await sleep(1000);
+    const { rss, anon, file, minflt, cpu_ms } = await sample(`rest ${i} s`);
+    out.at_rest = [...(out.at_rest ?? []), { s: i, rss, anon, file, minflt, cpu_ms }];
   }
   out.samples = samples;
 } catch (e) {

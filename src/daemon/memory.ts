@@ -14,7 +14,12 @@
  * - at rest, once no request has been pending for `idleMs` after one ended, then `atRest` (the daemon unmaps the
  *   file pages it no longer uses, daemon/pages.ts); armed by a request's end or by `restSoon()`, which the daemon
  *   calls once ready, after the node's pod events and after a /metrics scrape. `atRest` never runs on the busy
- *   path, where those pages are in use.
+ *   path, where those pages are in use;
+ * - and again at rest, without a collection, when the file pages have grown back by `regrowBytes` since: every
+ *   `recheckMs` the daemon reads its file-backed pages (/proc/self/statm, one small read). Code also runs without a
+ *   request: the watches' bookmarks (about once a minute each), a connection's close, the runtime's timers. In 150
+ *   s at rest they mapped 4.5 MiB back (docs/performance.md, "The daemon at rest stays at rest"). Stopped by the
+ *   next request, armed again by the next collection at rest.
  * Under Node (tests) there is no `Bun` and nothing is collected.
  *
  * Also the memory limit of the daemon's cgroup (its container's), which sets how many delegates run at once when
@@ -36,11 +41,22 @@ export function runtimeCollect(): void {
   bun.shrink?.();
 }
 
+const readStatm = (): string => readFileSync('/proc/self/statm', 'utf8');
+
 /** This process's anonymous resident memory in bytes (/proc/self/statm: resident less file-backed), 0 if unknown. */
-export function anonBytes(read: () => string = () => readFileSync('/proc/self/statm', 'utf8')): number {
+export function anonBytes(read: () => string = readStatm): number {
   try {
     const [, resident, shared] = read().split(' ').map(Number);
     return Math.max(0, (resident! - shared!) * 4096) || 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** This process's file-backed resident memory in bytes (/proc/self/statm's shared pages), 0 if unknown. */
+export function fileBytes(read: () => string = readStatm): number {
+  try {
+    return Math.max(0, Number(read().split(' ')[2]) * 4096) || 0;
   } catch {
     return 0;
   }
@@ -59,6 +75,11 @@ export interface CollectOptions {
   growth?: number;
   /** ... and by this many bytes at least. */
   minGrowthBytes?: number;
+  /** The process's file-backed memory now (bytes). */
+  file?: () => number;
+  /** At rest, after `atRest`: how often the file pages are read, and `atRest` again once they grew by `regrowBytes`. */
+  recheckMs?: number;
+  regrowBytes?: number;
 }
 
 /** The queue with its collections; `restSoon()` arms the idle one without a request (the daemon is ready). */
@@ -74,12 +95,37 @@ export interface CollectingQueue extends RequestQueue {
  */
 const GROWTH = 0.5;
 const MIN_GROWTH_BYTES = 6 << 20;
+/** A bookmark's or a closed connection's code is 0.5-3 MiB of the executable: at rest, checked every 10 s. */
+const RECHECK_MS = 10_000;
+const REGROW_BYTES = 1 << 20;
 
 /** The queue, with `collect` and `atRest` called as above. */
 export function collectGarbage(queue: RequestQueue, o: CollectOptions = {}): CollectingQueue {
-  const { collect = runtimeCollect, anon = anonBytes, atRest = () => {} } = o;
+  const { collect = runtimeCollect, anon = anonBytes, atRest = () => {}, file = fileBytes } = o;
   const { idleMs = 1000, growth = GROWTH, minGrowthBytes = MIN_GROWTH_BYTES } = o;
+  const { recheckMs = RECHECK_MS, regrowBytes = REGROW_BYTES } = o;
   let timer: NodeJS.Timeout | undefined;
+  let recheck: NodeJS.Timeout | undefined;
+  const stopRecheck = (): void => {
+    if (recheck) clearInterval(recheck);
+    recheck = undefined;
+  };
+  /** `atRest`, then again whenever the file pages have grown back by `regrowBytes` with no request pending. */
+  const rest = (): void => {
+    stopRecheck();
+    atRest();
+    if (!o.atRest) return; // nothing to give back
+    let after = file();
+    recheck = setInterval(() => {
+      if (queue.pending() !== 0) return;
+      const now = file();
+      if (now - after >= regrowBytes) {
+        atRest();
+        after = file();
+      } else after = Math.min(after, now);
+    }, recheckMs);
+    recheck.unref?.();
+  };
   let base = anon(); // after the last collection (or lower, when the allocators gave pages back on their own)
   const collectNow = (): void => {
     collect();
@@ -91,7 +137,7 @@ export function collectGarbage(queue: RequestQueue, o: CollectOptions = {}): Col
       timer = undefined;
       if (queue.pending() !== 0) return;
       collectNow();
-      atRest();
+      rest();
     }, idleMs);
     timer.unref?.();
   };
@@ -103,6 +149,7 @@ export function collectGarbage(queue: RequestQueue, o: CollectOptions = {}): Col
   };
   return {
     run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+      stopRecheck(); // busy: the pages are in use
       const result = queue.run(key, fn);
       void result.then(ended, ended);
       return result;
@@ -114,6 +161,7 @@ export function collectGarbage(queue: RequestQueue, o: CollectOptions = {}): Col
     stop() {
       if (timer) clearTimeout(timer);
       timer = undefined;
+      stopRecheck();
     },
   };
 }

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   anonBytes,
   collectGarbage,
+  fileBytes,
   defaultDelegateConcurrency,
   memoryLimitMib,
   runtimeCollect,
@@ -123,6 +124,91 @@ describe('collectGarbage', () => {
     finish();
     await long;
     q.stop();
+  });
+
+  it('at rest, atRest again (no collection) once the file pages grew back by regrowBytes; a request stops that', async () => {
+    const calls: string[] = [];
+    const s = { file: 10 << 20, reads: 0 };
+    const q = collectGarbage(createQueue(0), {
+      collect: () => calls.push('collect'),
+      atRest: () => {
+        calls.push('rest');
+        s.file = 10 << 20; // the drop gives the pages back
+      },
+      file: () => (s.reads++, s.file),
+      idleMs: 20,
+      recheckMs: 10,
+      regrowBytes: 1 << 20,
+      anon: () => 0,
+    });
+    /** Until the checks have read the file pages `n` more times (timers run late on a loaded machine). */
+    const checks = async (n: number) => {
+      const target = s.reads + n;
+      for (let i = 0; i < 500 && s.reads < target; i++) await sleep(10);
+      expect(s.reads).toBeGreaterThanOrEqual(target);
+    };
+    q.restSoon();
+    await checks(2);
+    expect(calls).toEqual(['collect', 'rest']);
+    s.file += (1 << 20) - 4096; // a bookmark's code: under the bound
+    await checks(2);
+    expect(calls).toEqual(['collect', 'rest']);
+    s.file += 4096; // now 1 MiB over what the drop left
+    await checks(2);
+    expect(calls).toEqual(['collect', 'rest', 'rest']);
+    // the bound counts from the lowest seen since the last drop
+    s.file = 9 << 20;
+    await checks(2);
+    s.file = (10 << 20) - 4096;
+    await checks(2);
+    expect(calls).toEqual(['collect', 'rest', 'rest']);
+    s.file = 10 << 20;
+    await checks(2);
+    expect(calls).toEqual(['collect', 'rest', 'rest', 'rest']);
+    // a request pending: no check and no drop while it runs; after it, the idle collection, the drop, the checks
+    let finish!: () => void;
+    const long = q.run('a', () => new Promise<void>((r) => (finish = r)));
+    calls.length = 0;
+    s.file = 20 << 20;
+    const readsBefore = s.reads;
+    await sleep(80);
+    expect(s.reads).toBe(readsBefore);
+    expect(calls).toEqual([]);
+    finish();
+    await long;
+    await checks(2);
+    expect(calls).toEqual(['collect', 'rest']);
+    // stop() ends the checks
+    q.stop();
+    const readsAtStop = s.reads;
+    await sleep(60);
+    expect(s.reads).toBe(readsAtStop);
+  });
+
+  it('without atRest (no page drop), no check at rest', async () => {
+    let reads = 0;
+    const q = collectGarbage(createQueue(0), {
+      collect: () => {},
+      file: () => ++reads,
+      idleMs: 10,
+      recheckMs: 10,
+      anon: () => 0,
+    });
+    q.restSoon();
+    await sleep(60);
+    expect(reads).toBe(0);
+    q.stop();
+  });
+
+  it("fileBytes: statm's file-backed pages, 0 when unreadable", () => {
+    expect(fileBytes(() => '30000 2500 1000 27000 0 3000 0\n')).toBe(1000 * 4096);
+    expect(
+      fileBytes(() => {
+        throw new Error('ENOENT');
+      }),
+    ).toBe(0);
+    expect(fileBytes(() => 'garbage')).toBe(0);
+    expect(fileBytes()).toBeGreaterThan(0); // this process
   });
 
   it('outside Bun the runtime collection does nothing', () => {
