@@ -95,7 +95,7 @@ export interface CollectingQueue extends RequestQueue {
  */
 const GROWTH = 0.5;
 const MIN_GROWTH_BYTES = 6 << 20;
-/** A bookmark's or a closed connection's code is 0.5-3 MiB of the executable: at rest, checked every 10 s. */
+/** Code run at rest maps back 1-5 MiB of the executable at a time (docs/performance.md): checked every 10 s. */
 const RECHECK_MS = 10_000;
 const REGROW_BYTES = 1 << 20;
 
