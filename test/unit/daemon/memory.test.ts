@@ -87,15 +87,18 @@ describe('collectGarbage', () => {
     expect(collected).toBe(0);
   });
 
-  it("anonBytes: statm's resident less its file-backed pages, 0 when unreadable", () => {
-    expect(anonBytes(() => '30000 2500 1000 27000 0 3000 0\n')).toBe(1500 * 4096);
+  it.each([
+    ["anonBytes: statm's resident less its file-backed pages", anonBytes, 1500 * 4096],
+    ["fileBytes: statm's file-backed pages", fileBytes, 1000 * 4096],
+  ])('%s, 0 when unreadable', (_, bytes, expected) => {
+    expect(bytes(() => '30000 2500 1000 27000 0 3000 0\n')).toBe(expected);
     expect(
-      anonBytes(() => {
+      bytes(() => {
         throw new Error('ENOENT');
       }),
     ).toBe(0);
-    expect(anonBytes(() => 'garbage')).toBe(0);
-    expect(anonBytes()).toBeGreaterThan(0); // this process
+    expect(bytes(() => 'garbage')).toBe(0);
+    expect(bytes()).toBeGreaterThan(0); // this process
   });
 
   it('atRest runs after the idle collection and on restSoon(), never on the busy one', async () => {
@@ -198,17 +201,6 @@ describe('collectGarbage', () => {
     await sleep(60);
     expect(reads).toBe(0);
     q.stop();
-  });
-
-  it("fileBytes: statm's file-backed pages, 0 when unreadable", () => {
-    expect(fileBytes(() => '30000 2500 1000 27000 0 3000 0\n')).toBe(1000 * 4096);
-    expect(
-      fileBytes(() => {
-        throw new Error('ENOENT');
-      }),
-    ).toBe(0);
-    expect(fileBytes(() => 'garbage')).toBe(0);
-    expect(fileBytes()).toBeGreaterThan(0); // this process
   });
 
   it('outside Bun the runtime collection does nothing', () => {
