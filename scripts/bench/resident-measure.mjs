@@ -342,9 +342,19 @@ export async function rssPairs(rc, mode, daemon, takePod) {
   const checkpoints = [...rc.opts.rssPairs].sort((a, b) => a - b);
   // multus-ts' daemon: also its V8 heap from /metrics (a growing heap is a leak; RSS alone may be the allocator)
   const sample = async () => ({ ...daemon.rss(), ...(daemon.metricsPort ? await heapOf(daemon.metricsPort) : {}) });
+  // at rest: 3 s without a call (a daemon's idle work, ours and Go's scavenger, has run); its RSS every 250 ms
+  const settle = async () => {
+    const series = [];
+    const t = performance.now();
+    for (let i = 1; i <= 12; i++) {
+      await sleep(t + i * 250 - performance.now());
+      const r = daemon.rss();
+      series.push({ ms: Math.round(performance.now() - t), anon_mib: r?.anon_mib, file_mib: r?.file_mib });
+    }
+    return series;
+  };
   const res = { start: await sample(), after: {} };
-  // at rest: 3 s without a call (a daemon's idle work, ours and Go's scavenger, has run)
-  await sleep(3000);
+  res.settle_start = await settle();
   res.start_at_rest = await sample();
   const times = [];
   let done = 0;
@@ -362,7 +372,7 @@ export async function rssPairs(rc, mode, daemon, takePod) {
     res.after[target] = await sample();
   }
   const [lo, hi] = [checkpoints[0], checkpoints[checkpoints.length - 1]];
-  await sleep(3000);
+  res.settle_end = await settle();
   res.end_at_rest = await sample();
   if (res.start_at_rest?.rss_mib && res.end_at_rest?.rss_mib) {
     res.growth_ratio_at_rest = r2(res.end_at_rest.rss_mib / res.start_at_rest.rss_mib);

@@ -79,6 +79,8 @@ export interface CollectOptions {
   file?: () => number;
   /** At rest, after `atRest`: how often the file pages are read, and `atRest` again once they grew by `regrowBytes`. */
   recheckMs?: number;
+  /** ... the first time this long after the drop that follows the idle collection. */
+  settleMs?: number;
   regrowBytes?: number;
 }
 
@@ -97,33 +99,44 @@ const GROWTH = 0.5;
 const MIN_GROWTH_BYTES = 6 << 20;
 /** Code run at rest maps back 1-5 MiB of the executable at a time (docs/performance.md): checked every 10 s. */
 const RECHECK_MS = 10_000;
+/**
+ * After the drop that follows a collection the daemon maps back 14-15 MiB of file pages, after a drop alone 9-12
+ * (its collector's threads are among what faults them in): the first check comes this soon (docs/performance.md).
+ */
+const SETTLE_MS = 1000;
 const REGROW_BYTES = 1 << 20;
 
 /** The queue, with `collect` and `atRest` called as above. */
 export function collectGarbage(queue: RequestQueue, o: CollectOptions = {}): CollectingQueue {
   const { collect = runtimeCollect, anon = anonBytes, atRest = () => {}, file = fileBytes } = o;
   const { idleMs = 1000, growth = GROWTH, minGrowthBytes = MIN_GROWTH_BYTES } = o;
-  const { recheckMs = RECHECK_MS, regrowBytes = REGROW_BYTES } = o;
+  const { recheckMs = RECHECK_MS, settleMs = SETTLE_MS, regrowBytes = REGROW_BYTES } = o;
   let timer: NodeJS.Timeout | undefined;
   let recheck: NodeJS.Timeout | undefined;
   const stopRecheck = (): void => {
-    if (recheck) clearInterval(recheck);
+    if (recheck) clearTimeout(recheck);
     recheck = undefined;
   };
-  /** `atRest`, then again whenever the file pages have grown back by `regrowBytes` with no request pending. */
+  /**
+   * `atRest`, then again whenever the file pages have grown back by `regrowBytes` with no request pending: checked
+   * `settleMs` after the drop, then every `recheckMs`.
+   */
   const rest = (): void => {
     stopRecheck();
     atRest();
     if (!o.atRest) return; // nothing to give back
     let after = file();
-    recheck = setInterval(() => {
+    const check = (): void => {
+      recheck = setTimeout(check, recheckMs);
+      recheck.unref?.();
       if (queue.pending() !== 0) return;
       const now = file();
       if (now - after >= regrowBytes) {
         atRest();
         after = file();
       } else after = Math.min(after, now);
-    }, recheckMs);
+    };
+    recheck = setTimeout(check, settleMs);
     recheck.unref?.();
   };
   let base = anon(); // after the last collection (or lower, when the allocators gave pages back on their own)

@@ -141,6 +141,7 @@ describe('collectGarbage', () => {
       file: () => (s.reads++, s.file),
       idleMs: 20,
       recheckMs: 10,
+      settleMs: 10,
       regrowBytes: 1 << 20,
       anon: () => 0,
     });
@@ -186,6 +187,32 @@ describe('collectGarbage', () => {
     const readsAtStop = s.reads;
     await sleep(60);
     expect(s.reads).toBe(readsAtStop);
+  });
+
+  it('the first check comes settleMs after the drop that follows the collection, the next ones every recheckMs', async () => {
+    const calls: string[] = [];
+    const s = { file: 10 << 20, reads: 0 };
+    const q = collectGarbage(createQueue(0), {
+      collect: () => calls.push('collect'),
+      atRest: () => {
+        calls.push('rest');
+        s.file = 10 << 20;
+        setTimeout(() => (s.file = 14 << 20), 0); // the collection's sweeping maps code back after the drop
+      },
+      file: () => (s.reads++, s.file),
+      idleMs: 10,
+      settleMs: 30,
+      recheckMs: 60_000,
+      regrowBytes: 1 << 20,
+      anon: () => 0,
+    });
+    q.restSoon();
+    for (let i = 0; i < 500 && calls.length < 3; i++) await sleep(10);
+    expect(calls).toEqual(['collect', 'rest', 'rest']); // dropped again at the first check
+    const reads = s.reads;
+    await sleep(150);
+    expect(s.reads).toBe(reads); // the next check is a recheckMs away
+    q.stop();
   });
 
   it('without atRest (no page drop), no check at rest', async () => {
