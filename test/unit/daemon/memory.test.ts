@@ -129,7 +129,11 @@ describe('collectGarbage', () => {
     q.stop();
   });
 
-  it('at rest, atRest again (no collection) once the file pages grew back by regrowBytes; a request stops that', async () => {
+  /**
+   * A queue whose drop at rest sets the file pages to 10 MiB (and `mapBack` MiB just after it, as the loop runs on);
+   * `calls` records the collections and the drops, `s.reads` the checks' reads.
+   */
+  const atRestQueue = (timing: { idleMs: number; settleMs: number; recheckMs: number }, mapBack?: number) => {
     const calls: string[] = [];
     const s = { file: 10 << 20, reads: 0 };
     const q = collectGarbage(createQueue(0), {
@@ -137,14 +141,18 @@ describe('collectGarbage', () => {
       atRest: () => {
         calls.push('rest');
         s.file = 10 << 20; // the drop gives the pages back
+        if (mapBack !== undefined) setTimeout(() => (s.file = mapBack << 20), 0);
       },
       file: () => (s.reads++, s.file),
-      idleMs: 20,
-      recheckMs: 10,
-      settleMs: 10,
       regrowBytes: 1 << 20,
       anon: () => 0,
+      ...timing,
     });
+    return { q, calls, s };
+  };
+
+  it('at rest, atRest again (no collection) once the file pages grew back by regrowBytes; a request stops that', async () => {
+    const { q, calls, s } = atRestQueue({ idleMs: 20, settleMs: 10, recheckMs: 10 });
     /** Until the checks have read the file pages `n` more times (timers run late on a loaded machine). */
     const checks = async (n: number) => {
       const target = s.reads + n;
@@ -190,22 +198,8 @@ describe('collectGarbage', () => {
   });
 
   it('the first check comes settleMs after the drop that follows the collection, the next ones every recheckMs', async () => {
-    const calls: string[] = [];
-    const s = { file: 10 << 20, reads: 0 };
-    const q = collectGarbage(createQueue(0), {
-      collect: () => calls.push('collect'),
-      atRest: () => {
-        calls.push('rest');
-        s.file = 10 << 20;
-        setTimeout(() => (s.file = 14 << 20), 0); // the collection's sweeping maps code back after the drop
-      },
-      file: () => (s.reads++, s.file),
-      idleMs: 10,
-      settleMs: 30,
-      recheckMs: 60_000,
-      regrowBytes: 1 << 20,
-      anon: () => 0,
-    });
+    // the collector's threads map 4 MiB of code back after the drop
+    const { q, calls, s } = atRestQueue({ idleMs: 10, settleMs: 30, recheckMs: 60_000 }, 14);
     q.restSoon();
     for (let i = 0; i < 500 && calls.length < 3; i++) await sleep(10);
     expect(calls).toEqual(['collect', 'rest', 'rest']); // dropped again at the first check
