@@ -100,8 +100,9 @@ const MIN_GROWTH_BYTES = 6 << 20;
 /** Code run at rest maps back 1-5 MiB of the executable at a time (docs/performance.md): checked every 10 s. */
 const RECHECK_MS = 10_000;
 /**
- * After the drop that follows a collection the daemon maps back 14-15 MiB of file pages, after a drop alone 9-12
- * (its collector's threads are among what faults them in): the first check comes this soon (docs/performance.md).
+ * A second after the drop that follows a collection the daemon has 14-15 MiB of file pages mapped again, after a
+ * drop alone 9-12 (its collector's threads are among what faults them in): the first check comes this soon
+ * (docs/performance.md, "The second drop after the idle collection").
  */
 const SETTLE_MS = 1000;
 const REGROW_BYTES = 1 << 20;
