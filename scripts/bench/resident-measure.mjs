@@ -270,6 +270,9 @@ async function concurrentMode(rc, pods, file, conf) {
   };
 }
 
+/** At rest: this long without a call before a burst and before each at-rest sample. */
+const SETTLE_MS = 3000;
+
 /**
  * C concurrent ADDs (then DELs) of different containers per mode, host-local IPAM; `extra(mode)`: conf keys.
  * `daemons[mode]` (the resident modes'): its VmHWM is reset before the burst and read after it (`daemon.hwm_mib`:
@@ -277,8 +280,6 @@ async function concurrentMode(rc, pods, file, conf) {
  * file pages at the highest of its samples every 20 ms, and its RSS at rest 3 s later. Each burst but a first one
  * without a daemon starts 3 s after whatever ran before it, and a daemon's RSS is read then (`daemon.at_start`).
  */
-const SETTLE_MS = 3000;
-
 export async function concurrency(rc, tag, modes, takePod, extra, daemons = {}) {
   const n = rc.opts.concurrency;
   if (n === 0) return { skipped: '--concurrency 0' };
@@ -320,7 +321,7 @@ export async function concurrency(rc, tag, modes, takePod, extra, daemons = {}) 
     if (d) {
       const after = d.rss();
       const mappings = d.fileMappings();
-      await sleep(3000);
+      await sleep(SETTLE_MS);
       r.daemon = {
         ...after,
         at_start: atStart,
@@ -342,11 +343,11 @@ export async function rssPairs(rc, mode, daemon, takePod) {
   const checkpoints = [...rc.opts.rssPairs].sort((a, b) => a - b);
   // multus-ts' daemon: also its V8 heap from /metrics (a growing heap is a leak; RSS alone may be the allocator)
   const sample = async () => ({ ...daemon.rss(), ...(daemon.metricsPort ? await heapOf(daemon.metricsPort) : {}) });
-  // at rest: 3 s without a call (a daemon's idle work, ours and Go's scavenger, has run); its RSS every 250 ms
+  // at rest: SETTLE_MS without a call (a daemon's idle work, ours and Go's scavenger, has run); its RSS every 250 ms
   const settle = async () => {
     const series = [];
     const t = performance.now();
-    for (let i = 1; i <= 12; i++) {
+    for (let i = 1; i <= SETTLE_MS / 250; i++) {
       await sleep(t + i * 250 - performance.now());
       const r = daemon.rss();
       series.push({ ms: Math.round(performance.now() - t), anon_mib: r?.anon_mib, file_mib: r?.file_mib });

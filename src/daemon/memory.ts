@@ -15,11 +15,12 @@
  *   file pages it no longer uses, daemon/pages.ts); armed by a request's end or by `restSoon()`, which the daemon
  *   calls once ready, after the node's pod events and after a /metrics scrape. `atRest` never runs on the busy
  *   path, where those pages are in use;
- * - and again at rest, without a collection, when the file pages have grown back by `regrowBytes` since: every
- *   `recheckMs` the daemon reads its file-backed pages (/proc/self/statm, one small read). Code also runs without a
- *   request: the watches' bookmarks (about once a minute each), a connection's close, the runtime's timers. In 150
- *   s at rest they mapped 4.5 MiB back (docs/performance.md, "The daemon at rest stays at rest"). Stopped by the
- *   next request, armed again by the next collection at rest.
+ * - and again at rest, without a collection, when the file pages have grown back by `regrowBytes` since: the
+ *   daemon reads its file-backed pages (/proc/self/statm, one small read) `settleMs` after the drop, when its
+ *   collector's threads have mapped code back, then every `recheckMs`. Code also runs without a request: the
+ *   watches' bookmarks (about once a minute each), a connection's close, the runtime's timers (docs/performance.md,
+ *   "The daemon at rest stays at rest", "The second drop after the idle collection"). Stopped by the next request,
+ *   armed again by the next collection at rest.
  * Under Node (tests) there is no `Bun` and nothing is collected.
  *
  * Also the memory limit of the daemon's cgroup (its container's), which sets how many delegates run at once when
