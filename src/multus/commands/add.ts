@@ -7,7 +7,8 @@
  * attachment in order, move the default routes, tell Kubernetes what was attached, and return the cluster
  * network's result in the multus config's cniVersion. Any failure after the first
  * attachment rolls back every attachment made so far (docs/behaviour.md#rollback), so no interface or IP is left
- * behind.
+ * behind. Each attachment's AddedInterface event is posted as soon as it is added, while the next one runs, and the
+ * ADD returns (or fails) only once every event it posted is done (docs/behaviour.md#events).
  */
 import { planAdd } from '../plan-add.ts';
 import { removeScratchCache, writeScratchCache } from '../scratch-cache.ts';
@@ -49,21 +50,57 @@ export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
   for (const warning of plan.warnings) ctx.log.warn(warning);
   const { attachments } = plan;
   writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));
-  const results = await addAttachments(ctx, attachments).catch((e: unknown) => warnMissingPlugin(ctx, kube, lookup, e));
-  if (plan.defaultRoutes) await moveDefaultRoutes(ctx, attachments, plan.defaultRoutes);
-  if (kube && lookup.kind === 'found') await reportAttachments(ctx, kube, lookup.pod, attachments, results);
-  if (kube && lookup.kind === 'found' && conf.publishClaimNetworkData) {
-    await publishClaimNetworkData(kube, lookup.pod, req.containerId, attachments, results, ctx.log);
+  const events = addedInterfacePoster(kube, lookup, ctx);
+  try {
+    const results = await addAttachments(ctx, attachments, events.post).catch((e: unknown) =>
+      warnMissingPlugin(ctx, kube, lookup, e),
+    );
+    if (plan.defaultRoutes) await moveDefaultRoutes(ctx, attachments, plan.defaultRoutes);
+    if (kube && lookup.kind === 'found') await reportAttachments(ctx, kube, lookup.pod, attachments, results);
+    if (kube && lookup.kind === 'found' && conf.publishClaimNetworkData) {
+      await publishClaimNetworkData(kube, lookup.pod, req.containerId, attachments, results, ctx.log);
+    }
+    return results[0]!.as(conf.cniVersion);
+  } finally {
+    await events.done();
   }
-  return results[0]!.as(conf.cniVersion);
 }
 
-async function addAttachments(ctx: CallContext, attachments: Attachment[]): Promise<PluginResult[]> {
+type PostAdded = (attachment: Attachment, result: PluginResult) => Promise<void>;
+
+/**
+ * AddedInterface events (docs/behaviour.md#events), posted in order as each attachment is added, as Multus posts
+ * each one when its delegate returns. `post` resolves after one turn of the event loop, so the event's request has
+ * reached Bun's HTTP thread before the next delegate starts: its round trip goes on beside that delegate's run (after
+ * the last delegate, beside the status write), where before they all came after the last delegate
+ * (docs/performance.md, "Each event as its attachment is added"). `done()` resolves once every posted event is
+ * answered or failed (best effort: emitEvents never rejects); the thin plugin exits right after its answer, so an ADD
+ * waits for it, failed or not. An ADD rolled back later keeps the events already posted, as Multus'.
+ */
+function addedInterfacePoster(
+  kube: KubeClient | undefined,
+  lookup: PodLookup,
+  ctx: CallContext,
+): { post: PostAdded; done: () => Promise<void> } {
+  let posted = Promise.resolve();
+  const post: PostAdded = async (attachment, result) => {
+    if (!kube || lookup.kind !== 'found') return;
+    const events = addedInterfaceEvents(attachment, result);
+    if (events.length === 0) return;
+    posted = posted.then(() => emitEvents(kube, lookup.pod, events, ctx.log));
+    await new Promise((resolve) => setImmediate(resolve));
+  };
+  return { post, done: () => posted };
+}
+
+async function addAttachments(ctx: CallContext, attachments: Attachment[], added: PostAdded): Promise<PluginResult[]> {
   const results: PluginResult[] = [];
   for (const [index, attachment] of attachments.entries()) {
     try {
       copyDeviceInfo(ctx, attachment);
-      results.push(await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx.net));
+      const result = await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx.net);
+      results.push(result);
+      await added(attachment, result);
     } catch (e) {
       await rollback(ctx, attachments.slice(0, index + 1));
       const name = attachment.network.name;
@@ -129,12 +166,7 @@ function deviceInfoOf(ctx: CallContext, attachment: Attachment): Record<string, 
   return info.kind === 'ok' ? info.value : undefined;
 }
 
-/**
- * network-status and AddedInterface events; a failed status write rolls the whole ADD back. The events go out
- * alongside the status write, not after it (docs/behaviour.md#events): the thin plugin waits for both before it
- * exits, and three event round trips after the write were 4-5 ms of a Kubernetes ADD. Multus posts each event as its
- * delegate is added, so a rolled-back ADD's events stay there as they do in Multus.
- */
+/** network-status; a failed write rolls the whole ADD back (the events already posted stay, as Multus'). */
 async function reportAttachments(
   ctx: CallContext,
   kube: KubeClient,
@@ -142,15 +174,11 @@ async function reportAttachments(
   attachments: Attachment[],
   results: PluginResult[],
 ): Promise<void> {
-  const events = attachments.flatMap((a, i) => addedInterfaceEvents(a, results[i]!));
-  const posted = emitEvents(kube, pod, events, ctx.log); // never rejects: events are best effort
   try {
     await writeNetworkStatus(ctx, kube, pod, attachments, results);
   } catch (e) {
     await rollback(ctx, attachments);
     throw wrapError(e, podTag(ctx));
-  } finally {
-    await posted;
   }
 }
 

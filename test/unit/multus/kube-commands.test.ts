@@ -139,7 +139,52 @@ describe('ADD with Kubernetes', () => {
     expect(existsSync(join(cniDir, 'cid1'))).toBe(false);
   });
 
-  it('posts the AddedInterface events while the status write is in flight, and returns once both are done', async () => {
+  it('posts each AddedInterface event as its attachment is added, before the next delegate runs', async () => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a,net-b' });
+    const postedBefore: Record<string, string[]> = {};
+    for (const type of ['pa', 'pb']) {
+      t.exec.returns[`${type} ADD`] = () => {
+        postedBefore[type] = t.kube.events.map((e) => e.message);
+        return undefined as never; // the default result
+      };
+    }
+    await t.add();
+    expect(postedBefore).toEqual({
+      pa: ['Add eth0 [10.1.0.2/24] from cluster'],
+      pb: ['Add eth0 [10.1.0.2/24] from cluster', 'Add net1 [10.1.0.2/24] from ns1/net-a'],
+    });
+    expect(t.kube.events.map((e) => e.message)).toEqual([
+      'Add eth0 [10.1.0.2/24] from cluster',
+      'Add net1 [10.1.0.2/24] from ns1/net-a',
+      'Add net2 [10.1.0.2/24] from ns1/net-b',
+    ]);
+  });
+
+  it('a later delegate failing rolls back; the events of the attachments already added stay, as Multus leaves its own', async () => {
+    const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a,net-b' });
+    t.exec.returns['pb ADD'] = cniErrorReply(11, 'no address left');
+    const post = t.kube.createEvent.bind(t.kube);
+    t.kube.createEvent = async (event) => {
+      await new Promise((r) => setTimeout(r, 20));
+      return post(event);
+    };
+    await expect(t.add()).rejects.toMatchObject({ code: 11 });
+    expect(t.exec.calls()).toEqual([
+      'ADD p0 eth0',
+      'ADD pa net1',
+      'ADD pb net2',
+      'DEL pb net2',
+      'DEL pa net1',
+      'DEL p0 eth0',
+    ]);
+    // both posted before the ADD answered, slow as they were
+    expect(t.kube.events.map((e) => e.message)).toEqual([
+      'Add eth0 [10.1.0.2/24] from cluster',
+      'Add net1 [10.1.0.2/24] from ns1/net-a',
+    ]);
+  });
+
+  it('returns once the status write and every AddedInterface event are done', async () => {
     const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a' });
     const update = t.kube.updatePodStatus.bind(t.kube);
     const post = t.kube.createEvent.bind(t.kube);
@@ -170,7 +215,7 @@ describe('ADD with Kubernetes', () => {
     expect(u.kube.events).toHaveLength(2);
   });
 
-  it('a failed status write rolls back; the events posted alongside it stay, as Multus leaves its own', async () => {
+  it('a failed status write rolls back; the events already posted stay, as Multus leaves its own', async () => {
     const t = setup({ 'k8s.v1.cni.cncf.io/networks': 'net-a' });
     t.kube.failures.updatePodStatus = [new FakeKubeError(403, 'forbidden: cannot update pods/status')];
     await expect(t.add()).rejects.toMatchObject({ msg: expect.stringContaining('error setting the networks status') });
@@ -203,7 +248,18 @@ describe('ADD with Kubernetes', () => {
       'CNI plugin "macvlan" is not in /opt/test/bin, /usr/lib/cni on this node: install it there (multus runs the plugins it is ' +
       'given, it ships none; a resident daemon without chrootDir looks in its own container)';
     expect(warnings).toEqual([`[ns1/pod1/uid-1]: ${msg}`]);
+    // the attachments added before it keep their events, as Multus'
     expect(t.kube.events).toEqual([
+      expect.objectContaining({
+        type: 'Normal',
+        reason: 'AddedInterface',
+        message: 'Add eth0 [10.1.0.2/24] from cluster',
+      }),
+      expect.objectContaining({
+        type: 'Normal',
+        reason: 'AddedInterface',
+        message: 'Add net1 [10.1.0.2/24] from ns1/net-a',
+      }),
       expect.objectContaining({ type: 'Warning', reason: 'PluginNotFound', message: msg }),
     ]);
   });
