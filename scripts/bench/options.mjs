@@ -36,6 +36,8 @@ export function usage(code) {
       `                       thin plugin beside Go thin alone (no daemon, no RSS pairs)\n` +
       `  --gomultus DIR       Go Multus v4.3.0 binaries, default .cache/gomultus (test/peers/build-gomultus.sh)\n` +
       `  --rss-go             also run the RSS pairs through Go Multus thick's daemon\n` +
+      `  --api-latency-ms D   the Kubernetes modes reach the API server through a proxy that holds each chunk D ms\n` +
+      `                       each way (a round trip 2D ms longer, as across a network), default 0 (none)\n` +
       `  --page-cache S       every mode's executables as after a reboot (cold, the default: dropped from the page\n` +
       `                       cache, read from disk) or as each one's installer leaves them (installed)\n` +
       `  --writeback S        none (the default): each DEL right after its ADD, the ADD's files still dirty;\n` +
@@ -77,6 +79,7 @@ function defaults() {
     concurrency: 100,
     gomultus: null,
     rssGo: false,
+    apiLatencyMs: 0,
     pageCache: 'cold',
     writeback: 'none',
     modes: RESIDENT_MODES,
@@ -118,6 +121,7 @@ export function parseArgs(argv) {
     else if (k === '--concurrency') o.concurrency = int();
     else if (k === '--gomultus') o.gomultus = resolve(next());
     else if (k === '--rss-go') o.rssGo = true;
+    else if (k === '--api-latency-ms') o.apiLatencyMs = int();
     else if (k === '--page-cache') {
       o.pageCache = next();
       if (!['cold', 'installed'].includes(o.pageCache)) usage(2);

@@ -26,6 +26,7 @@ import { dirname, join } from 'node:path';
 import { cniEnv, evictPageCache, fail, r2, rewriteAsInstalled, say } from './common.mjs';
 import { startGoDaemon, startTsDaemon } from './daemons.mjs';
 import { startHelper } from './k8s-helper.mjs';
+import { throughLatency } from './api-latency.mjs';
 import { concurrency, measureConfig, rssPairs } from './resident-measure.mjs';
 
 const NAMESPACE = 'multus-bench-resident';
@@ -138,6 +139,7 @@ function prepare(ctx) {
     ...av,
     netns,
     daemons: [],
+    stops: [],
     delegateConf,
     delegateBytes: JSON.stringify(delegateConf),
     confFor,
@@ -228,10 +230,21 @@ async function addGoThick(rc, modes, cl) {
   return gd;
 }
 
-/** Kubernetes: all four modes. */
+/** Kubernetes: all four modes (through the latency proxy with --api-latency-ms). */
 async function kubernetes(rc, helper, out) {
-  const { cl, takePod } = await startCluster(rc, helper);
-  out.kube_apiserver = cl.kubeVersion;
+  const started = await startCluster(rc, helper);
+  const { takePod } = started;
+  out.kube_apiserver = started.cl.kubeVersion;
+  let cl = started.cl;
+  if (rc.opts.apiLatencyMs > 0) {
+    const proxy = await throughLatency(rc.node, cl, rc.opts.apiLatencyMs, join(rc.tmp, 'latency.kubeconfig'));
+    rc.stops.push(proxy.stop);
+    cl = proxy.cl;
+    out.api_latency = {
+      ms_each_way: rc.opts.apiLatencyMs,
+      how: 'every mode reaches the API server through a TCP proxy that holds each chunk this long in each direction (scripts/bench/api-latency.mjs)',
+    };
+  }
   const extra = { kubeconfig: cl.kubeconfig, delegates: [rc.delegateConf] };
   const { modes, ts } = await tsAndGoThin(rc, 'k8s', extra, { kubeconfig: cl.kubeconfig });
   const gd = await addGoThick(rc, modes, cl);
@@ -285,6 +298,7 @@ export async function runResident(ctx) {
     }
   } finally {
     for (const d of rc.daemons) await d.stop().catch(() => {});
+    for (const stop of rc.stops) stop();
     await helper?.stop();
     spawnSync('umount', [rc.netns]);
   }
