@@ -104,8 +104,11 @@ export function timed(file, args, env, input) {
 export const cpuMs = (ticks, runs) => r2((ticks * 1000) / CLK_TCK / (runs || 1));
 
 /**
- * Drops each file's pages from the page cache (`dd iflag=nocache count=0`; pages a running process maps stay), so
- * that the executables compared start in one state. A file just written (our build, an image unpacked, an install's
+ * Drops each file's pages from the page cache (fsynced first, then `dd iflag=nocache count=0`; pages a running
+ * process maps stay), so that the executables compared start in one state. Without the fsync a file written less
+ * than the kernel's writeback interval (30 s) ago kept its dirty pages: `posix_fadvise(DONTNEED)` drops only clean
+ * ones, so a bench run right after `npm run build` ran our executable from the build's folios and Go's from disk
+ * (docs/performance.md, "Each event as its attachment is added"). A file just written (our build, an image unpacked, an install's
  * copy) sits in the page cache in large folios, and a fault on it maps the whole folio: 528 KiB per fault on a
  * freshly built build/multus.bun against 64 KiB (the kernel's fault-around) once it was read back from disk, which
  * is where the Go peers' binaries, built days earlier, usually are (docs/performance.md, "The page cache's
@@ -115,6 +118,16 @@ export function evictPageCache(files) {
   const done = [];
   for (const f of new Set(files)) {
     if (!f) continue;
+    try {
+      const fd = openSync(f, 'r');
+      try {
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    } catch (e) {
+      say(`page cache: cannot write ${f} back before dropping it: ${/** @type {Error} */ (e).message}`);
+    }
     const r = spawnSync('dd', [`if=${f}`, 'iflag=nocache', 'count=0', 'status=none'], { encoding: 'utf8' });
     if (r.status === 0) done.push(f);
     else say(`page cache: cannot drop ${f}: ${(r.stderr || r.error?.message || '').trim()}`);
