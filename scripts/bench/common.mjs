@@ -105,14 +105,14 @@ export const cpuMs = (ticks, runs) => r2((ticks * 1000) / CLK_TCK / (runs || 1))
 
 /**
  * Drops each file's pages from the page cache (fsynced first, then `dd iflag=nocache count=0`; pages a running
- * process maps stay), so that the executables compared start in one state. Without the fsync a file written less
- * than the kernel's writeback interval (30 s) ago kept its dirty pages: `posix_fadvise(DONTNEED)` drops only clean
- * ones, so a bench run right after `npm run build` ran our executable from the build's folios and Go's from disk
- * (docs/performance.md, "Each event as its attachment is added"). A file just written (our build, an image unpacked, an install's
- * copy) sits in the page cache in large folios, and a fault on it maps the whole folio: 528 KiB per fault on a
- * freshly built build/multus.bun against 64 KiB (the kernel's fault-around) once it was read back from disk, which
- * is where the Go peers' binaries, built days earlier, usually are (docs/performance.md, "The page cache's
- * state"). Returns the files it dropped; a file that cannot be is left out.
+ * process maps stay), so that the executables compared start in one state. A file just written (our build, an
+ * image unpacked, an install's copy) sits in the page cache in large folios, and a fault on it maps the whole
+ * folio: 528 KiB per fault on a freshly built build/multus.bun against 64 KiB (the kernel's fault-around) once it
+ * was read back from disk, which is where the Go peers' binaries, built days earlier, usually are
+ * (docs/performance.md, "The page cache's state"). The advice drops clean pages only: without the fsync, a file
+ * written less than the kernel's writeback interval (30 s) before kept them all, so a run right after
+ * `npm run build` ran our executable from the build's folios and Go's from disk (docs/performance.md, "Each event
+ * as its attachment is added"). Returns the files it dropped; a file that cannot be is left out.
  */
 export function evictPageCache(files) {
   const done = [];
