@@ -109,10 +109,10 @@ export const cpuMs = (ticks, runs) => r2((ticks * 1000) / CLK_TCK / (runs || 1))
  * image unpacked, an install's copy) sits in the page cache in large folios, and a fault on it maps the whole
  * folio: 528 KiB per fault on a freshly built build/multus.bun against 64 KiB (the kernel's fault-around) once it
  * was read back from disk, which is where the Go peers' binaries, built days earlier, usually are
- * (docs/performance.md, "The page cache's state"). The advice drops clean pages only: without the fsync, a file
- * written less than the kernel's writeback interval (30 s) before kept them all, so a run right after
- * `npm run build` ran our executable from the build's folios and Go's from disk (docs/performance.md, "Each event
- * as its attachment is added"). Returns the files it dropped; a file that cannot be is left out.
+ * (docs/performance.md, "The installed executable's page cache"). The advice drops clean pages only: without the
+ * fsync, a file written less than the kernel's writeback interval (30 s) before kept them all, so a run right
+ * after `npm run build` ran our executable from the build's folios and Go's from disk (docs/performance.md, "Each
+ * event as its attachment is added"). Returns the files it dropped; a file that cannot be is left out.
  */
 export function evictPageCache(files) {
   const done = [];
