@@ -1,10 +1,18 @@
 /**
  * The resident bench's command line (scripts/bench/options.mjs): `--writeback` is off unless asked for, so runs
- * stay comparable with earlier ones (docs/performance.md, "Files written back before the DEL").
+ * stay comparable with earlier ones (docs/performance.md, "Files written back before the DEL"); `--api-latency-ms`
+ * and its proxy (scripts/bench/api-latency.mjs).
  */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error: options.mjs is plain JavaScript with no declaration file (scripts/tsconfig.json checks it)
 import { parseArgs } from '../../../scripts/bench/options.mjs';
+// @ts-expect-error: plain JavaScript, as options.mjs
+import { throughLatency } from '../../../scripts/bench/api-latency.mjs';
 
 describe('bench options', () => {
   it('leaves the DEL right after its ADD by default', () => {
@@ -17,5 +25,48 @@ describe('bench options', () => {
       writeback: 'before-del',
       pageCache: 'installed',
     });
+  });
+});
+
+describe('--api-latency-ms', () => {
+  it('is off unless asked for', () => {
+    expect(parseArgs(['--scenario', 'resident']).apiLatencyMs).toBe(0);
+    expect(parseArgs(['--api-latency-ms', '2']).apiLatencyMs).toBe(2);
+  });
+
+  it("relays the API server's bytes in order, each way at least the latency later, and names itself in a kubeconfig copy", async () => {
+    const echo = createServer((s) => s.pipe(s));
+    await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+    const port = (echo.address() as AddressInfo).port;
+    const dir = mkdtempSync(join(tmpdir(), 'mts-latency-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, `clusters:\n- cluster:\n    server: https://127.0.0.1:${port}\n`);
+    const cl = { server: `https://127.0.0.1:${port}`, kubeconfig };
+    const proxy = await throughLatency(process.execPath, cl, 20, join(dir, 'copy'));
+    try {
+      const proxied = new URL(proxy.cl.server);
+      expect(proxied.port).not.toBe(String(port));
+      expect(readFileSync(proxy.cl.kubeconfig, 'utf8')).toBe(`clusters:\n- cluster:\n    server: ${proxy.cl.server}\n`);
+      const sock = connect({ host: '127.0.0.1', port: Number(proxied.port) });
+      await new Promise((r) => sock.once('connect', r));
+      const t = performance.now();
+      let got = '';
+      const echoed = new Promise<void>((r) =>
+        sock.on('data', (b) => {
+          got += b.toString();
+          if (got.length >= 6) r();
+        }),
+      );
+      sock.write('abc');
+      sock.write('def');
+      await echoed;
+      expect(got).toBe('abcdef');
+      expect(performance.now() - t).toBeGreaterThanOrEqual(39); // there and back, 20 ms each way (timers: whole ms)
+      sock.destroy();
+    } finally {
+      proxy.stop();
+      echo.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
