@@ -80,7 +80,7 @@ export interface CollectOptions {
   file?: () => number;
   /** At rest, after `atRest`: how often the file pages are read, and `atRest` again once they grew by `regrowBytes`. */
   recheckMs?: number;
-  /** ... the first time this long after the drop that follows the idle collection. */
+  /** At rest: the first read of the file pages, this long after the drop that follows the idle collection. */
   settleMs?: number;
   regrowBytes?: number;
 }
