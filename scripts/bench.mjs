@@ -35,6 +35,7 @@ import {
   ensureExe,
   launcherPayload,
   machine,
+  processStart,
   strippedBase,
 } from './bench/artifacts.mjs';
 import { BenchError, DELEGATE_TYPE, ROOT, boundNetns, fail, say } from './bench/common.mjs';
@@ -85,6 +86,12 @@ async function main() {
   const stripped = strippedBase(exe);
   const payload = launcherPayload(exe);
   const delegate = ensureDelegate();
+  mach.process_start = processStart();
+  say(
+    mach.process_start.unavailable
+      ? `process start probe unavailable: ${mach.process_start.unavailable}`
+      : `process start here: glibc's ${mach.process_start.glibc_start_ms} ms per process, cpuid ${mach.process_start.cpuid_us} us`,
+  );
   const tmp = mkdtempSync(join(tmpdir(), 'multus-bench-'));
   const out = {
     bench: 'multus-ts startup',

@@ -23,8 +23,9 @@ say() { echo "setup: $*"; }
 packages=(containernetworking-plugins iproute2 iptables nftables)
 # the runtime tier (test/runtime) and `npm run image`: containerd, runc, umoci to pack OCI images, and
 # busybox-static (the image's /bin/sh and cp, docs/install.md "Image"); strace (test/fixture/launcher.test.ts
-# checks that the launcher's fast path starts Bun before the Go runtime starts)
-$demo_only || packages+=(containerd runc umoci busybox-static strace)
+# checks that the launcher's fast path starts Bun before the Go runtime starts); gcc and libc6-dev build the bench's
+# C fixtures (test/data/bench: the trivial delegate, the process start probe)
+$demo_only || packages+=(containerd runc umoci busybox-static strace gcc libc6-dev)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

@@ -21,7 +21,7 @@ import {
 import { createRequire } from 'node:module';
 import { cpus, loadavg, release } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { DELEGATE_TYPE, ROOT, fail, r2, say, which } from './common.mjs';
+import { DELEGATE_TYPE, ROOT, fail, r2, say, stats, timed, which } from './common.mjs';
 
 const require = createRequire(join(ROOT, 'package.json'));
 const FIXTURES = join(ROOT, 'test/data/bench');
@@ -118,6 +118,59 @@ export function ensureDelegate() {
   writeFileSync(stampFile, kind + '\n');
   say(`trivial delegate: ${relative(ROOT, out)} (${kind})`);
   return { binDir, path: out, kind };
+}
+
+/**
+ * What starting a process costs this machine (test/data/bench/start-probe.c): one `cpuid` instruction, and the
+ * exec-to-exit time of a dynamic glibc executable that does nothing against one with no loader and no libc,
+ * interleaved, `rounds` each. Our Bun executable is a dynamic glibc program; Go Multus and the Go launcher are
+ * not. glibc's start asks the CPU about its caches with a few dozen `cpuid` instructions, which a virtual machine
+ * traps to its hypervisor (docs/performance.md, "glibc's start on a virtual machine"). Unavailable, with the reason,
+ * without a C compiler or off x86-64.
+ */
+export function processStart(rounds = 200) {
+  const binDir = join(ROOT, 'build/bench/bin');
+  mkdirSync(binDir, { recursive: true });
+  const src = join(FIXTURES, 'start-probe.c');
+  const cc = which('gcc') || which('cc');
+  if (!cc) return { unavailable: 'no C compiler (gcc or cc) to build test/data/bench/start-probe.c' };
+  const bins = { glibc: join(binDir, 'start-probe-glibc'), nolibc: join(binDir, 'start-probe-nolibc') };
+  const flags = { glibc: [], nolibc: ['-DNOLIBC', '-static', '-nostdlib'] };
+  for (const [k, out] of Object.entries(bins)) {
+    if (existsSync(out) && statSync(out).mtimeMs >= statSync(src).mtimeMs) continue;
+    const r = spawnSync(cc, ['-O2', '-s', ...flags[k], '-o', out, src], { encoding: 'utf8' });
+    if (r.status !== 0) return { unavailable: `${cc} could not build start-probe-${k}: ${r.stderr.trim()}` };
+  }
+  const cpuid = spawnSync(bins.glibc, ['cpuid'], { encoding: 'utf8' });
+  const cpuidUs = cpuid.status === 0 ? Number(cpuid.stdout.trim()) : NaN;
+  if (!(cpuidUs > 0)) return { unavailable: `start-probe-glibc cpuid printed ${JSON.stringify(cpuid.stdout)}` };
+  const times = { glibc: [], nolibc: [] };
+  const diffs = [];
+  for (let i = 0; i < rounds; i++) {
+    const order = i % 2 ? ['glibc', 'nolibc'] : ['nolibc', 'glibc'];
+    const got = {};
+    for (const k of order) {
+      const r = timed(bins[k], [], {});
+      if (r.status !== 0) return { unavailable: `start-probe-${k} ended with ${r.signal ?? `exit ${r.status}`}` };
+      got[k] = r.ms;
+    }
+    times.glibc.push(got.glibc);
+    times.nolibc.push(got.nolibc);
+    diffs.push(got.glibc - got.nolibc);
+  }
+  const median = (xs) => stats(xs).median_ms;
+  return {
+    cpuid_us: cpuidUs,
+    glibc_dynamic_ms: median(times.glibc),
+    no_libc_ms: median(times.nolibc),
+    glibc_start_ms: median(diffs),
+    rounds,
+    what:
+      'exec to exit of a dynamic glibc executable that does nothing (glibc_dynamic_ms) and of one with no loader ' +
+      'and no libc (no_libc_ms), interleaved; glibc_start_ms is the median of their per-round differences, what ' +
+      "glibc's start costs every process of a glibc executable here (ours is one; Go Multus is not); cpuid_us is " +
+      'one cpuid instruction, of which that start runs a few dozen',
+  };
 }
 
 export function machine() {
