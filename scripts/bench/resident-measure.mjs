@@ -82,9 +82,13 @@ function units(rc, tag, modes, takePod, windows, state) {
 
 /**
  * Wall times and overhead (minus the delegate calls at this run's median) per mode, CPU per call (user + system of
- * the process and its delegates, mean; `ticks` summed per key), and ratios to Go.
+ * the process and its delegates, mean; `ticks` summed per key), and ratios to Go. `overhead` pools the ADD and DEL
+ * samples: where a mode's ADD and DEL differ by more than their spread (Kubernetes mode), its median falls between
+ * the two, the mean of the slowest DEL and the fastest ADD, and one slow call moves it. `overhead_pod` is each
+ * round's ADD and DEL of one pod summed, the median over rounds: what a pod costs (docs/performance.md, "A pod's
+ * ADD and DEL together").
  */
-function modeFigures(modes, samples, ticks, delegateCalls) {
+export function modeFigures(modes, samples, ticks, delegateCalls) {
   const names = Object.keys(modes);
   const dAdd = stats(samples.delegate_add).median_ms;
   const dDel = stats(samples.delegate_del).median_ms;
@@ -99,6 +103,7 @@ function modeFigures(modes, samples, ticks, delegateCalls) {
       overhead: stats([...ovAdd, ...ovDel]),
       overhead_add: stats(ovAdd),
       overhead_del: stats(ovDel),
+      overhead_pod: stats(ovAdd.map((a, i) => a + ovDel[i])),
       cpu_add_ms: cpuMs(ticks[`${m}_add`], samples[`${m}_add`].length),
       cpu_del_ms: cpuMs(ticks[`${m}_del`], samples[`${m}_del`].length),
     };
@@ -114,6 +119,7 @@ function modeFigures(modes, samples, ticks, delegateCalls) {
         overhead: r('overhead'),
         overhead_add: r('overhead_add'),
         overhead_del: r('overhead_del'),
+        overhead_pod: r('overhead_pod'),
         cpu_add: c('cpu_add_ms'),
         cpu_del: c('cpu_del_ms'),
       };

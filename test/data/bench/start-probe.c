@@ -1,15 +1,16 @@
 /*
  * start-probe: what starting a process costs this machine, for `npm run bench` (scripts/bench/artifacts.mjs
- * `processStart`, docs/performance.md, "glibc's start on a virtual machine"). Built twice into build/bench/bin/:
+ * `processStart`, docs/performance.md, "glibc's start on this VM"). Built twice into build/bench/bin/:
  *
  *   start-probe-glibc    a dynamic glibc executable, as Bun is: `start-probe-glibc` exits at once;
  *                        `start-probe-glibc cpuid` prints the microseconds one `cpuid` instruction takes here
  *   start-probe-nolibc   -DNOLIBC -static -nostdlib: no loader and no libc, its first instruction exits
  *
  * glibc's start (the loader's, or libc.a's in a static program) reads the CPU's features and cache sizes with a few
- * dozen `cpuid` instructions (cpu_features.c, dl-cacheinfo.h). On bare metal each takes well under a microsecond;
- * a virtual machine traps every one to its hypervisor. The two executables' exec-to-exit times, side by side,
- * show what that start costs every glibc process on this machine.
+ * dozen `cpuid` instructions (cpu_features.c, dl-cacheinfo.h). Under Intel VT-x every `cpuid` exits to the
+ * hypervisor (the SDM lists it among the instructions that cause a VM exit unconditionally); on bare metal the CPU
+ * answers it itself. The two executables' exec-to-exit times, side by side, show what that start costs every glibc
+ * process on this machine; the bench's trivial delegate (static glibc) pays it too, in every mode alike.
  */
 #ifdef NOLIBC
 void _start(void) {
