@@ -38,17 +38,13 @@ describe('the build smoke test', () => {
     expect(r.left).toEqual([]);
   });
 
-  it('fails an executable that exits 3, and removes its copy first', () => {
-    const r = smoke('#!/bin/sh\nexit 3\n');
+  it.each([
+    ['an executable that exits 3', '#!/bin/sh\nexit 3\n', 'exited 3'],
+    ['a file that cannot be executed', 'not a program\n', 'smoke test (env -i CNI_COMMAND=VERSION'],
+  ])('fails %s, and removes its copy first', (_what, text, why) => {
+    const r = smoke(text);
     expect(r.stderr).toContain('build: FAILED: smoke test');
-    expect(r.stderr).toContain('exited 3');
-    expect(r.status).toBe(1);
-    expect(r.left).toEqual([]);
-  });
-
-  it('fails a file that cannot be executed, and removes its copy first', () => {
-    const r = smoke('not a program\n');
-    expect(r.stderr).toContain('build: FAILED: smoke test');
+    expect(r.stderr).toContain(why);
     expect(r.status).toBe(1);
     expect(r.left).toEqual([]);
   });
