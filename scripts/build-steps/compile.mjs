@@ -3,7 +3,7 @@
  * executable (`bun build --compile --bytecode --minify`): the thin bundle is its main module, the roles'
  * bundle and the client-node fallback are embedded files beside it (`/$bunfs/root/…`, loaded by
  * src/base/embedded.ts), all three compiled to JavaScriptCore bytecode at build time. The runtime and the
- * compiler are the one binary of the npm packages `bun` / `@oven/bun-linux-x64` that package.json pins; it is
+ * compiler are the one binary of the npm package `@oven/bun-linux-x64` that package.json pins; it is
  * also the executable's base (`--compile-executable-path`), so nothing is downloaded.
  */
 import { createHash } from 'node:crypto';
@@ -48,30 +48,36 @@ export const COMPILE_FLAGS = [
   '--compile-jit-policy=1000',
 ];
 
-/** The pinned Bun binary. Its postinstall (when npm runs it) moves it from @oven/bun-linux-x64/bin/bun to
- *  bun/bin/bun.exe; without install scripts it stays where the platform package put it. */
+/**
+ * The pinned Bun binary: `bin/bun` of the platform package `@oven/bun-linux-x64` at the exact version package.json
+ * names. That version is a release ("1.4.5") or a canary with its commit ("1.4.5-canary.20261202.1+c24943a"); the
+ * binary's `--revision` ("1.4.5+a7733435c", "1.4.6-canary.1+c24943ad0") must name the same build. Why a canary:
+ * docs/build.md, "Which Bun".
+ */
 export function bunBinary() {
   let pinned;
+  let path;
   try {
-    pinned = requireFromRoot('bun/package.json').version;
+    const manifest = requireFromRoot.resolve('@oven/bun-linux-x64/package.json');
+    pinned = requireFromRoot('@oven/bun-linux-x64/package.json').version;
+    path = join(dirname(manifest), 'bin/bun');
   } catch {
-    fail('the bun package is not installed (run npm ci)');
+    fail('the @oven/bun-linux-x64 package is not installed (run npm ci)');
   }
-  const candidates = [];
-  for (const [pkg, file] of [
-    ['@oven/bun-linux-x64', 'bin/bun'],
-    ['bun', 'bin/bun.exe'],
-  ]) {
-    try {
-      candidates.push(join(dirname(requireFromRoot.resolve(`${pkg}/package.json`)), file));
-    } catch {}
+  const r = existsSync(path) ? run(path, ['--revision']) : undefined;
+  const revision = r?.status === 0 ? r.stdout.trim() : '';
+  if (!sameBuild(pinned, revision)) {
+    fail(`${show(path)} is not the pinned Bun ${pinned} (its --revision: ${revision || 'none'}; run npm ci)`);
   }
-  for (const path of candidates) {
-    if (!existsSync(path) || statSync(path).size < 1 << 20) continue; // bun.exe is a placeholder until linked
-    const r = run(path, ['--version']);
-    if (r.status === 0 && r.stdout.trim() === pinned) return { path, version: pinned };
-  }
-  return fail(`no runnable Bun ${pinned} in node_modules (looked at ${candidates.join(', ')}; run npm ci)`);
+  return { path, version: revision };
+}
+
+/** Whether Bun's `--revision` names the build of the npm version `pinned` (see bunBinary). */
+export function sameBuild(pinned, revision) {
+  const [version, commit] = pinned.split('+');
+  const [revVersion, revCommit] = revision.split('+');
+  if (!revCommit) return false;
+  return commit === undefined ? revVersion === version : revCommit.startsWith(commit);
 }
 
 /** The stamp of an executable: the recipe, the compiler, its flags and every embedded byte. */

@@ -1,5 +1,5 @@
 /**
- * The pinned Bun of node_modules (package.json's `bun`, the runtime of build/multus) and a runner for
+ * The pinned Bun of node_modules (package.json's `@oven/bun-linux-x64`, the runtime of build/multus) and a runner for
  * test/helpers/bun-driver.ts, so that the sources' Bun-only paths (Bun.spawn in cni/exec.ts, fetch in
  * k8s/fetch.ts) are tested under Bun while vitest itself runs under Node.
  */
@@ -11,13 +11,10 @@ import type { Requirement } from './skip.ts';
 const ROOT = resolve(import.meta.dirname, '../..');
 const DRIVER = join(ROOT, 'test/helpers/bun-driver.ts');
 
-/** bun/bin/bun.exe once npm linked it, else the platform package's binary (scripts/build-steps/compile.mjs). */
+/** The platform package's binary, the one scripts/build-steps/compile.mjs compiles with. */
 export function bunPath(): string | undefined {
-  for (const p of ['node_modules/bun/bin/bun.exe', 'node_modules/@oven/bun-linux-x64/bin/bun']) {
-    const full = join(ROOT, p);
-    if (existsSync(full) && statSync(full).size > 1 << 20) return full;
-  }
-  return undefined;
+  const full = join(ROOT, 'node_modules/@oven/bun-linux-x64/bin/bun');
+  return existsSync(full) && statSync(full).size > 1 << 20 ? full : undefined;
 }
 
 export function haveBun(): Requirement {
