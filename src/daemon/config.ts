@@ -18,6 +18,9 @@ import { MULTUS_KEYS, parseMultusConf } from '../multus/conf.ts';
 
 export const DEFAULT_DAEMON_CONFIG = '/etc/cni/net.d/multus.d/daemon-config.json';
 
+/** Where /metrics listens unless `metricsBindAddress` says otherwise: the node itself. */
+export const DEFAULT_METRICS_ADDRESS = '127.0.0.1';
+
 export interface DaemonConfig {
   /** Where multus.sock is created (Multus: `socketDir`, default /run/multus/). */
   socketDir: string;
@@ -49,8 +52,9 @@ export interface DaemonConfig {
   /** Prometheus /metrics port (undefined = off). */
   metricsPort: number | undefined;
   /**
-   * Our key: the address /metrics listens on; '' (the default) is every address of the node, as Multus' `:port`
-   * (docs/resident.md#metrics); `127.0.0.1` keeps it to the node itself.
+   * Our key: the address /metrics listens on, `127.0.0.1` unless set: the series name the node's pods and networks,
+   * so other addresses are an explicit choice (`0.0.0.0` or `::` is every address, Multus' `:port`;
+   * docs/reliability.md, "Second probe").
    */
   metricsBindAddress: string;
   /** Our key: how long SIGTERM waits for in-flight requests. */
@@ -160,8 +164,8 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
   const levelText = str(raw, 'logLevel', '');
   const logLevel = levelText === '' ? 'error' : parseLogLevel(levelText);
   if (logLevel === undefined) throw bad('logLevel', `one of panic, error, verbose, debug (got "${levelText}")`);
-  const metricsBindAddress = str(raw, 'metricsBindAddress', '');
-  if (metricsBindAddress !== '' && isIP(metricsBindAddress) === 0) {
+  const metricsBindAddress = str(raw, 'metricsBindAddress', DEFAULT_METRICS_ADDRESS);
+  if (isIP(metricsBindAddress) === 0) {
     throw bad(
       'metricsBindAddress',
       `an IP address of the node, such as "127.0.0.1" or "::" (got "${metricsBindAddress}")`,

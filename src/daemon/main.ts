@@ -148,9 +148,10 @@ function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger, served: 
       )
       .finally(served);
   });
-  // No address: every address of the node, as Multus' ":<metricsPort>" (docs/resident.md#metrics).
-  const host = cfg.metricsBindAddress || undefined;
-  const where = host === undefined ? `every address, port ${cfg.metricsPort}` : `${host} port ${cfg.metricsPort}`;
+  // 127.0.0.1 unless the config names another address; `0.0.0.0`/`::` is Multus' ":<metricsPort>"
+  // (docs/reliability.md, "Second probe").
+  const host = cfg.metricsBindAddress;
+  const where = `${host} port ${cfg.metricsPort}`;
   return new Promise((resolve, reject) => {
     server.once('error', (e) => reject(new StartError(`cannot serve /metrics on ${where}: ${messageOf(e)}`)));
     server.listen(cfg.metricsPort, host, () => {

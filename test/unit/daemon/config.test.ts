@@ -17,7 +17,7 @@ describe('parseDaemonConfig', () => {
       multusMasterCNI: '',
       connectionLimit: 0,
       metricsPort: undefined,
-      metricsBindAddress: '', // every address, as Multus' ":<metricsPort>"
+      metricsBindAddress: '127.0.0.1', // the node itself unless the config opts into other addresses
       shutdownGraceMs: 30_000,
       shutdownDrainMs: 2_000,
       cleanupConfigOnExit: false,
