@@ -293,7 +293,14 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
     const served = { host, daemonEnv: io.env, log, queue, notReady, notServing, stopping: () => stopping, multusConf };
     parts.http = createCniServer({ ...served, ...(metrics ? { metrics } : {}) });
     const socket = (parts.socket = await listenUnix(parts.http, cfg.socketDir));
-    if (metrics) parts.metricsServer = await serveMetrics(metrics, cfg, log, () => stopping || queue.restSoon());
+    if (metrics) {
+      // as Multus, whose listener logs its error: the node's CNI calls matter more than its scrape
+      const server = await serveMetrics(metrics, cfg, log, () => stopping || queue.restSoon()).catch((e: unknown) => {
+        log.error(`${messageOf(e)}: the daemon goes on without /metrics`);
+        return undefined;
+      });
+      if (server) parts.metricsServer = server;
+    }
     if (cfg.dynamicNetworks) {
       // with informers, the pod informer's updates drive it and the poll is a resync
       const events = warm ? { events: warm.onPod } : {};
@@ -379,6 +386,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   const { cfg } = setup;
   const logOptions = { level: cfg.logLevel, logFile: cfg.logFile || undefined, logToStderr: cfg.logToStderr };
   const log = createLogger(logOptions, { writeStderr: io.writeStderr });
+  for (const w of cfg.warnings) io.writeStderr(`${w}\n`); // as Multus prints them, whatever the level
   let daemon: DaemonHandle;
   try {
     daemon = await startDaemon(setup, io, log);

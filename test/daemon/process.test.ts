@@ -99,6 +99,24 @@ describe.runIf(ready())('multus daemon (process)', () => {
     expect(out).toBe(2);
   });
 
+  it("logLevel info and a metricsPort already taken: Multus' line on stderr, and the daemon serves on", async () => {
+    const taken = createServer().listen(0, '127.0.0.1');
+    await new Promise((r) => taken.once('listening', r));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const d = spawnDaemon(baseConfig({ logLevel: 'info', metricsPort: port }));
+      await until(() => existsSync(d.socket), 'the daemon to listen');
+      expect([200, 503]).toContain((await http(d.socket, '/healthz', { method: 'GET' })).status); // it answers
+      d.child.kill('SIGTERM');
+      const { code, stderr } = await d.exited;
+      expect(code).toBe(0);
+      expect(stderr).toContain('multus logging: cannot set logging level to info');
+      expect(stderr).toMatch(/cannot serve \/metrics on 127\.0\.0\.1 port \d+: .*the daemon goes on without \/metrics/);
+    } finally {
+      taken.close();
+    }
+  });
+
   it('SIGTERM: the call in flight finishes, new connections refused, socket removed, config kept, exit 0', async () => {
     mkdirSync(join(dir, 'bin'));
     const plugin = join(dir, 'bin', 'slow');
