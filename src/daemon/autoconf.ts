@@ -20,7 +20,13 @@ import type { Logger } from '../base/log.ts';
 import { writeFileAtomic } from '../base/files.ts';
 import { GENERATED_FILES, generateMultusConf, pickMaster } from '../multus/generate-conf.ts';
 import type { DaemonConfig } from './config.ts';
-import { RENAMED_REASON, renamedAway, renamedAwayMessage } from '../multus/renamed-conf.ts';
+import {
+  FOREIGN_REASON,
+  RENAMED_REASON,
+  foreignConfMessage,
+  renamedAway,
+  renamedAwayMessage,
+} from '../multus/renamed-conf.ts';
 
 export const GENERATED_NAME = GENERATED_FILES[0];
 
@@ -157,6 +163,18 @@ export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
     o.warnNode?.(RENAMED_REASON, message);
   };
 
+  let foreignWarnedAt: number | undefined;
+  /** The file holds neither what we wrote nor what we are about to write: another writer (rate-limited). */
+  const noteForeign = (path: string, onDisk: string, want: string): void => {
+    if (onDisk === want || onDisk === written) return;
+    const now = (o.now ?? Date.now)();
+    if (foreignWarnedAt !== undefined && now - foreignWarnedAt < RENAMED_WARNING_MS) return;
+    foreignWarnedAt = now;
+    const message = foreignConfMessage(path, written === undefined ? 'start' : 'later');
+    log.warn(message);
+    o.warnNode?.(FOREIGN_REASON, message);
+  };
+
   const remove = (why: string): void => {
     if (written === undefined) return;
     try {
@@ -187,6 +205,7 @@ export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
       const onDisk = readOrUndefined(path);
       if (written === want.text && onDisk?.toString('utf8') === want.text) return;
       if (written !== undefined && onDisk === undefined) noteRenamedAway(path);
+      if (onDisk !== undefined) noteForeign(path, onDisk.toString('utf8'), want.text);
       writeFileAtomic(path, want.text, 0o600);
       if (want.master !== lastMaster) log.verbose(`wrote ${path} for the master CNI config ${want.master}`);
       written = want.text;

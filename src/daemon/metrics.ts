@@ -214,7 +214,7 @@ function podNetworkInfo(register: Registry): (pod: Pod, deleted: boolean) => voi
   });
   const dropped = new Gauge({
     name: `${METRIC_PREFIX}pod_network_info_dropped`,
-    help: 'network-status entries of the node\'s pods not published as pod_network_name_info (invalid or past a bound)',
+    help: "network-status entries of the node's pods not published as pod_network_name_info (invalid or past a bound)",
     registers: [register],
   });
   const series = new PodNetworkSeries();

@@ -331,7 +331,7 @@ describe.runIf(ready() && needs({ ok: node !== undefined, reason: 'needs a non-l
       expect((await d.exited).code).toBe(0);
     });
 
-    it("metricsBindAddress 0.0.0.0 opts into every address, as Multus' \":<port>\"", async () => {
+    it('metricsBindAddress 0.0.0.0 opts into every address, as Multus\' ":<port>"', async () => {
       const port = await freePort();
       const d = spawnDaemon(baseConfig({ metricsPort: port, metricsBindAddress: '0.0.0.0' }));
       await untilServed('127.0.0.1', port);

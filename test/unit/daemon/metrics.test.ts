@@ -150,7 +150,7 @@ describe('daemon metrics (prom-client)', () => {
     expect(await series()).toEqual([]);
   });
 
-  it("pod_network_name_info is bounded: self-written network-status annotations of 10 pods give at most 32 series each, 2048 in all, the rest counted as dropped", async () => {
+  it('pod_network_name_info is bounded: self-written network-status annotations of 10 pods give at most 32 series each, 2048 in all, the rest counted as dropped', async () => {
     const m = createMetrics();
     const huge = (pod: string, n: number): Pod => ({
       metadata: {
