@@ -50,6 +50,8 @@ export function collection(o: Obj): string {
     Role: 'roles',
     RoleBinding: 'rolebindings',
     CustomResourceDefinition: 'customresourcedefinitions',
+    ValidatingAdmissionPolicy: 'validatingadmissionpolicies',
+    ValidatingAdmissionPolicyBinding: 'validatingadmissionpolicybindings',
   };
   const p = plural[o.kind];
   if (!p) throw new Error(`no URL for kind ${o.kind}`);
