@@ -133,7 +133,7 @@ async function startWarm(
   }
 }
 
-/** `/metrics` on metricsPort; `served()` after each scrape (a scrape runs code: the rest after it, memory.ts). */
+/** `/metrics` on metricsPort (not listening: logged, served on, as Multus); `served()` after each scrape (memory.ts). */
 function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger, served: () => void): Promise<Server> {
   const server = createServer((req, res) => {
     if ((req.url ?? '').split('?')[0] !== '/metrics' || req.method !== 'GET') {
@@ -294,7 +294,6 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
     parts.http = createCniServer({ ...served, ...(metrics ? { metrics } : {}) });
     const socket = (parts.socket = await listenUnix(parts.http, cfg.socketDir));
     if (metrics) {
-      // as Multus, whose listener logs its error: the node's CNI calls matter more than its scrape
       const server = await serveMetrics(metrics, cfg, log, () => stopping || queue.restSoon()).catch((e: unknown) => {
         log.error(`${messageOf(e)}: the daemon goes on without /metrics`);
         return undefined;
