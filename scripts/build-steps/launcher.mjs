@@ -8,6 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  appendFileSync,
   closeSync,
   existsSync,
   linkSync,
@@ -34,10 +35,10 @@ export function findGo() {
 }
 
 /**
- * `go build` of dir into out (static, renamed over so a running copy keeps its inode).
- * @param {string} dir @param {string} out @param {string[]} [ldflags]
+ * `go build` of dir into out (static, renamed over so a running copy keeps its inode), with `mark` appended.
+ * @param {string} dir @param {string} out @param {string[]} [ldflags] @param {Buffer} [mark]
  */
-export function goBuild(dir, out, ldflags = []) {
+export function goBuild(dir, out, ldflags = [], mark = undefined) {
   const go = findGo();
   if (!go) fail(`go not found (PATH, /usr/local/go/bin): it builds ${show(out)} from ${dir}/`);
   const t = performance.now();
@@ -46,6 +47,7 @@ export function goBuild(dir, out, ldflags = []) {
     env: cleanEnv({ CGO_ENABLED: '0' }),
   });
   if (r.status !== 0) fail(`go build (${dir}/) exited ${r.status}: ${r.stderr}${r.stdout}`);
+  if (mark) appendFileSync(`${out}.new`, mark);
   renameSync(`${out}.new`, out);
   log(`${show(out)} (${mib(statSync(out).size)}, static) in ${ms(t)}`);
 }

@@ -24,6 +24,7 @@ import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
 import { callerEnv, launcherPath } from '../base/caller-env.ts';
 import { STOP_SIGNALS, killRunningDelegates, realExec, stopStartingDelegates } from '../cni/exec.ts';
+import { refuseNestedExec } from '../multus/nesting.ts';
 import { createHost } from '../host/host.ts';
 import { nodeEvent } from '../k8s/calls.ts';
 import type { KubeClient } from '../k8s/types.ts';
@@ -194,12 +195,14 @@ function setUp(path: string, io: DaemonIo): DaemonSetup {
   const cfg = readConfig(path);
   const isRoot = io.isRoot ?? (() => process.getuid?.() === 0);
   if (!isRoot()) throw new StartError('the multus daemon must run as root (it runs CNI plugins)');
-  if (!cfg.chrootDir) return { cfg, exec: realExec };
+  // the meta-plugin is never a delegate (multus/nesting.ts): checked on the files as the host has them
+  const ownExec = refuseNestedExec(realExec);
+  if (!cfg.chrootDir) return { cfg, exec: ownExec };
   const wrapper = chrootWrapper(launcherPath(process.env));
   if (!wrapper)
     throw new StartError('chrootDir is set but neither the launcher nor a chroot program (/usr/sbin/chroot) was found');
   if (!existsSync(cfg.chrootDir)) throw new StartError(`chrootDir ${cfg.chrootDir} does not exist`);
-  return { cfg, exec: chrootExec(realExec, cfg.chrootDir, wrapper) };
+  return { cfg, exec: chrootExec(ownExec, cfg.chrootDir, wrapper) };
 }
 
 /** What a started daemon holds, so the start can undo itself and stop() can close it. */

@@ -13,6 +13,8 @@ import type { MultusConf } from './conf.ts';
 import type { Network } from '../cni/network.ts';
 import { parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
+import { parseJsonObject } from '../base/json.ts';
+import { jsonSyntaxMessage } from '../base/json-syntax.ts';
 import { VALID_NAME } from '../base/names.ts';
 import type { Logger } from '../base/log.ts';
 import type { Delegate } from './attachments.ts';
@@ -53,7 +55,8 @@ function loadChain(conf: MultusConf, name: string): Network {
     // no directory: the chain is just passthru, and is not added
   }
   const plugins: Record<string, unknown>[] = [{ type: 'passthru', name: 'passthru-cni' }];
-  for (const file of files) plugins.push(JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, unknown>);
+  for (const file of files)
+    plugins.push(parseJsonObject(readFileSync(join(dir, file)), `auxiliary chain plugin ${join(dir, file)}`));
   return parseNetwork({ cniVersion: conf.cniVersion, name, plugins });
 }
 
@@ -67,12 +70,13 @@ export function passthru(command: string, stdin: Buffer): string {
   }
   if (command !== 'ADD') return '';
   let conf: { cniVersion?: string; prevResult?: unknown };
+  const text = stdin.toString();
   try {
-    conf = JSON.parse(stdin.toString()) as typeof conf;
-  } catch (e) {
+    conf = JSON.parse(text) as typeof conf;
+  } catch {
     throw new CniError(
       CniCode.DecodingFailure,
-      `passthru: failed to decode the network config from stdin: ${messageOf(e)}`,
+      `passthru: failed to decode the network config from stdin: ${jsonSyntaxMessage(text)}`,
     );
   }
   if (conf.prevResult) return JSON.stringify(conf.prevResult);
