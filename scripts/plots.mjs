@@ -13,7 +13,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as vega from 'vega';
 import * as vl from 'vega-lite';
-import { callRows, densityRows, parseBench } from './plots/data.mjs';
+import { callRows, densityRows, machineRows, parseBench } from './plots/data.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const BENCH = join(ROOT, 'docs/archive/bench');
@@ -129,6 +129,13 @@ async function main() {
     writeFileSync(join(out, name), (await render(spec)) + '\n');
   }
   console.log(`plots: ${readdirSync(out).filter((n) => n.endsWith('.svg')).length} SVG files in ${out}`);
+  // the machine and load of the runs drawn, for docs/performance.md's table "The machine"
+  for (const m of machineRows(load([...CALL_RUNS, ...DENSITY_RUNS]))) {
+    console.log(
+      `plots: ${m.scenario} ${m.date} ${m.git_head}: ${m.cores} cores, ${m.cpu_model}, Linux ${m.kernel}, ` +
+        `load ${m.load_start} -> ${m.load_end}`,
+    );
+  }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

@@ -22,7 +22,7 @@ function documentedKeys(heading: string): string[] {
   for (const line of section.split('\n')) {
     const cell = /^\| ([^|]+) \|/.exec(line)?.[1];
     if (cell === undefined || cell === 'key' || cell === 'option') continue;
-    for (const m of cell.matchAll(/`([^`]+)`/g)) keys.push(m[1]);
+    for (const m of cell.matchAll(/`([^`]+)`/g)) keys.push(m[1]!);
   }
   return keys.sort();
 }
@@ -31,8 +31,8 @@ function documentedKeys(heading: string): string[] {
 function daemonKeys(): string[] {
   const source = readFileSync(new URL('src/daemon/config.ts', root), 'utf8');
   const keys = new Set<string>();
-  for (const m of source.matchAll(/\(raw, '([A-Za-z]\w*)'/g)) keys.add(m[1]);
-  for (const m of source.matchAll(/\braw\.([A-Za-z]\w*)/g)) keys.add(m[1]);
+  for (const m of source.matchAll(/\(raw, '([A-Za-z]\w*)'/g)) keys.add(m[1]!);
+  for (const m of source.matchAll(/\braw\.([A-Za-z]\w*)/g)) keys.add(m[1]!);
   return [...keys].sort();
 }
 

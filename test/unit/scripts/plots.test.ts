@@ -70,7 +70,7 @@ describe('plots: the specs drawn from docs/archive/bench/', () => {
     for (const [name, spec] of specs) {
       const values = JSON.stringify(spec).match(/"mode":/g) ?? [];
       expect(values.length, name).toBeGreaterThan(3);
-      const view = new vega.View(vega.parse(vl.compile(spec as vl.TopLevelSpec).spec), { renderer: 'none' });
+      const view = new vega.View(vega.parse(vl.compile(spec as unknown as vl.TopLevelSpec).spec), { renderer: 'none' });
       const svg = await view.toSVG();
       view.finalize();
       expect(svg, name).toMatch(/^<svg[\s\S]*multus-ts[\s\S]*<\/svg>$/);
