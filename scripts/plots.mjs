@@ -35,7 +35,7 @@ function load(names) {
 }
 
 /** A bar per mode (the mean of the runs) with each run as a dot, one panel per scenario. */
-function perCallSpec(rows, field, title) {
+function perCallSpec(rows, field, title, unit) {
   const x = { field: 'mode', type: 'nominal', title: null, sort: null, axis: { labelAngle: -30 } };
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
@@ -48,7 +48,7 @@ function perCallSpec(rows, field, title) {
       layer: [
         {
           mark: 'bar',
-          encoding: { x, y: { aggregate: 'mean', field, type: 'quantitative', title, stack: null }, color },
+          encoding: { x, y: { aggregate: 'mean', field, type: 'quantitative', title: unit, stack: null }, color },
         },
         {
           mark: { type: 'point', filled: true, color: 'black', size: 25 },
@@ -114,8 +114,18 @@ export function plotSpecs() {
   const calls = callRows(load(CALL_RUNS));
   const density = densityRows(load(DENSITY_RUNS));
   return {
-    'call-overhead.svg': perCallSpec(calls, 'overhead_pod_ms', "A pod's ADD + DEL, the plugin's own ms (median)"),
-    'call-peak-rss.svg': perCallSpec(calls, 'peak_rss_mib', 'Peak RSS of the process a runtime starts (MiB)'),
+    'call-overhead.svg': perCallSpec(
+      calls,
+      'overhead_pod_ms',
+      "A pod's ADD + DEL: the plugin's own time (median of 40 rounds)",
+      'ms',
+    ),
+    'call-peak-rss.svg': perCallSpec(
+      calls,
+      'peak_rss_mib',
+      'Peak RSS of the process a runtime starts (the plugin, or the shim)',
+      'MiB',
+    ),
     'density-p99.svg': densitySpec(density),
     'daemon-memory.svg': memorySpec(density),
   };
