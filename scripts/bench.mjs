@@ -12,7 +12,7 @@
  * ADD (DEL) = its wall time minus, per delegate call it makes, the median wall time of the delegate alone
  * measured in the same run. Peak RSS comes from a separate phase after the timed rounds (scripts/bench/rss.mjs),
  * so the measuring tool adds nothing to the timings. Progress goes to stderr; the last line on stdout is one JSON
- * object (docs/performance.md explains every key).
+ * object (docs/archive/performance.md explains every key).
  *
  * NODE_OPTIONS and NODE_EXTRA_CA_CERTS are never passed to the measured processes: a runtime does not set them,
  * and a CA bundle costs 40-60 ms per Node start.

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * scripts/daemon-memory.mjs: where the resident daemon's memory goes (docs/performance.md, "Daemon memory").
+ * scripts/daemon-memory.mjs: where the resident daemon's memory goes (docs/archive/performance.md, "Daemon memory").
  * An experiment, not a test: run as root after `npm run build`.
  *
  *   node scripts/daemon-memory.mjs [--k8s] [--pods 100] [--burst 100] [--pairs 1000,10000] [--limit-mib 50] [--cpu-milli 100]

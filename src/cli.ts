@@ -78,7 +78,7 @@ async function runPassthru(): Promise<number> {
 async function runPlugin(): Promise<number> {
   // One call: the scratch cache's fsync runs while its first delegate does (base/files.ts), and the delegates'
   // output goes to unnamed files read once each is gone (cni/plugin-output.ts): no worker thread, fewer of Bun's
-  // pages (docs/performance.md, "A plugin's output in files, and no worker threads").
+  // pages (docs/archive/performance.md, "A plugin's output in files, and no worker threads").
   deferBackgroundSyncs();
   useOutputFiles();
   const host = createHost({ writeStderr: writeErr });
@@ -145,7 +145,7 @@ async function runRole(argv: string[]): Promise<number> {
 /**
  * Ends a CNI call's process as soon as its answer is written (synchronously, host/stdio.ts): Bun's own end of a
  * process, the event loop drained and the VM torn down, costs a call ~4 ms of CPU and on a busy node much more
- * wall time (docs/performance.md, "Where the thin plugin's time went"). Nothing is left to do by then: no
+ * wall time (docs/archive/performance.md, "Where the thin plugin's time went"). Nothing is left to do by then: no
  * delegate runs, the logs are written, kept-alive API connections need no goodbye.
  */
 function exitNow(code: number): never {

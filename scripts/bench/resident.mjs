@@ -1,6 +1,6 @@
 /**
  * Scenario `resident` of scripts/bench.mjs: four ways of serving the same CNI calls, side by side in one run,
- * interleaved round by round (docs/performance.md, "Resident mode"):
+ * interleaved round by round (docs/archive/performance.md, "Resident mode"):
  *
  *   thin_ts      build/multus, exec'd per call (the thin plugin)
  *   resident_ts  build/multus-shim, exec'd per call, talking to `build/multus daemon --config <tmp>` on a socket

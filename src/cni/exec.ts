@@ -16,7 +16,7 @@
  * once it is gone (the thin plugin: plugin-output.ts), else (the daemon, or no such file) to pipes read as web
  * streams: node:child_process
  * there is built on Node streams written in JavaScript, which cost a thin call more than everything else it does
- * (docs/performance.md, "Where the thin plugin's time went"). Under Node (the unit tests) node:child_process runs
+ * (docs/archive/performance.md, "Where the thin plugin's time went"). Under Node (the unit tests) node:child_process runs
  * it; both keep the same rules: process group, bounded output, timeout, drain grace, ETXTBSY retry.
  */
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';

@@ -6,7 +6,7 @@
  * (argv, no shell; the wrapper calls chroot(2) then execs the plugin in place, so the process, its group and its
  * timeout kill are the plugin's own). The wrapper is the launcher the daemon was started by, under its name
  * `multus-chroot` (launcher/main.go; one exec, as Multus' Go sets `Chroot` on the child it forks), else chroot(8),
- * a program whose own start costs each delegate call about 0.6 ms more (docs/performance.md, "The daemon's
+ * a program whose own start costs each delegate call about 0.6 ms more (docs/archive/performance.md, "The daemon's
  * delegates without chroot(8)"). `timedExec` reports each plugin lookup and each delegate call's duration
  * and outcome to the metrics. `boundedExec` runs at most `delegateConcurrency` plugin processes at once (the
  * others wait, first come first served): the daemon's container memory limit counts every delegate it runs, and

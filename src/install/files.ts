@@ -102,7 +102,7 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
  * cached, runs 2-3 ms faster than from disk, a fault mapping one folio instead of sixteen pages. 64 KiB is the
  * window, and the build moves the Bun executable's segments to 64 KiB boundaries in the file
  * (scripts/build-steps/align.mjs; before, its code lay 32 KiB off one and a 64 KiB folio straddled two windows).
- * docs/performance.md, "The installed copy kept in the page cache".
+ * docs/archive/performance.md, "The installed copy kept in the page cache".
  */
 const COPY_PIECE = 64 << 10;
 
@@ -121,7 +121,7 @@ function keepsCopyCached(name: string): boolean {
 /**
  * While copying, the pages that are not to stay are let go every this many bytes: the page cache is charged to the
  * installing container, and the 230 MB an install reads and writes would otherwise take it to its memory limit
- * (150Mi in deployments/multus-ts-thin.yml) and make the kernel reclaim inside it (docs/performance.md, "The
+ * (150Mi in deployments/multus-ts-thin.yml) and make the kernel reclaim inside it (docs/archive/performance.md, "The
  * installed copy kept in the page cache").
  */
 const DROP_EVERY = 8 << 20;

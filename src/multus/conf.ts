@@ -15,7 +15,7 @@
  * |---|---|---|---|
  * | `readinessBackoff` | object | `{"initialMs": 250, "factor": 4, "jitter": 0.1, "steps": 4}` | how long to wait for `readinessindicatorfile`: `steps` sleeps (whole number 0..20) of `initialMs * factor^i` ms (numbers > 0), each stretched by up to `jitter` (0..1) |
  * | `delegateTimeoutSeconds` | number > 0, at most 2147483 | 60 | a delegate plugin still running after this long is killed |
- * | `strictCapabilities` | boolean | false | stricter runtimeConfig/capabilities handling for delegates (the planner defines it; see README) |
+ * | `strictCapabilities` | boolean | false | stricter runtimeConfig/capabilities handling for delegates (the planner defines it; docs/configuration.md) |
  * | `publishClaimNetworkData` | boolean | false | write an attachment's interface, IPs and MAC into its DRA claim's `status.devices[]` (KEP-4817, docs/behaviour.md#claim-network-data) |
  */
 import { CniCode, CniError } from '../base/errors.ts';

@@ -1,6 +1,6 @@
 /**
  * The cluster bench (`npm run bench -- --scenario cluster [--nodes N] [--pods-per-node M] [--nads K]`,
- * docs/performance.md "A cluster"), run by scripts/bench/cluster.mjs as a child of the bench (Node 24 with
+ * docs/archive/performance.md "A cluster"), run by scripts/bench/cluster.mjs as a child of the bench (Node 24 with
  * --experimental-transform-types). One kube-apiserver whose audit log keeps Multus' requests only; kwok
  * (kwok.ts) simulates N-1 nodes with M pods each, every pod requesting two NADs of its namespace, and K NADs in
  * all across the namespaces; one real kubelet node (the density bench's, test/runtime/node.ts, with names and an

@@ -73,7 +73,7 @@ type PostAdded = (attachment: Attachment, result: PluginResult) => Promise<void>
  * each one when its delegate returns. `post` resolves after one turn of the event loop, so the event's request has
  * reached Bun's HTTP thread before the next delegate starts: its round trip goes on beside that delegate's run (after
  * the last delegate, beside the status write), where before they all came after the last delegate
- * (docs/performance.md, "Each event as its attachment is added"). `done()` resolves once every posted event is
+ * (docs/archive/performance.md, "Each event as its attachment is added"). `done()` resolves once every posted event is
  * answered or failed (best effort: emitEvents never rejects); the thin plugin exits right after its answer, so an ADD
  * waits for it, failed or not. An ADD rolled back later keeps the events already posted, as Multus'.
  */

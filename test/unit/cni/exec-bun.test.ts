@@ -1,7 +1,7 @@
 /**
  * cni/exec.ts on Bun (the runtime of build/multus), where plugins are started with Bun.spawn instead of
  * node:child_process, their output written to unnamed files (cni/plugin-output.ts) or, where none can be made, to
- * pipes read as web streams (docs/performance.md). vitest runs under Node, so each case runs in
+ * pipes read as web streams (docs/archive/performance.md). vitest runs under Node, so each case runs in
  * test/helpers/bun-driver.ts under the pinned Bun, once with the files and once with pipes: the same rules as
  * exec.test.ts checks under Node (stdin, env, exit status, the process group killed at the timeout, the drain
  * grace, libcni's ETXTBSY retry), plus large outputs, the output's bound, a plugin killed by a signal and a file

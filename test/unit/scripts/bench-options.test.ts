@@ -1,6 +1,6 @@
 /**
  * The resident bench's command line (scripts/bench/options.mjs): `--writeback` is off unless asked for, so runs
- * stay comparable with earlier ones (docs/performance.md, "Files written back before the DEL"); `--api-latency-ms`
+ * stay comparable with earlier ones (docs/archive/performance.md, "Files written back before the DEL"); `--api-latency-ms`
  * and its proxy (scripts/bench/api-latency.mjs).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
