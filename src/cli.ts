@@ -26,7 +26,7 @@ import { createHost } from './host/host.ts';
 import { findNonUtf8CniVar, readRawEnviron } from './host/raw-env.ts';
 import { readAll, writeAll } from './host/stdio.ts';
 import { loadDaemonModule } from './load-roles.ts';
-import { passthru } from './multus/auxchain.ts';
+import { PASSTHRU_ABOUT, passthru } from './multus/auxchain.ts';
 
 /** stdin to its end by read(2) on fd 0 (host/stdio.ts), at most MAX_STDIN_BYTES: more is refused (code 6) unread. */
 async function readStdin(): Promise<Buffer> {
@@ -69,7 +69,10 @@ if (callerTz !== undefined && process.env.TZ !== callerTz) process.env.TZ = call
 /** The passthru plugin: the same executable installed (or linked) as `passthru`. */
 async function runPassthru(): Promise<number> {
   const command = parseCommand(callerEnv(process.env));
-  if (command === '') return -1;
+  if (command === '') {
+    writeErr(PASSTHRU_ABOUT); // Multus' passthru is skel's plugin: its about text on stderr, exit 0
+    return 0;
+  }
   const out = passthru(command, command === 'VERSION' ? Buffer.alloc(0) : await readStdin());
   if (out) writeOut(out + '\n');
   return 0;
@@ -102,8 +105,10 @@ async function runPlugin(): Promise<number> {
 const MULTUS_NAMES = new Set(['thin_entrypoint', 'install_multus', 'multus-daemon']);
 
 /** Serves the role the executable is run in (its name and argv). */
-async function runRole(argv: string[]): Promise<number> {
+async function runRole(args: string[]): Promise<number> {
   const name = basename(process.argv0);
+  // Go's flag package stops at "--": what follows is no flag (`multus -- -version` is the plugin, as in Go)
+  const argv = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
   if (MULTUS_NAMES.has(name)) return (await loadDaemonModule()).runEntrypoint(name, process.argv0, argv);
   if (argv[0] === 'daemon') {
     try {

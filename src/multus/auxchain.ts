@@ -64,9 +64,15 @@ function loadChain(conf: MultusConf, name: string): Network {
  * The `passthru` plugin: ADD prints an empty result in the config's version (or passes prevResult through);
  * every other command succeeds with no output. It is this same executable, run under the name `passthru`.
  */
+/** Multus' passthru: version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"). */
+const PASSTHRU_VERSIONS = SUPPORTED_VERSIONS.filter((v) => v >= '0.3.0');
+
+/** What Multus' passthru (skel) prints on stderr when CNI_COMMAND is empty: its about text and versions. */
+export const PASSTHRU_ABOUT = `Passthrough CNI Plugin v1.0\nCNI protocol versions supported: ${PASSTHRU_VERSIONS.join(', ')}\n`;
+
 export function passthru(command: string, stdin: Buffer): string {
   if (command === 'VERSION') {
-    return JSON.stringify({ cniVersion: '1.1.0', supportedVersions: SUPPORTED_VERSIONS.filter((v) => v >= '0.3.0') });
+    return JSON.stringify({ cniVersion: '1.1.0', supportedVersions: PASSTHRU_VERSIONS });
   }
   if (command !== 'ADD') return '';
   let conf: { cniVersion?: string; prevResult?: unknown };

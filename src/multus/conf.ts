@@ -14,7 +14,7 @@
  * | key | type | default | meaning |
  * |---|---|---|---|
  * | `readinessBackoff` | object | `{"initialMs": 250, "factor": 4, "jitter": 0.1, "steps": 4}` | how long to wait for `readinessindicatorfile`: `steps` sleeps (whole number 0..20) of `initialMs * factor^i` ms (numbers > 0), each stretched by up to `jitter` (0..1) |
- * | `delegateTimeoutSeconds` | number > 0, at most 2147483 | 60 | a delegate plugin still running after this long is killed |
+ * | `delegateTimeoutSeconds` | number, at least 1, at most 2147483 | 60 | a delegate plugin still running after this long is killed |
  * | `strictCapabilities` | boolean | false | stricter runtimeConfig/capabilities handling for delegates (the planner defines it; docs/configuration.md) |
  * | `publishClaimNetworkData` | boolean | false | write an attachment's interface, IPs and MAC into its DRA claim's `status.devices[]` (KEP-4817, docs/behaviour.md#claim-network-data) |
  */
@@ -253,6 +253,9 @@ type RuntimeKeys =
   | 'strictCapabilities'
   | 'publishClaimNetworkData';
 
+/** The shortest delegate timeout: a plugin process's start alone takes milliseconds. */
+const MIN_DELEGATE_TIMEOUT_SECONDS = 1;
+
 /** The longest delay a timer holds, in whole seconds: 2^31-1 ms. */
 const MAX_TIMER_SECONDS = Math.floor(0x7fffffff / 1000);
 
@@ -260,6 +263,13 @@ function parseRuntime(wire: Record<string, unknown>): Pick<MultusConf, RuntimeKe
   getKey(wire, 'prevResult', OBJECT); // docs/behaviour.md#conf-keys: only checked; nothing in the thin plugin uses it
   const backoff = getKey(wire, 'readinessBackoff', OBJECT);
   const timeoutSeconds = getKey(wire, 'delegateTimeoutSeconds', POSITIVE) ?? DEFAULT_DELEGATE_TIMEOUT_SECONDS;
+  if (timeoutSeconds < MIN_DELEGATE_TIMEOUT_SECONDS) {
+    // issue 51, finding 14: 1e-9 killed every delegate as it started
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `delegateTimeoutSeconds ${timeoutSeconds} is under its minimum, ${MIN_DELEGATE_TIMEOUT_SECONDS}: no delegate starts and ends in less; give at least ${MIN_DELEGATE_TIMEOUT_SECONDS}`,
+    );
+  }
   if (timeoutSeconds > MAX_TIMER_SECONDS) {
     // a longer delay would fire at once (after 1 ms): every delegate killed as it starts (issue 28)
     throw new CniError(

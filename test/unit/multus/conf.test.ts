@@ -129,7 +129,7 @@ describe('parseMultusConf: values', () => {
       { initialMs: 100, factor: 2, jitter: 1, steps: 20 },
     ],
     ['delegateTimeoutSeconds', { delegateTimeoutSeconds: 2.5 }, 'delegateTimeoutMs', 2500],
-    ['delegateTimeoutSeconds tiny', { delegateTimeoutSeconds: 0.0001 }, 'delegateTimeoutMs', 1],
+    ['delegateTimeoutSeconds at its minimum', { delegateTimeoutSeconds: 1 }, 'delegateTimeoutMs', 1000],
     ['strictCapabilities', { strictCapabilities: true }, 'strictCapabilities', true],
     [
       'runtimeConfig kept whole',
