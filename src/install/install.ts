@@ -4,7 +4,7 @@
  * Steps, as Multus' thin entrypoint: check the dirs; copy the executable (and `passthru`, `multus-shim` beside
  * it) into the CNI bin dir; write the service account kubeconfig to <conf dir>/multus.d/multus.kubeconfig;
  * copy the given 00-multus conf, or (`auto`) wait for the master CNI config and generate 00-multus.conf(list)
- * from it (multusconf.ts). Then keep running: every second (unless --skip-config-watch) rewrite the kubeconfig
+ * from it (multus/generate-conf.ts). Then keep running: every second (unless --skip-config-watch) rewrite the kubeconfig
  * when the token or CA changed and regenerate when the master changed, was replaced by another or our file
  * went missing (renamed away by another CNI, Cilium's `.cilium_bak`: a warning in the log and a Warning event on
  * the node, renamed-conf.ts); on stop (SIGTERM), remove the generated file when --cleanup-config-on-exit. With

@@ -9,7 +9,8 @@
  * order (docs/behaviour.md#networks-annotation, docs/behaviour.md#nad). Every NAD is fetched once per call; ADD stops
  * at the first failure, before a delegate runs, and `multus plan` collects them all. `nadDelegate` is the one NAD
  * fetch (hot-plug uses it too), with the one "cannot find" message. API economy: one GET for the pod and one per NAD
- * (at most N+2 requests per ADD with the status write).
+ * (N+2 requests per ADD of N NADs with the status write, plus the events; a pod that names DRA claims adds its
+ * claims' and their ResourceSlices' reads, devices/dra.ts).
  * Tested by test/unit/multus/kube-commands.test.ts, test/e2e-k8s/pod-networks.test.ts.
  */
 import type { K8sArgs } from '../cni/cniargs.ts';

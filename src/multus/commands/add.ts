@@ -1,8 +1,8 @@
 /**
  * commands/add.ts: CNI ADD (orchestration).
  *
- * Reads as the list of steps in docs/design.md (handle() has already decoded CNI_ARGS into the call context and
- * waited for the default network): look the pod up, resolve the delegates (config, NADs, annotations) and the
+ * Reads as the list of steps in docs/design.md (the front door, host/prepare.ts `prepare()`, has already decoded
+ * CNI_ARGS into the call context and waited for the default network): look the pod up, resolve the delegates (config, NADs, annotations) and the
  * auxiliary chain, plan the attachments (all validation before anything runs), save the scratch cache, add each
  * attachment in order, move the default routes, tell Kubernetes what was attached, and return the cluster
  * network's result in the multus config's cniVersion. Any failure after the first
