@@ -5,8 +5,8 @@
  *   are not checked. Exit 1 when any object is bad (its message printed), 0 when all are good.
  * - `plan POD` / `plan -f pod.yaml`: what an ADD of the pod would do (multus/explain.ts, as `multus plan`).
  * - `status POD` (status-cli.ts) and `preflight` (preflight.ts).
- * Exit 2 for usage and API errors. The multus config is `--conf FILE`, else the node's
- * /etc/cni/net.d/00-multus.conf when there is one, else Multus' defaults with a stand-in cluster network.
+ * Exit 2 for usage and API errors. The multus config is `--conf FILE`; offline (`-f`) Multus' defaults with a
+ * stand-in cluster network, against a cluster the node's /etc/cni/net.d/00-multus.conf when there is one.
  * Tested by test/cli/kubectl-multus.test.ts, test/e2e-k8s/kubectl-multus.test.ts.
  */
 import { readFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { messageOf } from '../base/errors.ts';
 import { callerEnv } from '../base/caller-env.ts';
 import { formatExplanation } from '../multus/explain.ts';
 import type { Verdict } from '../multus/validate.ts';
-import { explainPod, validateNad, validatePod } from '../multus/validate.ts';
+import { explainPod, offlineConf, validateNad, validatePod } from '../multus/validate.ts';
 import type { CliIo, KubectlDeps, KubectlFlags } from './kubectl-common.ts';
 import { UsageError, connect, loadConf, parseKubectlFlags, readObjects } from './kubectl-common.ts';
 import { runPreflight } from './preflight.ts';
@@ -71,13 +71,17 @@ interface Report {
   warnings: string[];
 }
 
+/** ADD's message names the object itself (`pod ns/name: ...`, `NetworkAttachmentDefinition ns/name: ...`). */
+const named = (object: string, msg: string): string =>
+  msg.toLowerCase().startsWith(`${object.toLowerCase()}:`) ? msg : `${object}: ${msg}`;
+
 function printReports(reports: Report[], flags: KubectlFlags, io: CliIo): number {
   const bad = reports.filter((r) => r.errors.length > 0).length;
   if (flags.output === 'json') io.stdout(`${JSON.stringify({ objects: reports }, null, 2)}\n`);
   else {
     for (const r of reports) {
       if (r.errors.length === 0) io.stdout(`ok     ${r.object}\n`);
-      for (const e of r.errors) io.stdout(`error  ${r.object}: ${e.msg}${e.details ? ` (${e.details})` : ''}\n`);
+      for (const e of r.errors) io.stdout(`error  ${named(r.object, e.msg)}${e.details ? ` (${e.details})` : ''}\n`);
       for (const w of r.warnings) io.stdout(`warn   ${r.object}: ${w}\n`);
     }
     io.stdout(`${reports.length} objects, ${bad} bad\n`);
@@ -88,7 +92,7 @@ function printReports(reports: Report[], flags: KubectlFlags, io: CliIo): number
 async function validate(flags: KubectlFlags, deps: KubectlDeps): Promise<number> {
   if (flags.files.length === 0) throw new UsageError('validate needs -f FILE (or -f - for stdin)');
   if (flags.args.length > 0) throw new UsageError(`unexpected argument "${flags.args[0]}"`);
-  const conf = loadConf(flags.conf);
+  const conf = flags.conf ? loadConf(flags.conf) : offlineConf();
   const objects = await readObjects(flags.files, flags.namespace || 'default', deps.stdin);
   const nads = objects.flatMap((o) => (o.nad ? [o.nad] : []));
   const reports: Report[] = [];
@@ -101,8 +105,8 @@ async function validate(flags: KubectlFlags, deps: KubectlDeps): Promise<number>
 }
 
 async function plan(flags: KubectlFlags, deps: KubectlDeps): Promise<number> {
-  const conf = loadConf(flags.conf);
   if (flags.files.length > 0) {
+    const conf = flags.conf ? loadConf(flags.conf) : offlineConf();
     const objects = await readObjects(flags.files, flags.namespace || 'default', deps.stdin);
     const nads = objects.flatMap((o) => (o.nad ? [o.nad] : []));
     const pods = objects.flatMap((o) => (o.pod ? [o.pod] : []));
@@ -110,6 +114,7 @@ async function plan(flags: KubectlFlags, deps: KubectlDeps): Promise<number> {
     return printPlan(await explainPod(pods[0]!, { nads, conf }), flags, deps.io);
   }
   if (flags.args.length !== 1) throw new UsageError('plan needs a pod name (or -f pod.yaml)');
+  const conf = loadConf(flags.conf);
   const { kube, namespace } = await connect(flags, deps.env);
   try {
     const pod = await kube.getPod(namespace, flags.args[0]!);

@@ -14,7 +14,7 @@ import { CniCode } from '../base/errors.ts';
 import type { Nad, Pod } from '../k8s/types.ts';
 import { DEFAULT_NETWORK_ANNOTATION } from '../multus/podnetworks.ts';
 import { NETWORKS_ANNOTATION } from '../multus/selection.ts';
-import type { PlanError } from '../multus/validate.ts';
+import type { PlanError, PodOptions } from '../multus/validate.ts';
 import { validatePod } from '../multus/validate.ts';
 import type { KubectlDeps, KubectlFlags } from './kubectl-common.ts';
 import { UsageError, connect, listItems, loadConf } from './kubectl-common.ts';
@@ -62,7 +62,7 @@ function quietDifferences(pod: Pod): string[] {
 }
 
 /** The verdict on one pod from ADD's errors under multus-ts (undefined: it starts and behaves as under Go). */
-export function classify(pod: Pod, errors: readonly PlanError[]): PreflightPod | undefined {
+function classify(pod: Pod, errors: readonly PlanError[]): PreflightPod | undefined {
   const { namespace, name } = pod.metadata;
   if (errors.length > 0) {
     const goFails = errors.filter((e) => !GO_ACCEPTS.some((g) => g.test(e)));
@@ -73,6 +73,37 @@ export function classify(pod: Pod, errors: readonly PlanError[]): PreflightPod |
   }
   const differences = quietDifferences(pod);
   return differences.length > 0 ? { namespace, name, verdict: 'differs', reason: differences.join('; ') } : undefined;
+}
+
+/**
+ * The pod as Go Multus v4.3.0 reads it: the JSON elements without "default-route" and "resourceName" (Go merges
+ * the first and ignores the second), so the rest of the annotation is checked past ADD's first refusal.
+ */
+function goView(pod: Pod): Pod | undefined {
+  const text = pod.metadata.annotations?.[NETWORKS_ANNOTATION];
+  let elements: unknown;
+  try {
+    elements = JSON.parse(text ?? '');
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(elements)) return undefined;
+  const stripped = elements.map((e: unknown) => {
+    if (!isObject(e)) return e;
+    const { ['default-route']: _route, resourceName: _pool, ...rest } = e;
+    return rest;
+  });
+  const annotations = { ...pod.metadata.annotations, [NETWORKS_ANNOTATION]: JSON.stringify(stripped) };
+  return { ...pod, metadata: { ...pod.metadata, annotations } };
+}
+
+/** preflight's verdict on one pod (undefined: nothing to report). */
+export async function preflightPod(pod: Pod, opts: PodOptions): Promise<PreflightPod | undefined> {
+  const verdict = classify(pod, (await validatePod(pod, opts)).errors);
+  if (verdict?.verdict !== 'differs') return verdict;
+  const asGo = goView(pod);
+  const underGo = asGo && classify(asGo, (await validatePod(asGo, opts)).errors);
+  return underGo?.verdict === 'fails' ? { ...underGo, name: pod.metadata.name } : verdict;
 }
 
 /** Pods ADD is called for and whose annotations choose networks. */
@@ -104,8 +135,7 @@ export async function runPreflight(flags: KubectlFlags, deps: KubectlDeps): Prom
     const nads = pods.length > 0 ? await listItems<Nad>(kube, 'network-attachment-definitions', nadsPath) : [];
     const listed: PreflightPod[] = [];
     for (const pod of pods) {
-      const { errors } = await validatePod(pod, { nads, complete: true, conf });
-      const verdict = classify(pod, errors);
+      const verdict = await preflightPod(pod, { nads, complete: true, conf });
       if (verdict) listed.push(verdict);
     }
     deps.io.stdout(

@@ -104,9 +104,9 @@ describe('kubectl multus validate -f', () => {
       'pod ns1/p:',
       `pod ns1/${name}:`,
     );
-    const lines = r.stdout.split('\n').filter((l) => l.includes(`Pod ns1/${name}`));
+    const lines = r.stdout.split('\n').filter((l) => l.includes(`ns1/${name}`));
     if (add === '') expect(lines).toEqual([`ok     Pod ns1/${name}`]);
-    else expect(lines[0]).toBe(`error  Pod ns1/${name}: ${add}`);
+    else expect(lines[0]).toBe(`error  ${add}`);
   });
 
   it('reads stdin with -f -, and JSON', async () => {
