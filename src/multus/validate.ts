@@ -14,7 +14,7 @@
 import { CniCode, toCniError } from '../base/errors.ts';
 import { silentLogger } from '../base/log.ts';
 import type { KubeClient, Nad, Pod } from '../k8s/types.ts';
-import { KubeApiError } from '../k8s/types.ts';
+import { KubeApiError, httpStatusOf } from '../k8s/types.ts';
 import type { MultusConf } from './conf.ts';
 import { parseMultusConf } from './conf.ts';
 import type { Explanation, PlanError } from './explain.ts';
@@ -84,6 +84,11 @@ export interface PodOptions {
   conf?: MultusConf;
   /** Reads a NAD not among `nads` (the API: `kubectl multus plan POD`); a 404 is ADD's "cannot find". */
   getNad?: (namespace: string, name: string) => Promise<Nad>;
+  /**
+   * A NAD that does not exist is told here and planned as a stand-in instead of ADD's "cannot find" (the webhook:
+   * a pod may be created before its NAD, and ADD is retried until the NAD is there).
+   */
+  onMissing?: (namespace: string, name: string) => void;
 }
 
 /** ADD's verdict on a pod: its errors (ADD stops at the first; all are listed) and warnings. */
@@ -116,11 +121,16 @@ function memoryClient(pod: Pod, opts: PodOptions, conf: MultusConf): KubeClient 
     const found = byName.get(key(ns, name));
     if (found) return Promise.resolve(found);
     const standInCluster = ns === conf.multusNamespace && name === STAND_IN_CLUSTER;
-    if (!standInCluster && opts.getNad) return opts.getNad(ns, name);
-    if (opts.complete && !standInCluster) {
-      return Promise.reject(notFound(`network-attachment-definition ${ns}/${name}`));
+    if (standInCluster) return Promise.resolve(standIn(ns, name, conf));
+    const missing = (): Promise<Nad> => {
+      if (!opts.onMissing) return Promise.reject(notFound(`network-attachment-definition ${ns}/${name}`));
+      opts.onMissing(ns, name);
+      return Promise.resolve(standIn(ns, name, conf));
+    };
+    if (opts.getNad) {
+      return opts.getNad(ns, name).catch((e: unknown) => (httpStatusOf(e) === 404 ? missing() : Promise.reject(e)));
     }
-    return Promise.resolve(standIn(ns, name, conf));
+    return opts.complete ? missing() : Promise.resolve(standIn(ns, name, conf));
   };
   return {
     getPod: (ns, name) =>
