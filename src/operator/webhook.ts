@@ -142,34 +142,69 @@ const stamp = (files: string[]): string =>
     })
     .join('|');
 
-/** The server; its TLS files are read again when their inode, mtime or size change (a Secret's update). */
+/**
+ * The server; its TLS files are read again when their inode, mtime or size change (a Secret's update): Node swaps
+ * the context in place (setSecureContext); Bun has no such call, so there a new listener takes the port over (a
+ * connection in that instant is refused, and failurePolicy Ignore admits its object).
+ */
 export async function startWebhook(o: WebhookOptions): Promise<Webhook> {
   const files = [o.certFile, o.keyFile];
-  const tls = () => ({ cert: readFileSync(o.certFile), key: readFileSync(o.keyFile) });
-  const server: Server = createServer({ ...tls(), minVersion: 'TLSv1.2' }, handler(o.deps, o.log, o.onReview));
-  let seen = stamp(files);
-  const timer = setInterval(() => {
-    try {
-      const now = stamp(files);
-      if (now === seen) return;
-      server.setSecureContext({ ...tls(), minVersion: 'TLSv1.2' });
-      seen = now;
-      o.log('multus webhook: TLS certificate reloaded\n');
-    } catch (e) {
-      o.log(`multus webhook: cannot reload the TLS certificate, keeping the old one: ${messageOf(e)}\n`);
+  const tls = () => ({ cert: readFileSync(o.certFile), key: readFileSync(o.keyFile), minVersion: 'TLSv1.2' as const });
+  const listen = async (): Promise<Server> => {
+    const next = createServer(tls(), handler(o.deps, o.log, o.onReview));
+    await new Promise<void>((resolve, reject) => {
+      next.once('error', reject);
+      next.listen(port, o.address, () => resolve());
+    });
+    return next;
+  };
+  let port = o.port;
+  let server = await listen();
+  port = (server.address() as AddressInfo).port;
+  const stop = (s: Server) => {
+    s.closeAllConnections();
+    return new Promise<void>((resolve) => s.close(() => resolve()));
+  };
+  const reload = async () => {
+    if (typeof server.setSecureContext === 'function') server.setSecureContext(tls());
+    else {
+      tls(); // readable before the old listener goes
+      await stop(server);
+      server = await listen();
     }
+  };
+  let seen = stamp(files);
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    const now = (() => {
+      try {
+        return stamp(files);
+      } catch {
+        return seen;
+      }
+    })();
+    const done = () => void (busy = false);
+    if (now === seen) return done();
+    reload().then(
+      () => {
+        seen = now;
+        o.log('multus webhook: TLS certificate reloaded\n');
+        done();
+      },
+      (e: unknown) => {
+        o.log(`multus webhook: cannot reload the TLS certificate, keeping the old one: ${messageOf(e)}\n`);
+        done();
+      },
+    );
   }, o.reloadSeconds * 1000);
   timer.unref();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.address, () => resolve());
-  });
   return {
-    port: (server.address() as AddressInfo).port,
+    port,
     close: () => {
       clearInterval(timer);
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
+      return stop(server);
     },
   };
 }
