@@ -2,7 +2,8 @@
  * The admission webhook (src/operator/webhook.ts) called by a real kube-apiserver over TLS: the table of
  * test/data/kubectl-multus/ (bad NADs and pods refused with the validator's message, the one ADD gives, as
  * test/unit/operator/kubectl-multus.test.ts proves; good ones admitted), a pod naming a NAD that does not exist yet
- * admitted with a warning, pods without the networks annotation never sent (matchConditions), the certificate
+ * admitted with a warning, pods without the networks annotation never sent (the matchConditions of
+ * deployments/multus-ts-webhook.yml, whose configuration is used), the certificate
  * files read again when they change, and the webhook down: everything admitted (failurePolicy Ignore).
  */
 import { copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
@@ -16,6 +17,7 @@ import type { Nad } from '../../src/k8s/types.ts';
 import { offlineConf, validateNad } from '../../src/multus/validate.ts';
 import type { Webhook } from '../../src/operator/webhook.ts';
 import { startWebhook } from '../../src/operator/webhook.ts';
+import { type Obj, docs } from '../helpers/manifests.ts';
 import { needs } from '../helpers/skip.ts';
 import { ApiError, type Cluster, REPO_ROOT, k8sRequirements, nadPath, podPath, startCluster } from './cluster.ts';
 
@@ -174,39 +176,12 @@ describe.skipIf(!ready)('admission webhook: kube-apiserver calls it over TLS', (
   });
 });
 
-/** The configuration the chart renders (deployments/helm/multus/templates/webhook.yaml), pointed at a URL. */
-function webhookConfig(port: number, ca: string) {
-  const conditions = [
-    {
-      name: 'nads-and-pods-with-networks',
-      expression:
-        "request.resource.resource != 'pods' || (has(object.metadata.annotations) && " +
-        "('k8s.v1.cni.cncf.io/networks' in object.metadata.annotations || 'v1.multus-cni.io/default-network' in object.metadata.annotations))",
-    },
-  ];
-  return {
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'ValidatingWebhookConfiguration',
-    metadata: { name: 'multus-ts-test' },
-    webhooks: [
-      {
-        name: 'validate.multus-ts.k8s.cni.cncf.io',
-        clientConfig: { url: `https://127.0.0.1:${port}/validate`, caBundle: Buffer.from(ca).toString('base64') },
-        rules: [
-          {
-            apiGroups: ['k8s.cni.cncf.io'],
-            apiVersions: ['v1'],
-            operations: ['CREATE', 'UPDATE'],
-            resources: ['network-attachment-definitions'],
-          },
-          { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] },
-        ],
-        matchConditions: conditions,
-        failurePolicy: 'Ignore',
-        sideEffects: 'None',
-        admissionReviewVersions: ['v1'],
-        timeoutSeconds: 5,
-      },
-    ],
-  };
+/** deployments/multus-ts-webhook.yml's configuration (rules, matchConditions, failurePolicy), pointed at a URL. */
+function webhookConfig(port: number, ca: string): Obj {
+  const vwc = docs('multus-ts-webhook.yml').find((d) => d.kind === 'ValidatingWebhookConfiguration')!;
+  const webhooks = (vwc.webhooks as Record<string, unknown>[]).map((w) => ({
+    ...w,
+    clientConfig: { url: `https://127.0.0.1:${port}/validate`, caBundle: Buffer.from(ca).toString('base64') },
+  }));
+  return { ...vwc, metadata: { name: vwc.metadata.name }, webhooks };
 }
