@@ -40,7 +40,7 @@ function kubeWithNads(): FakeKube {
 async function addMessage(kube: FakeKube, annotations: Record<string, string>): Promise<string> {
   kube.addPod('ns1', 'p', 'uid-1', annotations);
   kube.addNad('kube-system', 'cluster', { cniVersion: '1.0.0', type: 'p0' });
-  const exec = new FakeExec('p0', 'macvlan', 'bridge', 'tuning', 'host-local');
+  const exec = new FakeExec('p0', 'macvlan', 'bridge', 'tuning', 'host-local', 'multus');
   const conf = { cniVersion: '1.0.0', name: 'multus-cni-network', type: 'multus', clusterNetwork: 'cluster', cniDir };
   const stdin = Buffer.from(JSON.stringify(conf));
   const env = {
@@ -109,10 +109,20 @@ describe('kubectl multus validate -f', () => {
     else expect(lines[0]).toBe(`error  ${add}`);
   });
 
-  it('reads stdin with -f -, and JSON', async () => {
-    const r = await kubectlMultus(['validate', '-f', '-'], readFileSync(file('nested.json'), 'utf8'));
-    expect(r.stdout).toMatch(/NetworkAttachmentDefinition ns1\/nested/);
-    expect(r.code).toBeLessThan(2);
+  it('a nested multus (JSON on stdin): the verdict and message of a real ADD of a pod naming it', async () => {
+    // nad.ts refuses a multus or multus-shim delegate (the hardening issue); whichever ADD says, validate says it
+    const text = readFileSync(file('nested.json'), 'utf8');
+    const config = (JSON.parse(text) as { spec: { config: string } }).spec.config;
+    const r = await kubectlMultus(['validate', '-f', '-', '-o', 'json'], text);
+    const errors = (JSON.parse(r.stdout) as { objects: { errors: { msg: string }[] }[] }).objects[0]!.errors;
+    const kube = new FakeKube();
+    kube.addNad('ns1', 'nested', config);
+    const add = await addMessage(kube, { 'k8s.v1.cni.cncf.io/networks': 'nested' });
+    if (add === '') expect([r.code, errors]).toEqual([0, []]);
+    else {
+      expect(r.code).toBe(1);
+      expect(add).toBe(`pod ns1/p: error loading k8s delegates: ${errors[0]!.msg}`);
+    }
   });
 
   it('exit 2: no -f, an unreadable file, not YAML, an unknown flag or command', async () => {
