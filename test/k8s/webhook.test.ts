@@ -114,6 +114,15 @@ describe.skipIf(!ready)('admission webhook: kube-apiserver calls it over TLS', (
     expect(msg).toContain(expected);
   });
 
+  it("a nested multus NAD: refused with the validator's message when ADD refuses it, else admitted", async () => {
+    const text = readFileSync(join(DATA, 'nested.json'), 'utf8');
+    const config = (JSON.parse(text) as { spec: { config: string } }).spec.config;
+    const expected = validateNad({ metadata: { name: 'nested', namespace: ns }, spec: { config } } as Nad).errors;
+    const msg = await refusal(nad('nested', config));
+    if (expected.length === 0) expect(msg).toBe('');
+    else expect(msg).toContain(expected[0]!.msg);
+  });
+
   it("admits the good NADs and a pod using them; refuses the table's bad pods with ADD's message", async () => {
     for (const name of ['good-net', 'good-list', 'no-type-ok']) {
       const config = name === 'no-type-ok' ? '{"cniVersion":"1.0.0","type":"bridge"}' : tableNads().get(name)!;
