@@ -20,6 +20,7 @@ import { parseMultusConf } from './conf.ts';
 import type { Explanation, PlanError } from './explain.ts';
 import { explainAdd } from './explain.ts';
 import { networkFromNad } from './nad.ts';
+import { DNS1123_LABEL } from './selection.ts';
 
 export type { PlanError };
 
@@ -54,20 +55,25 @@ export function validateNad(nad: Nad, confDir = DEFAULT_CONF_DIR): Verdict {
       warnings: [],
     };
   }
+  const warnings = DNS1123_LABEL.test(name)
+    ? []
+    : [
+        `NetworkAttachmentDefinition ${namespace}/${name}: the name is not a DNS-1123 label, so the text form of a pod's networks annotation cannot name it (the JSON form can)`,
+      ];
   const config = nad.spec?.config;
   if (config !== undefined && typeof config !== 'string') {
     const msg = `NetworkAttachmentDefinition ${namespace}/${name}: spec.config must be a string holding JSON`;
-    return { errors: [{ code: CniCode.InvalidConfig, msg }], warnings: [] };
+    return { errors: [{ code: CniCode.InvalidConfig, msg }], warnings };
   }
   if (config === undefined || config === '') {
     const warning = `NetworkAttachmentDefinition ${namespace}/${name}: spec.config is empty, so ADD reads the config named "${name}" from each node's ${confDir}; not checked here`;
-    return { errors: [], warnings: [warning] };
+    return { errors: [], warnings: [...warnings, warning] };
   }
   try {
     networkFromNad(nad, confDir);
-    return { errors: [], warnings: [] };
+    return { errors: [], warnings };
   } catch (e) {
-    return { errors: [asPlanError(e)], warnings: [] };
+    return { errors: [asPlanError(e)], warnings };
   }
 }
 

@@ -27,6 +27,12 @@ describe('validateNad', () => {
     expect(empty.warnings[0]).toMatch(/spec.config is empty/);
   });
 
+  it('warns of a name the text form cannot reach', () => {
+    const v = validateNad(nad('dotted.name', { cniVersion: '1.0.0', type: 'bridge' }));
+    expect(v.errors).toEqual([]);
+    expect(v.warnings).toEqual([expect.stringMatching(/dotted.name: the name is not a DNS-1123 label/) as string]);
+  });
+
   it('refuses what networkFromNad refuses, with its message and code', () => {
     const v = validateNad(nad('x', '{"type":'));
     expect(v.errors).toEqual([
