@@ -9,6 +9,7 @@
 import { copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
 import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/base/log.ts';
@@ -18,10 +19,12 @@ import { offlineConf, validateNad } from '../../src/multus/validate.ts';
 import type { Webhook } from '../../src/operator/webhook.ts';
 import { startWebhook } from '../../src/operator/webhook.ts';
 import { type Obj, docs } from '../helpers/manifests.ts';
-import { needs } from '../helpers/skip.ts';
+import { fileExists, needs } from '../helpers/skip.ts';
 import { ApiError, type Cluster, REPO_ROOT, k8sRequirements, nadPath, podPath, startCluster } from './cluster.ts';
 
 const ready = needs(...k8sRequirements());
+const MULTUS_BIN = process.env.MULTUS_TS_BIN || join(REPO_ROOT, 'build/multus');
+const built = ready && needs(fileExists(MULTUS_BIN, 'the built executable (npm run build)'));
 const NETWORKS = 'k8s.v1.cni.cncf.io/networks';
 const CONFIG_PATH = '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations';
 const DATA = join(REPO_ROOT, 'test/data/kubectl-multus');
@@ -182,6 +185,56 @@ describe.skipIf(!ready)('admission webhook: kube-apiserver calls it over TLS', (
     webhook = undefined;
     await nad('admitted-while-down', '{"cniVersion":"1.0.0"}');
     expect((await pod('admitted-while-down', { [NETWORKS]: '[{"name":' })).status).toBe(201);
+  });
+
+  it.skipIf(!built)("the built executable serves it too (Bun): refusals with ADD's message", async () => {
+    const binDir = mkdtempSync(join(tmpdir(), 'mts-webhook-bin-'));
+    copyFileSync(join(cluster.dir, 'apiserver.crt'), join(binDir, 'tls.crt'));
+    copyFileSync(join(cluster.dir, 'apiserver.key'), join(binDir, 'tls.key'));
+    const child = spawn(
+      MULTUS_BIN,
+      [
+        'webhook',
+        `--tls-cert-file=${join(binDir, 'tls.crt')}`,
+        `--tls-private-key-file=${join(binDir, 'tls.key')}`,
+        '--port=0',
+        '--address=127.0.0.1',
+        `--kubeconfig=${cluster.adminKubeconfig}`,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin' } },
+    );
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let log = '';
+        child.stderr!.on('data', (d: Buffer) => {
+          log += d.toString();
+          const m = /serving on port (\d+)/.exec(log);
+          if (m) resolve(Number(m[1]));
+        });
+        child.on('exit', () => reject(new Error(`multus webhook exited: ${log}`)));
+      });
+      const current = await cluster.admin.get(`${CONFIG_PATH}/multus-ts-webhook`);
+      const next = webhookConfig(port, readFileSync(cluster.caFile, 'utf8'));
+      await cluster.admin.put(`${CONFIG_PATH}/multus-ts-webhook`, {
+        ...next,
+        metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion },
+      });
+      let msg = '';
+      for (let i = 0; i < 100 && !msg; i++) {
+        msg = await refusal(nad(`bun-probe-${i}`, '{"cniVersion":"1.0.0"}'));
+        if (!msg) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(msg).toMatch(
+        /denied the request: NetworkAttachmentDefinition wh-\d+\/bun-probe-\d+: delegate must have the 'type'/,
+      );
+      const routes =
+        '[{"name":"good-net","default-route":["10.1.0.1"]},{"name":"good-list","default-route":["fd00::1"]}]';
+      const refused = await pod('bun-two-routes', { [NETWORKS]: routes });
+      expect(refused.body.message).toContain(`pod ${ns}/bun-two-routes: error loading k8s delegates: "default-route"`);
+    } finally {
+      child.kill('SIGTERM');
+      rmSync(binDir, { recursive: true, force: true });
+    }
   });
 });
 
