@@ -34,9 +34,13 @@ export interface Verdict {
 /** The stand-in cluster network of `offlineConf` (a NAD in multusNamespace the in-memory client makes up). */
 const STAND_IN_CLUSTER = 'multus-ts-validate-cluster-network';
 
-/** A multus config for planning without a node's: Multus' defaults, the cluster network a stand-in. */
-export function offlineConf(): MultusConf {
+/**
+ * A multus config for planning without a node's: Multus' defaults, the cluster network a stand-in; `selection`
+ * sets the keys that judge a pod's annotation (namespaceIsolation, globalNamespaces: the webhook's flags).
+ */
+export function offlineConf(selection: Record<string, unknown> = {}): MultusConf {
   return parseMultusConf({
+    ...selection,
     cniVersion: '1.0.0',
     name: 'multus-cni-network',
     type: 'multus',

@@ -5,8 +5,9 @@
  * is refused at `kubectl apply` with ADD's words. A pod naming a NAD that does not exist yet is admitted with a
  * warning (ADD is retried until it exists). The certificate and key files are read again when they change
  * (checked every `--reload-seconds`, 10 by default): a rotated Secret takes effect without a restart.
- * Flags: --tls-cert-file F --tls-private-key-file F [--port 8443] [--address 0.0.0.0] [--conf FILE]
- * [--kubeconfig F] (default: the in-cluster config; without one, NADs a pod names are not read).
+ * Flags: --tls-cert-file F --tls-private-key-file F [--port 8443] [--address 0.0.0.0] [--namespace-isolation
+ * true|false] [--global-namespaces a,b] (the nodes' multus config keys of those names) [--kubeconfig F] (default:
+ * the in-cluster config; without one, NADs a pod names are not read).
  * Tested by test/unit/operator/webhook.test.ts, test/k8s/webhook.test.ts (kube-apiserver calling it over TLS).
  */
 import { readFileSync, statSync } from 'node:fs';
@@ -23,7 +24,7 @@ import type { KubeClient, Nad, Pod } from '../k8s/types.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { PlanError, Verdict } from '../multus/validate.ts';
 import { offlineConf, validateNad, validatePod } from '../multus/validate.ts';
-import { UsageError, loadConf } from './kubectl-common.ts';
+import { UsageError } from './kubectl-common.ts';
 
 const MAX_BODY = 4 << 20;
 const API_VERSION = 'admission.k8s.io/v1';
@@ -209,13 +210,14 @@ export async function startWebhook(o: WebhookOptions): Promise<Webhook> {
   };
 }
 
-function parseArgs(argv: readonly string[]): Record<string, string> {
+export function parseArgs(argv: readonly string[]): Record<string, string> {
   const known = [
     '--tls-cert-file',
     '--tls-private-key-file',
     '--port',
     '--address',
-    '--conf',
+    '--namespace-isolation',
+    '--global-namespaces',
     '--kubeconfig',
     '--reload-seconds',
   ];
@@ -233,6 +235,18 @@ function parseArgs(argv: readonly string[]): Record<string, string> {
   return out;
 }
 
+/** Multus' defaults with the nodes' namespace isolation (`--namespace-isolation`, `--global-namespaces`). */
+export function webhookConf(a: Record<string, string>): MultusConf {
+  const isolation = a['namespace-isolation'] ?? 'false';
+  if (isolation !== 'true' && isolation !== 'false') throw new UsageError('--namespace-isolation is true or false');
+  const global = a['global-namespaces'];
+  try {
+    return offlineConf({ namespaceIsolation: isolation === 'true', ...(global ? { globalNamespaces: global } : {}) });
+  } catch (e) {
+    throw new UsageError(messageOf(e));
+  }
+}
+
 /** `multus webhook ...`: serves until the process is stopped. */
 export async function runWebhook(argv: readonly string[]): Promise<number> {
   const log = (s: string) => void process.stderr.write(s);
@@ -243,7 +257,7 @@ export async function runWebhook(argv: readonly string[]): Promise<number> {
     kube = await loadKubeClient({ kubeconfig: a.kubeconfig ?? '', env, log: silentLogger });
     const client = kube;
     const deps: ReviewDeps = {
-      conf: a.conf ? loadConf(a.conf) : offlineConf(),
+      conf: webhookConf(a),
       ...(client ? { getNad: (ns: string, name: string) => client.getNad(ns, name) } : {}),
     };
     const port = Number(a.port ?? 8443);
