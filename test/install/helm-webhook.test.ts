@@ -12,6 +12,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
+import { parseArgs, webhookConf } from '../../src/operator/webhook.ts';
 import { CHART, HELM, helmEnv } from '../helpers/helm.ts';
 import { docs } from '../helpers/manifests.ts';
 import { fileExists, needs } from '../helpers/skip.ts';
@@ -67,6 +68,20 @@ describe.skipIf(!ready)('chart: webhook and admission policy', () => {
       namespace: 'kube-system',
       path: '/validate',
     });
+  });
+
+  it("the webhook's arguments from the values, taken by its parser", () => {
+    const objs = render(
+      '--set',
+      'webhook.enabled=true',
+      '--set',
+      'webhook.namespaceIsolation=true',
+      '--set',
+      'webhook.globalNamespaces=shared\\,infra',
+    );
+    const command = objs.find((o) => o.kind === 'Deployment')!.spec.template.spec.containers[0].command as string[];
+    const conf = webhookConf(parseArgs(command.slice(2)));
+    expect([conf.namespaceIsolation, conf.globalNamespaces]).toEqual([true, ['shared', 'infra']]);
   });
 
   it('webhook.certManager.enabled: a Certificate and the CA injected by cert-manager, no Secret of its own', () => {
