@@ -133,6 +133,10 @@ describe.skipIf(!ready)('kubectl multus against a kube-apiserver', () => {
     );
     expect(right.code).toBe(1);
     expect((await kubectlMultus(['preflight'], '', { HOME: '/nonexistent' })).code).toBe(2);
+    // an API error (no RBAC to list pods) is exit 2, with the API's answer
+    const forbidden = await kubectlMultus(['preflight', '--kubeconfig', cluster.noRoleKubeconfig], '', {});
+    expect(forbidden.stderr).toMatch(/forbidden|Forbidden|403/);
+    expect(forbidden.code).toBe(2);
   });
 
   it('status prints network-status as a table, and as JSON', async () => {
