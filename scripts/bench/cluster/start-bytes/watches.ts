@@ -144,20 +144,17 @@ export async function bareTls(c: Cluster, relay: Relay, runtime: string) {
     `const tls=require('node:tls');const fs=require('node:fs');` +
     `const s=tls.connect({host:'127.0.0.1',port:${relay.port},ca:fs.readFileSync(${JSON.stringify(c.caFile)}),` +
     `},()=>setTimeout(()=>s.end(),300));s.on('close',()=>process.exit(0));`;
-  const exe = runtime === 'bun' ? join(ROOT, 'node_modules/.bin/bun') : process.execPath;
-  const args = runtime === 'bun' ? ['-e', src] : ['-e', src];
+  // Bun's platform package, as the build compiles with (npm installs no node_modules/.bin/bun for it)
+  const exe = runtime === 'bun' ? join(ROOT, 'node_modules/@oven/bun-linux-x64/bin/bun') : process.execPath;
   await new Promise<void>((r) => {
     // not spawnSync: the relay runs on this process' event loop
-    const p = spawn(exe, args, { stdio: 'ignore' });
+    const p = spawn(exe, ['-e', src], { stdio: 'ignore' });
     const t = setTimeout(() => p.kill('SIGKILL'), 10_000);
-    p.on(
-      'exit',
-      (code) => (
-        clearTimeout(t),
-        code === 0 || process.stderr.write(`start-bytes: bare TLS (${runtime}) exited ${code}\n`),
-        r()
-      ),
-    );
+    p.on('exit', (code) => {
+      clearTimeout(t);
+      if (code !== 0) process.stderr.write(`start-bytes: bare TLS (${runtime}) exited ${code}\n`);
+      r();
+    });
   });
   await sleep(200);
   return summary(relay.since(mark));
