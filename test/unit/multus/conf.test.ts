@@ -132,6 +132,8 @@ describe('parseMultusConf: values', () => {
     ['delegateTimeoutSeconds', { delegateTimeoutSeconds: 2.5 }, 'delegateTimeoutMs', 2500],
     ['delegateTimeoutSeconds tiny', { delegateTimeoutSeconds: 0.0001 }, 'delegateTimeoutMs', 1],
     ['strictCapabilities', { strictCapabilities: true }, 'strictCapabilities', true],
+    ['parallelAttachments', { parallelAttachments: true }, 'parallelAttachments', true],
+    ['parallelAttachments off by default', {}, 'parallelAttachments', false],
     [
       'runtimeConfig kept whole',
       { runtimeConfig: { portMappings, 'io.kubernetes.cri.pod-annotations': { a: 'b' } } },
@@ -195,6 +197,7 @@ describe('parseMultusConf: key types', () => {
     ['namespaceIsolation', 'false', '`namespaceIsolation` must be a boolean'],
     ['globalNamespaces', ['a'], '`globalNamespaces` must be a string'],
     ['retryDeleteOnError', 1, '`retryDeleteOnError` must be a boolean'],
+    ['parallelAttachments', 4, '`parallelAttachments` must be a boolean'],
     ['auxiliaryCNIChainName', 1, '`auxiliaryCNIChainName` must be a string'],
     ['runtimeConfig', [], '`runtimeConfig` must be a JSON object'],
     ['prevResult', 'x', '`prevResult` must be a JSON object'],
