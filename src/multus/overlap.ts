@@ -3,39 +3,49 @@
  * (docs/behaviour.md#parallel-attachments). Pure but for the promises it is handed.
  *
  * Without `parallelAttachments` every attachment is a step of its own, in Multus' order. With it the attachments
- * go in three steps: the cluster network alone (it gets the runtime's interface and IP, and a secondary network's
- * plugins may look at it), then every other network at once, at most PARALLEL_ATTACHMENTS at a time, then the
- * auxiliary chain alone (its plugins act on the whole pod, so every interface must exist first). DEL runs the
- * steps, and the attachments in each, backwards. Nothing here holds a slot of the daemon's delegate bound
- * (daemon/exec.ts) while it waits: each plugin process takes one only while it runs.
+ * go in steps: the cluster network alone (it gets the runtime's interface and IP, and a secondary network's plugins
+ * may look at it), then every other network at once, at most PARALLEL_ATTACHMENTS at a time, then each network that
+ * takes its master link inside the pod (`linkInContainer`: a VLAN on another attachment's interface) alone, in
+ * order, then the auxiliary chain alone (its plugins act on the whole pod, so every interface must exist first).
+ * DEL runs the steps, and the attachments in each, backwards. Nothing here holds a slot of the daemon's delegate
+ * bound (daemon/exec.ts) while it waits: each plugin process takes one only while it runs.
  */
+import type { Network } from '../cni/network.ts';
 import type { AttachmentSource } from './attachments.ts';
 
-/** The most attachments of one call that run at once (docs/behaviour.md#parallel-attachments, "The bound"). */
+/** The most attachments of one call that run at once (docs/behaviour.md#parallel-attachments). */
 export const PARALLEL_ATTACHMENTS = 4;
 
-/** The step of an attachment from `source` (undefined: found in a result cache only, so a secondary's). */
-function stepOf(source: AttachmentSource | undefined): number {
-  if (source === 'cluster') return 0;
-  if (source === 'auxiliary') return 2;
-  return 1;
+/** What places an attachment: its source (none: found in a result cache only, a secondary's) and its network. */
+export interface Placed {
+  source?: AttachmentSource | undefined;
+  network?: Network;
+}
+
+/** A plugin of the network takes its master link inside the pod, so it needs the other attachments first. */
+function buildsOnThePod(network: Network | undefined): boolean {
+  return network?.plugins.some((plugin) => plugin.linkInContainer === true) ?? false;
 }
 
 /**
- * The steps of a call's attachments, as indexes into `sources` (in Multus' order): one each when serial, else
- * grouped by stepOf, each group in its own order. `reverse` (DEL): the steps and their members backwards.
+ * The steps of a call's attachments, as indexes into `placed` (in Multus' order): one each when serial, else the
+ * groups above, each in its own order. `reverse` (DEL): the steps and their members backwards.
  */
-export function attachmentSteps(
-  sources: (AttachmentSource | undefined)[],
-  parallel: boolean,
-  reverse = false,
-): number[][] {
+export function attachmentSteps(placed: Placed[], parallel: boolean, reverse = false): number[][] {
   let steps: number[][];
-  if (!parallel) steps = sources.map((_, i) => [i]);
+  if (!parallel) steps = placed.map((_, i) => [i]);
   else {
-    const grouped: number[][] = [[], [], []];
-    sources.forEach((source, i) => grouped[stepOf(source)]!.push(i));
-    steps = grouped.filter((step) => step.length > 0);
+    const cluster: number[] = [];
+    const others: number[] = [];
+    const dependent: number[] = [];
+    const aux: number[] = [];
+    placed.forEach(({ source, network }, i) => {
+      if (source === 'cluster') cluster.push(i);
+      else if (source === 'auxiliary') aux.push(i);
+      else if (buildsOnThePod(network)) dependent.push(i);
+      else others.push(i);
+    });
+    steps = [cluster, others, ...dependent.map((i) => [i]), aux].filter((step) => step.length > 0);
   }
   return reverse ? steps.reverse().map((step) => [...step].reverse()) : steps;
 }
@@ -58,17 +68,17 @@ export interface RunOptions {
 }
 
 /**
- * Runs `run(i)` for every attachment (`sources` in Multus' order), one step after another, at most
+ * Runs `run(i)` for every attachment (`placed` in Multus' order), one step after another, at most
  * PARALLEL_ATTACHMENTS of a step at once (1 when serial), taken in the step's order. Never rejects.
  */
 export async function runAttachments<T>(
-  sources: (AttachmentSource | undefined)[],
+  placed: Placed[],
   options: RunOptions,
   run: (index: number) => Promise<T>,
 ): Promise<StepsRun<T>> {
-  const steps = attachmentSteps(sources, options.parallel, options.reverse);
+  const steps = attachmentSteps(placed, options.parallel, options.reverse);
   const limit = options.parallel ? PARALLEL_ATTACHMENTS : 1;
-  const outcomes: Outcome<T>[] = sources.map(() => ({ kind: 'not-run' }));
+  const outcomes: Outcome<T>[] = placed.map(() => ({ kind: 'not-run' }));
   let stopped = false;
   for (const step of steps) {
     if (stopped) break;

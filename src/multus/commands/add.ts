@@ -103,7 +103,7 @@ function addedInterfacePoster(
 async function addAttachments(ctx: CallContext, attachments: Attachment[], added: PostAdded): Promise<PluginResult[]> {
   const post = inOrder(attachments, added);
   const run = await runAttachments(
-    attachments.map((a) => a.source),
+    attachments,
     { parallel: ctx.conf.parallelAttachments, stopOnFailure: true },
     async (i) => {
       const attachment = attachments[i]!;
@@ -233,10 +233,8 @@ function writeNetworkStatus(
  * runtime's DEL still needs it.
  */
 async function rollback(ctx: CallContext, attachments: Attachment[]): Promise<void> {
-  const run = await runAttachments(
-    attachments.map((a) => a.source),
-    { parallel: ctx.conf.parallelAttachments, reverse: true },
-    (i) => delNetwork(attachments[i]!.network, runtimeConfFor(ctx, attachments[i]!, 'DEL'), ctx.net),
+  const run = await runAttachments(attachments, { parallel: ctx.conf.parallelAttachments, reverse: true }, (i) =>
+    delNetwork(attachments[i]!.network, runtimeConfFor(ctx, attachments[i]!, 'DEL'), ctx.net),
   );
   for (const { index, error } of run.failures) {
     const { network, ifName } = attachments[index]!;

@@ -25,7 +25,7 @@ export async function cmdCheck(ctx: CallContext): Promise<void> {
   const attachments = planned.filter((a) => a.source !== 'auxiliary');
   // CHECK changes nothing, so with parallelAttachments the cluster network need not go first.
   const run = await runAttachments(
-    attachments.map(() => undefined),
+    attachments.map(() => ({})),
     { parallel: ctx.conf.parallelAttachments },
     async (i) => {
       const { network } = attachments[i]!;

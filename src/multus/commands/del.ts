@@ -74,15 +74,11 @@ export async function cmdDel(ctx: CallContext): Promise<void> {
  * docs/behaviour.md#parallel-attachments), past failures; the failures in that order.
  */
 async function deleteAll(ctx: CallContext, teardowns: Teardown[]): Promise<CniError[]> {
-  const run = await runAttachments(
-    teardowns.map((t) => t.source),
-    { parallel: ctx.conf.parallelAttachments, reverse: true },
-    async (i) => {
-      const { network, rt, cached } = teardowns[i]!;
-      await delNetwork(network, rt, ctx.net, cached);
-      removeDeviceInfoOf(ctx, rt);
-    },
-  );
+  const run = await runAttachments(teardowns, { parallel: ctx.conf.parallelAttachments, reverse: true }, async (i) => {
+    const { network, rt, cached } = teardowns[i]!;
+    await delNetwork(network, rt, ctx.net, cached);
+    removeDeviceInfoOf(ctx, rt);
+  });
   return run.failures.map(({ index, error }) => {
     const { network, rt } = teardowns[index]!;
     return wrapError(error, `${podTag(ctx, network.name)}: error deleting ${rt.ifName} of network "${network.name}"`);

@@ -13,6 +13,7 @@ import { cmdDel } from '../../../src/multus/commands/del.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
 import { PARALLEL_ATTACHMENTS, attachmentSteps } from '../../../src/multus/overlap.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
+import { parseNetwork } from '../../../src/cni/network.ts';
 import type { ExecOutput } from '../../../src/cni/exec.ts';
 import { kubeDeps, withContext } from '../../helpers/commands.ts';
 import { FakeExec, cniErrorReply } from '../../helpers/fake-exec.ts';
@@ -80,7 +81,8 @@ function setup(parallel: boolean, n = 3, tag = parallel ? 'par' : 'ser') {
       CNI_NETNS: '/var/run/netns/x',
       CNI_IFNAME: 'eth0',
       CNI_PATH: '/usr/lib/cni',
-      CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=pod1;K8S_POD_INFRA_CONTAINER_ID=cid1;K8S_POD_UID=uid-1',
+      CNI_ARGS:
+        'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=pod1;K8S_POD_INFRA_CONTAINER_ID=cid1;K8S_POD_UID=uid-1',
     };
     return withContext(parseRequest(command, env, stdin), parseMultusConf(stdin), deps);
   };
@@ -130,14 +132,23 @@ function oneAfterAnother(spans: string[], tags: string[]): boolean {
 const SECONDARIES = ['net1', 'net2', 'net3'];
 
 describe('attachmentSteps', () => {
+  const vlan = parseNetwork({ cniVersion: '1.0.0', name: 'v', type: 'vlan', master: 'net1', linkInContainer: true });
+  const placed = [
+    { source: 'cluster' },
+    { source: 'default' },
+    { source: 'selection', network: vlan },
+    { source: 'selection' },
+    {},
+    { source: 'selection', network: vlan },
+    { source: 'auxiliary' },
+  ] as const;
   it.each([
-    [false, false, [[0], [1], [2], [3], [4]]],
-    [false, true, [[4], [3], [2], [1], [0]]],
-    [true, false, [[0], [1, 2, 3], [4]]],
-    [true, true, [[4], [3, 2, 1], [0]]],
+    [false, false, [[0], [1], [2], [3], [4], [5], [6]]],
+    [false, true, [[6], [5], [4], [3], [2], [1], [0]]],
+    [true, false, [[0], [1, 3, 4], [2], [5], [6]]],
+    [true, true, [[6], [5], [2], [4, 3, 1], [0]]],
   ])('parallel %s, reverse %s', (parallel, reverse, steps) => {
-    const sources = ['cluster', 'default', 'selection', undefined, 'auxiliary'] as const;
-    expect(attachmentSteps([...sources], parallel, reverse)).toEqual(steps);
+    expect(attachmentSteps([...placed], parallel, reverse)).toEqual(steps);
   });
 });
 
@@ -146,7 +157,12 @@ describe('parallelAttachments', () => {
     const par = setup(true);
     await par.add();
     const s = par.exec.spans;
-    expect(allOverlap(s, SECONDARIES.map((n) => `ADD ${n}`))).toBe(true);
+    expect(
+      allOverlap(
+        s,
+        SECONDARIES.map((n) => `ADD ${n}`),
+      ),
+    ).toBe(true);
     const secondaryStarts = SECONDARIES.map((n) => at(s, `start ADD ${n}`));
     const secondaryEnds = SECONDARIES.map((n) => at(s, `end ADD ${n}`));
     expect(at(s, 'end ADD eth0')).toBeLessThan(Math.min(...secondaryStarts));
@@ -156,7 +172,28 @@ describe('parallelAttachments', () => {
     await ser.add();
     const tags = ['eth0', ...SECONDARIES, 'net4'].map((n) => `ADD ${n}`);
     expect(oneAfterAnother(ser.exec.spans, tags)).toBe(true);
-    expect(allOverlap(ser.exec.spans, SECONDARIES.map((n) => `ADD ${n}`))).toBe(false);
+    expect(
+      allOverlap(
+        ser.exec.spans,
+        SECONDARIES.map((n) => `ADD ${n}`),
+      ),
+    ).toBe(false);
+  });
+
+  it('ADD and DEL: a network whose link is inside the pod (linkInContainer) waits for the others', async () => {
+    const par = setup(true);
+    par.kube.addNad('ns1', 'net-pv', { cniVersion: '1.0.0', type: 'pv', master: 'net1', linkInContainer: true });
+    par.kube.pods.get('ns1/pod1')!.metadata.annotations!['k8s.v1.cni.cncf.io/networks'] = 'net-pa,net-pv,net-pb';
+    par.exec.known.add('pv');
+    await par.add();
+    const s = par.exec.spans;
+    expect(allOverlap(s, ['ADD net1', 'ADD net3'])).toBe(true);
+    expect(Math.max(at(s, 'end ADD net1'), at(s, 'end ADD net3'))).toBeLessThan(at(s, 'start ADD net2'));
+    par.exec.spans.length = 0;
+    await par.del();
+    expect(at(par.exec.spans, 'end DEL net2')).toBeLessThan(
+      Math.min(at(par.exec.spans, 'start DEL net1'), at(par.exec.spans, 'start DEL net3')),
+    );
   });
 
   it('ADD: the same result, caches, network-status and events as serial, byte for byte', async () => {
@@ -192,7 +229,12 @@ describe('parallelAttachments', () => {
     par.exec.spans.length = 0;
     await par.del();
     const s = par.exec.spans;
-    expect(allOverlap(s, SECONDARIES.map((n) => `DEL ${n}`))).toBe(true);
+    expect(
+      allOverlap(
+        s,
+        SECONDARIES.map((n) => `DEL ${n}`),
+      ),
+    ).toBe(true);
     const starts = SECONDARIES.map((n) => at(s, `start DEL ${n}`));
     const ends = SECONDARIES.map((n) => at(s, `end DEL ${n}`));
     expect(s.lastIndexOf('end DEL net4')).toBeLessThan(Math.min(...starts));
@@ -203,7 +245,12 @@ describe('parallelAttachments', () => {
     await ser.add();
     ser.exec.spans.length = 0;
     await ser.del();
-    expect(allOverlap(ser.exec.spans, SECONDARIES.map((n) => `DEL ${n}`))).toBe(false);
+    expect(
+      allOverlap(
+        ser.exec.spans,
+        SECONDARIES.map((n) => `DEL ${n}`),
+      ),
+    ).toBe(false);
     expect([...par.exec.calls()].sort()).toEqual([...ser.exec.calls()].sort());
   });
 
@@ -218,7 +265,12 @@ describe('parallelAttachments', () => {
       () => undefined,
       (e: unknown) => e as { msg: string },
     );
-    expect(allOverlap(par.exec.spans, ['eth0', ...SECONDARIES].map((n) => `CHECK ${n}`))).toBe(true);
+    expect(
+      allOverlap(
+        par.exec.spans,
+        ['eth0', ...SECONDARIES].map((n) => `CHECK ${n}`),
+      ),
+    ).toBe(true);
     expect(err?.msg).toMatch(/error checking net1 of network "net-pa".*a is down.*error checking net3 .*c is down/);
   });
 
