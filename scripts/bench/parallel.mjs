@@ -59,10 +59,13 @@ function mostAtOnce(file, command) {
   return most;
 }
 
+/** Where the recorder writes its spans: one file per mode and order (the daemon's delegates get it from its env). */
+const spansFile = (ctx, mode, order) => join(ctx.tmp, `spans-${mode}-${order}.jsonl`);
+
 /** One ADD and DEL of a new pod through `mode`, with `order`'s config. */
 function pair(ctx, mode, order) {
   const id = randomBytes(32).toString('hex');
-  const spans = join(ctx.tmp, `spans-${mode.name}-${order}-${id.slice(0, 8)}.jsonl`);
+  const spans = spansFile(ctx, mode.name, order);
   const base = { PATH: `${dirname(ctx.node)}:${RUNTIME_PATH}`, RECORDER_SPANS: spans };
   const pod = {
     id,
@@ -96,7 +99,7 @@ async function modesOf(ctx, daemons) {
   const resident = { name: 'resident_ts', file: shim, what: 'build/multus-shim + build/multus daemon', confs: {} };
   for (const order of ['serial', 'parallel']) {
     const conf = multusConf(ctx.tmp, `resident-${order}`, order === 'parallel');
-    const env = { PATH: `${dirname(ctx.node)}:${RUNTIME_PATH}` };
+    const env = { PATH: `${dirname(ctx.node)}:${RUNTIME_PATH}`, RECORDER_SPANS: spansFile(ctx, resident.name, order) };
     const ts = await startTsDaemon(
       { exe: ctx.exe, tmp: ctx.tmp, daemons },
       `parallel-${order}`,
