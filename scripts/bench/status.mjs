@@ -7,9 +7,9 @@
  *   go_thin      Go Multus v4.3.0 cmd/multus
  *   go_thick     Go Multus v4.3.0 cmd/multus-shim + cmd/multus-daemon (it needs the API server)
  *
- * Every mode has the same cluster network: the trivial delegate at cniVersion 1.1.0, so that STATUS reaches it
- * (below 1.1.0 libcni and multus-ts skip it), and the thin modes a kubeconfig (as installed: Go thin builds its
- * client on STATUS too). Per call: the wall time (spawn to exit) and the CPU time (user + system) of the process
+ * Every mode has the same cluster network: the trivial delegate at cniVersion 1.1.0, so that STATUS reaches it,
+ * then again at 1.0.0 (below 1.1.0 libcni and multus-ts skip it: what multus itself costs, `below_1_1`), and the
+ * thin modes a kubeconfig (as installed: Go thin builds its client on STATUS too). Per call: the wall time (spawn to exit) and the CPU time (user + system) of the process
  * the runtime execs and of everything it waited for (the delegate, in thin modes), plus, in resident modes, what
  * the daemon used (/proc/<pid>/stat utime, stime, cutime, cstime) between the shim's start and its exit. The
  * daemon's CPU outside those windows (between calls) is reported apart. NODE_OPTIONS and NODE_EXTRA_CA_CERTS never
@@ -115,8 +115,31 @@ function measure(rc, modes) {
 }
 
 /**
+ * The four modes with the cluster network at `delegateVersion` (the multus configs stay at 1.1.0), measured; the
+ * daemons started for it are stopped after.
+ */
+async function configuration(rc, cl, delegateVersion) {
+  rc.delegateConf = { ...rc.delegateConf, cniVersion: delegateVersion };
+  rc.delegateBytes = JSON.stringify(rc.delegateConf);
+  const extra = { delegates: [rc.delegateConf], ...(cl ? { kubeconfig: cl.kubeconfig } : {}) };
+  const tag = `status-${delegateVersion.replaceAll('.', '')}`;
+  const { modes, ts } = await tsAndGoThin(rc, tag, extra, cl ? { kubeconfig: cl.kubeconfig } : {});
+  if (ts?.daemon) modes.resident_ts.daemonPid = ts.daemon.child.pid;
+  if (cl && !rc.unavailable.go_thick) {
+    const gd = await addGoThick(rc, modes, cl);
+    if (gd) modes.go_thick.daemonPid = gd.daemon.child.pid;
+  }
+  try {
+    return { delegate_cni_version: delegateVersion, ...measure(rc, modes) };
+  } finally {
+    for (const d of rc.daemons.splice(0)) await d.stop().catch(() => {});
+  }
+}
+
+/**
  * Runs the scenario (`ctx` as for scenario resident: {opts, exe, node, delegate (with its type), tmp, root,
- * k8sPresent}); returns the object printed under the `status` key.
+ * k8sPresent}); returns the object printed under the `status` key: the modes with a cluster network of 1.1.0 (its
+ * plugin asked) at the top, and under `below_1_1` the same with one of 1.0.0 (not asked: multus' own cost).
  */
 export async function runStatus(ctx) {
   const load = { start: { load1: r2(loadavg()[0]), uptime: uptime() } };
@@ -126,11 +149,10 @@ export async function runStatus(ctx) {
     gomultus: rc.go,
     rounds: ctx.opts.statusRounds,
     warmup_rounds: ctx.opts.warmup,
-    delegate: { cniVersion: STATUS_VERSION, path: ctx.delegate.path, kind: ctx.delegate.kind },
+    delegate: { path: ctx.delegate.path, kind: ctx.delegate.kind },
   };
   let helper;
   try {
-    let extra = { delegates: [rc.delegateConf] };
     let cl;
     if (ctx.k8sPresent) {
       helper = startHelper(ctx.node, say);
@@ -142,17 +164,11 @@ export async function runStatus(ctx) {
         networks: '',
         execScript: `${rc.root}/scripts/bench/exec-credential.sh`,
       });
-      extra = { ...extra, kubeconfig: cl.kubeconfig };
     }
-    const { modes, ts } = await tsAndGoThin(rc, 'status', extra, cl ? { kubeconfig: cl.kubeconfig } : {});
-    if (ts?.daemon) modes.resident_ts.daemonPid = ts.daemon.child.pid;
-    if (cl) {
-      const gd = await addGoThick(rc, modes, cl);
-      if (gd) modes.go_thick.daemonPid = gd.daemon.child.pid;
-    }
-    out.unavailable = rc.unavailable;
     out.kubeconfig_in_thin_configs = Boolean(cl);
-    Object.assign(out, measure(rc, modes));
+    Object.assign(out, await configuration(rc, cl, STATUS_VERSION));
+    out.below_1_1 = await configuration(rc, cl, '1.0.0');
+    out.unavailable = rc.unavailable;
   } finally {
     for (const d of rc.daemons) await d.stop().catch(() => {});
     for (const stop of rc.stops) stop();
