@@ -114,7 +114,7 @@ async function addAttachments(ctx: CallContext, attachments: Attachment[], added
     },
   );
   const failed = run.failures[0];
-  if (!failed) return run.outcomes.map((o) => (o as { value: PluginResult }).value);
+  if (!failed) return run.outcomes.flatMap((o) => (o.kind === 'ok' ? [o.value] : [])); // all of them: none failed
   await rollback(
     ctx,
     attachments.filter((_, i) => run.outcomes[i]!.kind !== 'not-run'),

@@ -14,7 +14,8 @@ import { parseMultusConf } from '../../../src/multus/conf.ts';
 import { PARALLEL_ATTACHMENTS, attachmentSteps } from '../../../src/multus/overlap.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
 import { parseNetwork } from '../../../src/cni/network.ts';
-import type { ExecOutput } from '../../../src/cni/exec.ts';
+import type { Exec, ExecOutput } from '../../../src/cni/exec.ts';
+import { boundedExec } from '../../../src/daemon/exec.ts';
 import { kubeDeps, withContext } from '../../helpers/commands.ts';
 import { FakeExec, cniErrorReply } from '../../helpers/fake-exec.ts';
 import { FakeKube } from '../../helpers/fake-kube.ts';
@@ -50,7 +51,7 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 const SECONDARY = ['pa', 'pb', 'pc', 'pd', 'pe', 'pf'];
 
 /** A pod with `n` NADs (types pa, pb, ...), the cluster network p0 from a file, and an auxiliary chain (px). */
-function setup(parallel: boolean, n = 3, tag = parallel ? 'par' : 'ser') {
+function setup(parallel: boolean, n = 3, tag = parallel ? 'par' : 'ser', wrap = (e: Exec): Exec => e) {
   const base = join(dir, tag);
   const cniDir = join(base, 'cni');
   mkdirSync(join(base, 'aux'), { recursive: true });
@@ -72,7 +73,7 @@ function setup(parallel: boolean, n = 3, tag = parallel ? 'par' : 'ser') {
     auxiliaryCNIChainName: 'aux',
     ...(parallel ? { parallelAttachments: true } : {}),
   };
-  const deps = kubeDeps(exec, kube);
+  const deps = kubeDeps(wrap(exec), kube);
   const call = (command: 'ADD' | 'DEL' | 'CHECK') => {
     const stdin = Buffer.from(JSON.stringify(conf));
     const env = {
@@ -281,6 +282,14 @@ describe('parallelAttachments', () => {
     const ser = setup(false, 6);
     await ser.add();
     expect(ser.exec.most).toBe(1);
+  });
+
+  it("under the daemon's delegate bound of 1 (daemon/exec.ts) a parallel ADD and DEL finish, one plugin at a time", async () => {
+    const par = setup(true, 3, 'bounded', (e) => boundedExec(e, 1));
+    await par.add();
+    await par.del();
+    expect(par.exec.most).toBe(1);
+    expect(files(par.cniDir)).toEqual({});
   });
 
   it('one of four failing rolls every attachment back: each started one is deleted, no cache is left', async () => {
