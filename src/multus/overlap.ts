@@ -53,7 +53,7 @@ export function attachmentSteps(placed: Placed[], parallel: boolean, reverse = f
 export type Outcome<T> = { kind: 'ok'; value: T } | { kind: 'failed'; error: unknown } | { kind: 'not-run' };
 
 export interface StepsRun<T> {
-  /** By index into the sources. */
+  /** By index into `placed`. */
   outcomes: Outcome<T>[];
   /** The failures in the order a serial call meets them (the steps' order), with their indexes. */
   failures: { index: number; error: unknown }[];

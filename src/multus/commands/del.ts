@@ -5,8 +5,8 @@
  * at ADD (or, when it is missing or corrupt, what ADD would choose now: the config's delegates and, if the API
  * answers at once, the pod's annotations) and the libcni result caches of this container (which also recover
  * attachments a corrupt scratch cache lost). With a scratch cache no API request is made. Then it
- * deletes all of them in reverse order (with parallelAttachments several at once), keeps going past failures, and returns one error naming each failed
- * attachment (docs/behaviour.md#npwg). A corrupt cache is logged and removed once its attachments are gone, never a
+ * deletes all of them in reverse order (with parallelAttachments several at once), keeps going past failures, and
+ * returns one error naming each failed attachment (docs/behaviour.md#npwg). A corrupt cache is logged and removed once its attachments are gone, never a
  * silent success (k8snetworkplumbingwg/multus-cni#948, #1087); a corrupt result cache that nothing else explains fails
  * the DEL.
  */
