@@ -6,9 +6,9 @@
  * answers at once, the pod's annotations) and the libcni result caches of this container (which also recover
  * attachments a corrupt scratch cache lost). With a scratch cache no API request is made. Then it
  * deletes all of them in reverse order (with parallelAttachments several at once), keeps going past failures, and
- * returns one error naming each failed attachment (docs/behaviour.md#npwg). A corrupt cache is logged and removed once its attachments are gone, never a
- * silent success (k8snetworkplumbingwg/multus-cni#948, #1087); a corrupt result cache that nothing else explains fails
- * the DEL.
+ * returns one error naming each failed attachment (docs/behaviour.md#npwg). A corrupt cache is logged and removed
+ * once its attachments are gone, never a silent success (k8snetworkplumbingwg/multus-cni#948, #1087); a corrupt
+ * result cache that nothing else explains fails the DEL.
  */
 import type { ResultCacheEntry } from '../../cni/result-cache.ts';
 import { listResultCaches, resultCachePath } from '../../cni/result-cache.ts';
