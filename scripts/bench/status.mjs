@@ -9,10 +9,11 @@
  *
  * Every mode has the same cluster network: the trivial delegate at cniVersion 1.1.0, so that STATUS reaches it,
  * then again at 1.0.0 (below 1.1.0 libcni and multus-ts skip it: what multus itself costs, `below_1_1`), and the
- * thin modes a kubeconfig (as installed: Go thin builds its client on STATUS too). Per call: the wall time (spawn to exit) and the CPU time (user + system) of the process
- * the runtime execs and of everything it waited for (the delegate, in thin modes), plus, in resident modes, what
- * the daemon used (/proc/<pid>/stat utime, stime, cutime, cstime) between the shim's start and its exit. The
- * daemon's CPU outside those windows (between calls) is reported apart. NODE_OPTIONS and NODE_EXTRA_CA_CERTS never
+ * thin modes a kubeconfig (as installed: Go thin builds its client on STATUS too). Per call: the wall time (spawn
+ * to exit) and the CPU time (user + system) of the process the runtime execs and of everything it waited for (the
+ * delegate, in thin modes), plus, in resident modes, what the daemon used (/proc/<pid>/stat utime, stime, cutime,
+ * cstime) between the shim's start and its exit. The daemon's CPU outside those windows (between calls) is
+ * reported apart. NODE_OPTIONS and NODE_EXTRA_CA_CERTS never
  * reach the measured processes (each gets PATH and the CNI variables only).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
