@@ -12,6 +12,8 @@ import { cmdCheck } from '../../../src/multus/commands/check.ts';
 import { cmdDel } from '../../../src/multus/commands/del.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
 import { PARALLEL_ATTACHMENTS, attachmentSteps } from '../../../src/multus/overlap.ts';
+import { explainAdd, formatExplanation } from '../../../src/multus/explain.ts';
+import { silentLogger } from '../../../src/base/log.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
 import { parseNetwork } from '../../../src/cni/network.ts';
 import type { Exec, ExecOutput } from '../../../src/cni/exec.ts';
@@ -91,6 +93,7 @@ function setup(parallel: boolean, n = 3, tag = parallel ? 'par' : 'ser', wrap = 
     kube,
     exec,
     cniDir,
+    plan: () => explainAdd(parseMultusConf(Buffer.from(JSON.stringify(conf))), 'ns1', 'pod1', kube, silentLogger),
     add: () => cmdAdd(...call('ADD')),
     del: () => cmdDel(...call('DEL')),
     check: () => cmdCheck(...call('CHECK')),
@@ -310,5 +313,16 @@ describe('parallelAttachments', () => {
       'Add eth0 [10.1.0.2/24] from cluster',
       'Add net1 [10.1.0.2/24] from ns1/net-pa',
     ]);
+  });
+
+  it('`multus plan` shows the steps with parallelAttachments, and none without', async () => {
+    const x = await setup(true).plan();
+    expect(x.steps).toEqual([['eth0'], ['net1', 'net2', 'net3'], ['net4']]);
+    expect(formatExplanation(x)).toContain(
+      `  at once (parallelAttachments, at most ${PARALLEL_ATTACHMENTS} together): eth0, then net1 + net2 + net3, then net4`,
+    );
+    const serial = await setup(false).plan();
+    expect(serial.steps).toBeUndefined();
+    expect(formatExplanation(serial)).not.toContain('at once');
   });
 });
