@@ -15,11 +15,6 @@ export const HELD_PREFIX = 'MULTUS_TS_HELD_';
  */
 export const MORE_PREFIX = 'MULTUS_TS_MORE_';
 export const LAUNCHER_VAR = 'MULTUS_TS_LAUNCHER';
-/**
- * The Bun executable beside the launcher is `.multus-bun-<id>` (launcher/main.go; a name no plugin `type` can have):
- * the launcher carries it and writes it there on its first run; installers copy it too, so that run is not slow.
- */
-export const PAYLOAD_PREFIX = '.multus-bun-';
 
 export type Environment = Record<string, string | undefined>;
 

@@ -27,7 +27,7 @@ describe('callerEnv', () => {
       MULTUS_TS_LAUNCHER: '/opt/cni/bin/multus',
       MULTUS_TS_MORE_BIG: 'tail',
       MULTUS_TS_HELD_BIG: 'x'.repeat(10),
-      MULTUS_TS_HELD_MULTUS_TS_MORE_Y: 'the caller\'s own variable of that prefix',
+      MULTUS_TS_HELD_MULTUS_TS_MORE_Y: "the caller's own variable of that prefix",
       MULTUS_TS_MORE_NOT_HELD: 'dropped: no start',
     };
     expect(callerEnv(env)).toEqual({

@@ -52,7 +52,7 @@ describe('multus install', () => {
     expect(conf(n.netd, '00-multus.conflist')).toMatchObject({ plugins: [{ type: 'multus', confDir: n.mnetd }] });
   });
 
-  it("over an older build, removes the Bun executables no launcher in the bin dir carries (docs/build.md)", async () => {
+  it('over an older build, removes the Bun executables no launcher in the bin dir carries (docs/build.md)', async () => {
     const n = makeNode();
     writeFileSync(join(n.src, 'multus'), fakeLauncher('0123456789abcdef'));
     writeFileSync(join(n.src, '.multus-bun-0123456789abcdef'), 'new');
@@ -60,7 +60,13 @@ describe('multus install', () => {
     writeFileSync(join(n.bin, 'multus'), fakeLauncher('aaaaaaaaaaaaaaaa')); // the older build
     writeFileSync(join(n.bin, 'other-launcher'), fakeLauncher('bbbbbbbbbbbbbbbb')); // another build, still there
     writeFileSync(join(n.bin, 'bridge'), 'a plugin');
-    const left = ['aaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbb', 'cccccccccccccccc', 'aaaaaaaaaaaaaaaa.tmp', 'dddddddddddddddd.tmp-42'];
+    const left = [
+      'aaaaaaaaaaaaaaaa',
+      'bbbbbbbbbbbbbbbb',
+      'cccccccccccccccc',
+      'aaaaaaaaaaaaaaaa.tmp',
+      'dddddddddddddddd.tmp-42',
+    ];
     for (const f of [...left, 'bbbbbbbbbbbbbbbb.tmp']) writeFileSync(join(n.bin, `.multus-bun-${f}`), 'old');
     writeFileSync(join(n.bin, '.multus-bun.lock'), '');
     const r = await runScripted([...n.args, '--install-binary-only'], []);
