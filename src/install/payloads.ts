@@ -8,6 +8,7 @@
  */
 import { open, readdir, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { POSIX_FADV_DONTNEED, libc } from '../base/libc.ts';
 
 const TRAILER_SIZE = 64;
 const TRAILER_MAGIC = Buffer.from('multus-ts-bun\x00\x00\x01', 'latin1');
@@ -29,7 +30,11 @@ export function unreferenced(names: readonly string[], kept: ReadonlySet<string>
   });
 }
 
-/** The id carried by the regular file `path`, or null (not a launcher, unreadable). */
+/**
+ * The id carried by the regular file `path`, or null (not a launcher, unreadable). The page read leaves the page
+ * cache again (best effort, where Bun's FFI is there), as an install's copies do (files.ts): the bin dir's
+ * executables are not read into the installing container's memory.
+ */
 async function idOf(path: string): Promise<string | null> {
   let fh;
   try {
@@ -38,6 +43,8 @@ async function idOf(path: string): Promise<string | null> {
     if (!st.isFile() || st.size < TRAILER_SIZE) return null;
     const b = Buffer.alloc(TRAILER_SIZE);
     await fh.read(b, 0, TRAILER_SIZE, st.size - TRAILER_SIZE);
+    // whole folios only leave: from the 2 MiB boundary below (the largest folio a read makes) to the end
+    libc()?.fadvise(fh.fd, st.size - TRAILER_SIZE - ((st.size - TRAILER_SIZE) % (2 << 20)), 0, POSIX_FADV_DONTNEED);
     return carriedId(b);
   } catch {
     return null;
