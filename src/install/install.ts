@@ -41,7 +41,7 @@ import { GENERATED_FILES, generateMultusConf, pickMaster } from '../multus/gener
 import { InstallError, type InstallOptions, parseDaemonSetRef } from './options.ts';
 import { type DeletionState, deletionState } from './uninstall.ts';
 import { RENAMED_REASON, renamedAway, renamedAwayMessage } from '../multus/renamed-conf.ts';
-import { payloadsBeside } from './files.ts';
+import { payloadsBeside, prunePayloads } from './payloads.ts';
 import type { Env } from '../cni/request.ts';
 
 export interface InstallDeps {
@@ -131,6 +131,8 @@ async function copyBinaries(src: string, o: InstallOptions, deps: InstallDeps): 
     await linkExecutableAtomic(join(o.cniBinDir, 'multus'), o.cniBinDir, 'passthru');
     deps.log(`passthru is linked to ${join(o.cniBinDir, 'multus')}`);
   }
+  // what earlier builds' launchers wrote there (the upgrade path; docs/build.md, "The launcher")
+  for (const name of await prunePayloads(o.cniBinDir)) deps.log(`${name} is removed: no launcher there carries it`);
 }
 
 /** Writes the kubeconfig when the token or CA changed since `st` (or on the first call). */
