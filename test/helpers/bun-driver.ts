@@ -39,14 +39,13 @@ async function exec(req: Json): Promise<Json> {
     setTimeout(() => closeSync(fd), req.holdWriteMs);
   }
   try {
-    const out = await execPlugin(
-      req.path as string,
-      Buffer.from((req.stdin as string) ?? ''),
-      (req.env as Record<string, string>) ?? {},
-      (req.timeoutMs as number) ?? 10_000,
-      [],
-      req.outputDir as string | undefined,
-    );
+    const out = await execPlugin({
+      path: req.path as string,
+      stdin: Buffer.from((req.stdin as string) ?? ''),
+      env: (req.env as Record<string, string>) ?? {},
+      timeoutMs: (req.timeoutMs as number) ?? 10_000,
+      ...(typeof req.outputDir === 'string' ? { outputDir: req.outputDir } : {}),
+    });
     return {
       stdout: out.stdout.toString(),
       stderr: out.stderr.toString(),

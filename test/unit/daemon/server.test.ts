@@ -159,9 +159,9 @@ describe('/cni answers as handle() does', () => {
     let seen: Record<string, string> = {};
     exec.returns.p0 = () => ({});
     const orig = exec.execPlugin.bind(exec);
-    exec.execPlugin = (path, stdin, env) => {
-      if (path.endsWith('p0')) seen = env;
-      return orig(path, stdin, env);
+    exec.execPlugin = (run) => {
+      if (run.path.endsWith('p0')) seen = run.env;
+      return orig(run);
     };
     const env = { ...baseEnv(), CNI_COMMAND: 'DEL', PATH: '/evil', HOME: '/x' };
     expect((await http(socket, '/cni', { body: cniBody(env, conf(join(dir, 'c'))) })).status).toBe(200);
@@ -306,10 +306,11 @@ function gatedExec(): { events: string[]; release(cid: string): void; running():
     }
     return p;
   };
-  exec.execPlugin = async (path, stdin, env): Promise<ExecOutput> => {
+  exec.execPlugin = async (run): Promise<ExecOutput> => {
+    const { path, env } = run;
     const cid = env.CNI_CONTAINERID!;
     if (!path.endsWith('p0') || env.CNI_COMMAND !== 'ADD') {
-      return FakeExec.prototype.execPlugin.call(exec, path, stdin, env);
+      return FakeExec.prototype.execPlugin.call(exec, run);
     }
     running++;
     max = Math.max(max, running);
@@ -318,7 +319,7 @@ function gatedExec(): { events: string[]; release(cid: string): void; running():
     waiting.delete(cid); // the next call of this container waits for a fresh release
     running--;
     events.push(`end ${cid}`);
-    return FakeExec.prototype.execPlugin.call(exec, path, stdin, env);
+    return FakeExec.prototype.execPlugin.call(exec, run);
   };
   return {
     events,
