@@ -48,7 +48,6 @@ export interface DaemonIo {
   isRoot?: () => boolean;
 }
 
-
 const USAGE =
   'usage: multus daemon [--config PATH]\n' +
   `  --config PATH   the daemon's configuration (Multus thick's daemon-config.json), default ${DEFAULT_DAEMON_CONFIG}\n` +

@@ -256,4 +256,3 @@ export async function shutDown({ cfg, log, queue, http, reason, again, calls, ex
   if (killed > 0) log.error(`killed the process groups of ${killed} delegate(s) still running`);
   await Promise.race([closed, new Promise((r) => setTimeout(r, 1000))]);
 }
-

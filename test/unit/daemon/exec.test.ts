@@ -34,7 +34,12 @@ describe('chrootExec', () => {
     const e = chrootExec(inner, '/hostroot', { program: '/usr/sbin/chroot' });
     expect(e.findInPath('bridge', ['/opt/cni/bin', '/usr/lib/cni'])).toBe('/usr/lib/cni/bridge');
     expect(inner.looked).toEqual([['/hostroot/opt/cni/bin', '/hostroot/usr/lib/cni']]);
-    await e.execPlugin({ path: '/usr/lib/cni/bridge', stdin: Buffer.from('{}'), env: { CNI_COMMAND: 'ADD' }, timeoutMs: 5000 });
+    await e.execPlugin({
+      path: '/usr/lib/cni/bridge',
+      stdin: Buffer.from('{}'),
+      env: { CNI_COMMAND: 'ADD' },
+      timeoutMs: 5000,
+    });
     expect(inner.calls).toEqual([['/usr/sbin/chroot', 'ADD', 5000, ['/hostroot', '/usr/lib/cni/bridge']]]);
   });
 
