@@ -26,7 +26,6 @@ import { shimSocketDir, startConfigWriter } from './autoconf.ts';
 import type { Component, Stopping } from './components.ts';
 import { StartError } from './components.ts';
 import type { DaemonConfig } from './config.ts';
-import type { DaemonIo } from './main.ts';
 import type { CountedExec } from './exec.ts';
 import type { Metrics } from './metrics.ts';
 import type { CollectingQueue } from './memory.ts';
@@ -109,7 +108,8 @@ function nodeWarnings(warm: WarmKube | undefined, env: Env): { warnNode?: (reaso
 /** What the daemon's components share: the parts built before them, and what each one started. */
 export interface Shared {
   cfg: DaemonConfig;
-  io: DaemonIo;
+  /** The daemon's environment and stderr (main.ts' DaemonIo). */
+  io: { env: Env; writeStderr(s: string): void };
   log: Logger;
   queue: CollectingQueue;
   exec: CountedExec;
