@@ -154,6 +154,21 @@ describe('/cni answers as handle() does', () => {
     expect([5, 11, 42, 999].map(statusOf)).toEqual([500, 500, 500, 500]); // 5: an I/O failure is the node's, not the caller's
   });
 
+  it("every call's delegates get the daemon's cancel signal", async () => {
+    const stop = new AbortController();
+    const socket = await start(0, undefined, { signal: stop.signal });
+    const seen: (AbortSignal | undefined)[] = [];
+    const fake = exec.execPlugin.bind(exec);
+    exec.execPlugin = (run) => {
+      seen.push(run.signal);
+      return fake(run);
+    };
+    const env = { ...baseEnv(), CNI_COMMAND: 'DEL' };
+    expect((await http(socket, '/cni', { body: cniBody(env, conf(join(dir, 'c'))) })).status).toBe(200);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.every((s) => s === stop.signal)).toBe(true);
+  });
+
   it("only the request's CNI_* variables reach the delegates, over the daemon's environment", async () => {
     const socket = await start();
     let seen: Record<string, string> = {};
