@@ -163,9 +163,11 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
   setMaxListeners(0, calls.signal); // one listener per running delegate
   try {
     const metrics = await createMetricsFor(cfg);
-    const exec = countedExec(boundDelegates(metrics ? timedExec(setup.exec, metrics) : setup.exec, cfg, log));
+    // counted inside the bound: the calls waiting for a slot run no delegate yet
+    const counted = countedExec(metrics ? timedExec(setup.exec, metrics) : setup.exec);
+    const exec = boundDelegates(counted, cfg, log);
     const stopping = () => daemon.signal.aborted;
-    const s: Shared = { cfg, io, log, queue, exec, metrics, calls, stopping, multusConf, notReady };
+    const s: Shared = { cfg, io, log, queue, exec, delegates: counted, metrics, calls, stopping, multusConf, notReady };
     function multusConf(): Buffer {
       const path = s.writer?.current();
       if (!path) throw new Error('no multus config is served yet (waiting for the master network config)');

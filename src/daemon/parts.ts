@@ -12,6 +12,7 @@ import { mkdirSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
+import type { Exec } from '../cni/exec.ts';
 import type { Env } from '../cni/request.ts';
 import type { Host } from '../host/host.ts';
 import { createHost } from '../host/host.ts';
@@ -112,7 +113,9 @@ export interface Shared {
   io: { env: Env; writeStderr(s: string): void };
   log: Logger;
   queue: CollectingQueue;
-  exec: CountedExec;
+  exec: Exec;
+  /** The delegates running now (`exec` within its bound on delegates at once). */
+  delegates: CountedExec;
   metrics: Metrics | undefined;
   /** Every call's cancel signal (cni/exec.ts): aborted once the shutdown's grace is over. */
   calls: AbortController;
@@ -225,11 +228,11 @@ interface Shutdown extends Stopping {
   queue: RequestQueue;
   http: Server;
   calls: AbortController;
-  exec: CountedExec;
+  delegates: CountedExec;
 }
 
 /** The drain, the close of the socket, the grace for in-flight calls, and the kill of delegates left running. */
-export async function shutDown({ cfg, log, queue, http, reason, again, calls, exec }: Shutdown): Promise<void> {
+export async function shutDown({ cfg, log, queue, http, reason, again, calls, delegates }: Shutdown): Promise<void> {
   if (cfg.shutdownDrainMs > 0) {
     log.verbose(`caught ${reason}: /readyz answers 500, serving ${cfg.shutdownDrainMs / 1000} s more before closing`);
     // a second signal cuts the drain short as it does the grace below
@@ -251,7 +254,7 @@ export async function shutDown({ cfg, log, queue, http, reason, again, calls, ex
   }
   clearTimeout(timer);
   // every call's signal: its running delegate's group is killed, and it starts no other (its rollback DEL)
-  const killed = exec.running();
+  const killed = delegates.running();
   calls.abort(new Error("the shutdown's grace is over"));
   if (killed > 0) log.error(`killed the process groups of ${killed} delegate(s) still running`);
   await Promise.race([closed, new Promise((r) => setTimeout(r, 1000))]);
