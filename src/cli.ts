@@ -79,7 +79,7 @@ async function runPassthru(): Promise<number> {
   return 0;
 }
 
-async function runPlugin(): Promise<number> {
+async function runPlugin(signal: AbortSignal): Promise<number> {
   // One call: the scratch cache's fsync runs while its first delegate does (base/files.ts), and the delegates'
   // output goes to unnamed files read once each is gone (cni/plugin-output.ts): no worker thread, fewer of Bun's
   // pages (docs/archive/performance.md, "A plugin's output in files, and no worker threads").
@@ -93,7 +93,7 @@ async function runPlugin(): Promise<number> {
     const stdin = command && command !== 'VERSION' ? await readStdin() : Buffer.alloc(0);
     const raw = command && command !== 'VERSION' ? readRawEnviron() : undefined;
     const envProblem = raw && findNonUtf8CniVar(raw);
-    const answer = await handle(host, { env, stdin, ...(envProblem ? { envProblem } : {}) });
+    const answer = await handle(host, { env, stdin, signal, ...(envProblem ? { envProblem } : {}) });
     if (answer.stderr) writeErr(answer.stderr);
     if (answer.stdout) writeOut(answer.stdout);
     return answer.exitCode;
@@ -145,12 +145,14 @@ async function runRole(args: string[]): Promise<number> {
     const code = await (await loadDaemonModule()).runEntrypoint('multus', process.argv0, argv);
     if (code >= 0) return code;
   }
-  exitOnStopSignals();
+  // the call's one cancel signal: a stop signal aborts it, which kills the running delegate (cni/exec.ts)
+  const call = new AbortController();
+  exitOnStopSignals(call);
   if (name === 'passthru') {
     const code = await runPassthru();
     if (code >= 0) exitNow(code);
   }
-  return exitNow(await runPlugin());
+  return exitNow(await runPlugin(call.signal));
 }
 
 /**

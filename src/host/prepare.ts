@@ -35,6 +35,8 @@ export interface Call<R extends DoorRequest> {
   k8s?: K8sArgs;
   /** Set by the process edge when a CNI_* variable held bytes `env` cannot carry (host/raw-env.ts). */
   envProblem?: CniError;
+  /** The call's cancel signal, handed to every delegate it runs (cni/exec.ts). */
+  signal?: AbortSignal;
 }
 
 interface CommandRule {
@@ -66,7 +68,7 @@ export async function prepare<R extends DoorRequest>(host: Host, call: Call<R>):
   const checked = checkNetns(req, rule.netnsMustExist);
   secureCacheDir(conf.cniDir);
   // CNI_ARGS are decoded here, before any wait (Multus' order)
-  const ctx = callContext(checked, conf, commandDeps(host, call.env, log), call.k8s);
+  const ctx = callContext(checked, conf, commandDeps(host, call.env, log), call.k8s, call.signal);
   if (rule.readiness === 'wait') await waitUntilReady(ctx);
   if (rule.readiness === 'note') await noteReadiness(ctx);
   return ctx;

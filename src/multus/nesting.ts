@@ -76,6 +76,6 @@ export function refuseNestedExec(inner: Exec, isOwn: (path: string) => boolean =
       if (type !== PASSTHRU && isOwn(path)) throw nestedError(type, `delegate plugin ${path}`);
       return path;
     },
-    execPlugin: (...args) => inner.execPlugin(...args),
+    execPlugin: (run) => inner.execPlugin(run),
   };
 }

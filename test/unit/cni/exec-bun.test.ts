@@ -87,6 +87,25 @@ describe.runIf(needs(haveBun())).each(OUTPUTS)(
       );
     });
 
+    it("kills the plugin's group once its cancel signal aborts, long before its timeout", async () => {
+      const pidFile = join(dir, 'abort-bg.pid');
+      const path = script('abort-hang', `sleep 30 & echo $! > ${pidFile}; sleep 30`);
+      const out = await onBun<Out>({
+        op: 'exec',
+        path,
+        stdin: '',
+        env: { PATH },
+        timeoutMs: 60_000,
+        abortAfterMs: 300,
+        outputDir,
+      });
+      expect(out).toMatchObject({ exitCode: null, signal: 'SIGKILL', timedOut: false });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(running(Number(readFileSync(pidFile, 'utf8'))), "the plugin's background child was killed too").toBe(
+        false,
+      );
+    });
+
     it('does not wait for pipes a background child keeps open once the plugin itself exited', async () => {
       const path = script('bg', 'sleep 30 & echo done');
       const out = await run(path, '', { PATH }, 20_000);
