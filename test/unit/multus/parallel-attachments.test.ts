@@ -16,7 +16,7 @@ import { explainAdd, formatExplanation } from '../../../src/multus/explain.ts';
 import { silentLogger } from '../../../src/base/log.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
 import { parseNetwork } from '../../../src/cni/network.ts';
-import type { Exec, ExecOutput } from '../../../src/cni/exec.ts';
+import type { Exec, ExecOptions, ExecOutput } from '../../../src/cni/exec.ts';
 import { boundedExec } from '../../../src/daemon/exec.ts';
 import { kubeDeps, withContext } from '../../helpers/commands.ts';
 import { FakeExec, cniErrorReply } from '../../helpers/fake-exec.ts';
@@ -32,12 +32,13 @@ class PacedExec extends FakeExec {
   /** Timer turns per call by plugin type (default 1): lets a later attachment finish first. */
   readonly turns: Record<string, number> = {};
 
-  override async execPlugin(path: string, stdin: Buffer, env: Record<string, string>): Promise<ExecOutput> {
+  override async execPlugin(run: ExecOptions): Promise<ExecOutput> {
+    const { path, env } = run;
     const tag = `${env.CNI_COMMAND} ${env.CNI_IFNAME}`;
     this.spans.push(`start ${tag}`);
     this.most = Math.max(this.most, ++this.running);
     for (let i = 0; i < (this.turns[path.slice('/fake/'.length)] ?? 1); i++) await new Promise((r) => setTimeout(r, 1));
-    const out = await super.execPlugin(path, stdin, env);
+    const out = await super.execPlugin(run);
     this.running--;
     this.spans.push(`end ${tag}`);
     return out;
