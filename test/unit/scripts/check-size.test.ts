@@ -1,6 +1,7 @@
 /**
  * scripts/check-size.mjs (run by `npm run check`) on planted trees: it must fail on a function over 80 lines (a
- * declaration, a method, an arrow function) and on a file over 400 lines, naming each; a tree within both passes.
+ * declaration, a method, an arrow function) and on a file over 400 lines, naming each; a tree within both passes;
+ * a gen/ folder is left out.
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -35,5 +36,11 @@ describe('check-size', () => {
     const out = check({ 'b/big.ts': 'export const x = 1;\n' + '\n'.repeat(400) });
     expect(out.status).toBe(1);
     expect(out.stderr).toContain('b/big.ts: 401 lines (at most 400)');
+  });
+
+  it('leaves a gen/ folder of generated code out, and only that', () => {
+    const big = 'export const x = 1;\n' + '\n'.repeat(400);
+    expect(check({ 'c/gen/big.ts': big }).status).toBe(0);
+    expect(check({ 'c/general/big.ts': big }).stderr).toContain('c/general/big.ts: 401 lines');
   });
 });
