@@ -8,7 +8,7 @@
  */
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { grpc } from './grpc.ts';
-import type { ServiceDefinition } from './grpc.ts';
+import type { MethodDefinition, ServiceDefinition } from './grpc.ts';
 
 export interface UnaryOptions {
   socketPath: string;
@@ -90,9 +90,8 @@ export async function unaryCall<T>(
 ): Promise<T> {
   const definition = service[method];
   if (definition === undefined) throw new Error(`the service has no method ${method}`);
-  // proto-loader's definitions name their message types; grpc-js' type does not say so
-  const described = definition as { responseType?: { type?: { name?: string } } };
-  const typeName = described.responseType?.type?.name ?? `${method} response`;
+  // grpc.ts' definitions name their response message; grpc-js' type does not say so
+  const typeName = (definition as Partial<MethodDefinition>).responseName ?? `${method} response`;
   const client = new grpc.Client(`unix:${opts.socketPath}`, grpc.credentials.createInsecure(), {
     'grpc.max_receive_message_length': opts.maxMessageBytes,
     'grpc.primary_user_agent': 'multus-ts',
