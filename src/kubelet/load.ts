@@ -4,8 +4,9 @@
  * file of kubelet/ that other rooms import for code; its types they import from the modules themselves.
  */
 import { loadEmbedded } from '../base/embedded.ts';
+import type * as Kubelet from './index.ts';
 
-export type KubeletModule = typeof import('./index.ts');
+export type KubeletModule = typeof Kubelet;
 
 /** Relative to base/embedded.ts: the embedded bundle, else src/kubelet/index.ts. */
 const SPECIFIERS = ['./kubelet-grpc.cjs', '../kubelet/index.ts'];
