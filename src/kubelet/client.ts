@@ -32,21 +32,26 @@ function statusError(method: string, code: number, details: string): CniError {
 }
 
 /** Resolves once the channel is READY, or has failed (the call then fails at once and says why). */
-function connect(channel: ReturnType<grpc.Client['getChannel']>, socketPath: string, timeoutMs: number): Promise<void> {
+function connect(channel: ReturnType<grpc.Client['getChannel']>, opts: UnaryOptions): Promise<void> {
   const { READY, TRANSIENT_FAILURE, SHUTDOWN } = grpc.connectivityState;
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + opts.dialTimeoutMs;
   return new Promise((resolve, reject) => {
     const check = (): void => {
+      if (opts.signal?.aborted) return reject(cancelled('connecting'));
       const state = channel.getConnectivityState(true);
       if (state === READY || state === TRANSIENT_FAILURE || state === SHUTDOWN) return resolve();
       channel.watchConnectivityState(state, deadline, (err) => {
-        if (err)
-          reject(new CniError(CniCode.TryAgainLater, `connecting to ${socketPath} timed out after ${timeoutMs} ms`));
-        else check();
+        if (!err) return check();
+        const what = `connecting to ${opts.socketPath} timed out after ${opts.dialTimeoutMs} ms`;
+        reject(new CniError(CniCode.TryAgainLater, what));
       });
     };
     check();
   });
+}
+
+function cancelled(what: string): CniError {
+  return new CniError(CniCode.TryAgainLater, `${what} was cancelled`);
 }
 
 /** grpc-js names the socket's last error inside its UNAVAILABLE text; that error is what a reader needs. */
@@ -67,8 +72,7 @@ interface CallState {
 function callError(state: CallState, err: grpc.ServiceError): CniError {
   const { method, opts } = state;
   if (state.decodeError) return state.decodeError;
-  if (err.code === grpc.status.CANCELLED && opts.signal?.aborted)
-    return new CniError(CniCode.TryAgainLater, `${method} was cancelled`);
+  if (err.code === grpc.status.CANCELLED && opts.signal?.aborted) return cancelled(method);
   if (err.code === grpc.status.DEADLINE_EXCEEDED && Date.now() >= state.deadline)
     return new CniError(CniCode.TryAgainLater, `${method} timed out after ${opts.callTimeoutMs} ms`);
   if (err.code === grpc.status.RESOURCE_EXHAUSTED && err.details.startsWith('Received message larger than max'))
@@ -97,8 +101,15 @@ export async function unaryCall<T>(
     'grpc.primary_user_agent': 'multus-ts',
     'grpc.enable_retries': 0,
   });
+  // a shutdown or the caller's deadline: a call in flight ends CANCELLED; closing the channel wakes a dial
+  let call: grpc.ClientUnaryCall | undefined;
+  const onAbort = (): void => {
+    call?.cancel();
+    client.close();
+  };
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    await connect(client.getChannel(), opts.socketPath, opts.dialTimeoutMs);
+    await connect(client.getChannel(), opts);
     const state: CallState = { method, opts, deadline: Date.now() + opts.callTimeoutMs, connected: false };
     state.connected = client.getChannel().getConnectivityState(false) === grpc.connectivityState.READY;
     const deserialize = (bytes: Buffer): T => {
@@ -115,7 +126,8 @@ export async function unaryCall<T>(
       }
     };
     return await new Promise<T>((resolve, reject) => {
-      const call = client.makeUnaryRequest(
+      if (opts.signal?.aborted) return reject(cancelled(method));
+      call = client.makeUnaryRequest(
         definition.path,
         definition.requestSerialize,
         deserialize,
@@ -124,10 +136,9 @@ export async function unaryCall<T>(
         { deadline: state.deadline },
         (err, value) => (err ? reject(callError(state, err)) : resolve(value as T)),
       );
-      opts.signal?.addEventListener('abort', () => call.cancel(), { once: true });
-      if (opts.signal?.aborted) call.cancel();
     });
   } finally {
+    opts.signal?.removeEventListener('abort', onAbort);
     client.close();
   }
 }

@@ -6,6 +6,7 @@
  * HTTP/2, size limits.
  */
 import { status } from '@grpc/grpc-js';
+import { getEventListeners } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -322,6 +323,32 @@ describe('readResourceMap through a pod-resources gRPC server', () => {
 });
 
 describe('listPodResources', () => {
+  it('a dial cancelled before the socket speaks HTTP/2 ends at once with TryAgainLater', async () => {
+    const silent = await startSilentSocket(socketPath);
+    cleanups.push(() => silent.close());
+    const controller = new AbortController();
+    const call = listPodResources({ ...OPTS, socketPath, dialTimeoutMs: 60_000, signal: controller.signal });
+    await expect.poll(() => silent.connections()).toBe(1);
+    controller.abort();
+    const err = await rejection(call);
+    expect(err.code).toBe(CniCode.TryAgainLater);
+    expect(err.msg).toBe('connecting was cancelled');
+  });
+
+  it('a long-lived signal keeps no listener of a finished call (the daemon passes its shutdown signal)', async () => {
+    await serve(answer(NODE));
+    const controller = new AbortController();
+    for (let i = 0; i < 3; i++) await listPodResources({ ...OPTS, socketPath, signal: controller.signal });
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('a signal aborted already: no call is made', async () => {
+    const server = await serve(answer(NODE));
+    const err = await rejection(listPodResources({ ...OPTS, socketPath, signal: AbortSignal.abort() }));
+    expect(err.msg).toBe('connecting was cancelled');
+    expect(server.calls).toHaveLength(0);
+  });
+
   it('a cancelled call ends at once with TryAgainLater', async () => {
     const server = await serve({ kind: 'hang' });
     const controller = new AbortController();
