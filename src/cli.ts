@@ -9,7 +9,8 @@
  * `--version` prints the version; `daemon` runs the resident daemon (docs/resident.md, its
  * own bundle, loaded only for that role), as are `hotplug` and `plan` (docs/hotplug.md); `install` is the
  * DaemonSet entrypoint and `--is-default-ready` the readiness check (docs/install.md; both loaded only in their
- * role); otherwise it is the CNI plugin and serves one request with `handle()`. As the plugin (and passthru),
+ * role); run as `kubectl-multus` it is the kubectl plugin, and `preflight` its swap check, `webhook` the admission
+ * webhook (docs/kubectl-multus.md, in the roles' bundle); otherwise it is the CNI plugin and serves one request with `handle()`. As the plugin (and passthru),
  * SIGTERM, SIGINT and SIGHUP kill the running delegates' process groups before the process ends
  * (docs/reliability.md, "Signals end the delegates too").
  */
@@ -118,6 +119,11 @@ async function runRole(args: string[]): Promise<number> {
       return 1;
     }
   }
+  if (name === 'kubectl-multus' || argv[0] === 'preflight') {
+    // the kubectl plugin and `multus preflight`, in the roles' bundle (docs/kubectl-multus.md)
+    return (await loadDaemonModule()).runKubectlMultus(argv);
+  }
+  if (argv[0] === 'webhook') return (await loadDaemonModule()).runWebhook(argv.slice(1));
   if (argv[0] === 'hotplug' || argv[0] === 'plan') {
     // operator commands, in the daemon's bundle (docs/hotplug.md)
     try {

@@ -70,7 +70,9 @@ export function buildLauncher(outdir) {
   const sum = createHash('sha256').update(compiled).digest();
   const id = sum.subarray(0, 8).toString('hex');
   const launcher = join(outdir, 'multus.launcher');
-  goBuild('launcher', launcher, [`-X main.payloadID=${id}`, ...entryFlags()]);
+  // its size too (16 hex digits): a file of another size at the payload's path is not it (launcher/payload.go)
+  const size = compiled.length.toString(16).padStart(16, '0');
+  goBuild('launcher', launcher, [`-X main.payloadID=${id}`, `-X main.payloadSize=${size}`, ...entryFlags()]);
   // launcher | payload | trailer (offset u64 LE, size u64 LE, SHA-256, magic): one file, copyable alone
   const head = readFileSync(launcher);
   const trailer = Buffer.alloc(64);

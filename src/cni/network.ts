@@ -4,7 +4,7 @@
  * `parseNetwork` turns one delegate (a single-plugin config or a conflist) into a `Network`; parsers take bytes
  * or objects and return new values. `loadNetworkFile`, `loadNetworkPath` and `findNetworkInDir` only read files
  * and directories and hand the bytes to the parsers, as libcni's FromBytes/FromFile split does
- * (docs/behaviour.md, "Delegate configs").
+ * (docs/behaviour.md#delegate-config, "What reaches a delegate").
  * Tested by test/unit/multus/conf.test.ts (parseNetwork, files, conflists), test/unit/multus/nad.test.ts.
  */
 import { closeSync, constants, fstatSync, openSync, readFileSync, readdirSync, statSync } from 'node:fs';

@@ -108,7 +108,7 @@ export function commandDeps(host: Host, env: Env, log: Logger): CommandDeps {
 
 /**
  * The Kubernetes client, only when the config names a kubeconfig or the in-cluster service environment is
- * set (docs/behaviour.md, "Kubernetes mode"). The client module is imported on demand, so delegates-only
+ * set (docs/kubernetes.md, "Kubeconfig"). The client module is imported on demand, so delegates-only
  * calls never load it.
  */
 async function connectKube(conf: MultusConf, env: Env, log: Logger): Promise<KubeClient | undefined> {

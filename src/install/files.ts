@@ -8,7 +8,6 @@ import { chmod, link, lstat, mkdir, readFile, readdir, rename, rm, stat, unlink 
 import { basename, dirname, join } from 'node:path';
 import { writeFileAtomic } from '../base/files.ts';
 import { POSIX_FADV_DONTNEED, libc } from '../base/libc.ts';
-import { PAYLOAD_PREFIX } from '../base/caller-env.ts';
 import { InstallError } from './options.ts';
 
 export function sha256(b: Buffer | string): string {
@@ -217,12 +216,3 @@ export async function removeIfExists(path: string): Promise<boolean> {
 }
 
 export { basename, join };
-
-/** The Bun executables (`.multus-bun-<id>`) beside the launcher `launcher`, by name (none when there are none). */
-export async function payloadsBeside(launcher: string): Promise<string[]> {
-  try {
-    return (await readdir(dirname(launcher))).filter((n) => n.startsWith(PAYLOAD_PREFIX) && !n.includes('.tmp-'));
-  } catch {
-    return [];
-  }
-}

@@ -17,6 +17,7 @@
  * | `delegateTimeoutSeconds` | number, at least 1, at most 2147483 | 60 | a delegate plugin still running after this long is killed |
  * | `strictCapabilities` | boolean | false | stricter runtimeConfig/capabilities handling for delegates (the planner defines it; docs/configuration.md) |
  * | `publishClaimNetworkData` | boolean | false | write an attachment's interface, IPs and MAC into its DRA claim's `status.devices[]` (KEP-4817, docs/behaviour.md#claim-network-data) |
+ * | `parallelAttachments` | boolean | false | a pod's attachments at once, bounded, for ADD, DEL and CHECK (docs/behaviour.md#parallel-attachments) |
  */
 import { CniCode, CniError } from '../base/errors.ts';
 import {
@@ -73,6 +74,7 @@ export interface MultusConf {
   delegateTimeoutMs: number;
   strictCapabilities: boolean;
   publishClaimNetworkData: boolean;
+  parallelAttachments: boolean;
   /** Things the caller should log, e.g. an unknown log level. */
   warnings: string[];
   /** The decoded stdin, untouched. */
@@ -122,6 +124,7 @@ export const MULTUS_KEYS: readonly string[] = [
   'delegateTimeoutSeconds',
   'strictCapabilities',
   'publishClaimNetworkData',
+  'parallelAttachments',
 ];
 
 /**
@@ -251,7 +254,8 @@ type RuntimeKeys =
   | 'runtimeConfig'
   | 'delegateTimeoutMs'
   | 'strictCapabilities'
-  | 'publishClaimNetworkData';
+  | 'publishClaimNetworkData'
+  | 'parallelAttachments';
 
 /** The shortest delegate timeout: a plugin process's start alone takes milliseconds. */
 const MIN_DELEGATE_TIMEOUT_SECONDS = 1;
@@ -288,6 +292,7 @@ function parseRuntime(wire: Record<string, unknown>): Pick<MultusConf, RuntimeKe
     delegateTimeoutMs: Math.max(1, Math.round(timeoutSeconds * 1000)),
     strictCapabilities: getKey(wire, 'strictCapabilities', BOOLEAN) ?? false,
     publishClaimNetworkData: getKey(wire, 'publishClaimNetworkData', BOOLEAN) ?? false,
+    parallelAttachments: getKey(wire, 'parallelAttachments', BOOLEAN) ?? false,
   };
 }
 

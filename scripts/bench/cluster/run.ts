@@ -110,7 +110,7 @@ const ROOT = join(import.meta.dirname, '../../..');
 async function nadHeap(cluster: Cluster, api: Api, w: Workload): Promise<any> {
   const total = w.namespaces.length * w.perNs;
   await createNads(api, w.namespaces, POD_NADS.length, w.perNs, w.master);
-  const bun = join(ROOT, 'node_modules/.bin/bun');
+  const bun = join(ROOT, 'node_modules/@oven/bun-linux-x64/bin/bun');
   const script = join(ROOT, 'scripts/bench/cluster/nad-heap.ts');
   const out: any = { load: load() };
   for (const kind of ['trimmed', 'whole']) {

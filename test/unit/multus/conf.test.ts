@@ -131,6 +131,8 @@ describe('parseMultusConf: values', () => {
     ['delegateTimeoutSeconds', { delegateTimeoutSeconds: 2.5 }, 'delegateTimeoutMs', 2500],
     ['delegateTimeoutSeconds at its minimum', { delegateTimeoutSeconds: 1 }, 'delegateTimeoutMs', 1000],
     ['strictCapabilities', { strictCapabilities: true }, 'strictCapabilities', true],
+    ['parallelAttachments', { parallelAttachments: true }, 'parallelAttachments', true],
+    ['parallelAttachments off by default', {}, 'parallelAttachments', false],
     [
       'runtimeConfig kept whole',
       { runtimeConfig: { portMappings, 'io.kubernetes.cri.pod-annotations': { a: 'b' } } },
@@ -194,6 +196,7 @@ describe('parseMultusConf: key types', () => {
     ['namespaceIsolation', 'false', '`namespaceIsolation` must be a boolean'],
     ['globalNamespaces', ['a'], '`globalNamespaces` must be a string'],
     ['retryDeleteOnError', 1, '`retryDeleteOnError` must be a boolean'],
+    ['parallelAttachments', 4, '`parallelAttachments` must be a boolean'],
     ['auxiliaryCNIChainName', 1, '`auxiliaryCNIChainName` must be a string'],
     ['runtimeConfig', [], '`runtimeConfig` must be a JSON object'],
     ['prevResult', 'x', '`prevResult` must be a JSON object'],

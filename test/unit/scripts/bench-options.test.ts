@@ -28,6 +28,17 @@ describe('bench options', () => {
   });
 });
 
+describe('scenarios status and parallel', () => {
+  it('are named, with their rounds (100 STATUS rounds, 3 pairs of each order by default)', () => {
+    expect(parseArgs(['--scenario', 'status'])).toMatchObject({ scenario: 'status', statusRounds: 100 });
+    expect(parseArgs(['--scenario', 'parallel'])).toMatchObject({ scenario: 'parallel', parallelRounds: 3 });
+    expect(parseArgs(['--status-rounds', '20', '--parallel-rounds=5'])).toMatchObject({
+      statusRounds: 20,
+      parallelRounds: 5,
+    });
+  });
+});
+
 describe('--api-latency-ms', () => {
   it('is off unless asked for', () => {
     expect(parseArgs(['--scenario', 'resident']).apiLatencyMs).toBe(0);
