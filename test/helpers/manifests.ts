@@ -52,6 +52,11 @@ export function collection(o: Obj): string {
     CustomResourceDefinition: 'customresourcedefinitions',
     ValidatingAdmissionPolicy: 'validatingadmissionpolicies',
     ValidatingAdmissionPolicyBinding: 'validatingadmissionpolicybindings',
+    Deployment: 'deployments',
+    Service: 'services',
+    ValidatingWebhookConfiguration: 'validatingwebhookconfigurations',
+    Issuer: 'issuers',
+    Certificate: 'certificates',
   };
   const p = plural[o.kind];
   if (!p) throw new Error(`no URL for kind ${o.kind}`);
