@@ -15,8 +15,7 @@
  */
 import { validateIfName } from '../base/names.ts';
 import type { Pod } from '../k8s/types.ts';
-
-export const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';
+import { NETWORK_STATUS_ANNOTATION, statusAnnotationList } from '../multus/network-status.ts';
 
 /** Series of one pod at most: more interfaces than any pod is given in practice. */
 export const MAX_SERIES_PER_POD = 32;
@@ -54,15 +53,8 @@ function isIfName(name: string): boolean {
  */
 export function podNetworkLabels(pod: Pod): PodNetworkEntries | undefined {
   const { name, namespace } = pod.metadata;
-  const text = pod.metadata.annotations?.[NETWORK_STATUS_ANNOTATION];
-  if (text === undefined || text === '') return { labels: [], dropped: 0 };
-  let entries: unknown;
-  try {
-    entries = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (!Array.isArray(entries)) return undefined;
+  const entries = statusAnnotationList(pod.metadata.annotations?.[NETWORK_STATUS_ANNOTATION]);
+  if (entries === undefined) return undefined;
   const labels: PodNetworkLabels[] = [];
   const seen = new Set<string>();
   let dropped = 0;
