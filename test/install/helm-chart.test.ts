@@ -60,7 +60,8 @@ describe.runIf(ready)('the Helm chart (deployments/helm/multus)', () => {
     expect(pod.containers.map((c: { name: string }) => c.name)).toEqual(['kube-multus']);
     const c = pod.containers[0];
     expect(c.command).toEqual([BIN, 'install']);
-    expect(c.resources).toBeUndefined(); // pod.resources.enabled is false, as in rke2-multus
+    // pod.resources not enabled: the installer's own (docs/resources.md), not rke2-multus' nothing
+    expect(c.resources).toEqual({ requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '150Mi' } });
     const o = parseInstallArgs(c.args);
     expect(o).toMatchObject({
       multusConfFile: 'auto',
@@ -130,6 +131,15 @@ describe.runIf(ready)('the Helm chart (deployments/helm/multus)', () => {
     const daemonConf = (o: Obj[]): Record<string, unknown> =>
       JSON.parse(one(o, 'ConfigMap', 'multus-daemon-config').data['daemon-config.json']);
     expect(daemonConf(render('thickPlugin.enabled=true')).publishClaimNetworkData).toBeUndefined();
+    // the daemon gets the resources docs/resources.md recommends: no CPU limit
+    const daemon = (objs: ReturnType<typeof render>) =>
+      one(objs, 'DaemonSet', 'kube-multus-ds').spec.template.spec.containers.find(
+        (x: { name: string }) => x.name === 'kube-multus',
+      );
+    expect(daemon(render('thickPlugin.enabled=true')).resources).toEqual({
+      requests: { cpu: '100m', memory: '50Mi' },
+      limits: { memory: '100Mi' },
+    });
     const thick = render('thickPlugin.enabled=true', ...on, 'claimNetworkData.drivers={a}');
     expect(daemonConf(thick).publishClaimNetworkData).toBe(true);
     const r = helm(['template', 'multus', CHART, '--set', on[0]!, '--set', on[1]!]);
