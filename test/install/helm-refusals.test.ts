@@ -142,6 +142,7 @@ describe.runIf(ready)('the Helm chart grants, exposes and refuses', () => {
       expect(c.securityContext, c.name).toEqual({
         runAsUser: 0,
         runAsNonRoot: false,
+        privileged: false,
         allowPrivilegeEscalation: false,
         capabilities: { drop: ['ALL'] },
       });

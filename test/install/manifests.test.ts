@@ -120,6 +120,7 @@ describe('deployments/', () => {
     for (const c of ds.spec.template.spec.initContainers) {
       expect(c.securityContext, c.name).toEqual({
         runAsUser: 0,
+        privileged: false,
         allowPrivilegeEscalation: false,
         capabilities: { drop: ['ALL'] },
       });

@@ -81,6 +81,8 @@ capability: as the owner of those root-owned directories uid 0 needs none to wri
 {{- define "multus.installerSecurity" -}}
 runAsUser: 0
 runAsNonRoot: false
+# said, not left out: a helm upgrade --take-ownership over Multus' privileged containers merges into them
+privileged: false
 allowPrivilegeEscalation: false
 capabilities:
   drop: [ALL]
