@@ -20,6 +20,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { HOST_ARCH } from './arch.mjs';
 import { ROOT, cleanEnv, fail, log, mib, ms, run, show, which } from './common.mjs';
 
 /** The Bun executable Bun's compiler writes (an input of this step; build-steps/compile.mjs). */
@@ -34,41 +35,43 @@ export function findGo() {
 }
 
 /**
- * `go build` of dir into out (static, renamed over so a running copy keeps its inode).
- * @param {string} dir @param {string} out @param {string[]} [ldflags]
+ * `go build` of dir into out for linux/`arch` (static, renamed over so a running copy keeps its inode).
+ * @param {string} dir @param {string} out @param {string[]} [ldflags] @param {string} [arch]
  */
-export function goBuild(dir, out, ldflags = []) {
+export function goBuild(dir, out, ldflags = [], arch = HOST_ARCH) {
   const go = findGo();
   if (!go) fail(`go not found (PATH, /usr/local/go/bin): it builds ${show(out)} from ${dir}/`);
   const t = performance.now();
   const r = run(go, ['build', '-trimpath', '-ldflags', ['-s', '-w', ...ldflags].join(' '), '-o', `${out}.new`, '.'], {
     cwd: join(ROOT, dir),
-    env: cleanEnv({ CGO_ENABLED: '0' }),
+    env: cleanEnv({ CGO_ENABLED: '0', GOOS: 'linux', GOARCH: arch }),
   });
   if (r.status !== 0) fail(`go build (${dir}/) exited ${r.status}: ${r.stderr}${r.stdout}`);
   renameSync(`${out}.new`, out);
-  log(`${show(out)} (${mib(statSync(out).size)}, static) in ${ms(t)}`);
+  log(`${show(out)} (${mib(statSync(out).size)}, static, linux/${arch}) in ${ms(t)}`);
 }
 
 /**
- * The launcher's fast path (launcher/fastpath_amd64.s) is its ELF entry point where Go builds for amd64: the CNI
- * plugin's call starts the Bun executable before the Go runtime starts (docs/build.md, "The launcher").
+ * The launcher's fast path (launcher/fastpath_amd64.s) is its ELF entry point where it is built for amd64: the CNI
+ * plugin's call starts the Bun executable before the Go runtime starts (docs/build.md, "The launcher"). Elsewhere
+ * (arm64) Go's own entry and main() serve every call.
+ * @param {string} arch
  */
-function entryFlags() {
-  const go = findGo();
-  if (!go) return []; // goBuild says so
-  const r = run(go, ['env', 'GOARCH'], { env: cleanEnv({ CGO_ENABLED: '0' }) });
-  return r.status === 0 && r.stdout.trim() === 'amd64' ? ['-E=main.fastEntry'] : [];
+export function entryFlags(arch) {
+  return arch === 'amd64' ? ['-E=main.fastEntry'] : [];
 }
 
-/** @param {string} outdir @returns {{ payload: string }} the path of build/.multus-bun-<id> */
-export function buildLauncher(outdir) {
+/**
+ * @param {string} outdir @param {string} [arch] linux/`arch`, as the Bun executable in outdir
+ * @returns {{ payload: string }} the path of build/.multus-bun-<id>
+ */
+export function buildLauncher(outdir, arch = HOST_ARCH) {
   if (process.platform !== 'linux') fail('the launcher (launcher/) is Linux only');
   const compiled = readFileSync(join(outdir, COMPILED));
   const sum = createHash('sha256').update(compiled).digest();
   const id = sum.subarray(0, 8).toString('hex');
   const launcher = join(outdir, 'multus.launcher');
-  goBuild('launcher', launcher, [`-X main.payloadID=${id}`, ...entryFlags()]);
+  goBuild('launcher', launcher, [`-X main.payloadID=${id}`, ...entryFlags(arch)], arch);
   // launcher | payload | trailer (offset u64 LE, size u64 LE, SHA-256, magic): one file, copyable alone
   const head = readFileSync(launcher);
   const trailer = Buffer.alloc(64);

@@ -6,13 +6,14 @@
 import { findGo, goBuild } from './launcher.mjs';
 import { join } from 'node:path';
 import { log } from './common.mjs';
+import { HOST_ARCH } from './arch.mjs';
 
-/** @param {string} outdir */
-export function buildShim(outdir) {
+/** @param {string} outdir @param {string} [arch] */
+export function buildShim(outdir, arch = HOST_ARCH) {
   const go = findGo();
   if (!go || process.platform !== 'linux') {
     log(`${go ? 'not Linux' : 'go not found (PATH, /usr/local/go/bin)'}: skipping build/multus-shim (shim/)`);
     return;
   }
-  goBuild('shim', join(outdir, 'multus-shim'));
+  goBuild('shim', join(outdir, 'multus-shim'), [], arch);
 }
