@@ -33,7 +33,7 @@ import { DRIVER_BIN, run as runProcess } from '../e2e/helpers.ts';
 import { AddProbe, gapOf } from './add-probe.ts';
 import { type Link, type NadPod, podKit, until } from './kubelet-pods.ts';
 import { NODE_LINK, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
-import { CTR_BIN, MULTUS_BIN, REPO_ROOT, childEnv, runOk, runtimeRequirements } from './runtime.ts';
+import { CTR_BIN, MULTUS_BIN, REPO_ROOT, childEnv, imageEnv, runOk, runtimeRequirements } from './runtime.ts';
 
 export type LaneMode = 'thin' | 'thick';
 const MANIFEST: Record<LaneMode, string> = {
@@ -217,7 +217,7 @@ function laneBody(mode: LaneMode): void {
     await node.forDaemonSet(CLUSTER_NET, 'mtslnbr0', '10.251.0.0/24');
     // both images, made now: ours from the current build, Go Multus' from the peer's binaries
     const imageDir = join(node.dir, 'image');
-    const env = childEnv({ MULTUS_TS_IMAGE_DIR: imageDir });
+    const env = imageEnv(imageDir);
     const img = await runProcess('bash', [join(REPO_ROOT, 'scripts/image.sh')], { env, timeoutMs: 180_000 });
     expect(img.code, `npm run image: ${img.stderr}`).toBe(0);
     const goImg = await runProcess('bash', [join(REPO_ROOT, 'scripts/bench/density/go-image.sh'), imageDir, GO_DIR], {
@@ -231,7 +231,7 @@ function laneBody(mode: LaneMode): void {
       await mkdir(node.path(d), { recursive: true });
     }
     for (const tar of (await readdir(imageDir)).filter((f) => f.endsWith('.tar'))) {
-      const out = await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', join(imageDir, tar)]);
+      const out = await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', '--all-platforms', join(imageDir, tar)]);
       const ref = /unpacking (\S+) \(/.exec(out)?.[1] ?? '';
       if (ref !== GO_IMAGE) tsImage = ref;
     }

@@ -74,6 +74,16 @@ export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return env;
 }
 
+/**
+ * The environment of `npm run image` (scripts/image.sh) into `dir`, tagged with the committed manifests' and chart's
+ * default tag (package.json's version) so that they name the image the node imports; a release is tagged
+ * <version>-<commit> (docs/install.md, "Image").
+ */
+export function imageEnv(dir: string): NodeJS.ProcessEnv {
+  const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+  return childEnv({ MULTUS_TS_IMAGE_DIR: dir, MULTUS_TS_IMAGE_TAG: version });
+}
+
 export function run(
   file: string,
   args: readonly string[],
