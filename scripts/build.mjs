@@ -46,7 +46,7 @@ function usage(code) {
       '  --outdir DIR      write into DIR instead of build/ (also MULTUS_BUILD_OUTDIR)\n' +
       '  --force           rebuild even if build/multus.stamp matches\n' +
       `  --arch ARCH       build for linux/ARCH (${ARCHES.join(', ')}; default ${HOST_ARCH}); another than this\n` +
-      '                    machine\'s goes to build/ARCH/ unless --outdir says where\n',
+      "                    machine's goes to build/ARCH/ unless --outdir says where\n",
   );
   process.exit(code);
 }

@@ -51,7 +51,8 @@ function fetchBun(dir) {
     if (r.status !== 0) fail(`npm pack ${BUN_ARM64.spec} exited ${r.status}: ${r.stderr}`);
     const tgz = join(tmp, JSON.parse(r.stdout)[0].filename);
     const integrity = `sha512-${sha('sha512', tgz, 'base64')}`;
-    if (integrity !== BUN_ARM64.integrity) fail(`${BUN_ARM64.spec}: integrity ${integrity}, pinned ${BUN_ARM64.integrity}`);
+    if (integrity !== BUN_ARM64.integrity)
+      fail(`${BUN_ARM64.spec}: integrity ${integrity}, pinned ${BUN_ARM64.integrity}`);
     const t = run('tar', ['-xzf', tgz, '-C', tmp, 'package/bin/bun', 'package/package.json']);
     if (t.status !== 0) fail(`tar: ${t.stderr}`);
     renameSync(join(tmp, 'package'), dir);
@@ -67,7 +68,8 @@ export function arm64Bun() {
   const path = join(dir, 'bin/bun');
   if (!existsSync(path)) fetchBun(dir);
   const sum = sha('sha256', path, 'hex');
-  if (sum !== BUN_ARM64.sha256) fail(`${show(path)} is not the pinned ${BUN_ARM64.spec} (SHA-256 ${sum}): remove ${dir}`);
+  if (sum !== BUN_ARM64.sha256)
+    fail(`${show(path)} is not the pinned ${BUN_ARM64.spec} (SHA-256 ${sum}): remove ${dir}`);
   return { path, version: BUN_ARM64.revision };
 }
 

@@ -100,7 +100,8 @@ function compilerFor(arch) {
   if (arch === HOST_ARCH && arch === 'amd64') return { bun: bunBinary(), prefix: [] };
   if (arch !== 'arm64') fail(`no Bun is pinned for linux/${arch} on linux/${HOST_ARCH}`);
   const prefix = arm64Runner();
-  if (!prefix) fail('an arm64 build runs the arm64 Bun: install qemu-user-static and the arm64 root (scripts/setup.sh)');
+  if (!prefix)
+    fail('an arm64 build runs the arm64 Bun: install qemu-user-static and the arm64 root (scripts/setup.sh)');
   return { bun: arm64Bun(), prefix };
 }
 
