@@ -25,7 +25,12 @@ export function images(dir, go) {
   const ours = join(dir, 'image-ts');
   const r = spawnSync('bash', [join(ROOT, 'scripts/image.sh')], {
     // the tag deployments/ names (package.json's version), since the bench applies those manifests as they are
-    env: { ...process.env, MULTUS_TS_IMAGE_DIR: ours, MULTUS_TS_IMAGE_TAG: VERSION, MULTUS_TS_IMAGE_PLATFORMS: 'amd64' },
+    env: {
+      ...process.env,
+      MULTUS_TS_IMAGE_DIR: ours,
+      MULTUS_TS_IMAGE_TAG: VERSION,
+      MULTUS_TS_IMAGE_PLATFORMS: 'amd64',
+    },
     stdio: ['ignore', 2, 2],
   });
   if (r.status !== 0) fail(`scripts/image.sh failed (exit ${r.status})`);

@@ -54,7 +54,16 @@ export async function bootKubeletNode(clusterNet: string, bridge: string, subnet
   expect(tar, `no image tarball in ${imageDir}`).toBeDefined();
 
   await node.start();
-  const imported = await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', '--all-platforms', join(imageDir, tar!)]);
+  const imported = await runOk(CTR_BIN, [
+    '-a',
+    node.socket,
+    '-n',
+    'k8s.io',
+    'images',
+    'import',
+    '--all-platforms',
+    join(imageDir, tar!),
+  ]);
   const imageRef = /unpacking (\S+) \(/.exec(imported)?.[1] ?? imported.trim();
   const tunnel = new ApiTunnel();
   await tunnel.open(cluster, node.hostNs, node.dir);

@@ -231,7 +231,16 @@ function laneBody(mode: LaneMode): void {
       await mkdir(node.path(d), { recursive: true });
     }
     for (const tar of (await readdir(imageDir)).filter((f) => f.endsWith('.tar'))) {
-      const out = await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', '--all-platforms', join(imageDir, tar)]);
+      const out = await runOk(CTR_BIN, [
+        '-a',
+        node.socket,
+        '-n',
+        'k8s.io',
+        'images',
+        'import',
+        '--all-platforms',
+        join(imageDir, tar),
+      ]);
       const ref = /unpacking (\S+) \(/.exec(out)?.[1] ?? '';
       if (ref !== GO_IMAGE) tsImage = ref;
     }
