@@ -88,6 +88,19 @@ describe.skipIf(!ready)('build/arm64/multus under qemu-user', () => {
     expect(r.json).toMatchObject({ cniVersion: '1.1.0', supportedVersions: expect.arrayContaining(['1.0.0']) });
   });
 
+  it("holds the caller's variables from Bun (main()'s path: no fast path on arm64)", () => {
+    const hostile = { CNI_COMMAND: 'VERSION', BUN_BE_BUN: '1', BUN_OPTIONS: '--version' };
+    const through = spawnSync(ARM64, [], { env: hostile, input: '{}', encoding: 'utf8' });
+    expect(JSON.parse(through.stdout).supportedVersions, through.stderr).toContain('1.0.0');
+    // the same variables given to the Bun executable directly reach Bun: it prints its version, not a CNI answer
+    const payload = join(
+      OUT,
+      readdirSync(OUT).find((n) => n.startsWith('.multus-bun-'))!,
+    );
+    const direct = spawnSync(payload, [], { env: hostile, input: '{}', encoding: 'utf8' });
+    expect(direct.stdout.trim()).toMatch(/^1\.4\.5/);
+  });
+
   it('ADD, CHECK and DEL with a delegate (bridge + host-local) through libcni', async () => {
     const subnet = `10.253.${net++}.0/24`;
     const conf = await writeMultusConf(world, multusConf(world, '1.0.0', [clusterConflist(world, '1.0.0', subnet)]));

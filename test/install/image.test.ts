@@ -96,13 +96,14 @@ describe.runIf(ready)('npm run image', () => {
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'multus-image-'));
     out = join(dir, 'out');
+    // the tag the image gets: the work tree as the script finds it
+    const dirty = git('status', '--porcelain') === '' ? '' : '-dirty';
+    tag = `${version}-${git('rev-parse', '--short', 'HEAD')}${dirty}`;
     const r = spawnSync('bash', [join(REPO, 'scripts', 'image.sh')], {
       env: { ...process.env, MULTUS_TS_IMAGE_DIR: out },
       encoding: 'utf8',
     });
     expect(r.status, r.stderr).toBe(0);
-    const dirty = git('status', '--porcelain') === '' ? '' : '-dirty';
-    tag = `${version}-${git('rev-parse', '--short', 'HEAD')}${dirty}`;
     const unpacked = join(dir, 'tar');
     mkdirSync(unpacked);
     execFileSync('tar', ['-xf', join(out, `multus-ts-${tag}.tar`), '-C', unpacked]);
