@@ -21,7 +21,8 @@
 # ... (rke2's chart runs `sh -c "cp ..."`); exactly the shared libraries these link (ldd on amd64, their ELF
 # NEEDED entries in the arm64 root on arm64); /etc/ssl/certs/ca-certificates.crt, a /var/run -> /run link.
 # amd64 takes build/ and this machine's files; arm64 build/arm64/ (built here: npm run build -- --arch arm64) and
-# <cache>/arm64-root (scripts/setup-arm64.sh). Entrypoint /thin_entrypoint (as Multus' thin image). Labels:
+# <cache>/arm64-root (scripts/setup-arm64.sh). Entrypoint /usr/src/multus-cni/bin/thin_entrypoint (Multus' thin
+# image's program, from the directory where the probes' `multus` runs: one extracted Bun executable). Labels:
 # org.opencontainers.image.version (package.json) and .revision (git HEAD, "-dirty" with uncommitted changes).
 # The tarball is the layout as an OCI archive: `ctr -n k8s.io images import --all-platforms` and `podman load -i`
 # read it; its index names the image ${MULTUS_TS_IMAGE_NAME:-ghcr.io/multus-ts/multus-ts}:<tag>.
@@ -161,7 +162,7 @@ platform_image() {
 
   umoci repack --image "$layout:$arch" "$work/$arch" >/dev/null
   umoci config --image "$layout:$arch" --os linux --architecture "$arch" \
-    --config.entrypoint /thin_entrypoint \
+    --config.entrypoint /usr/src/multus-cni/bin/thin_entrypoint \
     --config.env PATH=/usr/sbin:/usr/bin:/sbin:/bin \
     --config.label "org.opencontainers.image.version=$version" \
     --config.label "org.opencontainers.image.revision=$commit" \
