@@ -20,7 +20,7 @@ const INDEX = 'application/vnd.oci.image.index.v1+json';
  * The index of `manifests` (descriptors, each with its platform): its bytes and its descriptor.
  * @param {Array<Record<string, unknown>>} manifests
  */
-export function imageIndex(manifests) {
+function imageIndex(manifests) {
   const bytes = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: INDEX, manifests }));
   const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
   return { bytes, descriptor: { mediaType: INDEX, digest, size: bytes.length } };
