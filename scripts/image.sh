@@ -12,17 +12,17 @@
 # appVersion (the image's default tag); the committed files keep the default 0.1.0.
 #
 # Multus' image layout (its images/Dockerfile and Dockerfile.thick), so Multus' own manifests run it: the executable
-# (build/multus: the launcher with the Bun executable inside, docs/build.md "The launcher") at
-# /usr/src/multus-cni/bin/multus, hard-linked there as multus-daemon, install_multus, passthru and thin_entrypoint
-# and at /thin_entrypoint and /install_multus: one file in the layer, the role from argv[0]. The Bun executable is
-# not beside it a second time: the launcher writes it beside itself on its first run in a container. Then
+# (docs/build.md "The launcher") stored once: the launcher build/multus.launcher at /usr/src/multus-cni/bin/multus,
+# hard-linked there as multus-daemon, install_multus, passthru and thin_entrypoint and at /thin_entrypoint and
+# /install_multus (the role from argv[0]), and the Bun executable it starts, build/.multus-bun-<id>, beside it
+# there and hard-linked in / (build/multus, which carries both in one file for a copy alone, would be a second
+# copy of the Bun executable). `install_multus` and `multus install` copy both to the node. Then
 # build/multus-shim at /usr/src/multus-cni/bin/multus-shim, with /usr/sbin/chroot, /usr/bin/nsenter and /usr/bin/ip
 # (the resident daemon's delegates and pod routes); Debian's busybox-static as /bin/busybox with /bin/sh, cp, mv,
 # ... (rke2's chart runs `sh -c "cp ..."`); exactly the shared libraries these link (ldd on amd64, their ELF
 # NEEDED entries in the arm64 root on arm64); /etc/ssl/certs/ca-certificates.crt, a /var/run -> /run link.
 # amd64 takes build/ and this machine's files; arm64 build/arm64/ (built here: npm run build -- --arch arm64) and
-# <cache>/arm64-root (scripts/setup-arm64.sh). Entrypoint /usr/src/multus-cni/bin/thin_entrypoint (Multus' thin
-# image's program, from the directory where the probes' `multus` runs: one extracted Bun executable). Labels:
+# <cache>/arm64-root (scripts/setup-arm64.sh). Entrypoint /thin_entrypoint (as Multus' thin image). Labels:
 # org.opencontainers.image.version (package.json) and .revision (git HEAD, "-dirty" with uncommitted changes).
 # The tarball is the layout as an OCI archive: `ctr -n k8s.io images import --all-platforms` and `podman load -i`
 # read it; its index names the image ${MULTUS_TS_IMAGE_NAME:-ghcr.io/multus-ts/multus-ts}:<tag>.
@@ -119,13 +119,20 @@ platform_image() {
   umoci new --image "$layout:$arch"
   umoci unpack --image "$layout:$arch" "$work/$arch" >/dev/null
   rootfs="$work/$arch/rootfs"
-  local dir=/usr/src/multus-cni/bin
+  local dir=/usr/src/multus-cni/bin payload
+  payload="$(cd "$bin" && ls -d .multus-bun-* | head -1)"
+  [[ -n "$payload" && -f "$bin/multus.launcher" ]] || die "$bin/.multus-bun-<id> or multus.launcher is missing: npm run build"
   install -d -m 0755 "$rootfs$dir" "$rootfs/etc/ssl/certs" "$rootfs/bin"
-  install -m 0755 "$bin/multus" "$rootfs$dir/multus"
-  # Multus' names for the one executable: hard links (one file in the layer, the role from argv[0])
+  # The launcher (1.7 MiB) without the Bun executable it carries in build/multus, and that Bun executable beside
+  # it, each stored once: every one of Multus' names is a hard link of the launcher, and the launcher starts the
+  # .multus-bun-<id> beside the name it was run by (a hard link in / too). No container extracts anything: an
+  # extraction's page cache is charged to the container, and Multus' 15Mi install container then never finished.
+  install -m 0755 "$bin/multus.launcher" "$rootfs$dir/multus"
+  install -m 0755 "$bin/$payload" "$rootfs$dir/$payload"
+  ln "$rootfs$dir/$payload" "$rootfs/$payload"
   for n in multus-daemon install_multus passthru thin_entrypoint; do ln "$rootfs$dir/multus" "$rootfs$dir/$n"; done
   for n in thin_entrypoint install_multus; do ln "$rootfs$dir/multus" "$rootfs/$n"; done
-  local progs=("$bin/multus") extra=()
+  local progs=("$bin/$payload") extra=()
   if [[ -x "$bin/multus-shim" ]]; then
     install -m 0755 "$bin/multus-shim" "$rootfs$dir/multus-shim"
     # the resident daemon runs delegates with chroot(8) into the host's root (chrootDir, docs/resident.md), and
@@ -143,10 +150,6 @@ platform_image() {
     progs+=("$(realpath "$src")")
   done
   # the Bun executable links libc; the launcher, the shim and busybox are static
-  local payload
-  payload="$(cd "$bin" && ls -d .multus-bun-* | head -1)"
-  [[ -n "$payload" ]] || die "$bin/.multus-bun-<id> is missing: run npm run build"
-  progs+=("$bin/$payload")
   if [[ "$arch" == amd64 ]]; then libs="$(libs_amd64 "${progs[@]}")"; else libs="$(libs_arm64 "$sys" "${progs[@]}")"; fi
   [[ -n "$libs" ]] || die "no libraries found for ${progs[*]}"
   local l
@@ -162,7 +165,7 @@ platform_image() {
 
   umoci repack --image "$layout:$arch" "$work/$arch" >/dev/null
   umoci config --image "$layout:$arch" --os linux --architecture "$arch" \
-    --config.entrypoint /usr/src/multus-cni/bin/thin_entrypoint \
+    --config.entrypoint /thin_entrypoint \
     --config.env PATH=/usr/sbin:/usr/bin:/sbin:/bin \
     --config.label "org.opencontainers.image.version=$version" \
     --config.label "org.opencontainers.image.revision=$commit" \

@@ -84,7 +84,7 @@ export function buildLauncher(outdir, arch = HOST_ARCH) {
   for (const part of [head, compiled, trailer]) for (let off = 0; off < part.length;) off += writeSync(fd, part, off);
   closeSync(fd);
   renameSync(`${out}.new`, out);
-  rmSync(launcher, { force: true });
+  // multus.launcher stays: the image stores the launcher and the Bun executable once each (scripts/image.sh)
   // the file it starts, already beside it (a copy that it would otherwise extract on its first run)
   const payload = join(outdir, PAYLOAD_PREFIX + id);
   for (const name of readdirSync(outdir)) {

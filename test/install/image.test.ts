@@ -2,8 +2,8 @@
  * `npm run image` (scripts/image.sh): builds the image into a temp dir and reads the tarball as a runtime
  * would (index -> the platforms' index -> each manifest -> config and layer): one index of linux/amd64 and
  * linux/arm64 named <name>:<version>-<short commit>[-dirty]; in each platform's one layer (at most 100 MB
- * compressed) the file list is exactly Multus' layout (the executable once, under each of Multus' names as hard
- * links, the shim), busybox, the libraries the programs link, the CA bundle; entrypoint thin_entrypoint; version
+ * compressed) the file list is exactly Multus' layout (the launcher under each of Multus' names as hard links and
+ * its Bun executable beside it, each stored once; the shim), busybox, the libraries the programs link, the CA bundle; entrypoint /thin_entrypoint; version
  * and revision labels; our manifests and the chart naming that tag. As root, the unpacked amd64 layer is a working
  * root: every entrypoint name runs there (chroot) with its flags, bad ones included, as Multus' manifests and
  * rke2's chart call them, with nothing else but the /proc that every container runtime mounts (Bun reads its own
@@ -157,16 +157,20 @@ describe.runIf(ready)('npm run image', () => {
     const p = img[arch];
     expect(p.layers).toHaveLength(1);
     expect(p.layers[0]!.size).toBeLessThanOrEqual(100_000_000);
-    // every name is the one executable: one inode, the build's bytes, and no second copy of the Bun executable
-    const inodes = new Set(NAMES.map((n) => statSync(join(p.rootfs, n)).ino));
-    expect(inodes.size).toBe(1);
-    const exe = join(REPO, 'build', ...(arch === 'amd64' ? [] : [arch]), 'multus');
-    expect(sha256(join(p.rootfs, NAMES[0]!))).toBe(sha256(exe));
-    expect(p.files.filter((f) => f.includes('.multus-bun-'))).toEqual([]);
-    // in the layer's tar: the file once, every other name a hard link to it; nothing else above 10 MB
+    const bin = join(REPO, 'build', ...(arch === 'amd64' ? [] : [arch]));
+    // every name is the launcher (one inode, build/multus without its payload), and its Bun executable is one file
+    // beside it and in / (build/multus would have been a second copy of it)
+    expect(new Set(NAMES.map((n) => statSync(join(p.rootfs, n)).ino)).size).toBe(1);
+    expect(sha256(join(p.rootfs, NAMES[0]!))).toBe(sha256(join(bin, 'multus.launcher')));
+    const payload = readdirSync(bin).find((f) => f.startsWith('.multus-bun-'))!;
+    const payloads = [`/${payload}`, `/usr/src/multus-cni/bin/${payload}`];
+    expect(p.files.filter((f) => f.includes('.multus-bun-')).sort()).toEqual(payloads.map((f) => `.${f}`));
+    expect(new Set(payloads.map((f) => statSync(join(p.rootfs, f)).ino)).size).toBe(1);
+    expect(sha256(join(p.rootfs, payloads[0]!))).toBe(sha256(join(bin, payload)));
+    // in the layer's tar: one large file, every other name a hard link
     const big = p.listing.filter((l) => /^-/.test(l) && Number(l.split(/\s+/)[2]) > 10_000_000);
     expect(big).toHaveLength(1);
-    expect(p.listing.filter((l) => /^h.* link to /.test(l))).toHaveLength(NAMES.length - 1);
+    expect(p.listing.filter((l) => /^h.* link to /.test(l))).toHaveLength(NAMES.length - 1 + payloads.length - 1);
   });
 
   it.each(ARCHES)("%s: Multus' layout, the shim, busybox, the programs' libraries, the CA bundle", (arch) => {
@@ -175,8 +179,11 @@ describe.runIf(ready)('npm run image', () => {
     const shim = existsSync(join(bin, 'multus-shim'));
     // the resident daemon's tools: chroot for chrootDir, nsenter and ip for the routes it sets in pods
     const extra = shim ? ['/usr/sbin/chroot', '/usr/bin/nsenter', '/usr/bin/ip'] : [];
+    const payload = readdirSync(bin).find((f) => f.startsWith('.multus-bun-'))!;
     const own = [
       ...NAMES.map((n) => `.${n}`),
+      `./${payload}`,
+      `./usr/src/multus-cni/bin/${payload}`,
       ...(shim ? ['./usr/src/multus-cni/bin/multus-shim'] : []),
       ...extra.map((x) => `.${x}`),
       './bin/busybox',
@@ -186,7 +193,6 @@ describe.runIf(ready)('npm run image', () => {
     expect(p.files.filter((f) => own.includes(f)).sort()).toEqual(own.sort());
     if (arch === 'amd64') {
       // exactly what ldd lists for the Bun executable and the tools
-      const payload = readdirSync(bin).find((f) => f.startsWith('.multus-bun-'))!;
       const want = new Set<string>();
       for (const b of [join(bin, payload), ...extra]) {
         for (const line of spawnSync('ldd', [b], { encoding: 'utf8' }).stdout.split('\n')) {
@@ -205,12 +211,10 @@ describe.runIf(ready)('npm run image', () => {
     expect(p.links).toEqual(['./var/run -> ../run', ...BUSYBOX_TOOLS.map((t) => `./bin/${t} -> busybox`)].sort());
   });
 
-  it.each(ARCHES)("%s: runs thin_entrypoint (as Multus' thin image) and carries the version and revision", (arch) => {
+  it.each(ARCHES)("%s: runs /thin_entrypoint (as Multus' thin image) and carries the version and revision", (arch) => {
     const { config } = img[arch];
     expect([config.os, config.architecture]).toEqual(['linux', arch]);
-    // Multus' /thin_entrypoint, from the directory where the probes run `multus`: the launcher writes its Bun
-    // executable beside itself on its first run in a container, so the container writes it once
-    expect(config.config.Entrypoint).toEqual(['/usr/src/multus-cni/bin/thin_entrypoint']);
+    expect(config.config.Entrypoint).toEqual(['/thin_entrypoint']);
     expect(config.config.Labels['org.opencontainers.image.version']).toBe(version);
     const head = git('rev-parse', 'HEAD');
     expect(config.config.Labels['org.opencontainers.image.revision']).toMatch(new RegExp(`^${head}(-dirty)?$`));

@@ -45,7 +45,7 @@ import {
   nodeCases,
   whereaboutsNad,
 } from './kubelet-cluster-cases.ts';
-import { CTR_BIN, MULTUS_BIN, REPO_ROOT, imageEnv, runOk, runtimeRequirements } from './runtime.ts';
+import { CTR_BIN, LAUNCHER_BIN, REPO_ROOT, imageEnv, runOk, runtimeRequirements } from './runtime.ts';
 
 const CACHE = process.env.MULTUS_TS_CACHE_DIR || join(REPO_ROOT, '.cache');
 const SHIM_BIN = join(REPO_ROOT, 'build/multus-shim');
@@ -181,7 +181,7 @@ function clusterBody(mode: Mode): void {
       const internal = api.status.addresses.find((a: { type: string }) => a.type === 'InternalIP')?.address;
       expect(internal, `${node.nodeName}'s address`).toBe(node.nodeIp);
       expect(sha256(node.path('/opt/cni/bin/multus')), `${node.nodeName}: /opt/cni/bin/multus`).toBe(
-        sha256(MULTUS_BIN),
+        sha256(LAUNCHER_BIN),
       );
       const conf = mode === 'thin' ? '00-multus.conflist' : '00-multus.conf';
       expect((await readdir(node.path('/etc/cni/net.d'))).filter((f) => f.startsWith('00-multus'))).toEqual([conf]);

@@ -33,7 +33,7 @@ import { DRIVER_BIN, run as runProcess } from '../e2e/helpers.ts';
 import { AddProbe, gapOf } from './add-probe.ts';
 import { type Link, type NadPod, podKit, until } from './kubelet-pods.ts';
 import { NODE_LINK, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
-import { CTR_BIN, MULTUS_BIN, REPO_ROOT, childEnv, imageEnv, runOk, runtimeRequirements } from './runtime.ts';
+import { CTR_BIN, LAUNCHER_BIN, REPO_ROOT, childEnv, imageEnv, runOk, runtimeRequirements } from './runtime.ts';
 
 export type LaneMode = 'thin' | 'thick';
 const MANIFEST: Record<LaneMode, string> = {
@@ -309,13 +309,13 @@ function laneBody(mode: LaneMode): void {
     expect(shape(ds.spec.template.spec)).toEqual(shape(want.spec.template.spec));
     // what multus-ts installed on the node
     if (mode === 'thin') {
-      expect(sha256(node.path('/opt/cni/bin/multus')), 'thin_entrypoint copied our multus').toBe(sha256(MULTUS_BIN));
+      expect(sha256(node.path('/opt/cni/bin/multus')), 'thin_entrypoint copied our multus').toBe(sha256(LAUNCHER_BIN));
     } else {
       expect(sha256(node.path('/opt/cni/bin/multus-shim')), 'install_multus copied our shim').toBe(sha256(SHIM_BIN));
       const conf = JSON.parse(readFileSync(node.path('/etc/cni/net.d/00-multus.conf'), 'utf8'));
       expect([conf.type, conf.daemonSocketDir], 'our daemon wrote the shim config').toEqual(['multus-shim', undefined]);
     }
-    expect(sha256(node.path('/opt/cni/bin/passthru')), 'install_multus copied our passthru').toBe(sha256(MULTUS_BIN));
+    expect(sha256(node.path('/opt/cni/bin/passthru')), 'install_multus copied our passthru').toBe(sha256(LAUNCHER_BIN));
 
     await kit.deleteAndExpectNothingLeft(pods.go!);
     pods.ts = await kit.runNadPod('pod-ts');

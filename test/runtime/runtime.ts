@@ -35,6 +35,8 @@ export const PAUSE_TAR = join(RUNTIME_CACHE_DIR, 'pause.tar');
 export const BUILD_SCRIPT = join(REPO_ROOT, 'test/runtime/build.sh');
 export const CLEANUP_SCRIPT = join(REPO_ROOT, 'test/runtime/cleanup.sh');
 export const MULTUS_BIN = join(REPO_ROOT, 'build/multus');
+/** The launcher alone, as the image stores it (scripts/image.sh): what the DaemonSets install as /opt/cni/bin/multus. */
+export const LAUNCHER_BIN = join(REPO_ROOT, 'build/multus.launcher');
 export const PLUGIN_DIR = '/usr/lib/cni';
 export const CONTAINERD_BIN = '/usr/bin/containerd';
 export const CTR_BIN = '/usr/bin/ctr';
