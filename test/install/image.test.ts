@@ -173,6 +173,23 @@ describe.runIf(ready)('npm run image', () => {
     expect(p.listing.filter((l) => /^h.* link to /.test(l))).toHaveLength(NAMES.length - 1 + payloads.length - 1);
   });
 
+  it('a name copied out of the image alone says that its Bun executable is not beside it (CNI error)', () => {
+    const alone = join(dir, 'alone');
+    mkdirSync(alone);
+    copyFileSync(join(img.amd64.rootfs, 'usr/src/multus-cni/bin/passthru'), join(alone, 'passthru'));
+    chmodSync(join(alone, 'passthru'), 0o755);
+    const r = spawnSync(join(alone, 'passthru'), [], {
+      env: { CNI_COMMAND: 'VERSION' },
+      input: '{}',
+      encoding: 'utf8',
+    });
+    expect(r.status).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      code: 999,
+      details: expect.stringContaining('carries no Bun executable'),
+    });
+  });
+
   it.each(ARCHES)("%s: Multus' layout, the shim, busybox, the programs' libraries, the CA bundle", (arch) => {
     const p = img[arch];
     const bin = join(REPO, 'build', ...(arch === 'amd64' ? [] : [arch]));
