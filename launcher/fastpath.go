@@ -6,7 +6,7 @@ package main
 // scripts/build-steps/launcher.mjs), so a CNI call starts the Bun executable before the Go runtime starts at all;
 // anything it does not handle goes on to the Go runtime's own entry and main() (docs/build.md, "The launcher").
 // It reads these statically initialised strings (never code-initialised: it runs before any Go code), the same
-// constants main() uses.
+// constants main() uses, and payloadID and payloadSize, which the build sets.
 var (
 	fastHeldPrefix    = heldPrefix
 	fastLauncherVar   = launcherVar + "="

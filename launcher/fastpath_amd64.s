@@ -7,11 +7,15 @@
 // that role with raw system calls, before the Go runtime starts (which costs a call about 1.5 ms of CPU): every
 // caller variable NAME=value becomes MULTUS_TS_HELD_NAME=value in the caller's order (empty entries dropped, as
 // syscall.Environ does), then MULTUS_TS_LAUNCHER=<readlink /proc/self/exe>, then pluginJSC and pluginMalloc, and
-// it execs
-// <that directory>/.multus-bun-<payloadID> with argv unchanged. Everything else goes on, with the stack as the
-// kernel gave it, to the Go runtime's entry and main(), which decide: another role, a key given twice
-// (syscall.Environ keeps the first only), a path /proc/self/exe names as deleted, anything too long, and an exec
-// that fails (the first run of a copy extracts the payload; main() says why in a CNI error).
+// it opens
+// <that directory>/.multus-bun-<payloadID> (O_PATH|O_NOFOLLOW), checks it as main() does (payload.go,
+// checkPayload: a regular file of payloadSize bytes, executable by its owner, writable by no one else, owned by
+// root or by the launcher file's owner) and execs that descriptor (execveat) with argv unchanged. Everything else
+// goes on, with the stack as the kernel gave it, to the Go runtime's entry and main(), which decide: another role,
+// more than fastVarsMax variables (main() finds a key given twice in linear time, the fast path compares pairs),
+// a key given twice (syscall.Environ keeps the first only), a path /proc/self/exe names as deleted, anything too
+// long, a payload that is not there or fails a check, and an exec that fails (main() extracts the payload, or
+// says why in a CNI error).
 //
 // Before that, argv[0] named chrootName with a root and a plugin (main.go, chrootRun: the resident daemon's
 // delegate inside chrootDir): chroot(2) into argv[1], chdir("/"), and exec argv[2] with argv[2:] and the
@@ -22,6 +26,17 @@
 #define SYS_mmap 9
 #define SYS_readlink 89
 #define SYS_execve 59
+#define SYS_execveat 322
+#define SYS_openat 257
+#define SYS_fstat 5
+#define SYS_stat 4
+#define SYS_close 3
+#define AT_FDCWD -100
+#define AT_EMPTY_PATH 0x1000
+// O_PATH|O_NOFOLLOW|O_CLOEXEC
+#define OPEN_FLAGS 0x2a0000
+// struct stat (amd64): st_mode at 24 (u32), st_uid at 28 (u32), st_size at 48 (i64); 144 bytes
+#define STAT_SIZE 144
 #define SYS_chroot 161
 #define SYS_chdir 80
 #define SYS_write 1
@@ -29,6 +44,8 @@
 #define ENOENT 2
 #define PATH_MAX 4096
 #define ENV_MAX 4194304
+// the pairwise check for a key given twice is quadratic: above this many variables main() decides (a map)
+#define VARS_MAX 256
 
 DATA procSelfExe<>+0(SB)/8, $"/proc/se"
 DATA procSelfExe<>+8(SB)/6, $"lf/exe"
@@ -36,6 +53,9 @@ GLOBL procSelfExe<>(SB), RODATA|NOPTR, $16
 
 DATA rootDir<>+0(SB)/1, $"/"
 GLOBL rootDir<>(SB), RODATA|NOPTR, $2
+
+// "": execveat's path with AT_EMPTY_PATH
+GLOBL emptyPath<>(SB), RODATA|NOPTR, $8
 
 // "multus-chroot: cannot run the plugin in its root\n" (49 bytes): a failed chdir or execve past the chroot
 DATA chrootExecFailed<>+0(SB)/8, $"multus-c"
@@ -187,6 +207,8 @@ countNext:
 counted:
 	CMPQ R14, $ENV_MAX
 	JHI  fallback
+	CMPQ R15, $VARS_MAX
+	JHI  fallback
 
 	// a key given twice (the same bytes before the first '=')
 	MOVQ R13, R8
@@ -226,7 +248,7 @@ dupDone:
 	LEAQ 4(R15), CX
 	SHLQ $3, CX
 	ADDQ CX, AX
-	ADDQ $(2*PATH_MAX+5), AX // the path twice (readlink's buffer, the directory), five NULs
+	ADDQ $(2*PATH_MAX+5+8+2*STAT_SIZE), AX // the path twice (readlink's buffer, the directory), five NULs, two stat buffers 8-aligned
 	ADDQ ·fastLauncherVar+8(SB), AX
 	ADDQ ·fastPayloadPrefix+8(SB), AX
 	ADDQ ·payloadID+8(SB), AX
@@ -335,13 +357,85 @@ heldByte:
 	JMP  held
 
 exec:
-	MOVQ R14, DI
-	LEAQ 8(R12), SI
-	MOVQ BX, DX
-	MOVQ $SYS_execve, AX
+	// R15: payloadSize (16 hex digits); R9 (8-aligned): two struct stat
+	MOVQ ·payloadSize(SB), SI
+	MOVQ ·payloadSize+8(SB), CX
+	CMPQ CX, $16
+	JNE  fallback
+	XORQ R15, R15
+sizeDigit:
+	MOVBLZX (SI), AX
+	SUBL $'0', AX
+	CMPL AX, $10
+	JCS  sizeAdd
+	SUBL $('a'-'0'), AX
+	CMPL AX, $6
+	JCC  fallback
+	ADDL $10, AX
+sizeAdd:
+	SHLQ $4, R15
+	ORQ  AX, R15
+	INCQ SI
+	DECQ CX
+	JNZ  sizeDigit
+	ADDQ $7, R9
+	ANDQ $~7, R9
+
+	// R13: openat(AT_FDCWD, R14, O_PATH|O_NOFOLLOW|O_CLOEXEC)
+	MOVQ $AT_FDCWD, DI
+	MOVQ R14, SI
+	MOVQ $OPEN_FLAGS, DX
+	XORQ R10, R10
+	MOVQ $SYS_openat, AX
+	SYSCALL
+	TESTQ AX, AX
+	JS   fallback
+	MOVQ AX, R13
+	MOVQ R13, DI
+	MOVQ R9, SI
+	MOVQ $SYS_fstat, AX
+	SYSCALL
+	TESTQ AX, AX
+	JNZ  notChecked
+	// a regular file (S_IFREG), no group or other write bit (022), its owner's execute bit (0100), payloadSize bytes
+	MOVL 24(R9), AX
+	MOVL AX, CX
+	ANDL $0xf000, CX
+	CMPL CX, $0x8000
+	JNE  notChecked
+	TESTL $0x12, AX
+	JNZ  notChecked
+	TESTL $0x40, AX
+	JZ   notChecked
+	CMPQ 48(R9), R15
+	JNE  notChecked
+	// owned by root, or by the launcher file's owner (stat /proc/self/exe: only then)
+	MOVL 28(R9), R15
+	TESTL R15, R15
+	JZ   checked
+	LEAQ procSelfExe<>(SB), DI
+	LEAQ STAT_SIZE(R9), SI
+	MOVQ $SYS_stat, AX
+	SYSCALL
+	TESTQ AX, AX
+	JNZ  notChecked
+	CMPL (STAT_SIZE+28)(R9), R15
+	JNE  notChecked
+checked:
+	// execveat(R13, "", argv, envp, AT_EMPTY_PATH): the file checked, whatever its name names now
+	MOVQ R13, DI
+	LEAQ emptyPath<>(SB), SI
+	LEAQ 8(R12), DX
+	MOVQ BX, R10
+	MOVQ $AT_EMPTY_PATH, R8
+	MOVQ $SYS_execveat, AX
+	SYSCALL
+notChecked:
+	MOVQ R13, DI
+	MOVQ $SYS_close, AX
 	SYSCALL
 
-	// not started (the first run of a copy, which main() extracts; or main() says why)
+	// not started (the first run of a copy, which main() extracts; a file that fails a check; or main() says why)
 fallback:
 	MOVQ R12, SP
 	JMP  _rt0_amd64_linux(SB)

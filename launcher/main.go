@@ -25,6 +25,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"unicode/utf8"
 )
@@ -96,21 +97,17 @@ func main() {
 		fail("multus-ts: cannot find its own executable (is /proc mounted?)", err.Error())
 	}
 	payload := filepath.Join(filepath.Dir(self), payloadPrefix+payloadID)
-	caller := syscall.Environ()
-	env := make([]string, 0, len(caller)+4)
-	for _, kv := range caller {
-		env = append(env, heldPrefix+kv)
+	env, err := launcherEnv(syscall.Environ(), self, role(os.Args))
+	if err != nil {
+		failCode(4, "multus-ts: cannot pass the caller's environment on", err.Error())
 	}
-	env = append(env, launcherVar+"="+self)
-	env = append(env, roleEnv[role(os.Args)]...)
-	err = syscall.Exec(payload, os.Args, env)
-	// first run of this file here (a copy, an upgrade): the Bun executable is in it. Again if a launcher of another
-	// build in this directory removed it meanwhile (an upgrade's few moments; it removes older ones).
-	for try := 0; err == syscall.ENOENT && try < 3; try++ {
-		if xerr := extractPayload(self, payload); xerr != nil {
-			fail("multus-ts: cannot extract its Bun executable to "+payload, xerr.Error())
-		}
-		err = syscall.Exec(payload, os.Args, env)
+	fd, err := payloadFd(self, payload)
+	if err != nil {
+		fail("multus-ts: cannot extract its Bun executable to "+payload, err.Error())
+	}
+	err = execFd(fd, os.Args, env)
+	if err == syscall.E2BIG {
+		failCode(4, "multus-ts: the caller's environment is too large to pass on", err.Error())
 	}
 	fail("multus-ts: cannot start "+payload, err.Error())
 }
@@ -160,8 +157,13 @@ func role(args []string) string {
 
 // fail prints a CNI error (code 999) on stdout and exits 1; stdin is not read, so the config's version is unknown.
 func fail(msg, details string) {
-	os.Stdout.WriteString(`{"cniVersion":"1.1.0","code":999,"msg":` + jsonString(msg) + `,"details":` +
-		jsonString(details) + "}\n")
+	failCode(999, msg, details)
+}
+
+// failCode prints a CNI error with code on stdout and exits 1.
+func failCode(code int, msg, details string) {
+	os.Stdout.WriteString(`{"cniVersion":"1.1.0","code":` + strconv.Itoa(code) + `,"msg":` + jsonString(msg) +
+		`,"details":` + jsonString(details) + "}\n")
 	os.Exit(1)
 }
 

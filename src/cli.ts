@@ -9,7 +9,8 @@
  * `--version` prints the version; `daemon` runs the resident daemon (docs/resident.md, its
  * own bundle, loaded only for that role), as are `hotplug` and `plan` (docs/hotplug.md); `install` is the
  * DaemonSet entrypoint and `--is-default-ready` the readiness check (docs/install.md; both loaded only in their
- * role); otherwise it is the CNI plugin and serves one request with `handle()`. As the plugin (and passthru),
+ * role); run as `kubectl-multus` it is the kubectl plugin, and `preflight` its swap check, `webhook` the admission
+ * webhook (docs/kubectl-multus.md, in the roles' bundle); otherwise it is the CNI plugin and serves one request with `handle()`. As the plugin (and passthru),
  * SIGTERM, SIGINT and SIGHUP kill the running delegates' process groups before the process ends
  * (docs/reliability.md, "Signals end the delegates too").
  */
@@ -26,7 +27,7 @@ import { createHost } from './host/host.ts';
 import { findNonUtf8CniVar, readRawEnviron } from './host/raw-env.ts';
 import { readAll, writeAll } from './host/stdio.ts';
 import { loadDaemonModule } from './load-roles.ts';
-import { passthru } from './multus/auxchain.ts';
+import { PASSTHRU_ABOUT, passthru } from './multus/auxchain.ts';
 
 /** stdin to its end by read(2) on fd 0 (host/stdio.ts), at most MAX_STDIN_BYTES: more is refused (code 6) unread. */
 async function readStdin(): Promise<Buffer> {
@@ -69,16 +70,19 @@ if (callerTz !== undefined && process.env.TZ !== callerTz) process.env.TZ = call
 /** The passthru plugin: the same executable installed (or linked) as `passthru`. */
 async function runPassthru(): Promise<number> {
   const command = parseCommand(callerEnv(process.env));
-  if (command === '') return -1;
+  if (command === '') {
+    writeErr(PASSTHRU_ABOUT); // Multus' passthru is skel's plugin: its about text on stderr, exit 0
+    return 0;
+  }
   const out = passthru(command, command === 'VERSION' ? Buffer.alloc(0) : await readStdin());
   if (out) writeOut(out + '\n');
   return 0;
 }
 
-async function runPlugin(): Promise<number> {
+async function runPlugin(signal: AbortSignal): Promise<number> {
   // One call: the scratch cache's fsync runs while its first delegate does (base/files.ts), and the delegates'
   // output goes to unnamed files read once each is gone (cni/plugin-output.ts): no worker thread, fewer of Bun's
-  // pages (docs/performance.md, "A plugin's output in files, and no worker threads").
+  // pages (docs/archive/performance.md, "A plugin's output in files, and no worker threads").
   deferBackgroundSyncs();
   useOutputFiles();
   const host = createHost({ writeStderr: writeErr });
@@ -89,7 +93,7 @@ async function runPlugin(): Promise<number> {
     const stdin = command && command !== 'VERSION' ? await readStdin() : Buffer.alloc(0);
     const raw = command && command !== 'VERSION' ? readRawEnviron() : undefined;
     const envProblem = raw && findNonUtf8CniVar(raw);
-    const answer = await handle(host, { env, stdin, ...(envProblem ? { envProblem } : {}) });
+    const answer = await handle(host, { env, stdin, signal, ...(envProblem ? { envProblem } : {}) });
     if (answer.stderr) writeErr(answer.stderr);
     if (answer.stdout) writeOut(answer.stdout);
     return answer.exitCode;
@@ -102,8 +106,10 @@ async function runPlugin(): Promise<number> {
 const MULTUS_NAMES = new Set(['thin_entrypoint', 'install_multus', 'multus-daemon']);
 
 /** Serves the role the executable is run in (its name and argv). */
-async function runRole(argv: string[]): Promise<number> {
+async function runRole(args: string[]): Promise<number> {
   const name = basename(process.argv0);
+  // Go's flag package stops at "--": what follows is no flag (`multus -- -version` is the plugin, as in Go)
+  const argv = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
   if (MULTUS_NAMES.has(name)) return (await loadDaemonModule()).runEntrypoint(name, process.argv0, argv);
   if (argv[0] === 'daemon') {
     try {
@@ -113,6 +119,11 @@ async function runRole(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  if (name === 'kubectl-multus' || argv[0] === 'preflight') {
+    // the kubectl plugin and `multus preflight`, in the roles' bundle (docs/kubectl-multus.md)
+    return (await loadDaemonModule()).runKubectlMultus(argv);
+  }
+  if (argv[0] === 'webhook') return (await loadDaemonModule()).runWebhook(argv.slice(1));
   if (argv[0] === 'hotplug' || argv[0] === 'plan') {
     // operator commands, in the daemon's bundle (docs/hotplug.md)
     try {
@@ -134,18 +145,20 @@ async function runRole(argv: string[]): Promise<number> {
     const code = await (await loadDaemonModule()).runEntrypoint('multus', process.argv0, argv);
     if (code >= 0) return code;
   }
-  exitOnStopSignals();
+  // the call's one cancel signal: a stop signal aborts it, which kills the running delegate (cni/exec.ts)
+  const call = new AbortController();
+  exitOnStopSignals(call);
   if (name === 'passthru') {
     const code = await runPassthru();
     if (code >= 0) exitNow(code);
   }
-  return exitNow(await runPlugin());
+  return exitNow(await runPlugin(call.signal));
 }
 
 /**
  * Ends a CNI call's process as soon as its answer is written (synchronously, host/stdio.ts): Bun's own end of a
  * process, the event loop drained and the VM torn down, costs a call ~4 ms of CPU and on a busy node much more
- * wall time (docs/performance.md, "Where the thin plugin's time went"). Nothing is left to do by then: no
+ * wall time (docs/archive/performance.md, "Where the thin plugin's time went"). Nothing is left to do by then: no
  * delegate runs, the logs are written, kept-alive API connections need no goodbye.
  */
 function exitNow(code: number): never {

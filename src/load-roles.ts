@@ -13,6 +13,10 @@ export interface DaemonModule {
   runHotplugCli(argv: string[]): Promise<number>;
   /** `multus plan ...` (docs/hotplug.md). */
   runPlanCli(argv: string[]): Promise<number>;
+  /** `kubectl-multus ...` and `multus preflight` (docs/kubectl-multus.md). */
+  runKubectlMultus(argv: readonly string[]): Promise<number>;
+  /** `multus webhook ...`, the admission webhook (docs/kubectl-multus.md). */
+  runWebhook(argv: readonly string[]): Promise<number>;
   /** `multus install ...` (docs/install.md). */
   installMain(argv: readonly string[]): Promise<number>;
   /** `multus --is-default-ready ...` (docs/install.md). */

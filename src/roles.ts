@@ -14,6 +14,10 @@ export const runHotplugCli = async (argv: string[]): Promise<number> =>
   (await import('./operator/hotplug-cli.ts')).runHotplugCli(argv);
 export const runPlanCli = async (argv: string[]): Promise<number> =>
   (await import('./operator/plan-cli.ts')).runPlanCli(argv);
+export const runKubectlMultus = async (argv: readonly string[]): Promise<number> =>
+  (await import('./operator/kubectl-multus.ts')).runKubectlMultus(argv);
+export const runWebhook = async (argv: readonly string[]): Promise<number> =>
+  (await import('./operator/webhook.ts')).runWebhook(argv);
 export const installMain = async (argv: readonly string[]): Promise<number> =>
   (await import('./install/main.ts')).installMain(argv);
 export const readyMain = async (argv: readonly string[]): Promise<number> =>

@@ -125,7 +125,7 @@ export function ensureDelegate() {
  * exec-to-exit time of a dynamic glibc executable that does nothing against one with no loader and no libc,
  * interleaved, `rounds` each. Our Bun executable is a dynamic glibc program; Go Multus and the Go launcher are
  * not. glibc's start asks the CPU about its caches with a few dozen `cpuid` instructions, which a virtual machine
- * traps to its hypervisor (docs/performance.md, "glibc's start on this VM"). Unavailable, with the reason,
+ * traps to its hypervisor (docs/archive/performance.md, "glibc's start on this VM"). Unavailable, with the reason,
  * without a C compiler or off x86-64.
  */
 export function processStart(rounds = 200) {

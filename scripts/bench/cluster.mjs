@@ -1,7 +1,7 @@
 /**
  * Scenario `cluster` of scripts/bench.mjs (only when asked for: `--scenario cluster [--nodes N]
  * [--pods-per-node M] [--nads K]`): what every node's Multus daemon costs the API server and itself as the cluster
- * grows (docs/performance.md, "A cluster"). kwok v0.8.0 (test/peers/build-kwok.sh, built here on demand: no CI
+ * grows (docs/archive/performance.md, "A cluster"). kwok v0.8.0 (test/peers/build-kwok.sh, built here on demand: no CI
  * test uses it) simulates N-1 nodes and their pods beside one real kubelet node; K NADs across namespaces; then
  * resident_ts and go_thick in turn on the real node. This side builds kwok and the two images (density.mjs) and
  * runs scripts/bench/cluster/run.ts, which prints the `cluster` object.

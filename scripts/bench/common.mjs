@@ -109,9 +109,9 @@ export const cpuMs = (ticks, runs) => r2((ticks * 1000) / CLK_TCK / (runs || 1))
  * image unpacked, an install's copy) sits in the page cache in large folios, and a fault on it maps the whole
  * folio: 528 KiB per fault on a freshly built build/multus.bun against 64 KiB (the kernel's fault-around) once it
  * was read back from disk, which is where the Go peers' binaries, built days earlier, usually are
- * (docs/performance.md, "The installed executable's page cache"). The advice drops clean pages only: without the
+ * (docs/archive/performance.md, "The installed executable's page cache"). The advice drops clean pages only: without the
  * fsync, a file written less than the kernel's writeback interval (30 s) before kept them all, so a run right
- * after `npm run build` ran our executable from the build's folios and Go's from disk (docs/performance.md, "Each
+ * after `npm run build` ran our executable from the build's folios and Go's from disk (docs/archive/performance.md, "Each
  * event as its attachment is added"). Returns the files it dropped; a file that cannot be is left out.
  */
 export function evictPageCache(files) {
@@ -140,7 +140,7 @@ export function evictPageCache(files) {
  * renamed over it. `pieces`: as `multus install` copies (src/install/files.ts): 64 KiB writes, and the page cache
  * keeps them as written; `piecesDropped`: the same, then dropped from the page cache (the Bun executable, the
  * launcher); `copied`: as Go Multus' installers copy (`io.Copy` between two files is copy_file_range(2); so is `cp`'s). Returns the
- * files, by how each was written (docs/performance.md, "The installed copy kept in the page cache").
+ * files, by how each was written (docs/archive/performance.md, "The installed copy kept in the page cache").
  */
 export function rewriteAsInstalled({ pieces = [], piecesDropped = [], copied = [] }) {
   const done = { pieces_64k_kept: [], pieces_64k_dropped: [], copy_file_range_kept: [] };

@@ -196,17 +196,17 @@ export async function startTsDaemon({ exe, tmp, daemons }, tag, keys, env) {
 }
 
 /**
- * Go Multus thick's daemon (`goDaemon`) serving `delegateBytes` as its auto-generated config, talking to the
- * cluster `cl` as the multus service account, on node `nodeName`. {daemon, sock} or {error}.
+ * Go Multus thick's daemon (`goDaemon`) serving `delegateBytes` as its auto-generated config (of `cniVersion`),
+ * talking to the cluster `cl` as the multus service account, on node `nodeName`. {daemon, sock} or {error}.
  */
-export async function startGoDaemon({ tmp, daemons }, { goDaemon, delegateBytes, cl, nodeName }) {
+export async function startGoDaemon({ tmp, daemons }, { goDaemon, delegateBytes, cl, nodeName, cniVersion = '1.0.0' }) {
   const sock = join(tmp, 'sock-go');
   const dir = join(tmp, 'daemon-go');
   mkdirSync(join(dir, 'auto'), { recursive: true, mode: 0o700 });
   mkdirSync(join(dir, 'net.d'), { recursive: true });
   writeFileSync(join(dir, 'auto', '10-bench.conf'), delegateBytes);
   const cfg = {
-    cniVersion: '1.0.0',
+    cniVersion,
     socketDir: sock,
     cniConfigDir: join(dir, 'net.d'),
     multusConfigFile: 'auto',

@@ -4,7 +4,7 @@
  * base binary (the floor), the stripped base's `node -e 0` when the build cached one, multus VERSION, multus ADD
  * then DEL of one container, and the trivial delegate alone for ADD and for DEL; when build/multus is the launcher,
  * also VERSION of the Bun executable it starts, run directly (`direct_version`: the same call without the
- * launcher's exec, so `launcher` is its cost side by side). Then peak RSS in a phase of its own. Its keys go at the top level of the JSON line (docs/performance.md explains each).
+ * launcher's exec, so `launcher` is its cost side by side). Then peak RSS in a phase of its own. Its keys go at the top level of the JSON line (docs/archive/performance.md explains each).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';

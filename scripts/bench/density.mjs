@@ -1,7 +1,7 @@
 /**
  * Scenario `density` of scripts/bench.mjs (only when asked for: `--scenario density [--pods N]`): pod-ready
  * latency on the runtime tier's kubelet node with Multus installed by its DaemonSet, side by side for thin_ts,
- * resident_ts, go_thin and go_thick, N pods with two NADs each created by kube-burner (docs/performance.md,
+ * resident_ts, go_thin and go_thick, N pods with two NADs each created by kube-burner (docs/archive/performance.md,
  * "Density"). This side builds the two images offline (scripts/image.sh for ours, density/go-image.sh for Go
  * Multus v4.3.0) and runs scripts/bench/density/run.ts, which prints the `density` object.
  */

@@ -3,7 +3,7 @@
  * (`k8s.v1.cni.cncf.io/networks: nad-a,nad-b`) against the real kube-apiserver of test/k8s/cluster.ts, through
  * the lean client (a `tokenFile` kubeconfig) and through the @kubernetes/client-node fallback (an `exec`
  * credential kubeconfig), plus the API requests each ADD and DEL makes, counted from the API server's audit log.
- * The cluster runs in the helper process of k8s-helper.mjs. docs/performance.md describes the method and the keys.
+ * The cluster runs in the helper process of k8s-helper.mjs. docs/archive/performance.md describes the method and the keys.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';

@@ -2,7 +2,16 @@
 import { resolve } from 'node:path';
 
 /** The scenarios `--scenario` names (`all` runs delegates-only and kubernetes). */
-export const SCENARIO_NAMES = ['delegates-only', 'kubernetes', 'resident', 'density', 'shim-wait', 'cluster'];
+export const SCENARIO_NAMES = [
+  'delegates-only',
+  'kubernetes',
+  'resident',
+  'density',
+  'shim-wait',
+  'cluster',
+  'status',
+  'parallel',
+];
 /** The modes of scenario resident (`--modes`). */
 export const RESIDENT_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'];
 const DENSITY_MODES = ['thin_ts', 'resident_ts', 'resident_ts_multus_limits', 'go_thin', 'go_thick', 'go_thick_300mi'];
@@ -60,7 +69,11 @@ export function usage(code) {
       `  --rest-seconds S     the window at rest, default 120\n` +
       `  --restarts R         daemon restarts timed per mode (ready_ms: their median), default 3\n` +
       `  --start-repeats R    kill and start each daemon R times, the start's bytes of each (their noise), default 1\n` +
-      `  --node-lock FILE     hold FILE (flock) while the real node runs (a shared machine's kubelet lock)\n`,
+      `  --node-lock FILE     hold FILE (flock) while the real node runs (a shared machine's kubelet lock)\n` +
+      `scenario status (only when asked for: --scenario status; root; Go thick needs the Kubernetes binaries):\n` +
+      `  --status-rounds N    measured rounds of STATUS through every mode, default 100\n` +
+      `scenario parallel (only when asked for: --scenario parallel; root):\n` +
+      `  --parallel-rounds N  ADD/DEL pairs of a pod with four 1 s attachments, serial and parallel, default 3\n`,
   );
   process.exit(code);
 }
@@ -97,6 +110,8 @@ function defaults() {
     restarts: 3,
     startRepeats: 1,
     nodeLock: null,
+    statusRounds: 100,
+    parallelRounds: 3,
   };
 }
 
@@ -139,6 +154,8 @@ export function parseArgs(argv) {
     else if (k === '--restarts') o.restarts = int();
     else if (k === '--start-repeats') o.startRepeats = int();
     else if (k === '--node-lock') o.nodeLock = resolve(next());
+    else if (k === '--status-rounds') o.statusRounds = int();
+    else if (k === '--parallel-rounds') o.parallelRounds = int();
     else if (k === '--faults') {
       const v = next();
       o.faults = v === 'none' ? [] : v.split(',');

@@ -41,7 +41,7 @@ function checkModes(rc, tag, modes, takePod) {
  * `--writeback before-del` (off by default, so runs stay comparable), untimed, between an ADD and its DEL: every
  * dirty page written back, as the kernel has done on a node by the time a pod is deleted (after 30 s). Without it a
  * DEL comes a few ms after its ADD, while a file the ADD wrote without fsync has no blocks on disk yet, and removing
- * it costs less than on a node (docs/performance.md, "The daemon's delegates without chroot(8)", `--writeback`).
+ * it costs less than on a node (docs/archive/performance.md, "The daemon's delegates without chroot(8)", `--writeback`).
  */
 export function writebackBeforeDel(opts) {
   if (opts.writeback !== 'before-del') return;
@@ -85,7 +85,7 @@ function units(rc, tag, modes, takePod, windows, state) {
  * the process and its delegates, mean; `ticks` summed per key), and ratios to Go. `overhead` pools the ADD and DEL
  * samples: where a mode's ADD and DEL differ by more than their spread (Kubernetes mode), its median falls between
  * the two, the mean of the slowest DEL and the fastest ADD, and one slow call moves it. `overhead_pod` is each
- * round's ADD and DEL of one pod summed, the median over rounds: what a pod costs (docs/performance.md, "A pod's
+ * round's ADD and DEL of one pod summed, the median over rounds: what a pod costs (docs/archive/performance.md, "A pod's
  * ADD and DEL together").
  */
 export function modeFigures(modes, samples, ticks, delegateCalls) {
@@ -308,7 +308,7 @@ export async function concurrency(rc, tag, modes, takePod, extra, daemons = {}) 
     say(`resident/${tag}: ${n} concurrent ADDs through ${m}`);
     const d = daemons[m];
     // every burst from a quiet machine: the previous mode's burst (its calls' pod updates reach every daemon's
-    // informer) has settled, and a daemon at rest has had its second without a call (docs/performance.md, "The
+    // informer) has settled, and a daemon at rest has had its second without a call (docs/archive/performance.md, "The
     // burst from rest")
     if (k > 1 || d) await sleep(SETTLE_MS);
     const atStart = d?.rss();

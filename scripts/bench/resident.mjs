@@ -1,6 +1,6 @@
 /**
  * Scenario `resident` of scripts/bench.mjs: four ways of serving the same CNI calls, side by side in one run,
- * interleaved round by round (docs/performance.md, "Resident mode"):
+ * interleaved round by round (docs/archive/performance.md, "Resident mode"):
  *
  *   thin_ts      build/multus, exec'd per call (the thin plugin)
  *   resident_ts  build/multus-shim, exec'd per call, talking to `build/multus daemon --config <tmp>` on a socket
@@ -105,9 +105,10 @@ function availability({ exe, root, opts, k8sPresent }) {
 /**
  * The run's context: a real (empty) network namespace (Go Multus checks that CNI_NETNS is one; bound on a file
  * in the temp dir so Go thick's private mount namespace sees it too), one plugin dir for every mode (the trivial
- * delegate and host-local: Go thick's daemon looks in binDir only), the environment of a call, the configs.
+ * delegate and host-local: Go thick's daemon looks in binDir only), the environment of a call, the configs, every
+ * one of `cniVersion` (scenario status: 1.1.0, the first version with STATUS).
  */
-function prepare(ctx) {
+export function prepare(ctx, cniVersion = '1.0.0') {
   const { tmp, delegate } = ctx;
   const av = availability(ctx);
   const netns = join(tmp, 'netns-resident');
@@ -123,10 +124,10 @@ function prepare(ctx) {
     say(
       `resident: ${PLUGIN_DIR}/host-local is missing (apt-get install containernetworking-plugins): concurrency will fail`,
     );
-  const delegateConf = { cniVersion: '1.0.0', name: 'bench-net', type: delegate.type };
+  const delegateConf = { cniVersion, name: 'bench-net', type: delegate.type };
   /** A multus config for a mode: thin (type multus) or shim (type multus-shim + daemonSocketDir). */
   const confFor = (mode, extra, sockDir) => ({
-    cniVersion: '1.0.0',
+    cniVersion,
     name: 'multus-bench',
     type: mode === 'resident_ts' || mode === 'go_thick' ? 'multus-shim' : 'multus',
     ...(sockDir ? { daemonSocketDir: sockDir } : {}),
@@ -137,6 +138,7 @@ function prepare(ctx) {
   return {
     ...ctx,
     ...av,
+    cniVersion,
     netns,
     daemons: [],
     stops: [],
@@ -148,7 +150,7 @@ function prepare(ctx) {
 }
 
 /** thin_ts, resident_ts (with a daemon of `daemonKeys`) and go_thin for multus configs of `extra`. */
-async function tsAndGoThin(rc, tag, extra, daemonKeys) {
+export async function tsAndGoThin(rc, tag, extra, daemonKeys) {
   const conf = (m, sock) => JSON.stringify(rc.confFor(m, extra, sock));
   const modes = {};
   if (!rc.unavailable.thin_ts) modes.thin_ts = { file: rc.bins.thin_ts, conf: conf('thin_ts'), what: 'build/multus' };
@@ -210,13 +212,14 @@ async function startCluster(rc, helper) {
 }
 
 /** go_thick: Go thick's daemon talks to the API server with its own in-cluster client, not the conf's kubeconfig. */
-async function addGoThick(rc, modes, cl) {
+export async function addGoThick(rc, modes, cl) {
   if (rc.unavailable.go_thick) return undefined;
   const gd = await startGoDaemon(rc, {
     goDaemon: rc.bins.go_daemon,
     delegateBytes: rc.delegateBytes,
     cl,
     nodeName: NODE_NAME,
+    cniVersion: rc.cniVersion,
   });
   if (gd.error) {
     rc.unavailable.go_thick = gd.error;

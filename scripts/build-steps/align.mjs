@@ -7,7 +7,7 @@
  * folio of the page cache the window touches, whole. Bun's code lies 32 KiB off a 64 KiB boundary in its file,
  * so a file cached in 64 KiB folios (a `cp`, copy_file_range, readahead of a read) mapped two folios per fault:
  * 36.7 MiB peak RSS per call instead of 31.1. Aligned, a 64 KiB folio is exactly one window, as in Go's binaries
- * (docs/performance.md, "The installed copy kept in the page cache").
+ * (docs/archive/performance.md, "The installed copy kept in the page cache").
  *
  * Pure: bytes in, bytes out (test/unit/build/align.test.ts).
  */

@@ -11,7 +11,7 @@ import { ROOT, fail, log, ms, requireFromRoot, show } from './common.mjs';
 /**
  * Built-ins the thin path must load only where it uses them: each costs every call start-up time (the network
  * ones 4-20 ms under Bun); child_process and the stream-based ones pull in Bun's JavaScript streams, the largest
- * cost of a thin call before they were made lazy (docs/performance.md, "Where the thin plugin's time went").
+ * cost of a thin call before they were made lazy (docs/archive/performance.md, "Where the thin plugin's time went").
  */
 export const LAZY_BUILTINS = [
   'net',

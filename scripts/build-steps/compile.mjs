@@ -43,7 +43,7 @@ export const COMPILE_FLAGS = [
   '--no-compile-autoload-tsconfig',
   '--no-compile-autoload-package-json',
   // JavaScriptCore's tier-up thresholds x1000 from the start: a CNI call lives ~20 ms, and the JIT compiler's
-  // threads spent more CPU compiling its code than running it (a Kubernetes ADD 35 -> 28 ms CPU, docs/performance.md,
+  // threads spent more CPU compiling its code than running it (a Kubernetes ADD 35 -> 28 ms CPU, docs/archive/performance.md,
   // "Where the thin plugin's time went"). Every other role (the daemon above all) sets the normal policy back
   // when it loads the roles' bundle (src/load-roles.ts).
   '--compile-jit-policy=1000',

@@ -8,6 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  appendFileSync,
   closeSync,
   existsSync,
   linkSync,
@@ -35,10 +36,11 @@ export function findGo() {
 }
 
 /**
- * `go build` of dir into out for linux/`arch` (static, renamed over so a running copy keeps its inode).
- * @param {string} dir @param {string} out @param {string[]} [ldflags] @param {string} [arch]
+ * `go build` of dir into out for linux/`arch` (static, renamed over so a running copy keeps its inode), with `mark`
+ * appended.
+ * @param {string} dir @param {string} out @param {string[]} [ldflags] @param {Buffer} [mark] @param {string} [arch]
  */
-export function goBuild(dir, out, ldflags = [], arch = HOST_ARCH) {
+export function goBuild(dir, out, ldflags = [], mark = undefined, arch = HOST_ARCH) {
   const go = findGo();
   if (!go) fail(`go not found (PATH, /usr/local/go/bin): it builds ${show(out)} from ${dir}/`);
   const t = performance.now();
@@ -47,6 +49,7 @@ export function goBuild(dir, out, ldflags = [], arch = HOST_ARCH) {
     env: cleanEnv({ CGO_ENABLED: '0', GOOS: 'linux', GOARCH: arch }),
   });
   if (r.status !== 0) fail(`go build (${dir}/) exited ${r.status}: ${r.stderr}${r.stdout}`);
+  if (mark) appendFileSync(`${out}.new`, mark);
   renameSync(`${out}.new`, out);
   log(`${show(out)} (${mib(statSync(out).size)}, static, linux/${arch}) in ${ms(t)}`);
 }
@@ -71,7 +74,10 @@ export function buildLauncher(outdir, arch = HOST_ARCH) {
   const sum = createHash('sha256').update(compiled).digest();
   const id = sum.subarray(0, 8).toString('hex');
   const launcher = join(outdir, 'multus.launcher');
-  goBuild('launcher', launcher, [`-X main.payloadID=${id}`, ...entryFlags(arch)], arch);
+  // its size too (16 hex digits): a file of another size at the payload's path is not it (launcher/payload.go)
+  const size = compiled.length.toString(16).padStart(16, '0');
+  const flags = [`-X main.payloadID=${id}`, `-X main.payloadSize=${size}`, ...entryFlags(arch)];
+  goBuild('launcher', launcher, flags, undefined, arch);
   // launcher | payload | trailer (offset u64 LE, size u64 LE, SHA-256, magic): one file, copyable alone
   const head = readFileSync(launcher);
   const trailer = Buffer.alloc(64);

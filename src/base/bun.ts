@@ -5,7 +5,7 @@
  *
  * Why at all: Bun implements Node's streams in JavaScript, and the first use of one (process.stdin, process.stdout,
  * a child_process pipe, node:https) costs a compiled executable 20-40 million instructions, more than the rest of
- * a delegates-only ADD together; Bun.spawn's pipes and fetch do not use them (docs/performance.md, "Where the
+ * a delegates-only ADD together; Bun.spawn's pipes and fetch do not use them (docs/archive/performance.md, "Where the
  * thin plugin's time went").
  */
 

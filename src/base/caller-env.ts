@@ -9,12 +9,12 @@
  */
 
 export const HELD_PREFIX = 'MULTUS_TS_HELD_';
-export const LAUNCHER_VAR = 'MULTUS_TS_LAUNCHER';
 /**
- * The Bun executable beside the launcher is `.multus-bun-<id>` (launcher/main.go; a name no plugin `type` can have):
- * the launcher carries it and writes it there on its first run; installers copy it too, so that run is not slow.
+ * The rest of a held variable too long to carry in one (within 15 bytes of the kernel's 128 KiB a string): the
+ * launcher holds it as `MULTUS_TS_HELD_<NAME>=<start>` and `MULTUS_TS_MORE_<NAME>=<rest>` (launcher/env.go).
  */
-export const PAYLOAD_PREFIX = '.multus-bun-';
+export const MORE_PREFIX = 'MULTUS_TS_MORE_';
+export const LAUNCHER_VAR = 'MULTUS_TS_LAUNCHER';
 
 export type Environment = Record<string, string | undefined>;
 
@@ -22,11 +22,14 @@ export type Environment = Record<string, string | undefined>;
 export function callerEnv(env: Environment): Record<string, string> {
   const out: Record<string, string> = {};
   const launched = env[LAUNCHER_VAR] !== undefined;
+  const more: [string, string][] = [];
   for (const [key, value] of Object.entries(env)) {
     if (value === undefined) continue;
     if (!launched) out[key] = value;
     else if (key.startsWith(HELD_PREFIX) && key.length > HELD_PREFIX.length) out[key.slice(HELD_PREFIX.length)] = value;
+    else if (key.startsWith(MORE_PREFIX)) more.push([key.slice(MORE_PREFIX.length), value]);
   }
+  for (const [key, rest] of more) if (out[key] !== undefined) out[key] += rest;
   return out;
 }
 
@@ -35,8 +38,14 @@ export function launcherPath(env: Environment): string | undefined {
   return env[LAUNCHER_VAR] || undefined;
 }
 
-/** A raw `NAME=value` entry of /proc/self/environ as the caller gave it: the launcher's prefix taken off. */
+/**
+ * A raw `NAME=value` entry of /proc/self/environ as the caller gave it: the launcher's prefix taken off (the rest of
+ * a variable held in two parts comes out as `NAME=<rest>`).
+ */
 export function callerEntry(entry: Buffer): Buffer {
-  const prefix = Buffer.from(HELD_PREFIX, 'latin1');
-  return entry.subarray(0, prefix.length).equals(prefix) ? entry.subarray(prefix.length) : entry;
+  for (const p of [HELD_PREFIX, MORE_PREFIX]) {
+    const prefix = Buffer.from(p, 'latin1');
+    if (entry.subarray(0, prefix.length).equals(prefix)) return entry.subarray(prefix.length);
+  }
+  return entry;
 }

@@ -6,7 +6,7 @@
  * delegate's "try again later" (11) still leaves as 11 (Multus flattens it to 999). `toCniError` is the one
  * mapping every edge that answers uses (handle(), cli.ts, the daemon's endpoints, the operator commands): a
  * CniError as it is, anything else code 999; `isCallerFault` is the one rule of which codes blame the request
- * (1-8). Callers branch on `code`, never on message text.
+ * (1-8 but 5). Callers branch on `code`, never on message text.
  */
 
 export const CniCode = Object.freeze({
@@ -80,9 +80,10 @@ export function toCniError(err: unknown): CniError {
 }
 
 /**
- * Codes 1-8 (version, field, container, env, I/O, decoding, config, netns) say the request is at fault: the
- * daemon answers them 400 instead of 500, and dynamic networks do not retry them.
+ * Codes 1-4 and 6-8 (version, field, container, env, decoding, config, netns) say the request is at fault: the
+ * daemon answers them 400 instead of 500, and dynamic networks do not retry them. Code 5, an I/O failure (a full
+ * disk, a file that cannot be read), is the node's, not the request's: the same request may succeed later.
  */
 export function isCallerFault(code: number): boolean {
-  return code >= CniCode.IncompatibleVersion && code <= CniCode.InvalidNetns;
+  return code >= CniCode.IncompatibleVersion && code <= CniCode.InvalidNetns && code !== CniCode.IoFailure;
 }

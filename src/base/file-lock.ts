@@ -7,7 +7,7 @@
  * (SIGKILL included), so a killed call never leaves a lock behind, and no file is made (none is left beside the
  * caches for a roll back to Go Multus to find). A second call of the same process meets the name taken as one of
  * another process does. Why not flock(2): Bun's API has none, and its FFI, which could call it, needs the JIT,
- * which the thin plugin runs without (docs/performance.md, "The thin plugin without the JIT"); binding costs
+ * which the thin plugin runs without (docs/archive/performance.md, "The thin plugin without the JIT"); binding costs
  * ~0.1 ms, SQLite's record locks (tried) ~1.5 ms and 2 MiB per call.
  *
  * The abstract namespace is the network namespace's: every call of a node runs in the host's (the runtime's exec,

@@ -4,7 +4,8 @@
  * encoding helpers (sorted map keys, HTML-safe escapes) that make our cache bytes equal Go's.
  * Tested by test/unit/cni/request.test.ts (decoding), test/unit/multus/network-status.test.ts (Go's escapes).
  */
-import { CniCode, CniError, messageOf } from './errors.ts';
+import { CniCode, CniError } from './errors.ts';
+import { jsonSyntaxMessage } from './json-syntax.ts';
 
 export type Json = Record<string, unknown>;
 
@@ -50,7 +51,10 @@ export function corrupt(ctx: string, detail: string): CniError {
   return new CniError(CniCode.DecodingFailure, `${ctx}: ${detail}`);
 }
 
-/** Why JSON text is not an object: a syntax error (Node's message), or the type of value it holds. */
+/**
+ * Why JSON text is not an object: a syntax error (where, by line and column, never the bytes: base/json-syntax.ts),
+ * or the type of value it holds.
+ */
 export type JsonProblem = { syntax: string; cause: unknown } | { got: string };
 
 /** 'null', 'an array', or the typeof of a JSON value: for "must be an object, got ..." messages. */
@@ -64,21 +68,25 @@ export function jsonTypeOf(value: unknown): string {
  * codecs stay theirs.
  */
 export function decodeJsonObject(bytes: Buffer | string, fail: (problem: JsonProblem) => Error): Json {
+  const text = typeof bytes === 'string' ? bytes : bytes.toString('utf8');
   let value: unknown;
   try {
-    value = JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
+    value = JSON.parse(text);
   } catch (err) {
-    throw fail({ syntax: messageOf(err), cause: err });
+    throw fail({ syntax: jsonSyntaxMessage(text), cause: err });
   }
   if (!isObject(value)) throw fail({ got: jsonTypeOf(value) });
   return value;
 }
 
 export function parseJson(bytes: Buffer | string, ctx: string): unknown {
+  const text = typeof bytes === 'string' ? bytes : bytes.toString('utf8');
   try {
-    return JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
+    return JSON.parse(text);
   } catch (err) {
-    throw new CniError(CniCode.DecodingFailure, `${ctx} is not valid JSON: ${messageOf(err)}`, { cause: err });
+    throw new CniError(CniCode.DecodingFailure, `${ctx} is not valid JSON: ${jsonSyntaxMessage(text)}`, {
+      cause: err,
+    });
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * base/libc.ts: the libc call Node's API lacks, through Bun's FFI (`bun:ffi`), loaded once per process on first
  * use (about 1 ms: Bun compiles the call stubs). Bun's FFI needs the JIT: the thin plugin runs without it (the
- * launcher's roleEnv, docs/performance.md), and there, as under Node (the sources under vitest), there is none:
+ * launcher's roleEnv, docs/archive/performance.md), and there, as under Node (the sources under vitest), there is none:
  * callers fall back as their comments say. Used for a namespace's type (cni/netns.ts) and to drop an installed
  * executable's pages from the page cache (install/files.ts).
  */

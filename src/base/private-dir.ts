@@ -1,14 +1,16 @@
 /**
- * base/private-dir.ts: a directory only root may change (I/O: realpath, stat, chmod): the cache dir (cniDir) and
+ * base/private-dir.ts: a directory only root may change (I/O: realpath, stat): the cache dir (cniDir) and
  * the daemon's socketDir (issue 28, docs/reliability.md "Directories only root writes to").
  *
  * Each existing directory on the way to it (on the path as given and on its real path) must belong to root (or to
  * the user running us) and must not be writable by group or others, unless its sticky bit is set (/tmp): else
- * another user could swap the directory, or a link in it, for one of their own. The directory itself is the same
- * but for the write bits, which are taken away (0700), and the caller is told so. A directory that does not exist
- * yet is made later, 0700.
+ * another user could swap the directory, or a link in it, for one of their own. The directory itself (and the
+ * subdirectories we keep in it) must be writable by its owner alone, sticky bit or not: a shared directory such as
+ * /tmp is refused, never changed (a directory we did not make is not ours to chmod: Go Multus leaves it alone,
+ * and taking its write bits away would lock every other user out of it). A directory that does not exist yet is
+ * made later, 0700.
  */
-import { chmodSync, lstatSync, realpathSync, statSync } from 'node:fs';
+import { lstatSync, realpathSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 const STICKY = 0o1000;
@@ -40,15 +42,11 @@ function existingLineage(dir: string): string[] {
 
 export class UnsafeDirError extends Error {}
 
-/**
- * Throws UnsafeDirError when `dir` (or a directory above it) is not root's alone; returns a note when the
- * directory's own group/other write bits were taken away, else undefined.
- */
-export function securePrivateDir(dir: string, what: string, subdirs: string[] = []): string | undefined {
+/** Throws UnsafeDirError when `dir` (or a directory above it) is not root's alone; changes nothing. */
+export function securePrivateDir(dir: string, what: string, subdirs: string[] = []): void {
   const me = owner();
   for (const sub of subdirs) checkSubdir(resolve(dir, sub), what, me);
   const seen = new Set<string>();
-  let fixed: string | undefined;
   for (const d of [...lineage(dir), ...existingLineage(dir)]) {
     if (seen.has(d)) continue;
     seen.add(d);
@@ -62,17 +60,18 @@ export function securePrivateDir(dir: string, what: string, subdirs: string[] = 
       throw new UnsafeDirError(`${what} ${dir}: ${d} belongs to uid ${st.uid}, not root: chown it to root (mode 0700)`);
     }
     const writable = (st.mode & 0o022) !== 0;
+    const mode = (st.mode & 0o7777).toString(8);
     const isTarget = d === resolve(dir) || d === safeRealpath(dir);
     if (writable && isTarget) {
-      chmodSync(d, st.mode & 0o700);
-      fixed = `${what} ${d} was writable by others (mode ${(st.mode & 0o7777).toString(8)}): made 0700`;
+      throw new UnsafeDirError(
+        `${what} ${dir} is writable by group or others (mode ${mode}): use a directory of root's alone (mode 0700, e.g. /var/lib/cni/multus), or chmod it go-w`,
+      );
     } else if (writable && !(st.mode & STICKY)) {
       throw new UnsafeDirError(
-        `${what} ${dir}: ${d} is writable by group or others (mode ${(st.mode & 0o7777).toString(8)}): make it 0755 or use another directory`,
+        `${what} ${dir}: ${d} is writable by group or others (mode ${mode}): make it 0755 or use another directory`,
       );
     }
   }
-  return fixed;
 }
 
 /** A directory we keep inside `dir` (the result caches' `results`): a real directory of ours, if there. */
@@ -91,7 +90,11 @@ function checkSubdir(path: string, what: string, me: number): void {
   if (st.uid !== 0 && st.uid !== me) {
     throw new UnsafeDirError(`${what}: ${path} belongs to uid ${st.uid}, not root: remove it`);
   }
-  if ((st.mode & 0o022) !== 0) chmodSync(path, st.mode & 0o700);
+  if ((st.mode & 0o022) !== 0) {
+    throw new UnsafeDirError(
+      `${what}: ${path} is writable by group or others (mode ${(st.mode & 0o7777).toString(8)}): chmod it go-w`,
+    );
+  }
 }
 
 function safeRealpath(p: string): string | undefined {

@@ -7,16 +7,16 @@
  * output; result.ts does that.
  *
  * Each plugin runs in a process group of its own (so a timeout kills what it started too), which also means
- * nothing else kills that group when we are ended: the running groups are kept in `running`, and
- * `killRunningDelegates()` (called on SIGTERM, SIGINT and SIGHUP by the plugin's edge, cli.ts, and at the end of
- * the daemon's shutdown) SIGKILLs every one of them. SIGKILL of our own process leaves them: see
- * docs/reliability.md, "Signals end the delegates too".
+ * nothing else kills that group when we are ended. So every run takes the call's `AbortSignal`: once it is aborted
+ * (the plugin's stop signals, cli.ts; the daemon's shutdown after its grace, daemon/main.ts) the running plugin's
+ * group is SIGKILLed at once and no plugin is started (StoppingError, code 11). SIGKILL of our own process leaves
+ * them: see docs/reliability.md, "Signals end the delegates too".
  *
  * On Bun (build/multus) a plugin is started with `Bun.spawn`, its stdout and stderr written to unnamed files read
  * once it is gone (the thin plugin: plugin-output.ts), else (the daemon, or no such file) to pipes read as web
  * streams: node:child_process
  * there is built on Node streams written in JavaScript, which cost a thin call more than everything else it does
- * (docs/performance.md, "Where the thin plugin's time went"). Under Node (the unit tests) node:child_process runs
+ * (docs/archive/performance.md, "Where the thin plugin's time went"). Under Node (the unit tests) node:child_process runs
  * it; both keep the same rules: process group, bounded output, timeout, drain grace, ETXTBSY retry.
  */
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
@@ -35,23 +35,29 @@ export interface ExecOutput {
   timedOut: boolean;
 }
 
+/** One start of a plugin. */
+export interface ExecOptions {
+  path: string;
+  stdin: Buffer;
+  env: Record<string, string>;
+  /** After this long the plugin's group is killed and the output says `timedOut`. */
+  timeoutMs: number;
+  /** Arguments after the program, and its argv[0] if not `path` (the daemon's chroot wrapper sets both). */
+  args?: string[];
+  argv0?: string;
+  /**
+   * A directory only root can write to (the call's cache dir), where the thin plugin puts the plugin's output
+   * (plugin-output.ts); unused in the daemon, which never asks for output files.
+   */
+  outputDir?: string;
+  /** The call's cancel signal: once aborted, the plugin's group is killed at once and no plugin is started. */
+  signal?: AbortSignal;
+}
+
 export interface Exec {
   /** Absolute path of plugin `type` in the first of `dirs` that has it; CniError(7) otherwise. */
   findInPath(type: string, dirs: string[]): string;
-  /**
-   * `args`: arguments after the program, `argv0` its argv[0] if not `path` (the daemon's chroot wrapper sets both).
-   * `outputDir`: a directory only root can write to (the call's cache dir), where the thin plugin puts the
-   * plugin's output (plugin-output.ts); the daemon's wrappers pass none.
-   */
-  execPlugin(
-    path: string,
-    stdin: Buffer,
-    env: Record<string, string>,
-    timeoutMs: number,
-    args?: string[],
-    outputDir?: string,
-    argv0?: string,
-  ): Promise<ExecOutput>;
+  execPlugin(options: ExecOptions): Promise<ExecOutput>;
 }
 
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -140,15 +146,16 @@ export function assertExecutableFormat(path: string): void {
   }
 }
 
-/** One start of a plugin: what execPlugin was given. */
-interface PluginRun {
-  path: string;
-  stdin: Buffer;
-  env: Record<string, string>;
-  timeoutMs: number;
-  args: string[];
-  outputDir: string | undefined;
-  argv0: string | undefined;
+/** One start of a plugin: what execPlugin was given, `args` defaulted. */
+type PluginRun = ExecOptions & { args: string[] };
+
+/** Kills `pid`'s group when `signal` aborts (the plugin's output then says SIGKILL); the returned function stops that. */
+function killOnAbort(pid: number | undefined, signal: AbortSignal | undefined): () => void {
+  if (!signal || pid === undefined) return () => {};
+  const kill = () => killGroup(pid);
+  if (signal.aborted) kill();
+  else signal.addEventListener('abort', kill, { once: true });
+  return () => signal.removeEventListener('abort', kill);
 }
 
 function runOnce(run: PluginRun): Promise<ExecOutput> {
@@ -170,13 +177,13 @@ async function runOnceBun(bun: BunRuntime, run: PluginRun): Promise<ExecOutput> 
       detached: true,
     });
     if (files) {
-      const timedOut = await awaitExit(child, run.timeoutMs);
+      const timedOut = await awaitExit(child, run);
       const stdout = readOutputFile(files.stdout, MAX_OUTPUT_BYTES);
       return bunOutput(child, stdout, readOutputFile(files.stderr, MAX_OUTPUT_BYTES), timedOut);
     }
     const out = readBounded(pipeOf(child.stdout), MAX_OUTPUT_BYTES);
     const err = readBounded(pipeOf(child.stderr), MAX_OUTPUT_BYTES);
-    const timedOut = await awaitExit(child, run.timeoutMs);
+    const timedOut = await awaitExit(child, run);
     // 'exit' came; the pipes close once every holder is gone: wait for that only as long as the drain grace.
     let grace: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -191,27 +198,32 @@ async function runOnceBun(bun: BunRuntime, run: PluginRun): Promise<ExecOutput> 
 }
 
 /**
- * Until the plugin exits, or its timeout (true): then its group is killed and its reaping waited for no longer
- * than the drain grace.
+ * Until the plugin exits, or its timeout (true) or the abort of its signal: then its group is killed and its
+ * reaping waited for no longer than the drain grace.
  */
-async function awaitExit(child: BunSubprocess, timeoutMs: number): Promise<boolean> {
+async function awaitExit(child: BunSubprocess, { timeoutMs, signal }: PluginRun): Promise<boolean> {
   const pid = child.pid;
-  running.add(pid);
   let timedOut = false;
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<void>((resolve) => {
-    timer = setTimeout(() => {
-      timedOut = true;
-      killGroup(pid);
-      setTimeout(resolve, DRAIN_GRACE_MS);
-    }, timeoutMs);
-  });
+  let grace: NodeJS.Timeout | undefined;
+  let gone = (): void => {};
+  const killed = new Promise<void>((resolve) => (gone = resolve));
+  const kill = () => {
+    killGroup(pid);
+    grace ??= setTimeout(gone, DRAIN_GRACE_MS);
+  };
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill();
+  }, timeoutMs);
+  if (signal?.aborted) kill();
+  else signal?.addEventListener('abort', kill, { once: true });
   try {
-    await Promise.race([child.exited, expired]);
+    await Promise.race([child.exited, killed]);
   } finally {
     clearTimeout(timer);
+    clearTimeout(grace);
     // The plugin is gone: what it left running in its group (a daemon it started) is not ours to kill.
-    running.delete(pid);
+    signal?.removeEventListener('abort', kill);
   }
   return timedOut;
 }
@@ -221,13 +233,12 @@ function bunOutput(child: BunSubprocess, stdout: Buffer, stderr: Buffer, timedOu
   return { stdout, stderr, exitCode: child.exitCode, signal: exited ? child.signalCode : 'SIGKILL', timedOut };
 }
 
-function runOnceNode({ path, stdin, env, timeoutMs, args, argv0 }: PluginRun): Promise<ExecOutput> {
+function runOnceNode({ path, stdin, env, timeoutMs, args, argv0, signal }: PluginRun): Promise<ExecOutput> {
   return new Promise((resolve, reject) => {
     // A process group of its own, so a timeout kills whatever the plugin started too. Loaded here: Bun never needs it.
     const { spawn } = process.getBuiltinModule('node:child_process');
     const child = spawn(path, args, { argv0, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-    const pid = child.pid;
-    if (pid !== undefined) running.add(pid);
+    const unwatch = killOnAbort(child.pid, signal);
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     collect(child.stdout, out, { left: MAX_OUTPUT_BYTES });
@@ -239,6 +250,7 @@ function runOnceNode({ path, stdin, env, timeoutMs, args, argv0 }: PluginRun): P
     const finish = () => {
       if (settled || !exit) return;
       settled = true;
+      unwatch();
       clearTimeout(timer);
       clearTimeout(drain);
       child.stdout.destroy();
@@ -261,16 +273,16 @@ function runOnceNode({ path, stdin, env, timeoutMs, args, argv0 }: PluginRun): P
       }, DRAIN_GRACE_MS);
     }, timeoutMs);
     child.on('error', (e) => {
-      if (pid !== undefined) running.delete(pid);
+      unwatch();
       clearTimeout(timer);
       settled = true;
       reject(e);
     });
     // 'exit' fires when the plugin is gone; 'close' only once every holder of its pipes is gone too.
-    child.on('exit', (code, signal) => {
+    child.on('exit', (code, sig) => {
       // The plugin is gone: what it left running in its group (a daemon it started) is not ours to kill.
-      if (pid !== undefined) running.delete(pid);
-      exit = { code, signal };
+      unwatch();
+      exit = { code, signal: sig };
       drain = setTimeout(finish, DRAIN_GRACE_MS);
     });
     child.on('close', finish);
@@ -280,15 +292,9 @@ function runOnceNode({ path, stdin, env, timeoutMs, args, argv0 }: PluginRun): P
   });
 }
 
-/** The process groups (leader pids) of the plugins running now. */
-const running = new Set<number>();
-/** Set once this process stops: no plugin is started after (stopStartingDelegates). */
-let stopped = false;
-
 /**
- * From now on no plugin is started in this process: a call that would start one fails with code 11 (its scratch
- * cache stays for the runtime's DEL). The daemon's shutdown after its grace and the plugin's stop signals call it
- * before they kill the running groups, so a rollback cannot start a delegate that outlives them (issue 28).
+ * A call whose signal is aborted starts no plugin: it fails with code 11 (its scratch cache stays for the runtime's
+ * DEL), so a rollback cannot start a delegate that outlives the stop that killed the running ones (issue 28).
  */
 export class StoppingError extends CniError {
   constructor(path: string) {
@@ -296,21 +302,6 @@ export class StoppingError extends CniError {
       details: "the call was cut short by a stop; the runtime's DEL finds what it left in the caches",
     });
   }
-}
-
-export function stopStartingDelegates(): void {
-  stopped = true;
-}
-
-/**
- * SIGKILLs the process group of every plugin still running (our own process is about to end, or the daemon's
- * shutdown grace is over). Returns how many groups it signalled.
- */
-export function killRunningDelegates(): number {
-  const groups = [...running];
-  running.clear();
-  for (const pid of groups) killGroup(pid);
-  return groups.length;
 }
 
 /**
@@ -346,16 +337,15 @@ const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = {
 };
 
 /**
- * For a process that serves one call (the thin plugin, passthru): on any of STOP_SIGNALS, kill every running
- * delegate's group, then end by the same signal as before (the listener is gone, so the default action runs). Bun
- * ignores SIGQUIT by default: a process still alive shortly after its own signal exits 128 + the signal's number,
- * as a shell reports a death by that signal.
+ * For a process that serves one call (the thin plugin, passthru): on any of STOP_SIGNALS, abort the call's signal
+ * (which kills the running delegate's group, and starts no other), then end by the same signal as before (the
+ * listener is gone, so the default action runs). Bun ignores SIGQUIT by default: a process still alive shortly
+ * after its own signal exits 128 + the signal's number, as a shell reports a death by that signal.
  */
-export function exitOnStopSignals(): void {
+export function exitOnStopSignals(call: AbortController): void {
   const onSignal = (sig: NodeJS.Signals) => {
     for (const s of STOP_SIGNALS) process.removeListener(s, onSignal);
-    stopStartingDelegates();
-    killRunningDelegates();
+    call.abort(new Error(`caught ${sig}`));
     process.kill(process.pid, sig);
     setTimeout(() => process.exit(128 + (SIGNAL_NUMBERS[sig] ?? 0)), 100);
   };
@@ -372,19 +362,12 @@ function killGroup(pid: number | undefined): void {
   }
 }
 
-export async function execPlugin(
-  path: string,
-  stdin: Buffer,
-  env: Record<string, string>,
-  timeoutMs: number,
-  args: string[] = [],
-  outputDir?: string,
-  argv0?: string,
-): Promise<ExecOutput> {
+export async function execPlugin(options: ExecOptions): Promise<ExecOutput> {
+  const { path, signal } = options;
   for (let attempt = 1; ; attempt++) {
-    if (stopped) throw new StoppingError(path);
+    if (signal?.aborted) throw new StoppingError(path);
     try {
-      return await runOnce({ path, stdin, env, timeoutMs, args, outputDir, argv0 });
+      return await runOnce({ ...options, args: options.args ?? [] });
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // libcni raw_exec.go: a plugin binary being replaced (upgrade) is briefly "text file busy".

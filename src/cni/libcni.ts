@@ -58,6 +58,8 @@ export interface NetworkDeps {
   baseEnv: Record<string, string>;
   cniDir: string;
   timeoutMs: number;
+  /** The call's cancel signal (exec.ts): aborted, the running delegate is killed and no other is started. */
+  signal?: AbortSignal;
 }
 
 export function buildPluginConfig(
@@ -120,7 +122,9 @@ async function runPlugin(
   deps.log.debug(`${command} ${plugin.type} ifname=${rt?.ifName ?? ''} stdin=${stdin.toString()}`);
   let out: ExecOutput;
   try {
-    const started = deps.exec.execPlugin(path, stdin, pluginEnv(command, rt, deps), deps.timeoutMs, [], deps.cniDir);
+    const env = pluginEnv(command, rt, deps);
+    const { timeoutMs, cniDir: outputDir, signal } = deps;
+    const started = deps.exec.execPlugin({ path, stdin, env, timeoutMs, outputDir, ...(signal ? { signal } : {}) });
     runDeferredSyncs(); // while the plugin runs (the scratch cache's, in the thin plugin: base/files.ts)
     out = await started;
   } catch (e) {

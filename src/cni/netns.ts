@@ -11,7 +11,7 @@
  * A namespace file is on nsfs (statfs, as the plugins' ns.GetNS checks). Its type: a /proc/<pid>/ns/<type> link
  * names it ("net:[4026532281]"); a bind mount of a namespace (what runtimes pass) is asked with NS_GET_NSTYPE
  * through Bun's FFI where the process has it (base/libc.ts: the daemon). The thin plugin runs without the JIT and
- * so without FFI (docs/performance.md): there a bind-mounted namespace of another type passes as Go Multus and
+ * so without FFI (docs/archive/performance.md): there a bind-mounted namespace of another type passes as Go Multus and
  * the plugins' ns.GetNS let it pass (its delegates' setns then fails); docs/reliability.md, finding 9.
  * Tested by test/unit/host/handle.test.ts (the netns rule per command) and test/fixture/hardening-caches.test.ts
  * (finding 9, on build/multus).

@@ -4,10 +4,10 @@
  * `parseNetwork` turns one delegate (a single-plugin config or a conflist) into a `Network`; parsers take bytes
  * or objects and return new values. `loadNetworkFile`, `loadNetworkPath` and `findNetworkInDir` only read files
  * and directories and hand the bytes to the parsers, as libcni's FromBytes/FromFile split does
- * (docs/behaviour.md, "Delegate configs").
+ * (docs/behaviour.md#delegate-config, "What reaches a delegate").
  * Tested by test/unit/multus/conf.test.ts (parseNetwork, files, conflists), test/unit/multus/nad.test.ts.
  */
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { BOOLEAN_MAP, STRING, STRINGS, decodeObject, getKey, invalid, readFlag, withContext } from '../base/keys.ts';
@@ -227,11 +227,31 @@ function ioError(err: unknown, path: string, what: string): CniError {
   return new CniError(CniCode.IoFailure, `cannot read ${what} ${path}: ${messageOf(err)}`, { cause: err });
 }
 
+/** A config file is a regular file of at most this many bytes (as stdin's cap, cni/request.ts). */
+const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
+
+/**
+ * A config file's bytes: a regular file only (a device such as /dev/zero, or a FIFO, is refused before it is read)
+ * and at most MAX_CONFIG_FILE_BYTES (docs/reliability.md, "Config files are read with a bound").
+ */
 function readConfigFile(path: string): Buffer {
+  let fd: number | undefined;
   try {
-    return readFileSync(path);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    const st = fstatSync(fd);
+    // a directory is read as libcni does (EISDIR, an I/O failure); a device, FIFO or socket is never read
+    if (!st.isFile() && !st.isDirectory()) {
+      throw invalid(`CNI config file ${path} is not a regular file: point the config at a file`);
+    }
+    if (st.size > MAX_CONFIG_FILE_BYTES) {
+      throw invalid(`CNI config file ${path} is ${st.size} bytes, over the ${MAX_CONFIG_FILE_BYTES} a config may have`);
+    }
+    return readFileSync(fd);
   } catch (err) {
+    if (err instanceof CniError) throw err;
     throw ioError(err, path, 'CNI config file');
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 

@@ -4,7 +4,7 @@
  * read as web streams while it runs.
  *
  * Pipes read as web streams cost a thin call about a millisecond of CPU and 0.7 MiB more of Bun's code than
- * files read once at the end (docs/performance.md, "A plugin's output in files, and no worker threads"), so the
+ * files read once at the end (docs/archive/performance.md, "A plugin's output in files, and no worker threads"), so the
  * thin plugin uses files (`useOutputFiles`), in the cache dir its call was given: root's alone (host/prepare.ts
  * checks it before any plugin runs), so no other user can fill the file system under them or reach them, and the
  * root fs' reserve is root's. Where that directory takes no O_TMPFILE (a file system without it), and in the
@@ -23,7 +23,7 @@ let filesWanted = false;
 /**
  * From now on a plugin's output goes to unnamed files where the caller gives a directory. The thin plugin's
  * choice (cli.ts), which serves one call; the daemon keeps its pipes: in the bench its anonymous memory while busy
- * was 1-3 MiB higher with the files (docs/performance.md).
+ * was 1-3 MiB higher with the files (docs/archive/performance.md).
  */
 export function useOutputFiles(): void {
   filesWanted = true;

@@ -167,7 +167,7 @@ export function removeResultCache(cniDir: string, networkName: string, container
  * Every file in `<cniDir>/results`, sorted by name as libcni GetCachedAttachments does; a missing directory is
  * an empty list. With a containerId filter, only files whose name contains `-<containerId>-` are read (libcni names
  * each `<network>-<containerId>-<ifName>`, so no other file can be this container's): a DEL reads its own few files,
- * not every pod's on the node (docs/performance.md, "A DEL reads its own caches"). Those decoded are then matched on
+ * not every pod's on the node (docs/archive/performance.md, "A DEL reads its own caches"). Those decoded are then matched on
  * their `containerId` field (a file name cannot be split reliably: network names may contain '-'); a corrupt one is
  * kept, so the caller can still report or remove it.
  */

@@ -11,6 +11,7 @@ import { isIP } from 'node:net';
 import { isAbsolute } from 'node:path';
 import { messageOf } from '../base/errors.ts';
 import { isObject } from '../base/json.ts';
+import { jsonSyntaxMessage } from '../base/json-syntax.ts';
 import type { LogLevel } from '../base/log.ts';
 import { parseLogLevel } from '../base/log.ts';
 import { isSupportedVersion, SUPPORTED_VERSIONS } from '../base/versions.ts';
@@ -131,11 +132,12 @@ function int(raw: Record<string, unknown>, key: string, min: number, max: number
 const FILE_NAME = /^[A-Za-z0-9_.+-]+$/;
 
 export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
+  const text = typeof bytes === 'string' ? bytes : bytes.toString('utf8');
   let raw: unknown;
   try {
-    raw = JSON.parse(typeof bytes === 'string' ? bytes : bytes.toString('utf8'));
-  } catch (e) {
-    throw new DaemonConfigError(`daemon config is not valid JSON: ${messageOf(e)}`);
+    raw = JSON.parse(text);
+  } catch {
+    throw new DaemonConfigError(`daemon config is not valid JSON: ${jsonSyntaxMessage(text)}`);
   }
   if (!isObject(raw)) throw new DaemonConfigError('daemon config must be a JSON object');
 

@@ -23,6 +23,7 @@ export interface DelegateHttpDeps {
   multusConf: () => Buffer;
   limit: number;
   links?: DelegateDeps['links'];
+  signal?: AbortSignal;
 }
 
 /** The commands `/delegate` runs (Multus thick's HandleDelegateRequest: no GC). */
@@ -69,7 +70,11 @@ export async function serveDelegate(req: IncomingMessage, res: ServerResponse, d
   const call = await readRequest(req, res, deps.limit, (body) => decodeDelegateBody(body, deps.daemonEnv));
   if (!call) return;
   const key = call.containerId === '' ? `\0delegate${anonymous++}` : call.containerId;
-  const api: DelegateDeps = { host: deps.host, ...(deps.links ? { links: deps.links } : {}) };
+  const api: DelegateDeps = {
+    host: deps.host,
+    ...(deps.links ? { links: deps.links } : {}),
+    ...(deps.signal ? { signal: deps.signal } : {}),
+  };
   try {
     const result = await deps.queue.run(key, () => runDelegate({ req: call, conf: servedConf(deps.multusConf) }, api));
     const ms = (performance.now() - started).toFixed(1);

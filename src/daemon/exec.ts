@@ -6,7 +6,7 @@
  * (argv, no shell; the wrapper calls chroot(2) then execs the plugin in place, so the process, its group and its
  * timeout kill are the plugin's own). The wrapper is the launcher the daemon was started by, under its name
  * `multus-chroot` (launcher/main.go; one exec, as Multus' Go sets `Chroot` on the child it forks), else chroot(8),
- * a program whose own start costs each delegate call about 0.6 ms more (docs/performance.md, "The daemon's
+ * a program whose own start costs each delegate call about 0.6 ms more (docs/archive/performance.md, "The daemon's
  * delegates without chroot(8)"). `timedExec` reports each plugin lookup and each delegate call's duration
  * and outcome to the metrics. `boundedExec` runs at most `delegateConcurrency` plugin processes at once (the
  * others wait, first come first served): the daemon's container memory limit counts every delegate it runs, and
@@ -51,8 +51,9 @@ export function chrootExec(inner: Exec, root: string, wrapper: ChrootWrapper): E
       );
       return found.slice(join(root, '/').length - 1); // the same path as seen inside the root
     },
-    execPlugin(path, stdin, env, timeoutMs, args = []) {
-      return inner.execPlugin(wrapper.program, stdin, env, timeoutMs, [root, path, ...args], undefined, wrapper.argv0);
+    execPlugin({ path, args = [], ...run }) {
+      const argv0 = wrapper.argv0 === undefined ? {} : { argv0: wrapper.argv0 };
+      return inner.execPlugin({ ...run, path: wrapper.program, args: [root, path, ...args], ...argv0 });
     },
   };
 }
@@ -69,15 +70,15 @@ export function timedExec(inner: Exec, metrics: Metrics): Exec {
         metrics.pluginLookup(type, ok);
       }
     },
-    async execPlugin(path, stdin, env, timeoutMs, args) {
+    async execPlugin(run) {
       const t = performance.now();
       let ok = false;
       try {
-        const out = await inner.execPlugin(path, stdin, env, timeoutMs, args);
+        const out = await inner.execPlugin(run);
         ok = out.exitCode === 0;
         return out;
       } finally {
-        metrics.delegateCall(basename(path), env.CNI_COMMAND ?? '', (performance.now() - t) / 1000, ok);
+        metrics.delegateCall(basename(run.path), run.env.CNI_COMMAND ?? '', (performance.now() - t) / 1000, ok);
       }
     },
   };
@@ -102,13 +103,35 @@ export function boundedExec(inner: Exec, limit: number): Exec {
   };
   return {
     findInPath: (type, dirs) => inner.findInPath(type, dirs),
-    async execPlugin(path, stdin, env, timeoutMs, args) {
+    async execPlugin(run) {
       await acquire();
       try {
-        return await inner.execPlugin(path, stdin, env, timeoutMs, args);
+        return await inner.execPlugin(run);
       } finally {
         release();
       }
     },
+  };
+}
+
+/** An Exec that says how many plugins it is running now. */
+export interface CountedExec extends Exec {
+  running(): number;
+}
+
+/** `inner`, counting its plugins running now (the shutdown says how many delegates its end killed). */
+export function countedExec(inner: Exec): CountedExec {
+  let running = 0;
+  return {
+    findInPath: (type, dirs) => inner.findInPath(type, dirs),
+    async execPlugin(run) {
+      running++;
+      try {
+        return await inner.execPlugin(run);
+      } finally {
+        running--;
+      }
+    },
+    running: () => running,
   };
 }

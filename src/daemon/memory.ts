@@ -10,7 +10,7 @@
  * - while requests flow, on growth, as Go's GOGC does, of what its container is charged for: when a request ends
  *   and the process's anonymous memory has grown by `growth` times its size after the last collection, and by
  *   `minGrowthBytes` at least. Never on a clock: once a second while busy cost the daemon 20-70 ms of CPU a
- *   second, half of Multus' 0.1 CPU (docs/performance.md, "The daemon's CPU under load");
+ *   second, half of Multus' 0.1 CPU (docs/archive/performance.md, "The daemon's CPU under load");
  * - at rest, once no request has been pending for `idleMs` after one ended, then `atRest` (the daemon unmaps the
  *   file pages it no longer uses, daemon/pages.ts); armed by a request's end or by `restSoon()`, which the daemon
  *   calls once ready, after the node's pod events and after a /metrics scrape. `atRest` never runs on the busy
@@ -18,7 +18,7 @@
  * - and again at rest, without a collection, when the file pages have grown back by `regrowBytes` since: the
  *   daemon reads its file-backed pages (/proc/self/statm, one small read) `settleMs` after the drop, when its
  *   collector's threads have mapped code back, then every `recheckMs`. Code also runs without a request: the
- *   watches' bookmarks (about once a minute each), a connection's close, the runtime's timers (docs/performance.md,
+ *   watches' bookmarks (about once a minute each), a connection's close, the runtime's timers (docs/archive/performance.md,
  *   "The daemon at rest stays at rest", "The second drop after the idle collection"). Stopped by the next request,
  *   armed again by the next collection at rest.
  * Under Node (tests) there is no `Bun` and nothing is collected.
@@ -98,12 +98,12 @@ export interface CollectingQueue extends RequestQueue {
  */
 const GROWTH = 0.5;
 const MIN_GROWTH_BYTES = 6 << 20;
-/** Code run at rest maps back 1-5 MiB of the executable at a time (docs/performance.md): checked every 10 s. */
+/** Code run at rest maps back 1-5 MiB of the executable at a time (docs/archive/performance.md): checked every 10 s. */
 const RECHECK_MS = 10_000;
 /**
  * A second after the drop that follows a collection the daemon has 14-15 MiB of file pages mapped again, after a
  * drop alone 9-12 (its collector's threads are among what faults them in): the first check comes this soon
- * (docs/performance.md, "The second drop after the idle collection").
+ * (docs/archive/performance.md, "The second drop after the idle collection").
  */
 const SETTLE_MS = 1000;
 const REGROW_BYTES = 1 << 20;
@@ -191,7 +191,7 @@ const MOST_UNDER_A_SMALL_LIMIT = 4;
 /**
  * What a small limit must keep for other than delegates: the daemon's own pages (20-30 MiB in a burst) and the
  * kernel memory of the pods' interfaces its delegates create, charged to its container until the pods go (~0.1
- * MiB per pod with three: 13-18 MiB at 100 pods; docs/performance.md "Density at N = 100 after the merges").
+ * MiB per pod with three: 13-18 MiB at 100 pods; docs/archive/performance.md "Density at N = 100 after the merges").
  */
 const KEPT_FOR_DAEMON_AND_LINKS_MIB = 40;
 /** One delegate running: a Go plugin and its IPAM child, ~2 MiB of their own plus page tables and stacks. */

@@ -46,6 +46,8 @@ export interface ServerDeps {
   multusConf?: () => Buffer;
   /** `/delegate`'s view of a sandbox's links (default: nsenter + ip); tests give a fake. */
   links?: SandboxLinks;
+  /** The daemon's stop, every call's cancel signal: aborted after the shutdown grace (daemon/main.ts). */
+  signal?: AbortSignal;
 }
 
 /** A distinct queue key for calls without a container (STATUS, GC, bad requests): they run in parallel. */
@@ -72,7 +74,8 @@ export function createCniServer(deps: ServerDeps): Server {
     const done = deps.metrics?.requestStarted(command);
     let answer: CniAnswer;
     try {
-      answer = await deps.queue.run(key, () => handle(deps.host, call));
+      const signal = deps.signal ? { signal: deps.signal } : {};
+      answer = await deps.queue.run(key, () => handle(deps.host, { ...call, ...signal }));
     } finally {
       done?.();
     }

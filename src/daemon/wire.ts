@@ -1,7 +1,7 @@
 /**
  * daemon/wire.ts: the HTTP wire the daemon's endpoints share (`/cni`, `/delegate`): reading a body under a
  * limit, decoding Multus thick's `{"env": {...}, "config": <base64>}`, and answering JSON with one request
- * per connection. An error answers with its CNI error JSON: 400 when the caller is at fault (codes 1-8,
+ * per connection. An error answers with its CNI error JSON: 400 when the caller is at fault (codes 1-8 but 5,
  * base/errors.ts `isCallerFault`), 500 otherwise.
  * Tested by test/unit/daemon/server.test.ts (bodies, limits, statuses).
  */

@@ -38,6 +38,8 @@ export interface CniCall {
   stdin: Buffer;
   /** Set by the process edge when a CNI_* variable held bytes `env` cannot carry (host/raw-env.ts). */
   envProblem?: CniError;
+  /** The call's cancel signal: aborted, its running delegate is killed and no other started (cni/exec.ts). */
+  signal?: AbortSignal;
 }
 
 export interface CniAnswer {
@@ -81,6 +83,7 @@ export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
       conf,
       env: call.env,
       ...(call.envProblem ? { envProblem: call.envProblem } : {}),
+      ...(call.signal ? { signal: call.signal } : {}),
     });
     return answer(await runLocked(ctx.req, conf, () => COMMANDS[command](ctx)), cniVersion);
   } catch (e) {

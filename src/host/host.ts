@@ -17,6 +17,7 @@ import type { CommandDeps, DeviceDeps } from '../multus/commands/context.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { Clock } from '../base/backoff.ts';
 import type { ReadinessDeps } from '../multus/readiness.ts';
+import { refuseNestedExec } from '../multus/nesting.ts';
 import { realReadinessDeps } from '../multus/readiness.ts';
 import type { NetnsRouteDeps } from '../routes/netns-routes.ts';
 import type { Env } from '../cni/request.ts';
@@ -51,7 +52,8 @@ export function createHost(o: HostOptions): Host {
   const connect = o.connectKube ?? connectKube;
   const loggers = new WeakMap<MultusConf, Logger>();
   return {
-    exec: o.exec ?? realExec,
+    // the meta-plugin is never a delegate (multus/nesting.ts); a host given its exec (the daemon) wraps its own
+    exec: o.exec ?? refuseNestedExec(realExec),
     clock: o.clock ?? { now: () => Date.now(), sleep: (ms) => sleep(ms) },
     readiness: o.readiness ?? realReadinessDeps,
     ...(o.routes ? { routes: o.routes } : {}),
@@ -106,7 +108,7 @@ export function commandDeps(host: Host, env: Env, log: Logger): CommandDeps {
 
 /**
  * The Kubernetes client, only when the config names a kubeconfig or the in-cluster service environment is
- * set (docs/behaviour.md, "Kubernetes mode"). The client module is imported on demand, so delegates-only
+ * set (docs/kubernetes.md, "Kubeconfig"). The client module is imported on demand, so delegates-only
  * calls never load it.
  */
 async function connectKube(conf: MultusConf, env: Env, log: Logger): Promise<KubeClient | undefined> {

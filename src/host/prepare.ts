@@ -10,7 +10,6 @@
  * test/unit/hotplug/dynamic.test.ts (the other two doors).
  */
 import { CniCode, CniError } from '../base/errors.ts';
-import type { Logger } from '../base/log.ts';
 import { UnsafeDirError, securePrivateDir } from '../base/private-dir.ts';
 import type { K8sArgs } from '../cni/cniargs.ts';
 import { checkNetns } from '../cni/netns.ts';
@@ -36,6 +35,8 @@ export interface Call<R extends DoorRequest> {
   k8s?: K8sArgs;
   /** Set by the process edge when a CNI_* variable held bytes `env` cannot carry (host/raw-env.ts). */
   envProblem?: CniError;
+  /** The call's cancel signal, handed to every delegate it runs (cni/exec.ts). */
+  signal?: AbortSignal;
 }
 
 interface CommandRule {
@@ -65,19 +66,18 @@ export async function prepare<R extends DoorRequest>(host: Host, call: Call<R>):
   log.verbose(`${req.command} containerId=${req.containerId} netns=${req.netns} ifname=${req.ifName} args=${req.args}`);
   // on DEL, GC and STATUS a CNI_NETNS that is not a network namespace goes as a missing one (cni/netns.ts)
   const checked = checkNetns(req, rule.netnsMustExist);
-  secureCacheDir(conf.cniDir, log);
+  secureCacheDir(conf.cniDir);
   // CNI_ARGS are decoded here, before any wait (Multus' order)
-  const ctx = callContext(checked, conf, commandDeps(host, call.env, log), call.k8s);
+  const ctx = callContext(checked, conf, commandDeps(host, call.env, log), call.k8s, call.signal);
   if (rule.readiness === 'wait') await waitUntilReady(ctx);
   if (rule.readiness === 'note') await noteReadiness(ctx);
   return ctx;
 }
 
 /** The cache dir is root's alone, or no call touches it (base/private-dir.ts; issue 28, docs/reliability.md). */
-function secureCacheDir(cniDir: string, log: Logger): void {
+function secureCacheDir(cniDir: string): void {
   try {
-    const note = securePrivateDir(cniDir, 'cniDir', ['results']);
-    if (note) log.warn(note);
+    securePrivateDir(cniDir, 'cniDir', ['results']);
   } catch (e) {
     if (!(e instanceof UnsafeDirError)) throw e;
     throw new CniError(CniCode.InvalidConfig, e.message, {

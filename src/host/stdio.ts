@@ -4,7 +4,7 @@
  * The thin plugin reads its config and writes its answer and log lines with plain read(2)/write(2) calls instead
  * of process.stdin/stdout/stderr: on Bun those are Node streams implemented in JavaScript, and touching the first
  * one costs a call ~35 million instructions, more than the rest of a delegates-only ADD
- * (docs/performance.md, "Where the thin plugin's time went"). A descriptor another process left non-blocking
+ * (docs/archive/performance.md, "Where the thin plugin's time went"). A descriptor another process left non-blocking
  * answers EAGAIN: reads then wait a millisecond and try again, writes too (synchronously: a log line must be out
  * before the next step), so nothing is lost or reordered.
  */

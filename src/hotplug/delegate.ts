@@ -70,6 +70,8 @@ export function selectionOf(req: DelegateRequest, podNamespace: string): Network
 export interface DelegateDeps {
   host: Host;
   links?: SandboxLinks;
+  /** The daemon's stop: aborted after its shutdown grace, it kills the call's running delegate (cni/exec.ts). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -116,7 +118,8 @@ async function delegateFor(
  */
 export async function runDelegate(call: DelegateCall, deps: DelegateDeps): Promise<CniResult | null> {
   const { req, conf } = call;
-  const ctx = await prepare(deps.host, { req, conf, env: req.env, ...(call.k8s ? { k8s: call.k8s } : {}) });
+  const signal = deps.signal ? { signal: deps.signal } : {};
+  const ctx = await prepare(deps.host, { req, conf, env: req.env, ...signal, ...(call.k8s ? { k8s: call.k8s } : {}) });
   if (req.command === 'STATUS') {
     if (req.config.length > 0)
       await statusNetwork(parseNetwork(req.config, { source: 'the /delegate config' }), ctx.net);

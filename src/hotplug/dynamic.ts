@@ -82,6 +82,8 @@ export interface DynamicDeps {
   pods?: PodSource;
   links?: SandboxLinks;
   now?: () => number;
+  /** The daemon's stop: every call's cancel signal (cni/exec.ts). */
+  signal?: AbortSignal;
 }
 
 export interface DynamicNetworks {
@@ -295,7 +297,8 @@ class Dynamic implements DynamicNetworks {
     };
     const k8s = podK8sArgs(pod.metadata);
     const call = { req, conf, k8s, ...(change.selection ? { selection: change.selection } : {}) };
-    await runDelegate(call, { host: this.d.host, ...(this.d.links ? { links: this.d.links } : {}) });
+    const signal = this.d.signal ? { signal: this.d.signal } : {};
+    await runDelegate(call, { host: this.d.host, ...signal, ...(this.d.links ? { links: this.d.links } : {}) });
   }
 
   private async reconcile(conf: MultusConf, kube: KubeClient, sb: KnownSandbox, pod: Pod): Promise<void> {

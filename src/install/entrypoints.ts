@@ -11,7 +11,8 @@
 import { join } from 'node:path';
 import { CURRENT_VERSION } from '../base/versions.ts';
 import { VERSION } from '../host/handle.ts';
-import { copyExecutableAtomic, errText, linkExecutableAtomic, payloadsBeside, sameFile } from './files.ts';
+import { copyExecutableAtomic, errText, linkExecutableAtomic, sameFile } from './files.ts';
+import { payloadsBeside, prunePayloads } from './payloads.ts';
 import { type FlagStyle, type GoFlag, parseGoFlags, printDefaults } from './goflags.ts';
 import { runInstaller } from './main.ts';
 import { FLAGS, InstallError, parseInstallArgs } from './options.ts';
@@ -144,6 +145,8 @@ export async function installMultusMain(
       file === 'passthru' ? `passthru cni ${join(srcDir, file)} copy succeeded!\n` : `multus ${file} copy succeeded!\n`,
     );
   }
+  // the Bun executables earlier builds left there, quietly (docs/build.md, "The launcher")
+  await prunePayloads(dest).catch(() => []);
   return 0;
 }
 

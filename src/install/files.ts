@@ -8,7 +8,6 @@ import { chmod, link, lstat, mkdir, readFile, readdir, rename, rm, stat, unlink 
 import { basename, dirname, join } from 'node:path';
 import { writeFileAtomic } from '../base/files.ts';
 import { POSIX_FADV_DONTNEED, libc } from '../base/libc.ts';
-import { PAYLOAD_PREFIX } from '../base/caller-env.ts';
 import { InstallError } from './options.ts';
 
 export function sha256(b: Buffer | string): string {
@@ -102,7 +101,7 @@ export async function sameFile(a: string, b: string): Promise<boolean> {
  * cached, runs 2-3 ms faster than from disk, a fault mapping one folio instead of sixteen pages. 64 KiB is the
  * window, and the build moves the Bun executable's segments to 64 KiB boundaries in the file
  * (scripts/build-steps/align.mjs; before, its code lay 32 KiB off one and a 64 KiB folio straddled two windows).
- * docs/performance.md, "The installed copy kept in the page cache".
+ * docs/archive/performance.md, "The installed copy kept in the page cache".
  */
 const COPY_PIECE = 64 << 10;
 
@@ -121,7 +120,7 @@ function keepsCopyCached(name: string): boolean {
 /**
  * While copying, the pages that are not to stay are let go every this many bytes: the page cache is charged to the
  * installing container, and the 230 MB an install reads and writes would otherwise take it to its memory limit
- * (150Mi in deployments/multus-ts-thin.yml) and make the kernel reclaim inside it (docs/performance.md, "The
+ * (150Mi in deployments/multus-ts-thin.yml) and make the kernel reclaim inside it (docs/archive/performance.md, "The
  * installed copy kept in the page cache").
  */
 const DROP_EVERY = 8 << 20;
@@ -217,12 +216,3 @@ export async function removeIfExists(path: string): Promise<boolean> {
 }
 
 export { basename, join };
-
-/** The Bun executables (`.multus-bun-<id>`) beside the launcher `launcher`, by name (none when there are none). */
-export async function payloadsBeside(launcher: string): Promise<string[]> {
-  try {
-    return (await readdir(dirname(launcher))).filter((n) => n.startsWith(PAYLOAD_PREFIX) && !n.includes('.tmp-'));
-  } catch {
-    return [];
-  }
-}

@@ -4,7 +4,7 @@
  * Steps, as Multus' thin entrypoint: check the dirs; copy the executable (and `passthru`, `multus-shim` beside
  * it) into the CNI bin dir; write the service account kubeconfig to <conf dir>/multus.d/multus.kubeconfig;
  * copy the given 00-multus conf, or (`auto`) wait for the master CNI config and generate 00-multus.conf(list)
- * from it (multusconf.ts). Then keep running: every second (unless --skip-config-watch) rewrite the kubeconfig
+ * from it (multus/generate-conf.ts). Then keep running: every second (unless --skip-config-watch) rewrite the kubeconfig
  * when the token or CA changed and regenerate when the master changed, was replaced by another or our file
  * went missing (renamed away by another CNI, Cilium's `.cilium_bak`: a warning in the log and a Warning event on
  * the node, renamed-conf.ts); on stop (SIGTERM), remove the generated file when --cleanup-config-on-exit. With
@@ -41,7 +41,7 @@ import { GENERATED_FILES, generateMultusConf, pickMaster } from '../multus/gener
 import { InstallError, type InstallOptions, parseDaemonSetRef } from './options.ts';
 import { type DeletionState, deletionState } from './uninstall.ts';
 import { RENAMED_REASON, renamedAway, renamedAwayMessage } from '../multus/renamed-conf.ts';
-import { payloadsBeside } from './files.ts';
+import { payloadsBeside, prunePayloads } from './payloads.ts';
 import type { Env } from '../cni/request.ts';
 
 export interface InstallDeps {
@@ -131,6 +131,8 @@ async function copyBinaries(src: string, o: InstallOptions, deps: InstallDeps): 
     await linkExecutableAtomic(join(o.cniBinDir, 'multus'), o.cniBinDir, 'passthru');
     deps.log(`passthru is linked to ${join(o.cniBinDir, 'multus')}`);
   }
+  // what earlier builds' launchers wrote there (the upgrade path; docs/build.md, "The launcher")
+  for (const name of await prunePayloads(o.cniBinDir)) deps.log(`${name} is removed: no launcher there carries it`);
 }
 
 /** Writes the kubeconfig when the token or CA changed since `st` (or on the first call). */

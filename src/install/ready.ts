@@ -13,6 +13,8 @@ import { join, resolve } from 'node:path';
 import { backoffSchedule, DEFAULT_BACKOFF, type BackoffOptions } from '../base/backoff.ts';
 import type { ReadinessDeps } from '../multus/readiness.ts';
 import { InstallError } from './options.ts';
+import { messageOf } from '../base/errors.ts';
+import { parseJson } from '../base/json.ts';
 
 export interface ReadyArgs {
   file: string;
@@ -85,12 +87,12 @@ async function installedConf(dir: string): Promise<Installed | null | string> {
     }
     let conf: Record<string, unknown>;
     try {
-      const parsed = JSON.parse(text) as Record<string, unknown>;
+      const parsed = parseJson(text, 'its text') as Record<string, unknown>;
       const plugins = parsed.plugins;
       conf = Array.isArray(plugins) ? (plugins[0] as Record<string, unknown>) : parsed;
       if (conf === null || typeof conf !== 'object') throw new Error('no plugin object');
     } catch (e) {
-      return `${path} is not a multus config: ${(e as Error).message}`;
+      return `${path} is not a multus config: ${messageOf(e)}`;
     }
     const indicator = typeof conf.readinessindicatorfile === 'string' ? conf.readinessindicatorfile : '';
     const b = conf.readinessBackoff as Partial<BackoffOptions> | undefined;

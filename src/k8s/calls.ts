@@ -109,13 +109,13 @@ export function nodeEvent(nodeName: string, type: EventInput['type'], reason: st
   };
 }
 
-let eventSeq = 0n;
-
 /**
  * client-go's legacy recorder: name `<pod>.<unix nanos in hex>`, source component "multus", count 1. Date
  * has milliseconds only, and ADD posts its events together: the sub-millisecond part is a per-process
  * sequence, so two events of one call never share a name (the API server would refuse the second, 409).
  */
+let eventSeq = 0n;
+
 let nodeName: string | undefined;
 
 /** This host's name, read as Go's os.Hostname reads it (node:os is one more built-in for a call to load). */

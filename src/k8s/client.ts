@@ -200,6 +200,8 @@ class Client implements KubeClient, WatchClient {
 export interface LoadKubeClientOptions {
   /** The `kubeconfig` key of 00-multus.conf ('' for none). */
   kubeconfig: string;
+  /** The kubeconfig's context to use instead of its current-context (`kubectl multus --context`). */
+  context?: string;
   /** The process environment (KUBERNETES_SERVICE_HOST / _PORT select the in-cluster config). */
   env: Env;
   timeoutMs?: number;
@@ -226,6 +228,7 @@ async function resolveConfig(
     try {
       return await loadKubeconfigFile(o.kubeconfig, {
         parseYaml: async (text) => (await loadFallback()).parseYaml(text),
+        ...(o.context ? { context: o.context } : {}),
       });
     } catch (err) {
       throw contextError(o.kubeconfig, err);
@@ -255,7 +258,7 @@ export async function loadKubeClient(o: LoadKubeClientOptions): Promise<(KubeCli
   let session: FallbackSession | undefined;
   if (cfg.fallback) {
     try {
-      session = (await loadFallback()).openKubeconfig(cfg.path);
+      session = (await loadFallback()).openKubeconfig(cfg.path, cfg.contextName);
     } catch (err) {
       throw contextError(cfg.path, err);
     }

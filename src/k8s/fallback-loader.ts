@@ -9,7 +9,8 @@ import type { FallbackSession } from './fallback.ts';
 
 export interface FallbackModule {
   parseYaml(text: string): unknown;
-  openKubeconfig(path: string): FallbackSession;
+  parseYamlDocuments(text: string): unknown[];
+  openKubeconfig(path: string, context?: string): FallbackSession;
 }
 
 /** Relative to base/embedded.ts: the embedded bundle, else src/k8s/fallback.ts. */

@@ -38,9 +38,22 @@ export function parseYaml(text: string): unknown {
   try {
     return yaml.load(text);
   } catch (err) {
-    const e = err as { reason?: unknown; mark?: { line?: unknown } };
-    const line = typeof e.mark?.line === 'number' ? ` at line ${e.mark.line + 1}` : '';
-    throw new Error(`invalid YAML${line}: ${typeof e.reason === 'string' ? e.reason : 'cannot parse'}`, { cause: err });
+    throw yamlError(err);
+  }
+}
+
+function yamlError(err: unknown): Error {
+  const e = err as { reason?: unknown; mark?: { line?: unknown } };
+  const line = typeof e.mark?.line === 'number' ? ` at line ${e.mark.line + 1}` : '';
+  return new Error(`invalid YAML${line}: ${typeof e.reason === 'string' ? e.reason : 'cannot parse'}`, { cause: err });
+}
+
+/** Every document of a YAML stream (js-yaml's loadAll; `kubectl multus validate -f`), errors as `parseYaml`'s. */
+export function parseYamlDocuments(text: string): unknown[] {
+  try {
+    return yaml.loadAll(text);
+  } catch (err) {
+    throw yamlError(err);
   }
 }
 
@@ -70,9 +83,10 @@ function toCredentials(o: HttpsOptionsOut): FallbackCredentials {
 const CREDENTIAL_TTL_MS = 60_000;
 
 /** A client-node KubeConfig for `path` (current-context), kept for the life of the client. */
-export function openKubeconfig(path: string): FallbackSession {
+export function openKubeconfig(path: string, context?: string): FallbackSession {
   const kc = new KubeConfig();
   kc.loadFromFile(path);
+  if (context) kc.setCurrentContext(context);
   let agent: Agent | undefined;
   let cached: { at: number; value: Promise<FallbackCredentials> } | undefined;
   return {

@@ -4,7 +4,7 @@
  * fallback, a header with several values: fetch would join them into one line).
  *
  * Why: Bun's node:https is built on Node streams written in JavaScript; loading it and running four requests cost
- * a thin ADD ~45 million instructions and ~7 MiB, its fetch ~10 million (docs/performance.md, "Where the thin
+ * a thin ADD ~45 million instructions and ~7 MiB, its fetch ~10 million (docs/archive/performance.md, "Where the thin
  * plugin's time went"). The rules stay those of transport.ts: the same credentials per request (tokens and
  * rotated certificate files re-read by `Credentials`), TLS verified against the kubeconfig's CA (or the system
  * roots) unless insecure-skip-tls-verify, tls-server-name as SNI and verified name, one deadline covering

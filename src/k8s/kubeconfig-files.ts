@@ -43,6 +43,8 @@ export function checkFiles(cfg: ClientConfig): void {
 export interface KubeconfigLoadDeps {
   /** A full YAML parser for what `parseYamlSubset` refuses (js-yaml from the fallback module). */
   parseYaml?: (text: string) => Promise<unknown>;
+  /** The context to use instead of current-context (kubectl's --context). */
+  context?: string;
 }
 
 /** Reads, parses and resolves the kubeconfig at `path` and checks the files it names. */
@@ -55,7 +57,7 @@ export async function loadKubeconfigFile(path: string, deps: KubeconfigLoadDeps 
     if (!(err instanceof YamlSubsetError) || !deps.parseYaml) throw err;
     doc = await deps.parseYaml(text);
   }
-  const cfg = resolveKubeconfig(doc, path);
+  const cfg = resolveKubeconfig(doc, path, deps.context);
   checkFiles(cfg);
   return cfg;
 }

@@ -272,16 +272,16 @@ function resolveUser(name: string, user: Obj, dir: string): ResolvedUser {
 
 /**
  * The client settings of a parsed kubeconfig's current-context. Relative file paths resolve against
- * `dirname(path)`. An http:// server gets no credentials, as client-go sends them only over TLS. Throws
+ * `dirname(path)`. `context` (kubectl's --context) replaces current-context. An http:// server gets no credentials, as client-go sends them only over TLS. Throws
  * `KubeconfigError` with client-go's wording where client-go refuses the file too.
  */
-export function resolveKubeconfig(doc: unknown, path: string): ClientConfig {
+export function resolveKubeconfig(doc: unknown, path: string, context?: string): ClientConfig {
   if (!isObject(doc)) return fail('invalid configuration: no configuration has been provided');
   const contexts = namedEntries(doc, 'contexts', 'context');
   const clusters = namedEntries(doc, 'clusters', 'cluster');
   const users = namedEntries(doc, 'users', 'user');
   const contextName =
-    str(doc, 'current-context', 'kubeconfig') ?? fail('invalid configuration: current-context is not set');
+    context || (str(doc, 'current-context', 'kubeconfig') ?? fail('invalid configuration: current-context is not set'));
   const ctx =
     contexts.get(contextName) ??
     fail(`invalid configuration: context was not found for specified context: ${contextName}`);

@@ -13,6 +13,8 @@ import type { MultusConf } from './conf.ts';
 import type { Network } from '../cni/network.ts';
 import { parseNetwork } from '../cni/network.ts';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
+import { parseJsonObject } from '../base/json.ts';
+import { jsonSyntaxMessage } from '../base/json-syntax.ts';
 import { VALID_NAME } from '../base/names.ts';
 import type { Logger } from '../base/log.ts';
 import type { Delegate } from './attachments.ts';
@@ -53,7 +55,8 @@ function loadChain(conf: MultusConf, name: string): Network {
     // no directory: the chain is just passthru, and is not added
   }
   const plugins: Record<string, unknown>[] = [{ type: 'passthru', name: 'passthru-cni' }];
-  for (const file of files) plugins.push(JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, unknown>);
+  for (const file of files)
+    plugins.push(parseJsonObject(readFileSync(join(dir, file)), `auxiliary chain plugin ${join(dir, file)}`));
   return parseNetwork({ cniVersion: conf.cniVersion, name, plugins });
 }
 
@@ -61,18 +64,25 @@ function loadChain(conf: MultusConf, name: string): Network {
  * The `passthru` plugin: ADD prints an empty result in the config's version (or passes prevResult through);
  * every other command succeeds with no output. It is this same executable, run under the name `passthru`.
  */
+/** Multus' passthru: version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"). */
+const PASSTHRU_VERSIONS = SUPPORTED_VERSIONS.filter((v) => v >= '0.3.0');
+
+/** What Multus' passthru (skel) prints on stderr when CNI_COMMAND is empty: its about text and versions. */
+export const PASSTHRU_ABOUT = `Passthrough CNI Plugin v1.0\nCNI protocol versions supported: ${PASSTHRU_VERSIONS.join(', ')}\n`;
+
 export function passthru(command: string, stdin: Buffer): string {
   if (command === 'VERSION') {
-    return JSON.stringify({ cniVersion: '1.1.0', supportedVersions: SUPPORTED_VERSIONS.filter((v) => v >= '0.3.0') });
+    return JSON.stringify({ cniVersion: '1.1.0', supportedVersions: PASSTHRU_VERSIONS });
   }
   if (command !== 'ADD') return '';
   let conf: { cniVersion?: string; prevResult?: unknown };
+  const text = stdin.toString();
   try {
-    conf = JSON.parse(stdin.toString()) as typeof conf;
-  } catch (e) {
+    conf = JSON.parse(text) as typeof conf;
+  } catch {
     throw new CniError(
       CniCode.DecodingFailure,
-      `passthru: failed to decode the network config from stdin: ${messageOf(e)}`,
+      `passthru: failed to decode the network config from stdin: ${jsonSyntaxMessage(text)}`,
     );
   }
   if (conf.prevResult) return JSON.stringify(conf.prevResult);

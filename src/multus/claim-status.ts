@@ -28,7 +28,7 @@ interface ClaimRef {
 
 /** The field manager of one sandbox's entries (at most 128 characters, as the API requires). */
 function claimFieldManager(containerId: string): string {
-  // node:crypto is loaded here, not at start-up: it costs every call millions of instructions (docs/performance.md).
+  // node:crypto is loaded here, not at start-up: it costs every call millions of instructions (docs/archive/performance.md).
   const hash = () => process.getBuiltinModule('node:crypto').createHash('sha256').update(containerId).digest('hex');
   const id = containerId.length <= 100 ? containerId : hash();
   return `multus-ts/${id}`;

@@ -14,9 +14,10 @@
  * | key | type | default | meaning |
  * |---|---|---|---|
  * | `readinessBackoff` | object | `{"initialMs": 250, "factor": 4, "jitter": 0.1, "steps": 4}` | how long to wait for `readinessindicatorfile`: `steps` sleeps (whole number 0..20) of `initialMs * factor^i` ms (numbers > 0), each stretched by up to `jitter` (0..1) |
- * | `delegateTimeoutSeconds` | number > 0, at most 2147483 | 60 | a delegate plugin still running after this long is killed |
- * | `strictCapabilities` | boolean | false | stricter runtimeConfig/capabilities handling for delegates (the planner defines it; see README) |
+ * | `delegateTimeoutSeconds` | number, at least 1, at most 2147483 | 60 | a delegate plugin still running after this long is killed |
+ * | `strictCapabilities` | boolean | false | stricter runtimeConfig/capabilities handling for delegates (the planner defines it; docs/configuration.md) |
  * | `publishClaimNetworkData` | boolean | false | write an attachment's interface, IPs and MAC into its DRA claim's `status.devices[]` (KEP-4817, docs/behaviour.md#claim-network-data) |
+ * | `parallelAttachments` | boolean | false | a pod's attachments at once, bounded, for ADD, DEL and CHECK (docs/behaviour.md#parallel-attachments) |
  */
 import { CniCode, CniError } from '../base/errors.ts';
 import {
@@ -73,6 +74,7 @@ export interface MultusConf {
   delegateTimeoutMs: number;
   strictCapabilities: boolean;
   publishClaimNetworkData: boolean;
+  parallelAttachments: boolean;
   /** Things the caller should log, e.g. an unknown log level. */
   warnings: string[];
   /** The decoded stdin, untouched. */
@@ -122,6 +124,7 @@ export const MULTUS_KEYS: readonly string[] = [
   'delegateTimeoutSeconds',
   'strictCapabilities',
   'publishClaimNetworkData',
+  'parallelAttachments',
 ];
 
 /**
@@ -251,7 +254,11 @@ type RuntimeKeys =
   | 'runtimeConfig'
   | 'delegateTimeoutMs'
   | 'strictCapabilities'
-  | 'publishClaimNetworkData';
+  | 'publishClaimNetworkData'
+  | 'parallelAttachments';
+
+/** The shortest delegate timeout: a plugin process's start alone takes milliseconds. */
+const MIN_DELEGATE_TIMEOUT_SECONDS = 1;
 
 /** The longest delay a timer holds, in whole seconds: 2^31-1 ms. */
 const MAX_TIMER_SECONDS = Math.floor(0x7fffffff / 1000);
@@ -260,6 +267,13 @@ function parseRuntime(wire: Record<string, unknown>): Pick<MultusConf, RuntimeKe
   getKey(wire, 'prevResult', OBJECT); // docs/behaviour.md#conf-keys: only checked; nothing in the thin plugin uses it
   const backoff = getKey(wire, 'readinessBackoff', OBJECT);
   const timeoutSeconds = getKey(wire, 'delegateTimeoutSeconds', POSITIVE) ?? DEFAULT_DELEGATE_TIMEOUT_SECONDS;
+  if (timeoutSeconds < MIN_DELEGATE_TIMEOUT_SECONDS) {
+    // issue 51, finding 14: 1e-9 killed every delegate as it started
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `delegateTimeoutSeconds ${timeoutSeconds} is under its minimum, ${MIN_DELEGATE_TIMEOUT_SECONDS}: no delegate starts and ends in less; give at least ${MIN_DELEGATE_TIMEOUT_SECONDS}`,
+    );
+  }
   if (timeoutSeconds > MAX_TIMER_SECONDS) {
     // a longer delay would fire at once (after 1 ms): every delegate killed as it starts (issue 28)
     throw new CniError(
@@ -278,6 +292,7 @@ function parseRuntime(wire: Record<string, unknown>): Pick<MultusConf, RuntimeKe
     delegateTimeoutMs: Math.max(1, Math.round(timeoutSeconds * 1000)),
     strictCapabilities: getKey(wire, 'strictCapabilities', BOOLEAN) ?? false,
     publishClaimNetworkData: getKey(wire, 'publishClaimNetworkData', BOOLEAN) ?? false,
+    parallelAttachments: getKey(wire, 'parallelAttachments', BOOLEAN) ?? false,
   };
 }
 

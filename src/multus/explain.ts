@@ -21,6 +21,7 @@ import type { MultusConf } from './conf.ts';
 import type { Attachment } from './attachments.ts';
 import { capabilityArgsFor, delegateArgsFor } from './attachments.ts';
 import { planAdd } from './plan-add.ts';
+import { PARALLEL_ATTACHMENTS, attachmentSteps } from './overlap.ts';
 import type { PodLookup } from './podnetworks.ts';
 
 export interface PlannedPlugin {
@@ -55,6 +56,8 @@ export interface Explanation {
   defaultRoutes: RoutePlan[] | undefined;
   warnings: string[];
   errors: PlanError[];
+  /** With `parallelAttachments`: the interface names of each step, in order (docs/behaviour.md#parallel-attachments). */
+  steps?: string[][];
 }
 
 const asError = (e: unknown): PlanError => {
@@ -108,6 +111,9 @@ export async function explainAdd(
     defaultRoutes: plan.defaultRoutes,
     warnings: [...conf.warnings, ...plan.warnings],
     errors,
+    ...(conf.parallelAttachments
+      ? { steps: attachmentSteps(plan.attachments, true).map((step) => step.map((i) => plan.attachments[i]!.ifName)) }
+      : {}),
   };
 }
 
@@ -154,6 +160,10 @@ export function formatExplanation(x: Explanation): string {
     }
   });
   if (x.attachments.length === 0) lines.push('  (no attachment)');
+  if (x.steps && x.attachments.length > 0) {
+    const steps = x.steps.map((step) => step.join(' + ')).join(', then ');
+    lines.push(`  at once (parallelAttachments, at most ${PARALLEL_ATTACHMENTS} together): ${steps}`);
+  }
   if (!x.defaultRoutes) lines.push('  default routes: as the plugins set them');
   else {
     lines.push('  default routes:');

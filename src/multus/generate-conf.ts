@@ -22,6 +22,7 @@
  */
 import { goMarshal } from '../base/gojson.ts';
 import { isObject } from '../base/json.ts';
+import { jsonSyntaxMessage } from '../base/json-syntax.ts';
 
 /** A master config that cannot be used; the message names its path. */
 export class MasterConfigError extends Error {}
@@ -168,8 +169,8 @@ function parseMaster(masterText: string, path: string): Record<string, unknown> 
   let master: unknown;
   try {
     master = JSON.parse(masterText);
-  } catch (e) {
-    bad(path, `cannot read master CNI config json: ${(e as Error).message}`);
+  } catch {
+    bad(path, `cannot read master CNI config json: ${jsonSyntaxMessage(masterText)}`);
   }
   if (!isObject(master)) bad(path, 'not a JSON object');
   return master;

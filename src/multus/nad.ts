@@ -15,6 +15,8 @@ import type { Nad } from '../k8s/types.ts';
 import type { AttachmentSource, Delegate } from './attachments.ts';
 import type { AttachmentRequest } from './fields.ts';
 import { isObject } from '../base/json.ts';
+import { jsonSyntaxMessage } from '../base/json-syntax.ts';
+import { assertNoMetaPlugin } from './nesting.ts';
 
 export const RESOURCE_NAME_ANNOTATION = 'k8s.v1.cni.cncf.io/resourceName';
 /** Multus #1520: the pools a selection element's `resourceName` may pick for this NAD (comma-separated). */
@@ -24,22 +26,25 @@ export function networkFromNad(nad: Nad, confDir: string): Network {
   const { name, namespace } = nad.metadata;
   const config = nad.spec?.config;
   if (config === undefined || config === '') {
+    let network: Network;
     try {
-      return findNetworkInDir(confDir, name);
+      network = findNetworkInDir(confDir, name);
     } catch (e) {
       throw wrapError(
         e,
         `NetworkAttachmentDefinition ${namespace}/${name} has an empty spec.config and no config file named "${name}" was found`,
       );
     }
+    assertNoMetaPlugin(network, `the config file of NetworkAttachmentDefinition ${namespace}/${name}`);
+    return network;
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(config);
-  } catch (e) {
+  } catch {
     throw new CniError(
       CniCode.InvalidConfig,
-      `NetworkAttachmentDefinition ${namespace}/${name}: spec.config is not JSON: ${(e as Error).message}`,
+      `NetworkAttachmentDefinition ${namespace}/${name}: spec.config is not JSON: ${jsonSyntaxMessage(config)}`,
     );
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
@@ -48,10 +53,12 @@ export function networkFromNad(nad: Nad, confDir: string): Network {
       `NetworkAttachmentDefinition ${namespace}/${name}: spec.config must be a JSON object (a CNI config or conflist)`,
     );
   }
-  return parseNetwork(parsed as Record<string, unknown>, {
+  const network = parseNetwork(parsed as Record<string, unknown>, {
     defaultName: name,
     source: `NetworkAttachmentDefinition ${namespace}/${name}`,
   });
+  assertNoMetaPlugin(network, `NetworkAttachmentDefinition ${namespace}/${name}`);
+  return network;
 }
 
 /**

@@ -1,6 +1,5 @@
 /**
- * plan-add.ts: the one planner of an ADD (pure but for reading the auxiliary chain's files and the NADs through
- * the resolver's client): what ADD runs (commands/add.ts) and what `multus plan` shows (explain.ts), so both
+ * plan-add.ts: the one planner of an ADD: what ADD runs (commands/add.ts) and what `multus plan` shows (explain.ts), so both
  * give the same verdict with the same messages.
  *
  * The steps: the pod's delegates (podnetworks.ts: the config's cluster and default networks, the default-network
@@ -8,6 +7,9 @@
  * config's version, the auxiliary chain last, the interface names, the capabilities no plugin declares (a warning,
  * or an error with strictCapabilities), the result cache file names, and the default-route moves. ADD stops at the
  * first error; with `collect` (`multus plan`) every error is handed to it and planning goes on past it.
+ * Not pure: through the resolver it reads the auxiliary chain's files, the pod, its NADs and, in ADD mode, the
+ * kubelet's device assignments and the pod's DRA claims, and posts the Warning events of a missing NAD or a
+ * refused pool (podnetworks.ts); `multus plan` skips the devices.
  */
 import { CniCode, CniError, wrapError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';

@@ -9,7 +9,8 @@
  * order (docs/behaviour.md#networks-annotation, docs/behaviour.md#nad). Every NAD is fetched once per call; ADD stops
  * at the first failure, before a delegate runs, and `multus plan` collects them all. `nadDelegate` is the one NAD
  * fetch (hot-plug uses it too), with the one "cannot find" message. API economy: one GET for the pod and one per NAD
- * (at most N+2 requests per ADD with the status write).
+ * (N+2 requests per ADD of N NADs with the status write, plus the events; a pod that names DRA claims adds its
+ * claims' and their ResourceSlices' reads, devices/dra.ts).
  * Tested by test/unit/multus/kube-commands.test.ts, test/e2e-k8s/pod-networks.test.ts.
  */
 import type { K8sArgs } from '../cni/cniargs.ts';
@@ -152,21 +153,36 @@ export async function nadDelegate(
   return delegateFromNad(nad, confDir, sel.request, source);
 }
 
-/** clusterNetwork/defaultNetworks: NADs in multusNamespace for plain names, else config names or paths. */
+/**
+ * clusterNetwork/defaultNetworks (only clusterNetwork with `clusterOnly`): NADs in multusNamespace for plain names,
+ * else config names or paths.
+ */
 async function clusterDelegates(
   conf: MultusConf,
   podNamespace: string,
   kube: KubeClient | undefined,
+  clusterOnly = false,
 ): Promise<Delegate[]> {
   const found = new Map<string, Delegate>();
   if (kube && conf.clusterNetwork) {
-    const names = [conf.clusterNetwork, ...(conf.systemNamespaces.includes(podNamespace) ? [] : conf.defaultNetworks)];
-    for (const name of new Set(names.filter((n) => n && !n.includes('/')))) {
+    const defaults = clusterOnly || conf.systemNamespaces.includes(podNamespace) ? [] : conf.defaultNetworks;
+    for (const name of new Set([conf.clusterNetwork, ...defaults].filter((n) => n && !n.includes('/')))) {
       const nad = await fetchNad(kube, conf.multusNamespace, name);
       if (nad) found.set(name, delegateFromNad(nad, conf.confDir, {}, 'default'));
     }
   }
-  return resolveStaticNetworks(conf, { podNamespace, lookup: (name) => found.get(name) });
+  return resolveStaticNetworks(conf, { podNamespace, clusterOnly, lookup: (name) => found.get(name) });
+}
+
+/**
+ * The cluster network of a call without a pod (STATUS, docs/behaviour.md#status), resolved as ADD resolves it: a
+ * plain name is a NAD first when `kube` is given (the caller makes one only for a plain name), then a config name.
+ */
+export async function clusterNetworkDelegate(
+  conf: MultusConf,
+  kube: KubeClient | undefined,
+): Promise<Delegate | undefined> {
+  return (await clusterDelegates(conf, '', kube, true))[0];
 }
 
 /** The delegate of a NAD the pod's `annotation` names; a missing one also gets a NoNetworkFound event. */

@@ -41,7 +41,7 @@ export interface NetworkSelection {
 export const NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
 const DEFAULT_NETWORK_KEY = 'v1.multus-cni.io/default-network';
 const TEXT_FORM = '[<namespace>/]<name>[@<ifname>]';
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+export const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const JSON_FORMAT_ERROR = 'failed to parse pod Network Attachment Selection Annotation JSON format';
 
 type Obj = Record<string, unknown>;

@@ -153,6 +153,30 @@ describe.skipIf(!withOurShim)('resident mode through build/multus-shim', () => {
     expect(await reservedIps(world.ipamDir)).toEqual([]);
   });
 
+  // issue 51, finding 4: a delegate that is the shim (by type, or a copy under another name) would send the call
+  // back into this daemon under the same container and wait on itself; refused at once, the ADD rolled back
+  it.each(['multus-shim', 'othershim'])('a delegate of type %s is refused by the daemon at once', async (type) => {
+    installShim(OUR_SHIM);
+    copyFileSync(OUR_SHIM, join(world.binDir, 'othershim'));
+    chmodSync(join(world.binDir, 'othershim'), 0o755);
+    const d = await startDaemon();
+    net++;
+    const cluster = clusterConflist(world, '1.0.0', `10.253.${net}.0/24`);
+    const nested = { cniVersion: '1.0.0', name: 'nested', type, daemonSocketDir: socketDir() };
+    const conf = await writeMultusConf(
+      world,
+      multusConf(world, '1.0.0', [cluster, nested], { type: 'multus-shim', daemonSocketDir: socketDir() }),
+    );
+    const add = await world.driver('add', conf);
+    expect(add.code, describeRun(add)).not.toBe(0);
+    expect(add.stdout).toContain(`type \\"${type}\\" is the multus meta-plugin itself`);
+    expect(d.log()).toContain(`ADD ${world.containerId}: 400`);
+    expect(await world.podLinks()).toEqual(['lo']);
+    const del = await world.driver('del', conf);
+    expect(del.code, describeRun(del)).toBe(0);
+    expect(await reservedIps(world.ipamDir)).toEqual([]);
+  });
+
   it('with the daemon down the shim falls back to the thin plugin', async () => {
     installShim(OUR_SHIM);
     const d = await startDaemon();

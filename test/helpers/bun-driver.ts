@@ -2,7 +2,7 @@
  * Runs the sources' Bun-only paths under Bun for the tests (vitest runs under Node, where those paths are not
  * taken): `bun test/helpers/bun-driver.ts` reads one JSON request on stdin and prints one JSON answer.
  *
- *   {"op":"exec","path":P,"stdin":S,"env":{...},"timeoutMs":N}  execPlugin (cni/exec.ts: Bun.spawn)
+ *   {"op":"exec","path":P,"stdin":S,"env":{...},"timeoutMs":N[,"abortAfterMs":N]}  execPlugin (cni/exec.ts: Bun.spawn)
  *     (+ "holdWriteMs":M: the driver keeps P open for writing M ms first, so its first exec is "text file busy")
  *     (+ "outputDir":D: the directory the plugin's unnamed output files go to (cni/plugin-output.ts); none: pipes)
  *   {"op":"kube","kubeconfig":K,"timeoutMs":N,"calls":[{"fn":"getPod","args":[...]}, ...]}
@@ -39,14 +39,15 @@ async function exec(req: Json): Promise<Json> {
     setTimeout(() => closeSync(fd), req.holdWriteMs);
   }
   try {
-    const out = await execPlugin(
-      req.path as string,
-      Buffer.from((req.stdin as string) ?? ''),
-      (req.env as Record<string, string>) ?? {},
-      (req.timeoutMs as number) ?? 10_000,
-      [],
-      req.outputDir as string | undefined,
-    );
+    const out = await execPlugin({
+      path: req.path as string,
+      stdin: Buffer.from((req.stdin as string) ?? ''),
+      env: (req.env as Record<string, string>) ?? {},
+      timeoutMs: (req.timeoutMs as number) ?? 10_000,
+      ...(typeof req.outputDir === 'string' ? { outputDir: req.outputDir } : {}),
+      // the call's cancel signal, aborted after abortAfterMs (a shutdown or a deadline)
+      ...(typeof req.abortAfterMs === 'number' ? { signal: AbortSignal.timeout(req.abortAfterMs) } : {}),
+    });
     return {
       stdout: out.stdout.toString(),
       stderr: out.stderr.toString(),

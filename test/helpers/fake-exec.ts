@@ -2,7 +2,7 @@
  * A hand-written fake of the Exec seam (like libcni's invoke/fakes): it records every plugin call and
  * answers from a script keyed by plugin type and command. No child process runs.
  */
-import type { Exec, ExecOutput } from '../../src/cni/exec.ts';
+import type { Exec, ExecOptions, ExecOutput } from '../../src/cni/exec.ts';
 import { PluginNotFoundError } from '../../src/cni/exec.ts';
 
 export interface FakeCall {
@@ -32,7 +32,7 @@ export class FakeExec implements Exec {
     return `/fake/${type}`;
   }
 
-  async execPlugin(path: string, stdin: Buffer, env: Record<string, string>): Promise<ExecOutput> {
+  async execPlugin({ path, stdin, env }: ExecOptions): Promise<ExecOutput> {
     const type = path.slice('/fake/'.length);
     const call: FakeCall = {
       type,

@@ -50,6 +50,11 @@ export function collection(o: Obj): string {
     Role: 'roles',
     RoleBinding: 'rolebindings',
     CustomResourceDefinition: 'customresourcedefinitions',
+    Deployment: 'deployments',
+    Service: 'services',
+    ValidatingWebhookConfiguration: 'validatingwebhookconfigurations',
+    Issuer: 'issuers',
+    Certificate: 'certificates',
   };
   const p = plural[o.kind];
   if (!p) throw new Error(`no URL for kind ${o.kind}`);

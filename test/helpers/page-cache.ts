@@ -1,6 +1,6 @@
 /**
  * How much of a file the page cache holds, through util-linux's fincore: the installer and the launcher leave the
- * executables they write out of it (docs/performance.md, "The installed executable's page cache").
+ * executables they write out of it (docs/archive/performance.md, "The installed executable's page cache").
  */
 import { spawnSync } from 'node:child_process';
 import { fileExists, type Requirement } from './skip.ts';

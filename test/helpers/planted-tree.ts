@@ -1,4 +1,4 @@
-/** Runs a checking script of scripts/ on a tree of planted files (path relative to a fake src/ -> content). */
+/** Runs a checking script of scripts/ on a tree of planted files (path in the tree -> content), the tree its argument. */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

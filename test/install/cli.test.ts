@@ -150,7 +150,7 @@ describe.runIf(built)('multus install (the executable)', () => {
     expect(out).toMatchObject({ code: 0, stderr: '' });
     expect(readdirSync(n.bin)).toContain(payload);
     // written in 64 KiB pieces, fsynced, then advised out with their sources: a first run of either reads it
-    // from disk, and the caller's cgroup holds its pages (docs/performance.md, "The installed copy kept in the
+    // from disk, and the caller's cgroup holds its pages (docs/archive/performance.md, "The installed copy kept in the
     // page cache")
     for (const f of [join(n.bin, 'multus'), join(n.bin, payload), join(n.src, 'multus'), join(n.src, payload)]) {
       expect(statSync(f).size).toBeGreaterThan(1 << 20);

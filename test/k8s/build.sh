@@ -2,7 +2,7 @@
 # Builds the real kube-apiserver and etcd used by the Kubernetes tests (test/k8s/cluster.ts) from Go modules:
 # k8s.io/kubernetes/cmd/kube-apiserver and go.etcd.io/etcd/server/v3, through the wrapper module in
 # test/k8s/apiserver (its go.mod pins the versions and maps the k8s.io/* staging modules to their published
-# releases). See docs/kubernetes-tests.md.
+# releases). See docs/archive/kubernetes-tests.md.
 #
 # Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/k8s/{kube-apiserver,etcd}, reused while go.mod, go.sum and this
 # script are unchanged (their hash is kept beside the binaries in build.sha256). Also makes sure openssl is

@@ -1,6 +1,6 @@
 /**
  * A real Kubernetes control plane for tests: etcd + kube-apiserver built from Go modules by test/k8s/build.sh
- * (see docs/kubernetes-tests.md), started on 127.0.0.1 with free ports, certificates made with openssl, RBAC
+ * (see docs/archive/kubernetes-tests.md), started on 127.0.0.1 with free ports, certificates made with openssl, RBAC
  * on, an audit log at level Metadata, the NetworkAttachmentDefinition CRD installed and the Multus service
  * account ready with kubeconfigs. No kubelet, scheduler or controller-manager: pods stay Pending, which is all
  * a CNI plugin's API traffic needs.
@@ -539,7 +539,7 @@ function startWatchdog(dir: string): ChildProcess {
 
 /**
  * Starts etcd and kube-apiserver and prepares the CRD, RBAC and service accounts (see the file comment).
- * Takes several seconds (see docs/kubernetes-tests.md); call it once per test file in `beforeAll`.
+ * Takes several seconds (see docs/archive/kubernetes-tests.md); call it once per test file in `beforeAll`.
  */
 export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
   const t0 = performance.now();

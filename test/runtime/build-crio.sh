@@ -13,7 +13,7 @@
 #
 # Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/crio/{crio,pinns}, reused while the inputs (go.mod, go.sum and
 # this script) are unchanged (their hash is kept in build.sha256). Installs the Debian packages with apt-get when
-# missing (as root). Prints timings on stderr and the dir on stdout. See docs/kubernetes-tests.md.
+# missing (as root). Prints timings on stderr and the dir on stdout. See docs/archive/kubernetes-tests.md.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -11,7 +11,7 @@
 # Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/critest/{critest,images.tar,images.yaml}, reused while the inputs
 # (go.mod, go.sum, this script, the busybox package's version) are unchanged (their hash is kept in build.sha256).
 # Installs busybox-static, umoci and skopeo (CRI-O's image import) with apt-get when missing (as root). Prints
-# timings on stderr and the dir on stdout. See docs/kubernetes-tests.md.
+# timings on stderr and the dir on stdout. See docs/archive/kubernetes-tests.md.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -5,7 +5,7 @@
 #
 # Output: ${MULTUS_TS_CACHE_DIR:-<repo>/.cache}/dra-driver/dra-driver, reused while the inputs (go.mod, go.sum,
 # main.go and this script) are unchanged (their hash is kept in build.sha256). Prints timings on stderr and the
-# dir on stdout. See docs/kubernetes-tests.md ("DRA under kubelet").
+# dir on stdout. See docs/archive/kubernetes-tests.md ("DRA under kubelet").
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -4,7 +4,7 @@
 #    sigs.k8s.io/cri-tools);
 #  - the sandbox ("pause") image, made offline: a static pause (pause.c, gcc -static) packed by umoci into
 #    an OCI image layout and tarred as an OCI archive for `ctr images import`.
-# See docs/kubernetes-tests.md.
+# See docs/archive/kubernetes-tests.md.
 #
 # With --kubelet it also builds kubelet, kube-controller-manager and kube-scheduler (k8s.io/kubernetes/cmd/...,
 # wrapper module test/runtime/kubelet) into the same dir, with their own stamp kubelet.sha256, for

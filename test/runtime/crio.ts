@@ -1,7 +1,7 @@
 /**
  * CRI-O (v1.34.0, built by build-crio.sh) as the runtime fixture, beside containerd (runtime.ts): the same temp
  * dir, network namespace, CNI bin and conf dirs, crictl and cleanup, with CRI-O's own pieces (see
- * docs/kubernetes-tests.md, "CRI-O"):
+ * docs/archive/kubernetes-tests.md, "CRI-O"):
  *
  * - crio runs with Debian's conmon and runc, CRI-O's pinns (namespaces pinned under `<dir>/ns`, so the sandbox
  *   netns files are `<dir>/ns/netns/<uuid>`), cgroupfs, containers/storage (overlay) under `<dir>/root` and

@@ -1,7 +1,7 @@
 /**
  * critest, cri-tools' own CRI validation suite (sigs.k8s.io/cri-tools v1.37.0, built by build-critest.sh), run
  * against a runtime fixture whose CNI config is multus-ts, thin or resident, delegating to bridge + portmap (see
- * docs/kubernetes-tests.md, "critest").
+ * docs/archive/kubernetes-tests.md, "critest").
  *
  * critest's pods are not in any API server, so the multus config names no kubeconfig: Multus' delegates-only
  * mode, where every pod gets the configured delegates (here one conflist: bridge, then portmap with the

@@ -1,5 +1,5 @@
 /**
- * Two kubelet nodes in one cluster (issue 30; docs/kubernetes-tests.md, "Two nodes"), in both modes
+ * Two kubelet nodes in one cluster (issue 30; docs/archive/kubernetes-tests.md, "Two nodes"), in both modes
  * (kubelet-cluster-thin.test.ts, kubelet-cluster-resident.test.ts): `node-a` and `node-b`, each a NodeRuntime
  * (node.ts: its own containerd, kubelet, CNI bin and conf dirs, caches, /run and network namespace, its own
  * address and veth names), joined to one kube-apiserver, one scheduler and one DaemonSet controller, each reaching

@@ -15,7 +15,7 @@
  * docs/install.md. At the end nothing is left on the node: no IP lease, no cache file, no link, no netns.
  *
  * The one change to the manifests but the image: the thick manifest's 100m / 50Mi limits are lifted (requests
- * kept): our daemon's RSS is about twice that (docs/performance.md), meeting it is the envelope issue's goal.
+ * kept): our daemon's RSS is about twice that (docs/archive/performance.md), meeting it is the envelope issue's goal.
  * The thin manifest runs with its limits. The API server is reached where kubelet tells the pods
  * (KUBERNETES_SERVICE_HOST/PORT, the `kubernetes` Service's address, relayed by the ApiTunnel), so no env is added.
  */

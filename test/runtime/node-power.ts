@@ -1,6 +1,6 @@
 /**
  * A node's reboot, as far as Multus can tell (the burst of the density bench, docs/reliability.md, and the
- * two-node tier's reboot of node-b, docs/kubernetes-tests.md): kubelet SIGKILLed, containerd stopped, every
+ * two-node tier's reboot of node-b, docs/archive/kubernetes-tests.md): kubelet SIGKILLed, containerd stopped, every
  * container killed (the shims and every process in the pods' cgroups), the pods' network namespaces unmounted
  * and removed (their veths go with them), /run/multus and /run/k8s.cni.cncf.io emptied, /var/lib/cni kept as on
  * disk. Power on is `node.start()` then `node.startKubelet(cluster)`.

@@ -4,7 +4,7 @@
  * DaemonSet, service-account, root-CA, node-lifecycle, resource-claim, Deployment and ReplicaSet controllers;
  * kube-scheduler), and a DRA driver of the tests' own (test/runtime/dra-driver). kubelet and the control plane are
  * built from Go modules at the API server's release by `bash test/runtime/build.sh --kubelet`, the driver by
- * build-dra-driver.sh (see docs/kubernetes-tests.md, "kubelet").
+ * build-dra-driver.sh (see docs/archive/kubernetes-tests.md, "kubelet").
  *
  * kubelet changes the machine it runs on, not only its own dirs. The node keeps all of it inside namespaces
  * of its own, so the machine is as before whatever happens:

@@ -1,7 +1,7 @@
 /**
  * A real container runtime for tests: Debian's containerd (1.6) with runc, its CRI plugin driven by crictl,
  * creating pod sandboxes whose networks come from the CNI plugins in the fixture's own bin and conf dirs (see
- * docs/kubernetes-tests.md, "Runtime tier").
+ * docs/archive/kubernetes-tests.md, "Runtime tier").
  *
  * Everything lives in one temp dir `$TMPDIR/mts-rt-XXXXXX`: containerd's root, state, gRPC socket, config and
  * log; the CNI bin dir (a copy of build/multus and of Debian's plugins) and conf dir; the sandbox configs.

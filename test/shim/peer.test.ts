@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -83,9 +83,14 @@ describe.runIf(ready)('finding 8: a planted socket', () => {
       return spawnSync(MULTUS, ['daemon', '--config', config], { encoding: 'utf8', timeout: 20_000 });
     };
     mkdirSync(join(dir, 'net.d'));
-    const open = run(sockDir); // root's, 0777: made 0700, then the socket of 65534 is refused
+    const open = run(sockDir); // root's, 0777: refused and left as it is (issue 51, finding 2)
     expect(open.status).not.toBe(0);
-    expect(open.stderr).toContain(`multus.sock belongs to uid ${NOBODY}`);
+    expect(open.stderr).toContain('is writable by group or others (mode 777)');
+    expect(statSync(sockDir).mode & 0o777).toBe(0o777);
+    chmodSync(sockDir, 0o700);
+    const planted = run(sockDir); // root's alone now: the socket of 65534 is refused
+    expect(planted.status).not.toBe(0);
+    expect(planted.stderr).toContain(`multus.sock belongs to uid ${NOBODY}`);
     expect(existsSync(join(sockDir, 'multus.sock'))).toBe(true);
     const theirs = join(dir, 'theirs');
     mkdirSync(theirs);

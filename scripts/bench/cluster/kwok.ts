@@ -1,5 +1,5 @@
 /**
- * The simulated part of the cluster bench (docs/performance.md, "A cluster"): kwok v0.8.0's controller
+ * The simulated part of the cluster bench (docs/archive/performance.md, "A cluster"): kwok v0.8.0's controller
  * (test/peers/build-kwok.sh) against the bench's kube-apiserver, managing the nodes annotated
  * `kwok.x-k8s.io/node: fake` with kwok's default stages (nodes Ready with a lease renewed every 10 s, pods
  * Running with an IP, deleted pods removed); the N-1 nodes, the namespaces and their NADs, the pods, and the

@@ -205,7 +205,7 @@ async function restart(c: Ctx, pid: number): Promise<any> {
 
 /**
  * 2b. The start's bytes again, `startRepeats - 1` more times (each daemon killed and started again by kubelet): the
- * API server's gzip flushes of a watch's initial events make them vary run to run (docs/performance.md, "Where a
+ * API server's gzip flushes of a watch's initial events make them vary run to run (docs/archive/performance.md, "Where a
  * daemon's start bytes go").
  */
 async function startBytesAgain(c: Ctx, pid: number): Promise<{ bytes: number; connections: unknown[] }[]> {

@@ -1,5 +1,5 @@
 /**
- * The NAD informer's JS heap per NAD (the cluster bench, docs/performance.md "A cluster"), run with Bun (the
+ * The NAD informer's JS heap per NAD (the cluster bench, docs/archive/performance.md "A cluster"), run with Bun (the
  * daemon's runtime) on the host against the bench's API server as Multus' service account:
  *
  *   bun scripts/bench/cluster/nad-heap.ts <kubeconfig> <expected NADs> [trimmed|whole]

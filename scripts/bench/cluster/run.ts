@@ -1,6 +1,6 @@
 /**
  * The cluster bench (`npm run bench -- --scenario cluster [--nodes N] [--pods-per-node M] [--nads K]`,
- * docs/performance.md "A cluster"), run by scripts/bench/cluster.mjs as a child of the bench (Node 24 with
+ * docs/archive/performance.md "A cluster"), run by scripts/bench/cluster.mjs as a child of the bench (Node 24 with
  * --experimental-transform-types). One kube-apiserver whose audit log keeps Multus' requests only; kwok
  * (kwok.ts) simulates N-1 nodes with M pods each, every pod requesting two NADs of its namespace, and K NADs in
  * all across the namespaces; one real kubelet node (the density bench's, test/runtime/node.ts, with names and an
@@ -110,7 +110,7 @@ const ROOT = join(import.meta.dirname, '../../..');
 async function nadHeap(cluster: Cluster, api: Api, w: Workload): Promise<any> {
   const total = w.namespaces.length * w.perNs;
   await createNads(api, w.namespaces, POD_NADS.length, w.perNs, w.master);
-  const bun = join(ROOT, 'node_modules/.bin/bun');
+  const bun = join(ROOT, 'node_modules/@oven/bun-linux-x64/bin/bun');
   const script = join(ROOT, 'scripts/bench/cluster/nad-heap.ts');
   const out: any = { load: load() };
   for (const kind of ['trimmed', 'whole']) {

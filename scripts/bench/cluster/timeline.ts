@@ -1,5 +1,5 @@
 /**
- * A daemon's start, step by step (docs/performance.md, "A cluster": where the ready time goes), for the cluster
+ * A daemon's start, step by step (docs/archive/performance.md, "A cluster": where the ready time goes), for the cluster
  * bench's restart (mode.ts). All times are on the kernel's boot clock (CLOCK_BOOTTIME, ms since boot), the clock
  * of /proc/<pid>/stat's start time, so that no step carries the 1 s steps of /proc/stat's `btime`:
  * - `fork`: the container's process created (runc's `runc:[2:INIT]`, before the container's set-up: namespaces,

@@ -1,5 +1,5 @@
 /**
- * What the density bench watches while a run or a burst goes on (docs/performance.md, "Density at N = 100 inside
+ * What the density bench watches while a run or a burst goes on (docs/archive/performance.md, "Density at N = 100 inside
  * 100m / 50Mi"): the machine's 1-minute load, and, for the modes with a daemon, its container's memory cgroup
  * every second (usage, anonymous and page cache, the processes in it with their RSS: the daemon and the delegates
  * it runs at that moment) and the kernel's OOM reports for the node's containers (`dmesg --follow-new`, read as

@@ -1,5 +1,5 @@
 /**
- * A quiet machine before each measured run (docs/performance.md, "Density"): the runs go A B C D D C B A, and the
+ * A quiet machine before each measured run (docs/archive/performance.md, "Density"): the runs go A B C D D C B A, and the
  * run after a busy one used to start while the machine still worked off the last node's teardown and the new
  * node's start (1-minute load 13-21 at one mode's start, 1.0 at another's), which decided more of a pod-ready p99
  * than the mode did. So before kube-burner (and before a burst) the bench waits until the CPUs were at least

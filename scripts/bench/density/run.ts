@@ -1,5 +1,5 @@
 /**
- * The density bench (`npm run bench -- --scenario density [--pods N]`, docs/performance.md "Density"), run by
+ * The density bench (`npm run bench -- --scenario density [--pods N]`, docs/archive/performance.md "Density"), run by
  * scripts/bench/density.mjs as a child of the bench (Node 24 with --experimental-transform-types). One kube-apiserver
  * for the whole run; for each measured run a fresh kubelet node (node-ops.ts) with the mode installed by its
  * DaemonSet (modes.ts), N pods with two macvlan + host-local NADs each created by kube-burner (burner.ts), then the

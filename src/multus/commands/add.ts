@@ -1,10 +1,11 @@
 /**
  * commands/add.ts: CNI ADD (orchestration).
  *
- * Reads as the list of steps in docs/design.md (handle() has already decoded CNI_ARGS into the call context and
- * waited for the default network): look the pod up, resolve the delegates (config, NADs, annotations) and the
+ * Reads as the list of steps in docs/design.md (the front door, host/prepare.ts `prepare()`, has already decoded
+ * CNI_ARGS into the call context and waited for the default network): look the pod up, resolve the delegates (config, NADs, annotations) and the
  * auxiliary chain, plan the attachments (all validation before anything runs), save the scratch cache, add each
- * attachment in order, move the default routes, tell Kubernetes what was attached, and return the cluster
+ * attachment in order (or, with parallelAttachments, several at once: docs/behaviour.md#parallel-attachments), move
+ * the default routes once every attachment is added, tell Kubernetes what was attached, and return the cluster
  * network's result in the multus config's cniVersion. Any failure after the first
  * attachment rolls back every attachment made so far (docs/behaviour.md#rollback), so no interface or IP is left
  * behind. Each attachment's AddedInterface event is posted as soon as it is added, while the next one runs, and the
@@ -19,6 +20,7 @@ import { messageOf, wrapError } from '../../base/errors.ts';
 import type { KubeClient, Pod } from '../../k8s/types.ts';
 import { buildNetworkStatuses } from '../network-status.ts';
 import type { Attachment } from '../attachments.ts';
+import { runAttachments } from '../overlap.ts';
 import { toCachedDelegate } from '../attachments.ts';
 import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-routes.ts';
 import type { PodLookup } from '../podnetworks.ts';
@@ -73,7 +75,7 @@ type PostAdded = (attachment: Attachment, result: PluginResult) => Promise<void>
  * each one when its delegate returns. `post` resolves after one turn of the event loop, so the event's request has
  * reached Bun's HTTP thread before the next delegate starts: its round trip goes on beside that delegate's run (after
  * the last delegate, beside the status write), where before they all came after the last delegate
- * (docs/performance.md, "Each event as its attachment is added"). `done()` resolves once every posted event is
+ * (docs/archive/performance.md, "Each event as its attachment is added"). `done()` resolves once every posted event is
  * answered or failed (best effort: emitEvents never rejects); the thin plugin exits right after its answer, so an ADD
  * waits for it, failed or not. An ADD rolled back later keeps the events already posted, as Multus'.
  */
@@ -93,21 +95,48 @@ function addedInterfacePoster(
   return { post, done: () => posted };
 }
 
+/**
+ * Each attachment's ADD, in Multus' order or, with parallelAttachments, in the steps of multus/overlap.ts
+ * (docs/behaviour.md#parallel-attachments). The first failure (by position) stops new starts; once the running ones
+ * are done, every attachment started is rolled back and that failure is the call's error.
+ */
 async function addAttachments(ctx: CallContext, attachments: Attachment[], added: PostAdded): Promise<PluginResult[]> {
-  const results: PluginResult[] = [];
-  for (const [index, attachment] of attachments.entries()) {
-    try {
+  const post = inOrder(attachments, added);
+  const run = await runAttachments(
+    attachments,
+    { parallel: ctx.conf.parallelAttachments, stopOnFailure: true },
+    async (i) => {
+      const attachment = attachments[i]!;
       copyDeviceInfo(ctx, attachment);
       const result = await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx.net);
-      results.push(result);
-      await added(attachment, result);
-    } catch (e) {
-      await rollback(ctx, attachments.slice(0, index + 1));
-      const name = attachment.network.name;
-      throw wrapError(e, `${podTag(ctx, name)}: error adding container to network "${name}"`);
+      await post(i, result);
+      return result;
+    },
+  );
+  const failed = run.failures[0];
+  if (!failed) return run.outcomes.flatMap((o) => (o.kind === 'ok' ? [o.value] : [])); // all of them: none failed
+  await rollback(
+    ctx,
+    attachments.filter((_, i) => run.outcomes[i]!.kind !== 'not-run'),
+  );
+  const name = attachments[failed.index]!.network.name;
+  throw wrapError(failed.error, `${podTag(ctx, name)}: error adding container to network "${name}"`);
+}
+
+/**
+ * `added` of each attachment in the list's order, whatever order they finish in: an attachment's event waits for
+ * the ones before it (docs/behaviour.md#events); serial calls post each at once, as before.
+ */
+function inOrder(attachments: Attachment[], added: PostAdded): (index: number, result: PluginResult) => Promise<void> {
+  const done: (PluginResult | undefined)[] = [];
+  let next = 0;
+  return async (index, result) => {
+    done[index] = result;
+    while (done[next] !== undefined) {
+      const i = next++;
+      await added(attachments[i]!, done[i]!);
     }
-  }
-  return results;
+  };
 }
 
 /**
@@ -199,20 +228,17 @@ function writeNetworkStatus(
 }
 
 /**
- * DEL of the given attachments in reverse (the failed one included: it may have half-configured).
- * The scratch cache goes only when every DEL succeeded; otherwise the runtime's DEL still needs it.
+ * DEL of the given attachments in reverse (the failed one included: it may have half-configured), in the steps of
+ * multus/overlap.ts with parallelAttachments. The scratch cache goes only when every DEL succeeded; otherwise the
+ * runtime's DEL still needs it.
  */
 async function rollback(ctx: CallContext, attachments: Attachment[]): Promise<void> {
-  let clean = true;
-  for (const attachment of [...attachments].reverse()) {
-    try {
-      await delNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'DEL'), ctx.net);
-    } catch (e) {
-      clean = false;
-      ctx.net.log.error(
-        `${podTag(ctx)}: rollback of ${attachment.network.name}/${attachment.ifName} failed: ${messageOf(e)}`,
-      );
-    }
+  const run = await runAttachments(attachments, { parallel: ctx.conf.parallelAttachments, reverse: true }, (i) =>
+    delNetwork(attachments[i]!.network, runtimeConfFor(ctx, attachments[i]!, 'DEL'), ctx.net),
+  );
+  for (const { index, error } of run.failures) {
+    const { network, ifName } = attachments[index]!;
+    ctx.net.log.error(`${podTag(ctx)}: rollback of ${network.name}/${ifName} failed: ${messageOf(error)}`);
   }
-  if (clean) removeScratchCache(ctx.conf.cniDir, ctx.req.containerId);
+  if (run.failures.length === 0) removeScratchCache(ctx.conf.cniDir, ctx.req.containerId);
 }

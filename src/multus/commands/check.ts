@@ -1,7 +1,8 @@
 /**
  * commands/check.ts: CNI CHECK (orchestration).
  *
- * Checks every attachment ADD recorded in the scratch cache, in order, each against its cached result
+ * Checks every attachment ADD recorded in the scratch cache, in order (with parallelAttachments, several at once:
+ * docs/behaviour.md#parallel-attachments), each against its cached result
  * (Multus checks only the static `delegates`, so annotation networks were never checked: docs/compatibility.md).
  * Without a scratch cache it checks the config's delegates. Networks below 0.4.0 cannot CHECK and are
  * skipped. All failures are reported together.
@@ -10,30 +11,35 @@
 import { readScratchCache } from '../scratch-cache.ts';
 import { resolveStaticNetworks } from '../conf.ts';
 import { checkNetwork, joinErrors } from '../../cni/libcni.ts';
-import type { CniError } from '../../base/errors.ts';
 import { wrapError } from '../../base/errors.ts';
 import type { Delegate } from '../attachments.ts';
 import { cachedRoles, fromCachedDelegates, inheritListVersion, planAttachments } from '../attachments.ts';
 import type { CallContext } from './context.ts';
 import { podTag, runtimeConfFor } from './context.ts';
+import { runAttachments } from '../overlap.ts';
 
 export async function cmdCheck(ctx: CallContext): Promise<void> {
   const { req } = ctx;
-  const attachments = planAttachments(inheritListVersion(recordedDelegates(ctx), ctx.conf.cniVersion), req.ifName);
-  const failures: CniError[] = [];
-  for (const attachment of attachments) {
-    const name = attachment.network.name;
-    if (attachment.source === 'auxiliary') continue; // it makes no interface of its own (docs/behaviour.md#aux-chain)
-    try {
-      const checked = await checkNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'CHECK'), ctx.net);
+  const planned = planAttachments(inheritListVersion(recordedDelegates(ctx), ctx.conf.cniVersion), req.ifName);
+  // The auxiliary chain makes no interface of its own (docs/behaviour.md#aux-chain).
+  const attachments = planned.filter((a) => a.source !== 'auxiliary');
+  // CHECK changes nothing, so with parallelAttachments the cluster network need not go first.
+  const run = await runAttachments(
+    attachments.map(() => ({})),
+    { parallel: ctx.conf.parallelAttachments },
+    async (i) => {
+      const { network } = attachments[i]!;
+      const checked = await checkNetwork(network, runtimeConfFor(ctx, attachments[i]!, 'CHECK'), ctx.net);
       if (!checked)
         ctx.net.log.verbose(
-          `${podTag(ctx)}: skipped CHECK of ${name} (cniVersion ${attachment.network.cniVersion} or disableCheck)`,
+          `${podTag(ctx)}: skipped CHECK of ${network.name} (cniVersion ${network.cniVersion} or disableCheck)`,
         );
-    } catch (e) {
-      failures.push(wrapError(e, `${podTag(ctx, name)}: error checking ${attachment.ifName} of network "${name}"`));
-    }
-  }
+    },
+  );
+  const failures = run.failures.map(({ index, error }) => {
+    const { network, ifName } = attachments[index]!;
+    return wrapError(error, `${podTag(ctx, network.name)}: error checking ${ifName} of network "${network.name}"`);
+  });
   if (failures.length > 0) throw joinErrors(failures);
 }
 

@@ -95,6 +95,7 @@ export function callContext<R extends CallEnv>(
   conf: MultusConf,
   deps: CommandDeps,
   k8sArgs?: K8sArgs,
+  signal?: AbortSignal,
 ): CallContext<R> {
   const runtimePairs = k8sArgs ? [] : parseCniArgs(req.args);
   const k8s = k8sArgs ?? parseK8sArgs(runtimePairs);
@@ -121,6 +122,7 @@ export function callContext<R extends CallEnv>(
       baseEnv,
       cniDir: conf.cniDir,
       timeoutMs: conf.delegateTimeoutMs,
+      ...(signal ? { signal } : {}),
     },
   };
 }

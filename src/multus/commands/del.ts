@@ -5,10 +5,10 @@
  * at ADD (or, when it is missing or corrupt, what ADD would choose now: the config's delegates and, if the API
  * answers at once, the pod's annotations) and the libcni result caches of this container (which also recover
  * attachments a corrupt scratch cache lost). With a scratch cache no API request is made. Then it
- * deletes all of them in reverse order, keeps going past failures, and returns one error naming each failed
- * attachment (docs/behaviour.md#npwg). A corrupt cache is logged and removed once its attachments are gone, never a
- * silent success (k8snetworkplumbingwg/multus-cni#948, #1087); a corrupt result cache that nothing else explains fails
- * the DEL.
+ * deletes all of them in reverse order (with parallelAttachments several at once), keeps going past failures, and
+ * returns one error naming each failed attachment (docs/behaviour.md#npwg). A corrupt cache is logged and removed
+ * once its attachments are gone, never a silent success (k8snetworkplumbingwg/multus-cni#948, #1087); a corrupt
+ * result cache that nothing else explains fails the DEL.
  */
 import type { ResultCacheEntry } from '../../cni/result-cache.ts';
 import { listResultCaches, resultCachePath } from '../../cni/result-cache.ts';
@@ -24,7 +24,8 @@ import { delNetwork, runtimeConfFromCache, joinErrors } from '../../cni/libcni.t
 import { removeDeviceInfo } from '../../devices/device-info.ts';
 import type { Network } from '../../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
-import type { Attachment, Delegate } from '../attachments.ts';
+import type { Attachment, AttachmentSource, Delegate } from '../attachments.ts';
+import { runAttachments } from '../overlap.ts';
 import { clearClaimNetworkData } from '../claim-status.ts';
 import { cachedRoles, fromCachedDelegateAt, inheritListVersion, planAttachments } from '../attachments.ts';
 import type { CallContext } from './context.ts';
@@ -36,6 +37,8 @@ interface Teardown {
   rt: RuntimeConf;
   /** Its result cache, when the plan's listing read it (delNetwork reads it otherwise). */
   cached?: ReadOutcome<ResultCacheEntry>;
+  /** The planned attachment's source; none for one found in a result cache only. */
+  source?: AttachmentSource;
 }
 
 interface DelPlan {
@@ -49,17 +52,7 @@ interface DelPlan {
 
 export async function cmdDel(ctx: CallContext): Promise<void> {
   const plan = await planTeardowns(ctx);
-  const failures: CniError[] = [];
-  for (const { network, rt, cached } of [...plan.teardowns].reverse()) {
-    try {
-      await delNetwork(network, rt, ctx.net, cached);
-      removeDeviceInfoOf(ctx, rt);
-    } catch (e) {
-      failures.push(
-        wrapError(e, `${podTag(ctx, network.name)}: error deleting ${rt.ifName} of network "${network.name}"`),
-      );
-    }
-  }
+  const failures = await deleteAll(ctx, plan.teardowns);
   await clearClaims(ctx, plan);
   finishCaches(ctx, plan, failures.length === 0);
   for (const path of sweepCacheTemps(ctx.conf.cniDir))
@@ -74,6 +67,22 @@ export async function cmdDel(ctx: CallContext): Promise<void> {
     );
   }
   if (failures.length > 0) throw joinErrors(failures);
+}
+
+/**
+ * Every teardown's DEL, in reverse (with parallelAttachments, in the steps of multus/overlap.ts:
+ * docs/behaviour.md#parallel-attachments), past failures; the failures in that order.
+ */
+async function deleteAll(ctx: CallContext, teardowns: Teardown[]): Promise<CniError[]> {
+  const run = await runAttachments(teardowns, { parallel: ctx.conf.parallelAttachments, reverse: true }, async (i) => {
+    const { network, rt, cached } = teardowns[i]!;
+    await delNetwork(network, rt, ctx.net, cached);
+    removeDeviceInfoOf(ctx, rt);
+  });
+  return run.failures.map(({ index, error }) => {
+    const { network, rt } = teardowns[index]!;
+    return wrapError(error, `${podTag(ctx, network.name)}: error deleting ${rt.ifName} of network "${network.name}"`);
+  });
 }
 
 /** docs/behaviour.md#device-info: the attachment's CNIDeviceInfoFile goes with it (errors only logged). */
@@ -100,11 +109,11 @@ async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
   // The container's result caches, each read once: a teardown of the plan takes the one at its own path.
   const listed = listResultCaches(conf.cniDir, { containerId: req.containerId });
   const byPath = new Map(listed.map(({ path, outcome }) => [path, outcome]));
-  const teardown = (network: Network, rt: RuntimeConf): Teardown => {
+  const teardown = (network: Network, rt: RuntimeConf, source?: AttachmentSource): Teardown => {
     const cached = listedCache(byPath, conf.cniDir, network, rt);
-    return { network, rt, ...(cached ? { cached } : {}) };
+    return { network, rt, ...(cached ? { cached } : {}), ...(source ? { source } : {}) };
   };
-  const teardowns = attachments.map((a) => teardown(a.network, runtimeConfFor(ctx, a, 'DEL')));
+  const teardowns = attachments.map((a) => teardown(a.network, runtimeConfFor(ctx, a, 'DEL'), a.source));
   const known = new Set(teardowns.map((t) => `${t.network.name}\0${t.rt.ifName}`));
   const corruptResults: DelPlan['corruptResults'] = [];
   for (const { path, outcome } of listed) {

@@ -79,7 +79,7 @@ function parseValidAttachments(config: Record<string, unknown>): GcAttachment[] 
   if (key === undefined) return undefined;
   const list = config[key];
   // libcni sends null when the runtime has no valid attachment on the network (a nil Go slice: CRI-O's GC on
-  // start with no pods): an empty list, as a Go plugin reads it (docs/kubernetes-tests.md, "CRI-O")
+  // start with no pods): an empty list, as a Go plugin reads it (docs/archive/kubernetes-tests.md, "CRI-O")
   if (list === null) return [];
   if (!Array.isArray(list) || !list.every((a) => a && typeof a === 'object' && typeof a.containerID === 'string')) {
     throw new CniError(

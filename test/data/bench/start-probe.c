@@ -1,6 +1,6 @@
 /*
  * start-probe: what starting a process costs this machine, for `npm run bench` (scripts/bench/artifacts.mjs
- * `processStart`, docs/performance.md, "glibc's start on this VM"). Built twice into build/bench/bin/:
+ * `processStart`, docs/archive/performance.md, "glibc's start on this VM"). Built twice into build/bench/bin/:
  *
  *   start-probe-glibc    a dynamic glibc executable, as Bun is: `start-probe-glibc` exits at once;
  *                        `start-probe-glibc cpuid` prints the microseconds one `cpuid` instruction takes here

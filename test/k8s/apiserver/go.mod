@@ -1,5 +1,5 @@
 // Wrapper module that builds a real kube-apiserver and etcd for multus-ts' Kubernetes tests (see
-// docs/kubernetes-tests.md). k8s.io/kubernetes points its k8s.io/* staging modules at ./staging/... with replace
+// docs/archive/kubernetes-tests.md). k8s.io/kubernetes points its k8s.io/* staging modules at ./staging/... with replace
 // directives, which only work inside its own repository; here they are mapped to the published v0.x releases
 // of the same Kubernetes release instead. Built by test/k8s/build.sh.
 module multus-ts.test/k8s-apiserver

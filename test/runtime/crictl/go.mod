@@ -1,5 +1,5 @@
 // Wrapper module that builds crictl (sigs.k8s.io/cri-tools) for multus-ts' runtime tests; see
-// docs/kubernetes-tests.md. Built by test/runtime/build.sh.
+// docs/archive/kubernetes-tests.md. Built by test/runtime/build.sh.
 module multus-ts.test/runtime-crictl
 
 go 1.26.6

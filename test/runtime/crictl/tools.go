@@ -1,6 +1,6 @@
 //go:build tools
 
-// Wrapper module that builds crictl for multus-ts' runtime tests (see docs/kubernetes-tests.md). Built by
+// Wrapper module that builds crictl for multus-ts' runtime tests (see docs/archive/kubernetes-tests.md). Built by
 // test/runtime/build.sh.
 package tools
 

@@ -1,6 +1,6 @@
 // Wrapper module that builds the kubelet tier's DRA driver (main.go) with the kubelet plugin helper of
 // k8s.io/dynamic-resource-allocation at the tests' Kubernetes release (test/runtime/kubelet's go.mod: v1.37.2).
-// Built by `bash test/runtime/build.sh --kubelet`; see docs/kubernetes-tests.md.
+// Built by `bash test/runtime/build.sh --kubelet`; see docs/archive/kubernetes-tests.md.
 module multus-ts.test/dra-driver
 
 go 1.26.0

@@ -1,4 +1,4 @@
-// dra-driver: a small DRA driver of multus-ts' kubelet tier (test/runtime/kubelet-suite.ts; docs/kubernetes-tests.md,
+// dra-driver: a small DRA driver of multus-ts' kubelet tier (test/runtime/kubelet-suite.ts; docs/archive/kubernetes-tests.md,
 // "DRA"). It uses the kubelet plugin helper of k8s.io/dynamic-resource-allocation at the tests' Kubernetes
 // release: it registers with kubelet (plugins_registry), serves the DRA gRPC service, and publishes one
 // ResourceSlice for its node with fake NICs that carry Multus' attributes k8s.cni.cncf.io/deviceID and

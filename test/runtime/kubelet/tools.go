@@ -2,7 +2,7 @@
 
 // Wrapper module that builds kubelet and the two control-plane components a DaemonSet needs besides the API
 // server (the DaemonSet controller in kube-controller-manager, and kube-scheduler) for multus-ts' runtime tier
-// (see docs/kubernetes-tests.md, "kubelet").
+// (see docs/archive/kubernetes-tests.md, "kubelet").
 package tools
 
 import (

@@ -22,6 +22,21 @@ describe('callerEnv', () => {
     expect(launcherPath(env)).toBe('/opt/cni/bin/multus');
   });
 
+  it('a variable the launcher held in two parts (too long for one string once held) is joined again', () => {
+    const env = {
+      MULTUS_TS_LAUNCHER: '/opt/cni/bin/multus',
+      MULTUS_TS_MORE_BIG: 'tail',
+      MULTUS_TS_HELD_BIG: 'x'.repeat(10),
+      MULTUS_TS_HELD_MULTUS_TS_MORE_Y: "the caller's own variable of that prefix",
+      MULTUS_TS_MORE_NOT_HELD: 'dropped: no start',
+    };
+    expect(callerEnv(env)).toEqual({
+      BIG: `${'x'.repeat(10)}tail`,
+      MULTUS_TS_MORE_Y: "the caller's own variable of that prefix",
+    });
+    expect(callerEntry(Buffer.from('MULTUS_TS_MORE_CNI_ARGS=\xff', 'latin1')).toString('latin1')).toBe('CNI_ARGS=\xff');
+  });
+
   it('without the launcher (node, vitest): the environment as it is', () => {
     const env = { CNI_COMMAND: 'DEL', MULTUS_TS_HELD_Y: '1', UNSET: undefined };
     expect(callerEnv(env)).toEqual({ CNI_COMMAND: 'DEL', MULTUS_TS_HELD_Y: '1' });

@@ -1,7 +1,7 @@
 /**
  * cni/exec.ts on Bun (the runtime of build/multus), where plugins are started with Bun.spawn instead of
  * node:child_process, their output written to unnamed files (cni/plugin-output.ts) or, where none can be made, to
- * pipes read as web streams (docs/performance.md). vitest runs under Node, so each case runs in
+ * pipes read as web streams (docs/archive/performance.md). vitest runs under Node, so each case runs in
  * test/helpers/bun-driver.ts under the pinned Bun, once with the files and once with pipes: the same rules as
  * exec.test.ts checks under Node (stdin, env, exit status, the process group killed at the timeout, the drain
  * grace, libcni's ETXTBSY retry), plus large outputs, the output's bound, a plugin killed by a signal and a file
@@ -81,6 +81,25 @@ describe.runIf(needs(haveBun())).each(OUTPUTS)(
       expect(out.timedOut).toBe(true);
       expect(out.signal).toBe('SIGKILL');
       expect(out.ms).toBeLessThan(5000);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(running(Number(readFileSync(pidFile, 'utf8'))), "the plugin's background child was killed too").toBe(
+        false,
+      );
+    });
+
+    it("kills the plugin's group once its cancel signal aborts, long before its timeout", async () => {
+      const pidFile = join(dir, 'abort-bg.pid');
+      const path = script('abort-hang', `sleep 30 & echo $! > ${pidFile}; sleep 30`);
+      const out = await onBun<Out>({
+        op: 'exec',
+        path,
+        stdin: '',
+        env: { PATH },
+        timeoutMs: 60_000,
+        abortAfterMs: 300,
+        outputDir,
+      });
+      expect(out).toMatchObject({ exitCode: null, signal: 'SIGKILL', timedOut: false });
       await new Promise((r) => setTimeout(r, 100));
       expect(running(Number(readFileSync(pidFile, 'utf8'))), "the plugin's background child was killed too").toBe(
         false,

@@ -3,18 +3,26 @@
  * stdin/stdout/stderr, exit status, the timeout that kills the whole process group, and libcni's retry of
  * "text file busy".
  */
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { execPlugin, findInPath } from '../../../src/cni/exec.ts';
-import { running, shellScript } from '../../helpers/procs.ts';
+import type { ExecOptions } from '../../../src/cni/exec.ts';
+import { StoppingError, execPlugin, findInPath } from '../../../src/cni/exec.ts';
+import { killPid, running, shellScript } from '../../helpers/procs.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mts-exec-'));
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const script = (subdir: string, name: string, body: string): string => shellScript(join(dir, subdir), name, body);
+const run = (path: string, timeoutMs: number, signal?: AbortSignal): ExecOptions => ({
+  path,
+  stdin: Buffer.alloc(0),
+  env: { PATH: '/usr/bin:/bin' },
+  timeoutMs,
+  ...(signal ? { signal } : {}),
+});
 
 describe('findInPath', () => {
   const first = script('a', 'plug', 'exit 0');
@@ -42,7 +50,8 @@ describe('findInPath', () => {
 describe('execPlugin', () => {
   it('passes stdin and env, and returns stdout, stderr and the exit status', async () => {
     const path = script('c', 'echo', 'cat; echo "$CNI_COMMAND" >&2; exit 3');
-    const out = await execPlugin(path, Buffer.from('{"a":1}'), { CNI_COMMAND: 'ADD', PATH: '/usr/bin:/bin' }, 5000);
+    const env = { CNI_COMMAND: 'ADD', PATH: '/usr/bin:/bin' };
+    const out = await execPlugin({ path, stdin: Buffer.from('{"a":1}'), env, timeoutMs: 5000 });
     expect(out).toMatchObject({ exitCode: 3, signal: null, timedOut: false });
     expect(out.stdout.toString()).toBe('{"a":1}');
     expect(out.stderr.toString()).toBe('ADD\n');
@@ -52,7 +61,7 @@ describe('execPlugin', () => {
     const pidFile = join(dir, 'c', 'bg.pid');
     const path = script('c', 'hang', `sleep 30 & echo $! > ${pidFile}; sleep 30`);
     const started = Date.now();
-    const out = await execPlugin(path, Buffer.alloc(0), { PATH: '/usr/bin:/bin' }, 300);
+    const out = await execPlugin(run(path, 300));
     expect(out.timedOut).toBe(true);
     expect(Date.now() - started).toBeLessThan(5000);
     await new Promise((r) => setTimeout(r, 100));
@@ -62,7 +71,7 @@ describe('execPlugin', () => {
   it('does not wait for pipes a background child keeps open once the plugin itself exited', async () => {
     const path = script('c', 'bg', 'sleep 30 & echo done');
     const started = Date.now();
-    const out = await execPlugin(path, Buffer.alloc(0), { PATH: '/usr/bin:/bin' }, 20_000);
+    const out = await execPlugin(run(path, 20_000));
     expect(out).toMatchObject({ exitCode: 0, timedOut: false });
     expect(out.stdout.toString()).toBe('done\n');
     expect(Date.now() - started).toBeLessThan(5000);
@@ -74,8 +83,54 @@ describe('execPlugin', () => {
     writeSync(fd, '#!/bin/sh\necho ok\n');
     const started = Date.now();
     setTimeout(() => closeSync(fd), 300);
-    const out = await execPlugin(path, Buffer.alloc(0), { PATH: '/usr/bin:/bin' }, 5000);
+    const out = await execPlugin(run(path, 5000));
     expect(out.stdout.toString()).toBe('ok\n');
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
   });
 });
+
+describe("execPlugin's cancel signal", () => {
+  it('kills the running plugin and what it started at once, long before its timeout', async () => {
+    const pidFile = join(dir, 'c', 'abort-bg.pid');
+    const path = script('c', 'sleeper', `sleep 30 & echo $! > ${pidFile}; sleep 30`);
+    const call = new AbortController();
+    const out = execPlugin(run(path, 60_000, call.signal));
+    await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
+    call.abort(new Error('stop'));
+    const done = await out;
+    expect(done).toMatchObject({ exitCode: null, signal: 'SIGKILL', timedOut: false });
+    await waitFor(() => !running(Number(readFileSync(pidFile, 'utf8'))));
+  });
+
+  it('starts no plugin once the signal is aborted: StoppingError, code 11', async () => {
+    const marker = join(dir, 'c', 'ran-after-abort');
+    const path = script('c', 'marks', `touch ${marker}`);
+    const error = await execPlugin(run(path, 5000, AbortSignal.abort())).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoppingError);
+    expect(error).toMatchObject({ code: 11 });
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('is a deadline too: AbortSignal.timeout stops a plugin whose own timeout is far away', async () => {
+    const path = script('c', 'long', 'sleep 30');
+    const out = await execPlugin(run(path, 60_000, AbortSignal.timeout(200)));
+    expect(out).toMatchObject({ signal: 'SIGKILL', timedOut: false });
+  });
+
+  it('leaves a plugin that already exited, and what it left running, alone', async () => {
+    const pidFile = join(dir, 'c', 'left.pid');
+    const path = script('c', 'leaves', `sleep 30 > /dev/null 2>&1 & echo $! > ${pidFile}`);
+    const call = new AbortController();
+    expect(await execPlugin(run(path, 5000, call.signal))).toMatchObject({ exitCode: 0 });
+    call.abort();
+    const left = Number(readFileSync(pidFile, 'utf8'));
+    expect(running(left), 'a daemon the plugin started is not ours to kill').toBe(true);
+    killPid(left);
+  });
+});
+
+/** Polls `ok` every 20 ms (up to 10 s). */
+async function waitFor(ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 20));
+  expect(ok()).toBe(true);
+}

@@ -3,6 +3,7 @@
  * the version gate, each rejection with its skel code and exact message.
  */
 import { describe, expect, it } from 'vitest';
+import { jsonSyntaxMessage } from '../../../src/base/json-syntax.ts';
 import { CniError } from '../../../src/base/errors.ts';
 import { aboutText, formatVersionInfo, parseCommand, parseRequest } from '../../../src/cni/request.ts';
 import { validateContainerId, validateIfName, validateNetworkName } from '../../../src/base/names.ts';
@@ -136,16 +137,11 @@ describe('parseRequest: env table', () => {
 
 describe('parseRequest: stdin', () => {
   it.each([
-    ['', 'Unexpected end of JSON input'],
+    ['', 'line 1, column 1: unexpected end of the text'],
     ['{', null],
     ['not json', null],
   ])('bad JSON %j → code 6', (text, jsonMsg) => {
-    let expected = jsonMsg;
-    try {
-      JSON.parse(text);
-    } catch (e) {
-      expected = (e as Error).message;
-    }
+    const expected = jsonMsg ?? jsonSyntaxMessage(text);
     const err = thrown(() => parseRequest('ADD', FULL_ENV, Buffer.from(text)));
     expect(err.code).toBe(6);
     expect(err.msg).toBe(`failed to decode network config from stdin: ${expected}`);

@@ -3,7 +3,7 @@
  * delegates running at once.
  */
 import { describe, expect, it } from 'vitest';
-import type { Exec, ExecOutput } from '../../../src/cni/exec.ts';
+import type { Exec, ExecOptions, ExecOutput } from '../../../src/cni/exec.ts';
 import { boundedExec, chrootExec, chrootWrapper, findChrootProgram, timedExec } from '../../../src/daemon/exec.ts';
 import type { Metrics } from '../../../src/daemon/metrics.ts';
 
@@ -17,7 +17,7 @@ function recording(exitCode = 0): Exec & { calls: unknown[][]; looked: string[][
       looked.push(dirs);
       return `${dirs[1]}/${type}`;
     },
-    async execPlugin(path, _stdin, env, timeoutMs, args, _outputDir, argv0): Promise<ExecOutput> {
+    async execPlugin({ path, env, timeoutMs, args, argv0 }): Promise<ExecOutput> {
       calls.push(
         argv0 === undefined
           ? [path, env.CNI_COMMAND, timeoutMs, args]
@@ -34,7 +34,12 @@ describe('chrootExec', () => {
     const e = chrootExec(inner, '/hostroot', { program: '/usr/sbin/chroot' });
     expect(e.findInPath('bridge', ['/opt/cni/bin', '/usr/lib/cni'])).toBe('/usr/lib/cni/bridge');
     expect(inner.looked).toEqual([['/hostroot/opt/cni/bin', '/hostroot/usr/lib/cni']]);
-    await e.execPlugin('/usr/lib/cni/bridge', Buffer.from('{}'), { CNI_COMMAND: 'ADD' }, 5000);
+    await e.execPlugin({
+      path: '/usr/lib/cni/bridge',
+      stdin: Buffer.from('{}'),
+      env: { CNI_COMMAND: 'ADD' },
+      timeoutMs: 5000,
+    });
     expect(inner.calls).toEqual([['/usr/sbin/chroot', 'ADD', 5000, ['/hostroot', '/usr/lib/cni/bridge']]]);
   });
 
@@ -45,7 +50,8 @@ describe('chrootExec', () => {
       '/hostroot',
       chrootWrapper('/usr/src/multus/multus', () => true)!,
     );
-    await e.execPlugin('/usr/lib/cni/macvlan', Buffer.from('{}'), { CNI_COMMAND: 'DEL' }, 7000, ['x']);
+    const env = { CNI_COMMAND: 'DEL' };
+    await e.execPlugin({ path: '/usr/lib/cni/macvlan', stdin: Buffer.from('{}'), env, timeoutMs: 7000, args: ['x'] });
     expect(inner.calls).toEqual([
       ['/usr/src/multus/multus', 'DEL', 7000, ['/hostroot', '/usr/lib/cni/macvlan', 'x'], 'multus-chroot'],
     ]);
@@ -69,8 +75,10 @@ describe('timedExec', () => {
     const seen: unknown[][] = [];
     const metrics = { delegateCall: (...a: unknown[]) => seen.push(a) } as unknown as Metrics;
     const none = Buffer.alloc(0);
-    await timedExec(recording(0), metrics).execPlugin('/opt/cni/bin/bridge', none, { CNI_COMMAND: 'ADD' }, 1);
-    await timedExec(recording(1), metrics).execPlugin('/opt/cni/bin/macvlan', none, { CNI_COMMAND: 'DEL' }, 1);
+    const add = { stdin: none, env: { CNI_COMMAND: 'ADD' }, timeoutMs: 1 };
+    const del = { stdin: none, env: { CNI_COMMAND: 'DEL' }, timeoutMs: 1 };
+    await timedExec(recording(0), metrics).execPlugin({ path: '/opt/cni/bin/bridge', ...add });
+    await timedExec(recording(1), metrics).execPlugin({ path: '/opt/cni/bin/macvlan', ...del });
     expect(seen.map(([type, command, seconds, ok]) => [type, command, typeof seconds, ok])).toEqual([
       ['bridge', 'ADD', 'number', true],
       ['macvlan', 'DEL', 'number', false],
@@ -88,7 +96,7 @@ describe('boundedExec', () => {
       started: [] as string[],
       release: () => gates.shift()?.(),
       findInPath: (type: string) => `/bin/${type}`,
-      async execPlugin(path: string): Promise<ExecOutput> {
+      async execPlugin({ path }: ExecOptions): Promise<ExecOutput> {
         o.running++;
         o.most = Math.max(o.most, o.running);
         o.started.push(path);
@@ -101,11 +109,12 @@ describe('boundedExec', () => {
     return o;
   }
   const tick = () => new Promise((r) => setTimeout(r, 5));
+  const run = (path: string): ExecOptions => ({ path, stdin: Buffer.alloc(0), env: {}, timeoutMs: 1000 });
 
   it('runs at most `limit` plugins at once, the others in arrival order; a failed one frees its slot', async () => {
     const inner = gated();
     const e = boundedExec(inner, 2);
-    const calls = ['a', 'fails', 'c', 'd'].map((p) => e.execPlugin(p, Buffer.alloc(0), {}, 1000).catch((x) => x));
+    const calls = ['a', 'fails', 'c', 'd'].map((p) => e.execPlugin(run(p)).catch((x) => x));
     await tick();
     expect(inner.started).toEqual(['a', 'fails']);
     inner.release(); // a ends
@@ -125,7 +134,7 @@ describe('boundedExec', () => {
   it('0 is no limit', async () => {
     const inner = gated();
     const e = boundedExec(inner, 0);
-    const calls = Array.from({ length: 10 }, () => e.execPlugin('p', Buffer.alloc(0), {}, 1000));
+    const calls = Array.from({ length: 10 }, () => e.execPlugin(run('p')));
     await tick();
     expect(inner.running).toBe(10);
     for (let i = 0; i < 10; i++) inner.release();

@@ -149,9 +149,24 @@ describe('/cni answers as handle() does', () => {
     });
   }
 
-  it('codes of the request (1-8) are 400, the rest 500', () => {
+  it('codes of the request (1-8 but 5) are 400, the rest 500', () => {
     expect([1, 4, 6, 7, 8].map(statusOf)).toEqual([400, 400, 400, 400, 400]);
-    expect([11, 42, 999].map(statusOf)).toEqual([500, 500, 500]);
+    expect([5, 11, 42, 999].map(statusOf)).toEqual([500, 500, 500, 500]); // 5: an I/O failure is the node's, not the caller's
+  });
+
+  it("every call's delegates get the daemon's cancel signal", async () => {
+    const stop = new AbortController();
+    const socket = await start(0, undefined, { signal: stop.signal });
+    const seen: (AbortSignal | undefined)[] = [];
+    const fake = exec.execPlugin.bind(exec);
+    exec.execPlugin = (run) => {
+      seen.push(run.signal);
+      return fake(run);
+    };
+    const env = { ...baseEnv(), CNI_COMMAND: 'DEL' };
+    expect((await http(socket, '/cni', { body: cniBody(env, conf(join(dir, 'c'))) })).status).toBe(200);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.every((s) => s === stop.signal)).toBe(true);
   });
 
   it("only the request's CNI_* variables reach the delegates, over the daemon's environment", async () => {
@@ -159,9 +174,9 @@ describe('/cni answers as handle() does', () => {
     let seen: Record<string, string> = {};
     exec.returns.p0 = () => ({});
     const orig = exec.execPlugin.bind(exec);
-    exec.execPlugin = (path, stdin, env) => {
-      if (path.endsWith('p0')) seen = env;
-      return orig(path, stdin, env);
+    exec.execPlugin = (run) => {
+      if (run.path.endsWith('p0')) seen = run.env;
+      return orig(run);
     };
     const env = { ...baseEnv(), CNI_COMMAND: 'DEL', PATH: '/evil', HOME: '/x' };
     expect((await http(socket, '/cni', { body: cniBody(env, conf(join(dir, 'c'))) })).status).toBe(200);
@@ -306,10 +321,11 @@ function gatedExec(): { events: string[]; release(cid: string): void; running():
     }
     return p;
   };
-  exec.execPlugin = async (path, stdin, env): Promise<ExecOutput> => {
+  exec.execPlugin = async (run): Promise<ExecOutput> => {
+    const { path, env } = run;
     const cid = env.CNI_CONTAINERID!;
     if (!path.endsWith('p0') || env.CNI_COMMAND !== 'ADD') {
-      return FakeExec.prototype.execPlugin.call(exec, path, stdin, env);
+      return FakeExec.prototype.execPlugin.call(exec, run);
     }
     running++;
     max = Math.max(max, running);
@@ -318,7 +334,7 @@ function gatedExec(): { events: string[]; release(cid: string): void; running():
     waiting.delete(cid); // the next call of this container waits for a fresh release
     running--;
     events.push(`end ${cid}`);
-    return FakeExec.prototype.execPlugin.call(exec, path, stdin, env);
+    return FakeExec.prototype.execPlugin.call(exec, run);
   };
   return {
     events,

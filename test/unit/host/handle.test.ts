@@ -11,6 +11,7 @@ import type { CniAnswer } from '../../../src/host/handle.ts';
 import { handle } from '../../../src/host/handle.ts';
 import type { Host } from '../../../src/host/host.ts';
 import { createHost } from '../../../src/host/host.ts';
+import { StoppingError } from '../../../src/cni/exec.ts';
 import { FakeExec } from '../../helpers/fake-exec.ts';
 import { testNetns } from '../../helpers/netns.ts';
 
@@ -172,6 +173,27 @@ describe('handle(): errors on the wire', () => {
     const answer = await call('ADD');
     expect(wire(answer)).toMatchObject({ code: 999 });
     expect(answer.stdout).not.toMatch(/\bat .*\.ts:\d+/);
+  });
+});
+
+describe("handle(): the call's cancel signal", () => {
+  it('reaches every delegate the call starts; once aborted, no other starts and the call fails with code 11', async () => {
+    const stop = new AbortController();
+    const seen: (AbortSignal | undefined)[] = [];
+    const fake = exec.execPlugin.bind(exec);
+    exec.execPlugin = async (run) => {
+      seen.push(run.signal);
+      if (run.signal?.aborted) throw new StoppingError(run.path); // as realExec refuses it
+      const out = await fake(run);
+      stop.abort(); // a stop arrives while the first delegate runs
+      return out;
+    };
+    const env = { ...baseEnv(), CNI_COMMAND: 'ADD' };
+    const answer = await handle(host(), { env, stdin: Buffer.from(JSON.stringify(conf())), signal: stop.signal });
+    expect(wire(answer)).toMatchObject({ code: 11 });
+    expect(exec.calls()).toEqual(['ADD p0 eth0']);
+    expect(seen.length).toBeGreaterThan(1);
+    expect(seen.every((s) => s === stop.signal)).toBe(true);
   });
 });
 

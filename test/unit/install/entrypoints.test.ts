@@ -40,6 +40,25 @@ describe('install_multus', () => {
     expect(out.stdout).toBe(`multus multus copy succeeded!\npassthru cni ${join(src, 'passthru')} copy succeeded!\n`);
   });
 
+  it('-t thin over an older build: its Bun executable copied first, the older one removed (docs/build.md)', async () => {
+    const launcher = (id: string) => {
+      const trailer = Buffer.alloc(64);
+      Buffer.from(id, 'hex').copy(trailer, 16);
+      Buffer.from('multus-ts-bun\x00\x00\x01', 'latin1').copy(trailer, 48);
+      return Buffer.concat([Buffer.from('launcher'), trailer]);
+    };
+    const dest = join(dir, 'upgrade');
+    mkdirSync(dest);
+    writeFileSync(join(dest, 'multus'), launcher('aaaaaaaaaaaaaaaa'));
+    writeFileSync(join(dest, '.multus-bun-aaaaaaaaaaaaaaaa'), 'older');
+    const src = imageBin();
+    writeFileSync(join(src, 'multus'), launcher('0123456789abcdef')); // passthru: a hard link to it
+    writeFileSync(join(src, '.multus-bun-0123456789abcdef'), 'new');
+    const { io: o } = io();
+    expect(await installMultusMain('install_multus', ['-t', 'thin', '-d', dest], o, src)).toBe(0);
+    expect(readdirSync(dest).sort()).toEqual(['.multus-bun-0123456789abcdef', 'multus', 'passthru']);
+  });
+
   it('-t thick: multus-shim and a copy of passthru (no multus beside it to link to)', async () => {
     const dest = join(dir, 'thick');
     mkdirSync(dest);

@@ -12,6 +12,13 @@ import type { NodeToken, NodeTokenRequest } from '../../../src/install/node-toke
 import type { DeletionState } from '../../../src/install/uninstall.ts';
 import { parseInstallArgs } from '../../../src/install/options.ts';
 
+/** A launcher's file as payloads.ts reads it: anything, then the 64-byte trailer naming the id it carries. */
+const fakeLauncher = (id: string): Buffer => {
+  const trailer = Buffer.alloc(64);
+  Buffer.from(id, 'hex').copy(trailer, 16);
+  Buffer.from('multus-ts-bun\x00\x00\x01', 'latin1').copy(trailer, 48);
+  return Buffer.concat([Buffer.from('launcher'), trailer]);
+};
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 const conf = (dir: string, name: string): Record<string, unknown> =>
   JSON.parse(readFileSync(join(dir, name), 'utf8')) as Record<string, unknown>;
@@ -23,7 +30,9 @@ describe('multus install', () => {
     const n = makeNode();
     writeFileSync(join(n.src, 'passthru'), 'passthru-binary');
     writeFileSync(join(n.src, 'multus-shim'), 'shim-binary');
+    writeFileSync(join(n.src, 'multus'), fakeLauncher('0123456789abcdef'));
     writeFileSync(join(n.src, '.multus-bun-0123456789abcdef'), 'bun-executable');
+    writeFileSync(join(n.src, '.multus-bun-00000000000000ff'), 'another build: not copied');
     writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
     const r = await runScripted(n.args, []);
     expect(r.error).toBeNull();
@@ -41,6 +50,37 @@ describe('multus install', () => {
     expect(readFileSync(kc, 'utf8')).toContain('token: "token-1"\n');
     expect(existsSync(n.mnetd)).toBe(true);
     expect(conf(n.netd, '00-multus.conflist')).toMatchObject({ plugins: [{ type: 'multus', confDir: n.mnetd }] });
+  });
+
+  it('over an older build, removes the Bun executables no launcher in the bin dir carries (docs/build.md)', async () => {
+    const n = makeNode();
+    writeFileSync(join(n.src, 'multus'), fakeLauncher('0123456789abcdef'));
+    writeFileSync(join(n.src, '.multus-bun-0123456789abcdef'), 'new');
+    writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
+    writeFileSync(join(n.bin, 'multus'), fakeLauncher('aaaaaaaaaaaaaaaa')); // the older build
+    writeFileSync(join(n.bin, 'other-launcher'), fakeLauncher('bbbbbbbbbbbbbbbb')); // another build, still there
+    writeFileSync(join(n.bin, 'bridge'), 'a plugin');
+    const left = [
+      'aaaaaaaaaaaaaaaa',
+      'bbbbbbbbbbbbbbbb',
+      'cccccccccccccccc',
+      'aaaaaaaaaaaaaaaa.tmp',
+      'dddddddddddddddd.tmp-42',
+    ];
+    for (const f of [...left, 'bbbbbbbbbbbbbbbb.tmp']) writeFileSync(join(n.bin, `.multus-bun-${f}`), 'old');
+    writeFileSync(join(n.bin, '.multus-bun.lock'), '');
+    const r = await runScripted([...n.args, '--install-binary-only'], []);
+    expect(r.error).toBeNull();
+    expect(ls(n.bin)).toEqual([
+      '.multus-bun-0123456789abcdef',
+      '.multus-bun-bbbbbbbbbbbbbbbb',
+      '.multus-bun-bbbbbbbbbbbbbbbb.tmp',
+      '.multus-bun.lock',
+      'bridge',
+      'multus',
+      'other-launcher',
+      'passthru',
+    ]);
   });
 
   it('copies the running executable when the default --multus-bin-file is missing', async () => {

@@ -1,6 +1,6 @@
 /**
  * The lean client's requests on Bun, the runtime of build/multus, where they go through Bun's fetch
- * (src/k8s/fetch.ts) instead of node:https (docs/performance.md). vitest runs under Node, so each case runs in
+ * (src/k8s/fetch.ts) instead of node:https (docs/archive/performance.md). vitest runs under Node, so each case runs in
  * test/helpers/bun-driver.ts under the pinned Bun against a stub API server of this file (certificates from
  * openssl): a token over TLS verified with a CA file, one connection for a call's requests, bodies and headers,
  * client certificates, tls-server-name, insecure-skip-tls-verify, a rotated token file, the error mapping

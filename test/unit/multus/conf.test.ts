@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jsonSyntaxProblem } from '../../../src/base/json-syntax.ts';
 import type { MultusConf } from '../../../src/multus/conf.ts';
 import type { Delegate } from '../../../src/multus/attachments.ts';
 import type { Network } from '../../../src/cni/network.ts';
@@ -30,13 +31,11 @@ function caught(fn: () => unknown): { code: number; msg: string } {
   throw new Error('expected a CniError, nothing was thrown');
 }
 
+/** The JSON problem the decoders report: where, never the bytes (issue 51, finding 7; base/json-syntax.ts). */
 function jsonError(text: string): string {
-  try {
-    JSON.parse(text);
-  } catch (err) {
-    return (err as Error).message;
-  }
-  throw new Error(`${text} is valid JSON`);
+  const problem = jsonSyntaxProblem(text);
+  if (problem === undefined) throw new Error(`${text} is valid JSON`);
+  return problem;
 }
 
 const DELEGATE = { name: 'cbr0', type: 'flannel', cniVersion: '1.0.0' };
@@ -130,8 +129,10 @@ describe('parseMultusConf: values', () => {
       { initialMs: 100, factor: 2, jitter: 1, steps: 20 },
     ],
     ['delegateTimeoutSeconds', { delegateTimeoutSeconds: 2.5 }, 'delegateTimeoutMs', 2500],
-    ['delegateTimeoutSeconds tiny', { delegateTimeoutSeconds: 0.0001 }, 'delegateTimeoutMs', 1],
+    ['delegateTimeoutSeconds at its minimum', { delegateTimeoutSeconds: 1 }, 'delegateTimeoutMs', 1000],
     ['strictCapabilities', { strictCapabilities: true }, 'strictCapabilities', true],
+    ['parallelAttachments', { parallelAttachments: true }, 'parallelAttachments', true],
+    ['parallelAttachments off by default', {}, 'parallelAttachments', false],
     [
       'runtimeConfig kept whole',
       { runtimeConfig: { portMappings, 'io.kubernetes.cri.pod-annotations': { a: 'b' } } },
@@ -195,6 +196,7 @@ describe('parseMultusConf: key types', () => {
     ['namespaceIsolation', 'false', '`namespaceIsolation` must be a boolean'],
     ['globalNamespaces', ['a'], '`globalNamespaces` must be a string'],
     ['retryDeleteOnError', 1, '`retryDeleteOnError` must be a boolean'],
+    ['parallelAttachments', 4, '`parallelAttachments` must be a boolean'],
     ['auxiliaryCNIChainName', 1, '`auxiliaryCNIChainName` must be a string'],
     ['runtimeConfig', [], '`runtimeConfig` must be a JSON object'],
     ['prevResult', 'x', '`prevResult` must be a JSON object'],
@@ -747,6 +749,23 @@ describe('loadNetworkPath (docs/behaviour.md#cluster-network path form)', () => 
     expect(caught(() => loadNetworkPath(at(rel)))).toEqual({
       code: 7,
       msg: `no .conf or .conflist file in directory ${at(rel)}: put the network's config there`,
+    });
+  });
+
+  // issue 51, finding 1: a config path is read with a bound, and never from a device or a FIFO
+  it('a device (/dev/zero) is refused before it is read', () => {
+    expect(caught(() => loadNetworkPath('/dev/zero'))).toEqual({
+      code: 7,
+      msg: 'CNI config file /dev/zero is not a regular file: point the config at a file',
+    });
+  });
+
+  it('a file over 1 MiB is refused', () => {
+    const big = join(root, 'big.conf');
+    writeFileSync(big, `{"name":"big","type":"bridge","pad":"${'x'.repeat(1024 * 1024)}"}`);
+    expect(caught(() => loadNetworkPath(big))).toEqual({
+      code: 7,
+      msg: `CNI config file ${big} is ${1024 * 1024 + 39} bytes, over the 1048576 a config may have`,
     });
   });
 

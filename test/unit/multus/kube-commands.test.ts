@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cmdAdd } from '../../../src/multus/commands/add.ts';
 import type { CommandDeps } from '../../../src/multus/commands/context.ts';
 import { cmdDel } from '../../../src/multus/commands/del.ts';
+import { cmdStatus } from '../../../src/multus/commands/status.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
 import { silentLogger } from '../../../src/base/log.ts';
@@ -623,5 +624,48 @@ describe('DEL with Kubernetes', () => {
     await t.add();
     t.exec.returns['pa DEL'] = cniErrorReply(11, 'busy');
     await expect(t.del()).rejects.toMatchObject({ code: 11 });
+  });
+});
+
+describe('STATUS with Kubernetes (docs/behaviour.md#status)', () => {
+  function status(clusterNetwork: string, confDir = join(dir, 'net.d')) {
+    const kube = new FakeKube();
+    kube.addNad('kube-system', 'pod-net', { cniVersion: '1.1.0', type: 'pk' });
+    const exec = new FakeExec('pk', 'pf');
+    exec.returns['pk STATUS'] = cniErrorReply(50, 'pod-net is not ready');
+    const stdin = Buffer.from(
+      JSON.stringify({
+        cniVersion: '1.1.0',
+        name: 'multus-cni-network',
+        type: 'multus',
+        kubeconfig: '/fake/kubeconfig',
+        cniDir,
+        confDir,
+        clusterNetwork,
+      }),
+    );
+    const req = parseRequest('STATUS', { CNI_COMMAND: 'STATUS', CNI_PATH: '/usr/lib/cni' }, stdin);
+    const clients = { made: 0 };
+    const deps = { ...kubeDeps(exec, kube), kube: async () => (clients.made++, kube) };
+    const run = cmdStatus(...withContext(req, parseMultusConf(stdin), deps));
+    return { kube, exec, run, clients };
+  }
+
+  it('resolves a clusterNetwork that names a NAD as ADD does, and asks its plugins', async () => {
+    const t = status('pod-net');
+    await expect(t.run).rejects.toMatchObject({ code: 50, msg: 'pod-net is not ready' });
+    expect(t.kube.received).toEqual(['getNad kube-system/pod-net']);
+    expect(t.exec.calls()).toEqual(['STATUS pk ']);
+  });
+
+  it('makes no Kubernetes client for a clusterNetwork given as a path', async () => {
+    mkdirSync(join(dir, 'net.d'), { recursive: true });
+    const path = join(dir, 'net.d', 'file.conf');
+    writeFileSync(path, JSON.stringify({ cniVersion: '1.1.0', name: 'file-net', type: 'pf' }));
+    const t = status(path);
+    await t.run;
+    expect(t.clients.made).toBe(0);
+    expect(t.kube.received).toEqual([]);
+    expect(t.exec.calls()).toEqual(['STATUS pf ']);
   });
 });

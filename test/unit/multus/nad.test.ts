@@ -12,6 +12,7 @@ writeFileSync(
   join(confDir, '10-file.conf'),
   JSON.stringify({ cniVersion: '0.4.0', name: 'from-file', type: 'macvlan' }),
 );
+writeFileSync(join(confDir, '20-nested.conf'), JSON.stringify({ cniVersion: '1.0.0', name: 'nested', type: 'multus' }));
 
 function nad(name: string, config: unknown, annotations?: Record<string, string>): Nad {
   return {
@@ -33,6 +34,15 @@ describe('networkFromNad', () => {
     );
   });
 
+  it('refuses the confDir file of an empty spec.config when it is the meta-plugin', () => {
+    expect(() => networkFromNad(nad('nested', undefined), confDir)).toThrowError(
+      expect.objectContaining({
+        code: 7,
+        msg: 'the config file of NetworkAttachmentDefinition ns1/nested: type "multus" is the multus meta-plugin itself, which may not be a delegate',
+      }),
+    );
+  });
+
   it('uses the confDir file of the same name when spec.config is empty', () => {
     expect(networkFromNad(nad('from-file', undefined), confDir).plugins[0]!.type).toBe('macvlan');
     expect(networkFromNad(nad('from-file', ''), confDir).cniVersion).toBe('0.4.0');
@@ -42,6 +52,24 @@ describe('networkFromNad', () => {
     ['not JSON', '{"type":', 'spec.config is not JSON'],
     ['an array', '[]', 'spec.config must be a JSON object'],
     ['no file for an empty config', undefined, 'has an empty spec.config and no config file named "nothere"'],
+    // issue 51, finding 1: a NAD may not nest the meta-plugin (src/multus/nesting.ts)
+    [
+      'the meta-plugin',
+      { cniVersion: '1.0.0', type: 'multus', binDir: '/tmp', delegates: [] },
+      'NetworkAttachmentDefinition ns1/nothere: type "multus" is the multus meta-plugin itself',
+    ],
+    ['the shim', { cniVersion: '1.0.0', type: 'multus-shim' }, 'type "multus-shim" is the multus meta-plugin itself'],
+    [
+      'the meta-plugin in a conflist',
+      { cniVersion: '1.0.0', plugins: [{ type: 'bridge' }, { type: 'multus' }] },
+      'type "multus" is the multus meta-plugin itself',
+    ],
+    // finding 7: the error says where the text stops being JSON, never what it holds
+    [
+      'a file-like text',
+      'root:x:0:0:root:/root:/bin/bash',
+      'spec.config is not JSON: line 1, column 1: expected a JSON value',
+    ],
   ])('rejects %s with code 7', (_t, config, text) => {
     expect(() => networkFromNad(nad('nothere', config), confDir)).toThrowError(
       expect.objectContaining({ code: 7, msg: expect.stringContaining(text) }),

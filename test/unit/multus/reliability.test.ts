@@ -177,7 +177,8 @@ describe('D4: a plugin file that is not a program', () => {
     const path = join(dir, 'damaged');
     writeFileSync(path, `touch ${marker}\n`);
     chmodSync(path, 0o755);
-    const error = await execPlugin(path, Buffer.alloc(0), { PATH: '/usr/bin:/bin' }, 5000).catch((e: unknown) => e);
+    const run = { path, stdin: Buffer.alloc(0), env: { PATH: '/usr/bin:/bin' }, timeoutMs: 5000 };
+    const error = await execPlugin(run).catch((e: unknown) => e);
     expect(error).toMatchObject({ msg: expect.stringContaining('exec format error') });
     expect(existsSync(marker)).toBe(false);
   });

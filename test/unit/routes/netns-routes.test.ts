@@ -336,7 +336,7 @@ describe('updateCachedDefaultRoutes', () => {
       },
       [p('eth0', true, false)],
       6,
-      "error setting default gateway in cache: corrupt libcni result cache CNIDIR/results/cluster-c0ffee-eth0: libcni result cache is not valid JSON: Expected property name or '}' in JSON at position 1 (line 1 column 2) (remove the file if its container is gone)",
+      'error setting default gateway in cache: corrupt libcni result cache CNIDIR/results/cluster-c0ffee-eth0: libcni result cache is not valid JSON: line 1, column 2: expected a member name in double quotes (remove the file if its container is gone)',
     ],
     [
       'an unsupported result version',

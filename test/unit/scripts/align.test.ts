@@ -1,6 +1,6 @@
 /**
  * scripts/build-steps/align.mjs: the Bun executable's loadable segments moved in the file so that address and
- * offset agree modulo 64 KiB (docs/performance.md, "The installed copy kept in 32 KiB folios"), on a small ELF64
+ * offset agree modulo 64 KiB (docs/archive/performance.md, "The installed copy kept in 32 KiB folios"), on a small ELF64
  * file made here: every segment's bytes found at its new offset, every header offset moved with them.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 /**
  * The resident bench's per-mode figures (scripts/bench/resident-measure.mjs `modeFigures`): `overhead` pools the
- * ADD and DEL samples, `overhead_pod` sums each round's ADD and DEL of one pod (docs/performance.md, "A pod's ADD
+ * ADD and DEL samples, `overhead_pod` sums each round's ADD and DEL of one pod (docs/archive/performance.md, "A pod's ADD
  * and DEL together").
  */
 import { describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 /**
  * The resident bench's command line (scripts/bench/options.mjs): `--writeback` is off unless asked for, so runs
- * stay comparable with earlier ones (docs/performance.md, "Files written back before the DEL"); `--api-latency-ms`
+ * stay comparable with earlier ones (docs/archive/performance.md, "Files written back before the DEL"); `--api-latency-ms`
  * and its proxy (scripts/bench/api-latency.mjs).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,6 +24,17 @@ describe('bench options', () => {
     expect(parseArgs(['--writeback=before-del', '--page-cache=installed'])).toMatchObject({
       writeback: 'before-del',
       pageCache: 'installed',
+    });
+  });
+});
+
+describe('scenarios status and parallel', () => {
+  it('are named, with their rounds (100 STATUS rounds, 3 pairs of each order by default)', () => {
+    expect(parseArgs(['--scenario', 'status'])).toMatchObject({ scenario: 'status', statusRounds: 100 });
+    expect(parseArgs(['--scenario', 'parallel'])).toMatchObject({ scenario: 'parallel', parallelRounds: 3 });
+    expect(parseArgs(['--status-rounds', '20', '--parallel-rounds=5'])).toMatchObject({
+      statusRounds: 20,
+      parallelRounds: 5,
     });
   });
 });
