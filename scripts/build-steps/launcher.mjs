@@ -64,6 +64,14 @@ export function entryFlags(arch) {
   return arch === 'amd64' ? ['-E=main.fastEntry'] : [];
 }
 
+/** `parts` written to a new file `path` (0755), renamed over it. @param {string} path @param {Buffer[]} parts */
+function writeParts(path, parts) {
+  const fd = openSync(`${path}.new`, 'w', 0o755);
+  for (const part of parts) for (let off = 0; off < part.length;) off += writeSync(fd, part, off);
+  closeSync(fd);
+  renameSync(`${path}.new`, path);
+}
+
 /**
  * @param {string} outdir @param {string} [arch] linux/`arch`, as the Bun executable in outdir
  * @returns {{ payload: string }} the path of build/.multus-bun-<id>
@@ -86,11 +94,14 @@ export function buildLauncher(outdir, arch = HOST_ARCH) {
   sum.copy(trailer, 16);
   TRAILER_MAGIC.copy(trailer, 48);
   const out = join(outdir, 'multus');
-  const fd = openSync(`${out}.new`, 'w', 0o755);
-  for (const part of [head, compiled, trailer]) for (let off = 0; off < part.length;) off += writeSync(fd, part, off);
-  closeSync(fd);
-  renameSync(`${out}.new`, out);
-  // multus.launcher stays: the image stores the launcher and the Bun executable once each (scripts/image.sh)
+  writeParts(out, [head, compiled, trailer]);
+  // multus.launcher: the launcher alone, as the image stores it beside its Bun executable (scripts/image.sh), with
+  // a trailer of offset 0 that names that Bun executable: `multus install` keeps the .multus-bun-<id> a launcher's
+  // trailer names (src/install/payloads.ts), the plugin knows its own file by the magic (src/multus/nesting.ts),
+  // and the launcher says what is missing when it is not beside it (launcher/payload.go)
+  const alone = Buffer.from(trailer);
+  alone.writeBigUInt64LE(0n, 0);
+  writeParts(launcher, [head, alone]);
   // the file it starts, already beside it (a copy that it would otherwise extract on its first run)
   const payload = join(outdir, PAYLOAD_PREFIX + id);
   for (const name of readdirSync(outdir)) {

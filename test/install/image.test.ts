@@ -175,7 +175,7 @@ describe.runIf(ready)('npm run image', () => {
     expect(p.listing.filter((l) => /^h.* link to /.test(l))).toHaveLength(NAMES.length - 1 + payloads.length - 1);
   });
 
-  it('a name copied out of the image alone says that its Bun executable is not beside it (CNI error)', () => {
+  it('a name copied out of the image alone says that its Bun executable belongs beside it (CNI error)', () => {
     const alone = join(dir, 'alone');
     mkdirSync(alone);
     copyFileSync(join(img.amd64.rootfs, 'usr/src/multus-cni/bin/passthru'), join(alone, 'passthru'));
@@ -188,7 +188,7 @@ describe.runIf(ready)('npm run image', () => {
     expect(r.status).toBe(1);
     expect(JSON.parse(r.stdout)).toMatchObject({
       code: 999,
-      details: expect.stringContaining('carries no Bun executable'),
+      details: expect.stringContaining('is the launcher alone'),
     });
   });
 
