@@ -11,7 +11,8 @@
  * Steps:
  *   1. esbuild: src/cli.ts -> build/multus.cjs (the thin plugin; build-steps/bundle.mjs also checks that it imports
  *      no node:net/tls/https/http2 or client-node at start-up), src/roles.ts -> build/multus-daemon.cjs
- *      (build-daemon.mjs), src/k8s/fallback.ts -> build/k8s-fallback.cjs (build-k8s-fallback.mjs)
+ *      (build-daemon.mjs), src/k8s/fallback.ts -> build/k8s-fallback.cjs (build-k8s-fallback.mjs),
+ *      src/kubelet/index.ts -> build/kubelet-grpc.cjs (build-kubelet.mjs)
  *   2. `bun build --compile --bytecode --minify` of the three (build-steps/compile.mjs) into build/multus.bun:
  *      multus.cjs is the main module, the other two embedded files; skipped when build/multus.stamp says the same
  *      inputs made it
@@ -28,6 +29,7 @@ import { mkdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { buildDaemon } from './build-daemon.mjs';
 import { buildK8sFallback } from './build-k8s-fallback.mjs';
+import { buildKubelet } from './build-kubelet.mjs';
 import { bundleThin } from './build-steps/bundle.mjs';
 import { ARCHES, HOST_ARCH, arm64Execs } from './build-steps/arch.mjs';
 import { ROOT, fail, log, mib, setQuiet, show } from './build-steps/common.mjs';
@@ -94,9 +96,11 @@ async function main() {
   // @kubernetes/client-node's KubeConfig, for kubeconfigs the lean client cannot serve (exec, auth-provider):
   // loaded only when such a kubeconfig is used (docs/kubernetes.md).
   const fallback = await buildK8sFallback({ outdir: opts.outdir, log });
+  // The kubelet's gRPC (pod-resources, plugin registration): loaded only when a call asks the kubelet.
+  const kubelet = await buildKubelet({ outdir: opts.outdir, log });
   // The resident daemon and the other roles: loaded only in those roles (docs/resident.md).
   const daemon = await buildDaemon({ outdir: opts.outdir, log });
-  const embedded = Object.values({ ...daemon.assets, ...fallback.assets });
+  const embedded = Object.values({ ...daemon.assets, ...fallback.assets, ...kubelet.assets });
   const { arch } = opts;
   const { built, bun } = compile({ outdir: opts.outdir, main, embedded, force: opts.force, arch });
   const { payload } = buildLauncher(opts.outdir, arch);

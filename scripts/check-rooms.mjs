@@ -3,7 +3,7 @@
  * The rooms of src/ and their one-way arrows (docs/design.md), and no import circles between files.
  *
  * Arrows: a file may import from its own room or from a lower one, never from a higher one. Ranks: base < cni < k8s <
- * devices = routes < multus < host < hotplug = informers < daemon = install = operator < the process edge (the files
+ * kubelet < devices = routes < multus < host < hotplug = informers < daemon = install = operator < the process edge (the files
  * at the top: cli.ts, roles.ts, load-roles.ts). Rooms of equal rank (devices and routes; hotplug and informers;
  * daemon, install and operator) may not import each other.
  * Circles: no file may reach itself through imports (type-only imports included: a circle of types is a circle of
@@ -26,16 +26,17 @@ const RANK = {
   base: 0,
   cni: 1,
   k8s: 2,
-  devices: 3,
-  routes: 3,
-  multus: 4,
-  host: 5,
-  hotplug: 6,
-  informers: 6,
-  daemon: 7,
-  install: 7,
-  operator: 7,
-  edge: 8,
+  kubelet: 3,
+  devices: 4,
+  routes: 4,
+  multus: 5,
+  host: 6,
+  hotplug: 7,
+  informers: 7,
+  daemon: 8,
+  install: 8,
+  operator: 8,
+  edge: 9,
 };
 
 /** The room of a path relative to src/: its first folder, or `edge` for files at the top (cli.ts). */

@@ -2,7 +2,8 @@
  * build-steps/bundle.mjs: step 1, esbuild bundles src/cli.ts into <outdir>/multus.cjs, the thin plugin's code, and
  * checks its start-up discipline: no module of it imports a built-in of LAZY_BUILTINS at its top (those are
  * loaded where a call uses them, through process.getBuiltinModule), and no module of
- * @kubernetes/client-node is in it at all (that is the k8s-fallback bundle's).
+ * @kubernetes/client-node is in it at all (that is the k8s-fallback bundle's), nor of the gRPC library (that is
+ * kubelet-grpc.cjs', scripts/build-kubelet.mjs).
  */
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -31,7 +32,8 @@ export const LAZY_BUILTINS = [
 
 /**
  * The eager imports the thin bundle must not have, from esbuild's metafile: an `import` statement of a lazy
- * built-in (esbuild hoists it to the bundle's top, so it runs at every start) or any input from client-node.
+ * built-in (esbuild hoists it to the bundle's top, so it runs at every start) or any input from client-node or
+ * the gRPC library.
  * @param {{ inputs: Record<string, { imports: { path: string, kind: string }[] }> }} metafile
  * @returns {string[]} one line per offence
  */
@@ -40,6 +42,7 @@ export function eagerImports(metafile) {
   const lazy = new Set(LAZY_BUILTINS.flatMap((m) => [m, `node:${m}`]));
   for (const [input, { imports }] of Object.entries(metafile.inputs)) {
     if (/node_modules[\\/]@kubernetes[\\/]client-node[\\/]/.test(input)) bad.push(`${input} (client-node)`);
+    if (/node_modules[\\/](@grpc|protobufjs|@protobufjs)[\\/]/.test(input)) bad.push(`${input} (the gRPC library)`);
     for (const imp of imports) {
       if (imp.kind === 'import-statement' && lazy.has(imp.path)) bad.push(`${input} imports ${imp.path}`);
     }

@@ -1,7 +1,7 @@
 /**
- * base/embedded.ts: the one loader of the executable's other bundles (docs/build.md, "The three bundles"): the
- * roles' bundle `multus-daemon.cjs` (load-roles.ts) and the client-node fallback `k8s-fallback.cjs`
- * (k8s/fallback-loader.ts), evaluated only in the roles and calls that need them.
+ * base/embedded.ts: the one loader of the executable's other bundles (docs/build.md, "The bundles"): the
+ * roles' bundle `multus-daemon.cjs` (load-roles.ts), the client-node fallback `k8s-fallback.cjs`
+ * (k8s/fallback-loader.ts) and the kubelet's gRPC `kubelet-grpc.cjs` (kubelet/load.ts), evaluated only in the roles and calls that need them.
  *
  * Each is a plain `import()` of a list of specifiers, the first that loads wins. Inside the Bun executable the
  * bundles are embedded files beside the main module (`/$bunfs/root/`), so `./multus-daemon.cjs` is the embedded

@@ -20,7 +20,13 @@ import type { Logger } from '../base/log.ts';
 import { writeFileAtomic } from '../base/files.ts';
 import { GENERATED_FILES, generateMultusConf, pickMaster } from '../multus/generate-conf.ts';
 import type { DaemonConfig } from './config.ts';
-import { RENAMED_REASON, renamedAway, renamedAwayMessage } from '../multus/renamed-conf.ts';
+import {
+  FOREIGN_REASON,
+  RENAMED_REASON,
+  foreignConfMessage,
+  renamedAway,
+  renamedAwayMessage,
+} from '../multus/renamed-conf.ts';
 
 export const GENERATED_NAME = GENERATED_FILES[0];
 
@@ -139,23 +145,41 @@ function watchDir(dir: string, changed: () => void): FSWatcher[] {
   }
 }
 
+/**
+ * The warnings about other writers of our file (log and node event, each at most every RENAMED_WARNING_MS): it was
+ * renamed away (renamed-conf.ts), or it holds neither what we wrote nor what we are about to write.
+ */
+function otherWriters(o: ConfigWriterOptions) {
+  const now = () => (o.now ?? Date.now)();
+  let renamedWarnedAt: number | undefined;
+  let foreignWarnedAt: number | undefined;
+  const due = (last: number | undefined) => last === undefined || now() - last >= RENAMED_WARNING_MS;
+  const say = (reason: string, message: string) => {
+    o.log.warn(message);
+    o.warnNode?.(reason, message);
+  };
+  return {
+    renamedAway(path: string): void {
+      const message = due(renamedWarnedAt) ? renamedAwayWarning(path) : undefined;
+      if (message === undefined) return;
+      renamedWarnedAt = now();
+      say(RENAMED_REASON, message);
+    },
+    foreign(path: string, onDisk: string, want: string, written: string | undefined): void {
+      if (onDisk === want || onDisk === written || !due(foreignWarnedAt)) return;
+      foreignWarnedAt = now();
+      say(FOREIGN_REASON, foreignConfMessage(path, written === undefined ? 'start' : 'later'));
+    },
+  };
+}
+
 export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
   const { cfg, log } = o;
   const target = join(cfg.cniConfigDir, GENERATED_NAME);
   let written: string | undefined; // the content we last wrote
   let writtenPath = target; // where we wrote it
   let lastMaster = '';
-  let renamedWarnedAt: number | undefined;
-
-  const noteRenamedAway = (path: string): void => {
-    const now = (o.now ?? Date.now)();
-    if (renamedWarnedAt !== undefined && now - renamedWarnedAt < RENAMED_WARNING_MS) return;
-    const message = renamedAwayWarning(path);
-    if (message === undefined) return;
-    renamedWarnedAt = now;
-    log.warn(message);
-    o.warnNode?.(RENAMED_REASON, message);
-  };
+  const others = otherWriters(o);
 
   const remove = (why: string): void => {
     if (written === undefined) return;
@@ -186,7 +210,8 @@ export function startConfigWriter(o: ConfigWriterOptions): ConfigWriter {
       }
       const onDisk = readOrUndefined(path);
       if (written === want.text && onDisk?.toString('utf8') === want.text) return;
-      if (written !== undefined && onDisk === undefined) noteRenamedAway(path);
+      if (written !== undefined && onDisk === undefined) others.renamedAway(path);
+      if (onDisk !== undefined) others.foreign(path, onDisk.toString('utf8'), want.text, written);
       writeFileAtomic(path, want.text, 0o600);
       if (want.master !== lastMaster) log.verbose(`wrote ${path} for the master CNI config ${want.master}`);
       written = want.text;

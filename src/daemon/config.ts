@@ -19,6 +19,9 @@ import { MULTUS_KEYS, parseMultusConf } from '../multus/conf.ts';
 
 export const DEFAULT_DAEMON_CONFIG = '/etc/cni/net.d/multus.d/daemon-config.json';
 
+/** Where /metrics listens unless `metricsBindAddress` says otherwise: the node itself. */
+export const DEFAULT_METRICS_ADDRESS = '127.0.0.1';
+
 export interface DaemonConfig {
   /** Where multus.sock is created (Multus: `socketDir`, default /run/multus/). */
   socketDir: string;
@@ -50,8 +53,9 @@ export interface DaemonConfig {
   /** Prometheus /metrics port (undefined = off). */
   metricsPort: number | undefined;
   /**
-   * Our key: the address /metrics listens on; '' (the default) is every address of the node, as Multus' `:port`
-   * (docs/resident.md#metrics); `127.0.0.1` keeps it to the node itself.
+   * Our key: the address /metrics listens on, `127.0.0.1` unless set: the series name the node's pods and networks,
+   * so other addresses are an explicit choice (`0.0.0.0` or `::` is every address, Multus' `:port`;
+   * docs/reliability.md, "Second probe").
    */
   metricsBindAddress: string;
   /** Our key: how long SIGTERM waits for in-flight requests. */
@@ -90,6 +94,8 @@ export interface DaemonConfig {
    * in the page cache; daemon/pages.ts, docs/resident.md "Memory").
    */
   dropIdleFilePages: boolean;
+  /** What the daemon prints at start and goes on: keys Multus too only warns about. */
+  warnings: string[];
 }
 
 export class DaemonConfigError extends Error {}
@@ -159,11 +165,15 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
   if (!isObject(caps) || !Object.values(caps).every((v) => typeof v === 'boolean')) {
     throw bad('capabilities', 'an object of booleans, e.g. {"portMappings": true}');
   }
+  const warnings: string[] = [];
   const levelText = str(raw, 'logLevel', '');
-  const logLevel = levelText === '' ? 'error' : parseLogLevel(levelText);
-  if (logLevel === undefined) throw bad('logLevel', `one of panic, error, verbose, debug (got "${levelText}")`);
-  const metricsBindAddress = str(raw, 'metricsBindAddress', '');
-  if (metricsBindAddress !== '' && isIP(metricsBindAddress) === 0) {
+  // compat: Multus prints this line and keeps its level (docs/compatibility.md, "Lenient where Multus is")
+  const logLevel = levelText === '' ? 'error' : (parseLogLevel(levelText) ?? 'error');
+  if (levelText !== '' && parseLogLevel(levelText) === undefined) {
+    warnings.push(`multus logging: cannot set logging level to ${levelText}`);
+  }
+  const metricsBindAddress = str(raw, 'metricsBindAddress', DEFAULT_METRICS_ADDRESS);
+  if (isIP(metricsBindAddress) === 0) {
     throw bad(
       'metricsBindAddress',
       `an IP address of the node, such as "127.0.0.1" or "::" (got "${metricsBindAddress}")`,
@@ -190,7 +200,7 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     logLevel,
     logToStderr: raw.logToStderr === undefined ? true : bool(raw, 'logToStderr'),
     connectionLimit: int(raw, 'connectionLimit', 1, 1_000_000) ?? 0,
-    metricsPort: int(raw, 'metricsPort', 1, 65535),
+    metricsPort: metricsPort(raw, warnings),
     metricsBindAddress,
     shutdownGraceMs: (int(raw, 'shutdownGraceSeconds', 0, 3600) ?? 30) * 1000,
     shutdownDrainMs: (int(raw, 'shutdownDrainSeconds', 0, 600) ?? 2) * 1000,
@@ -201,7 +211,21 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     shimWaitSeconds: int(raw, 'shimWaitSeconds', 0, 600),
     delegateConcurrency: int(raw, 'delegateConcurrency', 0, 10_000),
     dropIdleFilePages: raw.dropIdleFilePages === undefined ? true : bool(raw, 'dropIdleFilePages'),
+    warnings,
   };
+}
+
+/**
+ * `metricsPort`: a whole number, as Multus' `*int` (anything else fails, as Go's json does); one that is no TCP
+ * port is a warning and no /metrics, as Multus logs its listener's error and serves CNI on.
+ */
+function metricsPort(raw: Record<string, unknown>, warnings: string[]): number | undefined {
+  const v = raw.metricsPort;
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw bad('metricsPort', 'a whole number from 1 to 65535');
+  if (v >= 1 && v <= 65535) return v;
+  warnings.push(`daemon config: \`metricsPort\` ${v} is not a port from 1 to 65535: /metrics is not served`);
+  return undefined;
 }
 
 /**

@@ -5,7 +5,7 @@
  * honoured; a trickling header it ends after 10-15 s), and a request it cannot parse was closed without an answer.
  * So: a connection that has not sent its whole request (head and body) within REQUEST_DEADLINE_MS is destroyed,
  * whatever it sends meanwhile (the shim sends its request at once); a request that cannot be parsed is answered
- * 431 (its header is over the limit) or 400 before the connection is closed (docs/resident-protocol.md).
+ * 431 (its header is over the limit) or 400 before the connection is closed (docs/archive/resident-protocol.md).
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';

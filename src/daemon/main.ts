@@ -216,6 +216,7 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
   const { cfg } = setup;
   const logOptions = { level: cfg.logLevel, logFile: cfg.logFile || undefined, logToStderr: cfg.logToStderr };
   const log = createLogger(logOptions, { writeStderr: io.writeStderr });
+  for (const w of cfg.warnings) io.writeStderr(`${w}\n`); // as Multus prints them, whatever the level
   let daemon: DaemonHandle;
   try {
     daemon = await startDaemon(setup, io, log);

@@ -19,8 +19,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Pod } from '../k8s/types.ts';
-import type { PodNetworkLabels } from './pod-network-info.ts';
-import { podNetworkLabels } from './pod-network-info.ts';
+import { PodNetworkSeries } from './pod-network-info.ts';
 
 export interface Metrics {
   /** A request began; the returned function ends it (the in-flight gauge goes down once, however often called). */
@@ -203,7 +202,8 @@ function multusMetrics(register: Registry) {
 /**
  * network-metrics-daemon's `pod_network_name_info` (pkg/podmetrics: same name, help text and labels, value 0):
  * on every event of a pod its series are dropped and made again from its network-status (daemon/pod-network-info.ts);
- * a deleted pod's go. Label values are bounded by the pods of this node.
+ * a deleted pod's go. Pod owners can write that annotation, so the series are bounded per pod and per node
+ * (pod-network-info.ts), and `multus_ts_pod_network_info_dropped` counts the entries left out.
  */
 function podNetworkInfo(register: Registry): (pod: Pod, deleted: boolean) => void {
   const gauge = new Gauge({
@@ -212,14 +212,17 @@ function podNetworkInfo(register: Registry): (pod: Pod, deleted: boolean) => voi
     labelNames: ['pod', 'namespace', 'interface', 'network_name'],
     registers: [register],
   });
-  const published = new Map<string, PodNetworkLabels[]>();
+  const dropped = new Gauge({
+    name: `${METRIC_PREFIX}pod_network_info_dropped`,
+    help: "network-status entries of the node's pods not published as pod_network_name_info (invalid or past a bound)",
+    registers: [register],
+  });
+  const series = new PodNetworkSeries();
   return (pod, deleted) => {
-    const key = `${pod.metadata.namespace}/${pod.metadata.name}`;
-    const next = deleted ? [] : podNetworkLabels(pod);
-    if (next === undefined) return; // not a list: keep what was published, as network-metrics-daemon does
-    for (const labels of published.get(key) ?? []) gauge.remove(labels);
-    for (const labels of next) gauge.set(labels, 0);
-    if (next.length > 0) published.set(key, next);
-    else published.delete(key);
+    const change = series.update(pod, deleted);
+    if (change === undefined) return;
+    for (const labels of change.remove) gauge.remove(labels);
+    for (const labels of change.add) gauge.set(labels, 0);
+    dropped.set(series.dropped);
   };
 }

@@ -61,7 +61,7 @@ async function startWarm(
   }
 }
 
-/** `/metrics` on metricsPort; `served()` after each scrape (a scrape runs code: the rest after it, memory.ts). */
+/** `/metrics` on metricsPort (not listening: logged, served on, as Multus); `served()` after each scrape (memory.ts). */
 function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger, served: () => void): Promise<Server> {
   const server = createServer((req, res) => {
     if ((req.url ?? '').split('?')[0] !== '/metrics' || req.method !== 'GET') {
@@ -76,9 +76,10 @@ function serveMetrics(metrics: Metrics, cfg: DaemonConfig, log: Logger, served: 
       )
       .finally(served);
   });
-  // No address: every address of the node, as Multus' ":<metricsPort>" (docs/resident.md#metrics).
-  const host = cfg.metricsBindAddress || undefined;
-  const where = host === undefined ? `every address, port ${cfg.metricsPort}` : `${host} port ${cfg.metricsPort}`;
+  // 127.0.0.1 unless the config names another address; `0.0.0.0`/`::` is Multus' ":<metricsPort>"
+  // (docs/reliability.md, "Second probe").
+  const host = cfg.metricsBindAddress;
+  const where = `${host} port ${cfg.metricsPort}`;
   return new Promise((resolve, reject) => {
     server.once('error', (e) => reject(new StartError(`cannot serve /metrics on ${where}: ${messageOf(e)}`)));
     server.listen(cfg.metricsPort, host, () => {
@@ -170,7 +171,10 @@ export const metricsServer = (s: Shared): Component => {
   return {
     name: '/metrics',
     async start() {
-      if (s.metrics) server = await serveMetrics(s.metrics, s.cfg, s.log, () => s.stopping() || s.queue.restSoon());
+      if (!s.metrics) return;
+      server = await serveMetrics(s.metrics, s.cfg, s.log, () => s.stopping() || s.queue.restSoon()).catch(
+        (e: unknown) => void s.log.error(`${messageOf(e)}: the daemon goes on without /metrics`),
+      );
     },
     stop: () => void server?.close(),
   };

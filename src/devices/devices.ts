@@ -9,7 +9,7 @@
  * and the device plugin's device-info file is copied to the CNIDeviceInfoFile path the delegate is told about
  * (docs/behaviour.md#device-info), whose content later becomes network-status `device-info`
  * (docs/behaviour.md#network-status). Pure: parseCheckpoint, resourceMapFrom*, DeviceAllocator, injectDeviceId, the
- * path builders. I/O: readResourceMap (podresources.ts is imported only on its gRPC path), copyDevicePluginInfo,
+ * path builders. I/O: readResourceMap (the kubelet room and its gRPC library are loaded only on its gRPC path), copyDevicePluginInfo,
  * readDeviceInfo, removeDeviceInfo.
  */
 import { readFileSync, statSync } from 'node:fs';
@@ -17,7 +17,8 @@ import type { Network } from '../cni/network.ts';
 import { editNetwork } from '../cni/network.ts';
 import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
-import type { ListPodResourcesResponse } from './podresources.ts';
+import { loadKubelet } from '../kubelet/load.ts';
+import type { ListPodResourcesResponse } from '../kubelet/podresources.ts';
 import { isObject } from '../base/json.ts';
 
 export const POD_RESOURCES_SOCKET = '/var/lib/kubelet/pod-resources/kubelet.sock';
@@ -250,7 +251,7 @@ function pathExists(path: string): boolean {
 
 async function readFromPodResources(pod: PodIdentity, socketPath: string, deps: ResourceMapDeps): Promise<ResourceMap> {
   assertPodNamed(pod.namespace, pod.name);
-  const { listPodResources } = await import('./podresources.ts');
+  const { listPodResources } = await loadKubelet();
   const response = await listPodResources({
     socketPath,
     dialTimeoutMs: deps.dialTimeoutMs ?? POD_RESOURCES_TIMEOUT_MS,

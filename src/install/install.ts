@@ -7,11 +7,10 @@
  * from it (multus/generate-conf.ts). Then keep running: every second (unless --skip-config-watch) rewrite the kubeconfig
  * when the token or CA changed and regenerate when the master changed, was replaced by another or our file
  * went missing (renamed away by another CNI, Cilium's `.cilium_bak`: a warning in the log and a Warning event on
- * the node, renamed-conf.ts); on stop (SIGTERM), remove the generated file when --cleanup-config-on-exit. With
+ * the node, renamed-conf.ts; another writer's file, a warning too: conf-writer.ts); on stop (SIGTERM), remove the generated file when --cleanup-config-on-exit. With
  * --token-binding=node the kubeconfig's token is one bound to the node (node-token.ts), renewed at 80% of its life.
  * The clock, the stop signal, the environment and the log are `InstallDeps`, so tests drive it step by step.
  */
-import { rename } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import {
   basename,
@@ -21,7 +20,6 @@ import {
   errText,
   exists,
   isDir,
-  listDir,
   mkdirPrivate,
   readIfExists,
   removeIfExists,
@@ -37,10 +35,10 @@ import {
   accountOf,
   requestNodeToken,
 } from './node-token.ts';
-import { GENERATED_FILES, generateMultusConf, pickMaster } from '../multus/generate-conf.ts';
+import { GENERATED_FILES } from '../multus/generate-conf.ts';
+import { type ConfState, copyGivenConf, newConfState, refreshMultusConf } from './conf-writer.ts';
 import { InstallError, type InstallOptions, parseDaemonSetRef } from './options.ts';
 import { type DeletionState, deletionState } from './uninstall.ts';
-import { RENAMED_REASON, renamedAway, renamedAwayMessage } from '../multus/renamed-conf.ts';
 import { payloadsBeside, prunePayloads } from './payloads.ts';
 import type { Env } from '../cni/request.ts';
 
@@ -62,18 +60,14 @@ export interface InstallDeps {
   warnNode?(w: { kubeconfig: string; reason: string; message: string }): Promise<void>;
 }
 
-/** A renamed-away 00-multus.conf is reported at most this often (another CNI may rename it again and again). */
-export const RENAMED_WARNING_MS = 10 * 60_000;
-
 export const TICK_MS = 1000;
 
 interface State {
   caHash: string | null;
   tokenHash: string | null;
-  masterKey: string | null;
+  /** 00-multus.conf(list): the master it was made from, what we wrote, when another writer was reported */
+  conf: ConfState;
   lastError: string | null;
-  /** when a renamed-away 00-multus.conf was last reported */
-  renamedWarnedAt: number | null;
   /** --cleanup-when-deleted: the DaemonSet was readable when the installer started */
   deletionAnswered: boolean;
   /** --token-binding=node: the current token, when to renew it, when to retry a failed request */
@@ -221,60 +215,6 @@ async function nodeBoundToken(
 }
 
 /** The master's path, or null when there is none (yet). */
-async function findMaster(o: InstallOptions): Promise<string | null> {
-  const { names, dirs } = await listDir(o.multusAutoconfigDir);
-  const name = pickMaster(names, o.multusMasterCniFileName, { mode: 'thin', isDir: (n) => dirs.has(n) });
-  return name === undefined ? null : join(o.multusAutoconfigDir, name);
-}
-
-/**
- * Generates 00-multus.conf(list) from the current master when it or our file changed. Returns false when there
- * is no master (nothing is written or removed then: the last good file stays, as in Multus).
- */
-async function refreshMultusConf(o: InstallOptions, deps: InstallDeps, st: State): Promise<boolean> {
-  const path = await findMaster(o);
-  if (path === null) return false;
-  const bytes = await readIfExists(path, 'master CNI config');
-  if (bytes === null) return false;
-  const key = `${path}\0${sha256(bytes)}`;
-  if (key === st.masterKey && (await ownFilePresent(o))) return true;
-  if (key === st.masterKey) await noteRenamedAway(o, deps, st);
-  const conf = generateMultusConf(bytes.toString('utf8'), path, { ...o, mode: 'thin' });
-  const out = join(o.cniConfDir, conf.fileName);
-  if (st.masterKey !== null) deps.log('master config changed - recreating multus config');
-  await writeAtomic(out, conf.text, 0o600);
-  // A stale file of the other name would shadow (00-multus.conf sorts first) or duplicate the new one.
-  for (const other of GENERATED_FILES) if (other !== conf.fileName) await removeIfExists(join(o.cniConfDir, other));
-  deps.log(`multus config file ${out} is created from ${path}`);
-  st.masterKey = key;
-  if (o.renameConfFile) {
-    try {
-      await rename(path, `${path}.old`);
-    } catch (e) {
-      throw new InstallError(`cannot move original master file ${path} to ${path}.old (${errText(e)})`);
-    }
-    deps.log(`Original master file moved to "${path}.old"`);
-  }
-  return true;
-}
-
-/** Our file went missing: if another program renamed it (Cilium's `.cilium_bak`), say so in the log and an event. */
-async function noteRenamedAway(o: InstallOptions, deps: InstallDeps, st: State): Promise<void> {
-  const found = renamedAway((await listDir(o.cniConfDir)).names, GENERATED_FILES);
-  const now = deps.now?.() ?? Date.now();
-  if (!found || (st.renamedWarnedAt !== null && now - st.renamedWarnedAt < RENAMED_WARNING_MS)) return;
-  st.renamedWarnedAt = now;
-  const message = renamedAwayMessage(o.cniConfDir, found);
-  deps.log(`warning: ${message}`);
-  const kubeconfig = join(o.cniConfDir, 'multus.d', 'multus.kubeconfig');
-  await deps.warnNode?.({ kubeconfig, reason: RENAMED_REASON, message });
-}
-
-async function ownFilePresent(o: InstallOptions): Promise<boolean> {
-  for (const f of GENERATED_FILES) if (await exists(join(o.cniConfDir, f))) return true;
-  return false;
-}
-
 /** What --cleanup-config-on-exit removes: the generated (or copied) config. */
 async function cleanup(o: InstallOptions, deps: InstallDeps): Promise<void> {
   if (o.skipMultusConf) return;
@@ -292,9 +232,8 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
   const st: State = {
     caHash: null,
     tokenHash: null,
-    masterKey: null,
+    conf: newConfState(),
     lastError: null,
-    renamedWarnedAt: null,
     deletionAnswered: false,
     node: { token: null, renewAt: 0, retryAt: 0, lastError: null },
   };
@@ -305,14 +244,10 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
     if (o.skipMultusConf) {
       deps.log('--skip-multus-conf: no 00-multus.conf is written');
     } else if (!auto) {
-      const name = basename(o.multusConfFile);
-      const data = await readIfExists(o.multusConfFile, 'multus-conf-file');
-      if (data === null) throw new InstallError(`multus-conf-file ${o.multusConfFile} disappeared`);
-      await writeAtomic(join(o.cniConfDir, name), data, 0o600);
-      deps.log(`multus config file ${o.multusConfFile} is copied.`);
+      await copyGivenConf(o, deps, st.conf);
     } else {
       let said = false;
-      while (!(await refreshMultusConf(o, deps, st))) {
+      while (!(await refreshMultusConf(o, deps, st.conf))) {
         if (!said) deps.log(`waiting for a master CNI config (*.conf, *.conflist) in ${o.multusAutoconfigDir}`);
         said = true;
         if (await deps.sleep(TICK_MS)) return;
@@ -326,7 +261,7 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
       try {
         await refreshKubeconfig(o, deps, st);
         if (o.skipMultusConf) continue;
-        const found = await refreshMultusConf(o, deps, st);
+        const found = await refreshMultusConf(o, deps, st.conf);
         if (!found && !masterGone) deps.log('master CNI config has been deleted: waiting for its restoration...');
         if (found && masterGone) deps.log('master CNI config was restored');
         masterGone = !found;

@@ -164,15 +164,23 @@ export function formatNetworkStatus(statuses: NetworkStatus[]): string {
   return `[${entries.join(',')}]`;
 }
 
-/** The network-status entries of an annotation value (unparseable or absent: none). */
-export function parseStatusEntries(value: string | undefined): NetworkStatus[] {
+/**
+ * The annotation's value as the JSON list it should be, its elements as written: [] when absent or empty,
+ * undefined when it is not a JSON list (a pod's owner may write anything there). The one parser of it.
+ */
+export function statusAnnotationList(value: string | undefined): unknown[] | undefined {
   if (!value) return [];
   try {
     const parsed = JSON.parse(value) as unknown;
-    return Array.isArray(parsed) ? parsed.filter((e): e is NetworkStatus => typeof e === 'object' && e !== null) : [];
+    return Array.isArray(parsed) ? parsed : undefined;
   } catch {
-    return [];
+    return undefined;
   }
+}
+
+/** The network-status entries of an annotation value (unparseable or absent: none). */
+export function parseStatusEntries(value: string | undefined): NetworkStatus[] {
+  return (statusAnnotationList(value) ?? []).filter((e): e is NetworkStatus => typeof e === 'object' && e !== null);
 }
 
 /** The entries with those of `ifName` replaced by `added` (appended) and those of each `removed` name gone. */

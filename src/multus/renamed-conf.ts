@@ -49,3 +49,21 @@ export function renamedAwayMessage(dir: string, { own, renamed }: RenamedConf): 
     `alone for new pods; ${who}. Writing ${own} again`
   );
 }
+
+/** The event's reason when another writer's 00-multus.conf is found (docs/install.md, "Two writers"). */
+export const FOREIGN_REASON = 'MultusConfigForeign';
+
+/**
+ * The warning when the file we are about to write holds what we did not write: at start, another Multus's
+ * (a second DaemonSet, rke2's, an installer), or, later, a change by another program after our write.
+ */
+export function foreignConfMessage(path: string, when: 'start' | 'later'): string {
+  const what =
+    when === 'start'
+      ? `${path} was not written by multus-ts with this configuration`
+      : `${path} was changed by another program after multus-ts wrote it`;
+  return (
+    `${what}: another Multus DaemonSet or installer may write it too, and two writers of one file take turns ` +
+    '(kubectl get ds -A | grep -i multus; remove the other one). Writing ours'
+  );
+}

@@ -1,9 +1,9 @@
 /**
  * build/multus daemon as a child process: start-up errors, the default bound on requests at once, SIGTERM with a
  * call in flight (it finishes, new connections are refused, the socket and the generated config are removed, exit
- * 0), the socket refused to a non-root user, chrootDir running delegates inside another root, and /metrics on the
- * node's address (Multus' `metricsPort` alone: every address) or on the one `metricsBindAddress` names. Needs root
- * and build/multus.
+ * 0), the socket refused to a non-root user, chrootDir running delegates inside another root, and /metrics on
+ * 127.0.0.1 (Multus' `metricsPort` alone) or on the address `metricsBindAddress` names (`0.0.0.0`: every address,
+ * Multus' `:port`). Needs root and build/multus.
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn, spawnSync } from 'node:child_process';
@@ -97,6 +97,24 @@ describe.runIf(ready())('multus daemon (process)', () => {
     const missing = spawn(EXE, ['daemon', '--config', join(dir, 'nope.json')], { env: daemonEnv() });
     const out = await new Promise<number | null>((r) => missing.on('exit', r));
     expect(out).toBe(2);
+  });
+
+  it("logLevel info and a metricsPort already taken: Multus' line on stderr, and the daemon serves on", async () => {
+    const taken = createServer().listen(0, '127.0.0.1');
+    await new Promise((r) => taken.once('listening', r));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const d = spawnDaemon(baseConfig({ logLevel: 'info', metricsPort: port }));
+      await until(() => existsSync(d.socket), 'the daemon to listen');
+      expect([200, 503]).toContain((await http(d.socket, '/healthz', { method: 'GET' })).status); // it answers
+      d.child.kill('SIGTERM');
+      const { code, stderr } = await d.exited;
+      expect(code).toBe(0);
+      expect(stderr).toContain('multus logging: cannot set logging level to info');
+      expect(stderr).toMatch(/cannot serve \/metrics on 127\.0\.0\.1 port \d+: .*the daemon goes on without \/metrics/);
+    } finally {
+      taken.close();
+    }
   });
 
   it('SIGTERM: the call in flight finishes, new connections refused, socket removed, config kept, exit 0', async () => {
@@ -304,20 +322,20 @@ const node = nodeAddress();
 describe.runIf(ready() && needs({ ok: node !== undefined, reason: 'needs a non-loopback IPv4 address on the host' }))(
   'multus daemon /metrics address',
   () => {
-    it("metricsPort alone (Multus' key): served on the node's address, as Multus' \":<port>\"", async () => {
+    it("metricsPort alone (Multus' key): the node itself only (127.0.0.1); the node's address is refused", async () => {
       const port = await freePort();
       const d = spawnDaemon(baseConfig({ metricsPort: port }));
       await untilServed('127.0.0.1', port); // /metrics listens right after the socket
-      expect(await scrape(node!, port)).toBe('200 metrics');
+      expect(await scrape(node!, port)).toBe('ECONNREFUSED');
       d.child.kill('SIGTERM');
       expect((await d.exited).code).toBe(0);
     });
 
-    it('metricsBindAddress 127.0.0.1: the node itself only; the node address is refused', async () => {
+    it('metricsBindAddress 0.0.0.0 opts into every address, as Multus\' ":<port>"', async () => {
       const port = await freePort();
-      const d = spawnDaemon(baseConfig({ metricsPort: port, metricsBindAddress: '127.0.0.1' }));
+      const d = spawnDaemon(baseConfig({ metricsPort: port, metricsBindAddress: '0.0.0.0' }));
       await untilServed('127.0.0.1', port);
-      expect(await scrape(node!, port)).toBe('ECONNREFUSED');
+      expect(await scrape(node!, port)).toBe('200 metrics');
       d.child.kill('SIGTERM');
       expect((await d.exited).code).toBe(0);
     });

@@ -1,7 +1,7 @@
 /**
  * A stand-in for the kubelet's pod-resources gRPC server (test helper, I/O): `v1.PodResourcesLister/List`
- * served by @grpc/grpc-js on a unix socket, with messages encoded by protobufjs from podresources.proto (the
- * kubelet's api.proto), so src/podresources.ts is checked against an independent gRPC and protobuf
+ * served by @grpc/grpc-js on a unix socket, with messages encoded by protobufjs from the kubelet's api.proto
+ * (src/kubelet/protos/podresources/v1/), so src/kubelet/podresources.ts is checked against an independent gRPC and protobuf
  * implementation, not against itself. Messages use the proto's own field names (`pod_resources`,
  * `resource_name`, `device_ids`, ...). What List does is set per test: answer, fail with a gRPC status, or
  * never answer. `startSilentSocket` accepts connections and never speaks, for the dial timeout.
@@ -13,7 +13,10 @@ import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const PROTO_FILE = join(fileURLToPath(new URL('.', import.meta.url)), 'podresources.proto');
+export const PROTO_FILE = join(
+  fileURLToPath(new URL('../../src/kubelet/protos/podresources/v1/', import.meta.url)),
+  'api.proto',
+);
 
 /** The wire messages, keyed as in api.proto; fields the client ignores may be set to prove they are skipped. */
 export interface ContainerDevicesMessage {
@@ -44,6 +47,8 @@ export interface ListPodResourcesResponseMessage {
 export type ListBehaviour =
   | { kind: 'answer'; response: ListPodResourcesResponseMessage }
   | { kind: 'fail'; code: grpc.status; details: string }
+  /** These bytes as the response message, whatever they are. */
+  | { kind: 'bytes'; bytes: Buffer }
   | { kind: 'hang' };
 
 export interface ReceivedCall {
@@ -78,7 +83,9 @@ export function encodeListResponse(message: ListPodResourcesResponseMessage): Bu
   return list.responseSerialize(message);
 }
 
-function listHandler(server: PodResourcesServer): grpc.handleUnaryCall<unknown, ListPodResourcesResponseMessage> {
+function listHandler(
+  server: PodResourcesServer,
+): grpc.handleUnaryCall<unknown, ListPodResourcesResponseMessage | Buffer> {
   return (call, callback) => {
     const deadline = call.getDeadline();
     server.calls.push({
@@ -87,6 +94,7 @@ function listHandler(server: PodResourcesServer): grpc.handleUnaryCall<unknown, 
     });
     const b = server.behaviour;
     if (b.kind === 'answer') callback(null, b.response);
+    else if (b.kind === 'bytes') callback(null, b.bytes);
     else if (b.kind === 'fail') callback({ code: b.code, details: b.details });
     // 'hang': the callback is never called; close() force-shuts the call down
   };
@@ -108,7 +116,12 @@ export async function startPodResourcesServer(
         resolve();
       }),
   };
-  grpcServer.addService(loadService(), { List: listHandler(server) });
+  const service = loadService();
+  const list = service.List;
+  if (list === undefined) throw new Error(`${PROTO_FILE} has no List method`);
+  // 'bytes' answers go out as they are; every other answer is encoded from the proto
+  const serialize = (value: unknown): Buffer => (Buffer.isBuffer(value) ? value : list.responseSerialize(value));
+  grpcServer.addService({ ...service, List: { ...list, responseSerialize: serialize } }, { List: listHandler(server) });
   await new Promise<void>((resolve, reject) => {
     grpcServer.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
       err ? reject(err) : resolve(),

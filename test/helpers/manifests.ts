@@ -50,6 +50,8 @@ export function collection(o: Obj): string {
     Role: 'roles',
     RoleBinding: 'rolebindings',
     CustomResourceDefinition: 'customresourcedefinitions',
+    ValidatingAdmissionPolicy: 'validatingadmissionpolicies',
+    ValidatingAdmissionPolicyBinding: 'validatingadmissionpolicybindings',
     Deployment: 'deployments',
     Service: 'services',
     ValidatingWebhookConfiguration: 'validatingwebhookconfigurations',

@@ -7,7 +7,6 @@
  * the options they mean, and the uninstall cleanup wired (`--cleanup-when-deleted` and the RBAC it needs). The
  * install and uninstall on a real kubelet node are in test/runtime/kubelet-helm.test.ts.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,38 +14,11 @@ import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { parseDaemonConfig } from '../../src/daemon/config.ts';
 import { parseInstallArgs } from '../../src/install/options.ts';
-import { CHART, HELM, helmEnv } from '../helpers/helm.ts';
+import { CHART, HELM, type Obj, helm, one, render } from '../helpers/helm.ts';
 import { fileExists, needs } from '../helpers/skip.ts';
 
 const ready = needs(fileExists(HELM, 'helm v3.22.0 (bash test/peers/build-go-tool.sh helm)'));
 
-function helm(args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const env = helmEnv();
-  const r = spawnSync(HELM, args, { encoding: 'utf8', timeout: 60_000, env });
-  rmSync(env.HOME!, { recursive: true, force: true });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-interface Obj {
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
-  [k: string]: any;
-}
-
-function render(...set: string[]): Obj[] {
-  const r = helm(['template', 'multus', CHART, '--namespace', 'kube-system', ...set.flatMap((s) => ['--set', s])]);
-  expect(r.code, r.stderr).toBe(0);
-  return yaml.loadAll(r.stdout).filter((d): d is Obj => d !== null && d !== undefined);
-}
-
-const one = (objs: Obj[], kind: string, name?: string): Obj => {
-  const found = objs.filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
-  expect(
-    found.map((o) => `${o.kind}/${o.metadata.name}`),
-    `${kind} ${name ?? ''}`,
-  ).toHaveLength(1);
-  return found[0]!;
-};
 const MULTUS_LABELS = { app: 'multus', name: 'multus', tier: 'node' };
 const BIN = '/usr/src/multus-cni/bin/multus';
 
@@ -66,6 +38,8 @@ describe.runIf(ready)('the Helm chart (deployments/helm/multus)', () => {
       'Role/multus',
       'RoleBinding/multus',
       'ServiceAccount/multus',
+      'ValidatingAdmissionPolicy/multus-node-token',
+      'ValidatingAdmissionPolicyBinding/multus-node-token',
     ]);
     const ds = one(objs, 'DaemonSet', 'kube-multus-ds');
     expect(ds.metadata).toMatchObject({ namespace: 'kube-system', labels: MULTUS_LABELS });
@@ -86,7 +60,8 @@ describe.runIf(ready)('the Helm chart (deployments/helm/multus)', () => {
     expect(pod.containers.map((c: { name: string }) => c.name)).toEqual(['kube-multus']);
     const c = pod.containers[0];
     expect(c.command).toEqual([BIN, 'install']);
-    expect(c.resources).toBeUndefined(); // pod.resources.enabled is false, as in rke2-multus
+    // pod.resources not enabled: the installer's own (docs/resources.md), not rke2-multus' nothing
+    expect(c.resources).toEqual({ requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '150Mi' } });
     const o = parseInstallArgs(c.args);
     expect(o).toMatchObject({
       multusConfFile: 'auto',
@@ -139,7 +114,8 @@ describe.runIf(ready)('the Helm chart (deployments/helm/multus)', () => {
 
   it('claimNetworkData: off by default; on, the per-driver status write for the drivers named, refused without one', () => {
     expect(render().filter((o) => o.metadata.name === 'multus-claim-network-data')).toEqual([]);
-    const objs = render('claimNetworkData.enabled=true', 'claimNetworkData.drivers={nic.example.com}');
+    const on = ['claimNetworkData.enabled=true', 'claimNetworkData.granularStatusAuthorization=true'];
+    const objs = render(...on, 'claimNetworkData.drivers={nic.example.com}');
     expect(one(objs, 'ClusterRole', 'multus-claim-network-data').rules).toEqual([
       { apiGroups: ['resource.k8s.io'], resources: ['resourceclaims/status'], verbs: ['patch'] },
       {
@@ -155,9 +131,18 @@ describe.runIf(ready)('the Helm chart (deployments/helm/multus)', () => {
     const daemonConf = (o: Obj[]): Record<string, unknown> =>
       JSON.parse(one(o, 'ConfigMap', 'multus-daemon-config').data['daemon-config.json']);
     expect(daemonConf(render('thickPlugin.enabled=true')).publishClaimNetworkData).toBeUndefined();
-    const thick = render('thickPlugin.enabled=true', 'claimNetworkData.enabled=true', 'claimNetworkData.drivers={a}');
+    // the daemon gets the resources docs/resources.md recommends: no CPU limit
+    const daemon = (objs: ReturnType<typeof render>) =>
+      one(objs, 'DaemonSet', 'kube-multus-ds').spec.template.spec.containers.find(
+        (x: { name: string }) => x.name === 'kube-multus',
+      );
+    expect(daemon(render('thickPlugin.enabled=true')).resources).toEqual({
+      requests: { cpu: '100m', memory: '50Mi' },
+      limits: { memory: '100Mi' },
+    });
+    const thick = render('thickPlugin.enabled=true', ...on, 'claimNetworkData.drivers={a}');
     expect(daemonConf(thick).publishClaimNetworkData).toBe(true);
-    const r = helm(['template', 'multus', CHART, '--set', 'claimNetworkData.enabled=true']);
+    const r = helm(['template', 'multus', CHART, '--set', on[0]!, '--set', on[1]!]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('claimNetworkData.drivers: name the DRA drivers');
   });

@@ -4,7 +4,9 @@
  * security contexts included), so a schema error fails here. Also: the thin ClusterRole holds exactly the thin
  * plugin's calls, and the resident one adds only list/watch for the daemon's informers.
  */
-import { readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDaemonConfig } from '../../src/daemon/config.ts';
 import { type Cluster, k8sRequirements, startCluster } from '../k8s/cluster.ts';
@@ -92,6 +94,36 @@ describe('deployments/', () => {
     ]);
     expect(daemon.readinessProbe!.timeoutSeconds).toBeGreaterThanOrEqual(5); // a throttled daemon answers late
     expect(daemon.volumeMounts.map((m) => m.mountPath.replace(/\/?$/, '/'))).toContain(conf.socketDir);
+  });
+
+  it.each(['multus-ts-thin.yml', 'multus-ts-resident.yml'])(
+    "%s: the TokenRequest right comes with the chart's policy (pod token, own node, 24 h), for multus-ts",
+    (file) => {
+      const objs = docs(file);
+      const policy = objs.find((d) => d.kind === 'ValidatingAdmissionPolicy') as any;
+      expect(policy?.metadata.name).toBe('multus-ts-node-token');
+      expect(policy.spec.matchConditions[0].expression).toBe(
+        'request.userInfo.username == "system:serviceaccount:kube-system:multus-ts"',
+      );
+      // the same rules as the chart's template, which test/k8s/token-policy.test.ts runs on a kube-apiserver
+      const chart = readFileSync(join(DIR, 'helm', 'multus', 'templates', 'tokenPolicy.yaml'), 'utf8');
+      const block = chart.slice(chart.indexOf('  validations:'), chart.indexOf('\n---'));
+      const dedented = block.replace(/^ {2}/gm, '');
+      expect(policy.spec.validations).toEqual((yaml.load(dedented) as { validations: unknown }).validations);
+      const binding = objs.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding') as any;
+      expect(binding?.spec).toMatchObject({ policyName: 'multus-ts-node-token', validationActions: ['Deny'] });
+    },
+  );
+
+  it("the resident DaemonSet's init container and kubeconfig sidecar: uid 0, no capability", () => {
+    const ds = docs('multus-ts-resident.yml').find((d) => d.kind === 'DaemonSet') as any;
+    for (const c of ds.spec.template.spec.initContainers) {
+      expect(c.securityContext, c.name).toEqual({
+        runAsUser: 0,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+      });
+    }
   });
 
   it('mounts only /etc/cni/net.d and /opt/cni/bin in the thin mode', () => {

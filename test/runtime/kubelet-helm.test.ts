@@ -173,6 +173,11 @@ describe.skipIf(!ready).each([
     expect(confFilesOnNode()).toEqual([conf]);
     if (mode === 'thick') expect(existsSync(onNode('/opt/cni/bin/multus-shim')), 'the shim').toBe(true);
     expect(existsSync(onNode(KUBECONFIG))).toBe(true);
+    // tokenBinding node through the chart's policy (multus-node-token): the kubeconfig's token is bound to the node
+    const token = /token: "([^"]+)"/.exec(readFileSync(onNode(KUBECONFIG), 'utf8'))?.[1] ?? '';
+    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8') || '{}');
+    expect(claims['kubernetes.io']).toMatchObject({ node: { name: k.node.nodeName } });
+    expect(claims['kubernetes.io'].pod).toBeUndefined();
     expect(existsSync(onNode('/opt/cni/bin/multus'))).toBe(true);
   }, 240_000);
 

@@ -1,6 +1,6 @@
 /**
  * build/multus-shim (shim/main.go), the resident mode's native shim, against a fake daemon: a node:http server
- * on a unix socket in a temp dir, speaking Multus thick's wire format (docs/resident-protocol.md). Checks the
+ * on a unix socket in a temp dir, speaking Multus thick's wire format (docs/archive/resident-protocol.md). Checks the
  * request it sends (POST /cni, the environment, the config as base64), what it prints for the daemon's
  * answers, the fallback to the thin plugin `multus` beside it when nothing was sent yet (socket missing or
  * refusing), and no fallback once a request was sent.

@@ -123,7 +123,7 @@ describe('density: the DaemonSet of each mode', () => {
       requests: { cpu: '100m', memory: '50Mi' },
       limits: { cpu: '100m', memory: '50Mi' },
     });
-    expect(daemon(ours).resources.limits).toEqual({ memory: '300Mi' });
+    expect(daemon(ours).resources).toEqual({ requests: { cpu: '100m', memory: '50Mi' }, limits: { memory: '100Mi' } });
     // nothing else differs: the same images, containers, volumes, sidecar
     const without = (spec: any) => ({ ...spec, containers: spec.containers.map((c: any) => ({ ...c, resources: 0 })) });
     expect(without(limited)).toEqual(without(ours));

@@ -13,8 +13,8 @@
  *                         copy is thin_entrypoint's own copy here)
  *   go_thick              its deployments/multus-daemonset-thick.yml layout: an init container copies the shim,
  *                         multus-daemon runs with the daemon-config of that manifest (chrootDir /hostroot)
- *   go_thick_300mi        the same with our daemon's resources instead of Multus' (requests 100m / 100Mi, a 300Mi
- *                         memory limit, no CPU limit): Go thick's own peak and latency when its limits do not
+ *   go_thick_300mi        the same with requests 100m / 100Mi, a 300Mi
+ *                         memory limit, no CPU limit (our manifest's until 2026-12-07) instead of Multus': Go thick's own peak and latency when its limits do not
  *                         cap them (Multus' 50Mi limit OOM-kills it at N = 100, and 100m of CPU throttles it)
  * with Multus' own resource requests and limits. The one change to every manifest, the one an operator without
  * kube-proxy makes: the containers' KUBERNETES_SERVICE_HOST/PORT name the API server's address.

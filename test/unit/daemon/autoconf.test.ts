@@ -2,7 +2,7 @@
  * 00-multus.conf generation (multusConfigFile: auto): the master is picked by name (never ours, never a multus
  * config), the file carries type multus-shim, daemonSocketDir, clusterNetwork and the daemon's 00-multus.conf
  * keys, is written 0600 when the master appears, regenerated when it changes, removed when it goes and on stop,
- * written again with a warning and a node event when another CNI renamed it away.
+ * written again with a warning and a node event when another CNI renamed it away or another writer wrote its own.
  */
 import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -194,6 +194,42 @@ describe('startConfigWriter', () => {
     renameSync(ours(), `${ours()}.cilium_bak`);
     writer.sync();
     expect(events).toHaveLength(2);
+  });
+
+  it('another writer of 00-multus.conf (a second Multus DaemonSet): a warning and a node event at start and when it rewrites ours, none for our own file', () => {
+    writeFileSync(join(dir, '10-a.conf'), '{"cniVersion":"1.0.0","type":"bridge","name":"a"}');
+    const theirs = '{"cniVersion":"0.3.1","name":"multus-cni-network","type":"multus-shim"}';
+    writeFileSync(ours(), theirs);
+    const events: string[] = [];
+    let now = 1_000_000;
+    const options = {
+      cfg: cfg(),
+      log: silent,
+      pollMs: 3_600_000,
+      now: () => now,
+      warnNode: (reason: string, message: string) => events.push(`${reason}: ${message}`),
+    };
+    writer = startConfigWriter(options);
+    const mine = readFileSync(ours(), 'utf8');
+    expect(mine).not.toBe(theirs);
+    const tail =
+      ': another Multus DaemonSet or installer may write it too, and two writers of one file take turns ' +
+      '(kubectl get ds -A | grep -i multus; remove the other one). Writing ours';
+    expect(events).toEqual([
+      `MultusConfigForeign: ${ours()} was not written by multus-ts with this configuration${tail}`,
+    ]);
+    now += 11 * 60_000;
+    writeFileSync(ours(), theirs);
+    writer.sync();
+    expect(readFileSync(ours(), 'utf8')).toBe(mine);
+    expect(events[1]).toBe(
+      `MultusConfigForeign: ${ours()} was changed by another program after multus-ts wrote it${tail}`,
+    );
+    // a restarted daemon (an upgrade) finds its own file: no warning
+    writer.stop({ remove: false });
+    events.length = 0;
+    writer = startConfigWriter(options);
+    expect(events).toEqual([]);
   });
 
   it('the master going away removes the file', () => {

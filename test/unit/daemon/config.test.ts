@@ -17,7 +17,7 @@ describe('parseDaemonConfig', () => {
       multusMasterCNI: '',
       connectionLimit: 0,
       metricsPort: undefined,
-      metricsBindAddress: '', // every address, as Multus' ":<metricsPort>"
+      metricsBindAddress: '127.0.0.1', // the node itself unless the config opts into other addresses
       shutdownGraceMs: 30_000,
       shutdownDrainMs: 2_000,
       cleanupConfigOnExit: false,
@@ -90,6 +90,19 @@ describe('parseDaemonConfig', () => {
     });
   });
 
+  it("warns and goes on where Multus does: an unknown logLevel (Multus' line, the default level), a metricsPort that is no port (no /metrics)", () => {
+    expect(parse({}).warnings).toEqual([]);
+    const info = parse({ logLevel: 'info' });
+    expect([info.logLevel, info.warnings]).toEqual(['error', ['multus logging: cannot set logging level to info']]);
+    for (const port of [0, -1, 70000]) {
+      const c = parse({ metricsPort: port });
+      expect([c.metricsPort, c.warnings]).toEqual([
+        undefined,
+        [`daemon config: \`metricsPort\` ${port} is not a port from 1 to 65535: /metrics is not served`],
+      ]);
+    }
+  });
+
   const bad: [string, unknown, RegExp][] = [
     ['not JSON', '{', /not valid JSON/],
     ['an array', [], /JSON object/],
@@ -104,7 +117,8 @@ describe('parseDaemonConfig', () => {
     ['relative multusConfigFile', { multusConfigFile: 'x.conf' }, /`multusConfigFile` must be "auto" or an absolute/],
     ['multusMasterCNI with a slash', { multusMasterCNI: '../x.conf' }, /`multusMasterCNI` must be a file name/],
     ['unknown cniVersion', { cniVersion: '9.9.9' }, /`cniVersion` must be one of/],
-    ['logLevel', { logLevel: 'loud' }, /`logLevel` must be one of panic, error, verbose, debug/],
+    ['logLevel of the wrong type', { logLevel: 3 }, /`logLevel` must be a string/],
+    ['metricsPort a fraction', { metricsPort: 9091.5 }, /`metricsPort` must be a whole number/],
     ['forceCNIVersion text', { forceCNIVersion: 'yes' }, /`forceCNIVersion` must be true or false/],
     ['a 00-multus.conf key of the wrong type', { binDir: 5 }, /`binDir` must be a string/],
     ['delegates of the wrong type', { delegates: {} }, /`delegates` must be an array/],

@@ -150,6 +150,42 @@ describe('daemon metrics (prom-client)', () => {
     expect(await series()).toEqual([]);
   });
 
+  it('pod_network_name_info is bounded: self-written network-status annotations of 10 pods give at most 32 series each, 2048 in all, the rest counted as dropped', async () => {
+    const m = createMetrics();
+    const huge = (pod: string, n: number): Pod => ({
+      metadata: {
+        name: pod,
+        namespace: 'mine',
+        uid: pod,
+        annotations: {
+          'k8s.v1.cni.cncf.io/network-status': JSON.stringify(
+            Array.from({ length: n }, (_, i) => ({ name: `mine/n${i}`, interface: `if${i}` })).concat([
+              { name: 'x'.repeat(400), interface: 'long0' }, // name longer than a NAD reference
+              { name: 'mine/a', interface: 'bad/if' }, // not an interface name
+              { name: 'mine/b', interface: 'if0' }, // an interface repeated
+            ]),
+          ),
+        },
+      },
+    });
+    const count = async () => {
+      const { samples } = parse((await m.render()).body);
+      const series = samples.filter((x) => x.name === 'pod_network_name_info');
+      return { series: series.length, dropped: value(samples, 'multus_ts_pod_network_info_dropped') };
+    };
+    for (let i = 0; i < 10; i++) m.podNetworks(huge(`p${i}`, 6500), false);
+    expect(await count()).toEqual({ series: 320, dropped: 10 * (6500 - 32 + 3) });
+    // the node's bound: 100 more such pods fill 2048 series, no more
+    for (let i = 10; i < 110; i++) m.podNetworks(huge(`p${i}`, 40), false);
+    expect((await count()).series).toBe(2048);
+    // a deleted pod's room goes to the next event
+    m.podNetworks(huge('p0', 1), true);
+    m.podNetworks(huge('p109', 40), false);
+    expect((await count()).series).toBe(2048);
+    for (let i = 0; i < 110; i++) m.podNetworks(huge(`p${i}`, 1), true);
+    expect(await count()).toEqual({ series: 0, dropped: 0 });
+  });
+
   it('has the default process metrics, and each instance its own registry', async () => {
     const m1 = createMetrics();
     const m2 = createMetrics();

@@ -34,7 +34,7 @@ import type { DeviceEntry, ResourceMap } from '../../../src/devices/devices.ts';
 import { parseNetwork } from '../../../src/cni/network.ts';
 import { CniCode } from '../../../src/base/errors.ts';
 import type { Logger } from '../../../src/base/log.ts';
-import type { ListPodResourcesResponse } from '../../../src/devices/podresources.ts';
+import type { ListPodResourcesResponse } from '../../../src/kubelet/podresources.ts';
 import { thrown, rejection } from '../../helpers/errors.ts';
 
 let dir: string;

@@ -226,6 +226,50 @@ describe('multus install', () => {
     ]);
   });
 
+  it('another writer of 00-multus.conf (a second Multus DaemonSet): a warning at start and when it rewrites ours, a node event each', async () => {
+    const n = makeNode();
+    writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
+    const own = join(n.netd, '00-multus.conflist');
+    const theirs = JSON.stringify({ cniVersion: '0.3.1', name: 'multus-cni-network', plugins: [{ type: 'multus' }] });
+    writeFileSync(own, theirs); // Go Multus' DaemonSet wrote it before us
+    const events: { reason: string; message: string }[] = [];
+    let clock = 0;
+    const r = await runScripted(
+      n.args,
+      [
+        () => expect(readFileSync(own, 'utf8')).not.toBe(theirs), // ours now
+        () => {
+          clock += 11 * 60_000; // past the 10-minute rate limit
+          writeFileSync(own, theirs); // and it writes again
+        },
+        () => expect(readFileSync(own, 'utf8')).not.toBe(theirs),
+        () => {}, // ours left alone: no warning
+      ],
+      undefined,
+      { warnNode: async (w) => void events.push({ reason: w.reason, message: w.message }), now: () => clock },
+    );
+    expect(r.error).toBeNull();
+    const tail =
+      ': another Multus DaemonSet or installer may write it too, and two writers of one file take turns ' +
+      '(kubectl get ds -A | grep -i multus; remove the other one). Writing ours';
+    const start = `${own} was not written by multus-ts with this configuration${tail}`;
+    const later = `${own} was changed by another program after multus-ts wrote it${tail}`;
+    expect(r.logs.filter((l) => l.startsWith('warning:'))).toEqual([`warning: ${start}`, `warning: ${later}`]);
+    expect(events).toEqual([
+      { reason: 'MultusConfigForeign', message: start },
+      { reason: 'MultusConfigForeign', message: later },
+    ]);
+  });
+
+  it('our own file from a previous run (an upgrade restart) is not another writer', async () => {
+    const n = makeNode();
+    writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
+    expect((await runScripted(n.args, [])).error).toBeNull();
+    const again = await runScripted(n.args, [() => {}]);
+    expect(again.error).toBeNull();
+    expect(again.logs.filter((l) => l.startsWith('warning:'))).toEqual([]);
+  });
+
   const KEEP = ['00-multus.conflist', '10-flannel.conflist', 'multus.d'];
   const keeping = (why: string) =>
     `daemonset kube-system/kube-multus-ds ${why}: keeping the multus config and kubeconfig on this node`;

@@ -1,7 +1,7 @@
 /**
  * scripts/build-steps/bundle.mjs' start-up discipline (docs/build.md): the build refuses a thin bundle in which a
  * module imports one of LAZY_BUILTINS at its top (esbuild hoists such an import to the bundle's start, so every
- * call would pay for it) or any module of @kubernetes/client-node. Checked on esbuild's metafile of planted
+ * call would pay for it) or any module of @kubernetes/client-node or of the gRPC library. Checked on esbuild's metafile of planted
  * sources, and on the real entry.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -61,6 +61,20 @@ describe("the thin bundle's eager-import check", () => {
       inputs: { 'node_modules/@kubernetes/client-node/dist/index.js': { imports: [] }, 'src/cli.ts': { imports: [] } },
     };
     expect(check(metafile)).toEqual(['node_modules/@kubernetes/client-node/dist/index.js (client-node)']);
+  });
+
+  it('names any module of the gRPC library (grpc-js, protobufjs) in the bundle', () => {
+    const metafile = {
+      inputs: {
+        'node_modules/@grpc/grpc-js/build/src/index.js': { imports: [] },
+        'node_modules/protobufjs/index.js': { imports: [] },
+        'src/kubelet/grpc.ts': { imports: [] },
+      },
+    };
+    expect(check(metafile)).toEqual([
+      'node_modules/@grpc/grpc-js/build/src/index.js (the gRPC library)',
+      'node_modules/protobufjs/index.js (the gRPC library)',
+    ]);
   });
 
   it('passes the real thin entry, src/cli.ts', async () => {
