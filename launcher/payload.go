@@ -188,6 +188,11 @@ func openCarried(self string) (*carried, error) {
 		err = damaged(self + " carries no Bun executable (rebuild with npm run build)")
 	}
 	c := &carried{f: f, offset: int64(le64(trailer[0:8])), size: int64(le64(trailer[8:16])), sum: trailer[16:48]}
+	if err == nil && c.offset == 0 {
+		// the launcher alone (build/multus.launcher), as the image stores it beside its Bun executable
+		err = damaged(self + " is the launcher alone: its Bun executable " + payloadPrefix + payloadID +
+			" belongs beside it (install_multus and multus install copy both)")
+	}
 	if err == nil && (hexString(c.sum[:8]) != payloadID || c.size != wantSize() || c.offset < 0 || c.size <= 0 ||
 		c.offset+c.size > st.Size()-trailerSize) {
 		err = damaged(self + ": its trailer does not match its launcher (id " + payloadID + "): the file is damaged")
@@ -294,6 +299,13 @@ func execFd(fd int, argv, env []string) error {
 	empty := []byte{0}
 	_, _, e := syscall.RawSyscall6(sysExecveat, uintptr(fd), uintptr(unsafe.Pointer(&empty[0])),
 		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])), atEmptyPath, 0)
+	if e == syscall.ENOSYS {
+		// no execveat: qemu-user (Debian 12's), which runs the arm64 build on x64 (docs/build.md, "arm64"), and
+		// whose binfmt handler cannot open a /proc/self/fd link the exec closed. The path the descriptor names.
+		if path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && strings.HasPrefix(path, "/") {
+			return syscall.Exec(path, argv, env)
+		}
+	}
 	return e
 }
 

@@ -6,6 +6,7 @@
  *   npm run build                       # src/cli.ts -> build/multus
  *   node scripts/build.mjs --entry /tmp/entry.ts --outdir /tmp/out
  *   node scripts/build.mjs --force --quiet
+ *   npm run build -- --arch arm64       # build/arm64/multus (+ multus-shim) for linux/arm64 (docs/build.md, "arm64")
  *
  * Steps:
  *   1. esbuild: src/cli.ts -> build/multus.cjs (the thin plugin; build-steps/bundle.mjs also checks that it imports
@@ -19,8 +20,10 @@
  *      build/.multus-bun-<id> (extracting it on its first run elsewhere) with the caller's environment held from the
  *      Bun runtime (build-steps/launcher.mjs)
  *   3. smoke test (build-steps/smoke.mjs): a copy in a fresh temp dir, empty environment but CNI_COMMAND=VERSION
+ *      (for arm64 on x64: under qemu-user through binfmt_misc when it is set up, else skipped with a notice)
  *   4. build/multus-shim from shim/ with Go, when Go is installed (build-steps/shim.mjs)
- * No network access: everything comes from node_modules (esbuild, bun / @oven/bun-linux-x64).
+ * No network access: everything comes from node_modules (esbuild, bun / @oven/bun-linux-x64); for arm64 from the
+ * cache (the pinned arm64 Bun, fetched once with `npm pack`; build-steps/arch.mjs).
  */
 import { mkdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -28,6 +31,7 @@ import { buildDaemon } from './build-daemon.mjs';
 import { buildK8sFallback } from './build-k8s-fallback.mjs';
 import { buildKubelet } from './build-kubelet.mjs';
 import { bundleThin } from './build-steps/bundle.mjs';
+import { ARCHES, HOST_ARCH, arm64Execs } from './build-steps/arch.mjs';
 import { ROOT, fail, log, mib, setQuiet, show } from './build-steps/common.mjs';
 import { compile } from './build-steps/compile.mjs';
 import { lock } from './build-steps/lock.mjs';
@@ -42,7 +46,9 @@ function usage(code) {
     'usage: node scripts/build.mjs [--entry FILE] [--outdir DIR] [--force] [--quiet]\n' +
       '  --entry FILE      bundle FILE instead of src/cli.ts (also MULTUS_BUILD_ENTRY)\n' +
       '  --outdir DIR      write into DIR instead of build/ (also MULTUS_BUILD_OUTDIR)\n' +
-      '  --force           rebuild even if build/multus.stamp matches\n',
+      '  --force           rebuild even if build/multus.stamp matches\n' +
+      `  --arch ARCH       build for linux/ARCH (${ARCHES.join(', ')}; default ${HOST_ARCH}); another than this\n` +
+      "                    machine's goes to build/ARCH/ unless --outdir says where\n",
   );
   process.exit(code);
 }
@@ -51,7 +57,8 @@ function parseArgs(argv) {
   const o = {
     // src/cli.ts calls run() from src/main.ts, which has no side effects so that tests can import it.
     entry: process.env.MULTUS_BUILD_ENTRY || join(ROOT, 'src/cli.ts'),
-    outdir: process.env.MULTUS_BUILD_OUTDIR || join(ROOT, 'build'),
+    outdir: process.env.MULTUS_BUILD_OUTDIR || '',
+    arch: HOST_ARCH,
     force: false,
     quiet: false,
   };
@@ -62,6 +69,8 @@ function parseArgs(argv) {
     else if (a.startsWith('--entry=')) o.entry = a.slice(8);
     else if (a === '--outdir') o.outdir = val();
     else if (a.startsWith('--outdir=')) o.outdir = a.slice(9);
+    else if (a === '--arch') o.arch = val();
+    else if (a.startsWith('--arch=')) o.arch = a.slice(7);
     else if (a === '--force') o.force = true;
     else if (a === '--quiet') o.quiet = true;
     else if (a === '-h' || a === '--help') usage(0);
@@ -70,7 +79,12 @@ function parseArgs(argv) {
       usage(2);
     }
   }
-  return { ...o, entry: resolve(o.entry), outdir: resolve(o.outdir) };
+  if (!ARCHES.includes(o.arch)) {
+    process.stderr.write(`build: --arch ${o.arch}: one of ${ARCHES.join(', ')}\n`);
+    usage(2);
+  }
+  const outdir = o.outdir || join(ROOT, 'build', ...(o.arch === HOST_ARCH ? [] : [o.arch]));
+  return { ...o, entry: resolve(o.entry), outdir: resolve(outdir) };
 }
 
 async function main() {
@@ -87,15 +101,17 @@ async function main() {
   // The resident daemon and the other roles: loaded only in those roles (docs/resident.md).
   const daemon = await buildDaemon({ outdir: opts.outdir, log });
   const embedded = Object.values({ ...daemon.assets, ...fallback.assets, ...kubelet.assets });
-  const { built, bun } = compile({ outdir: opts.outdir, main, embedded, force: opts.force });
-  const { payload } = buildLauncher(opts.outdir);
+  const { arch } = opts;
+  const { built, bun } = compile({ outdir: opts.outdir, main, embedded, force: opts.force, arch });
+  const { payload } = buildLauncher(opts.outdir, arch);
   const exe = join(opts.outdir, 'multus');
-  smokeTest(exe);
-  buildShim(opts.outdir);
+  if (arch === HOST_ARCH || arm64Execs()) smokeTest(exe);
+  else log(`no smoke test: linux/${arch} programs do not run here (qemu-user-static and binfmt_misc, docs/build.md)`);
+  buildShim(opts.outdir, arch);
   const size = statSync(exe).size;
   // The one line on stdout: what and how long.
   process.stdout.write(
-    `build: ${show(exe)} ${mib(size)} (${size} bytes; the launcher and ${show(payload)}), Bun ${bun.version}, ` +
+    `build: ${show(exe)} ${mib(size)} (${size} bytes; the launcher and ${show(payload)}), linux/${arch}, Bun ${bun.version}, ` +
       `${built ? 'built' : 'up to date'} in ${((performance.now() - t0) / 1000).toFixed(2)} s\n`,
   );
 }

@@ -24,8 +24,9 @@ packages=(containernetworking-plugins iproute2 iptables nftables)
 # the runtime tier (test/runtime) and `npm run image`: containerd, runc, umoci to pack OCI images, and
 # busybox-static (the image's /bin/sh and cp, docs/install.md "Image"); strace (test/fixture/launcher.test.ts
 # checks that the launcher's fast path starts Bun before the Go runtime starts); gcc and libc6-dev build the bench's
-# C fixtures (test/data/bench: the trivial delegate, the process start probe)
-$demo_only || packages+=(containerd runc umoci busybox-static strace gcc libc6-dev)
+# C fixtures (test/data/bench: the trivial delegate, the process start probe); qemu-user-static and binfmt-support run
+# the arm64 build (scripts/setup-arm64.sh)
+$demo_only || packages+=(containerd runc umoci busybox-static strace gcc libc6-dev qemu-user-static binfmt-support)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -149,6 +150,10 @@ for b in critest crio dra-driver; do
     say "$b: $(bash "test/runtime/build-$b.sh")"
   fi
 done
+
+# 8. arm64 (`npm run build -- --arch arm64`, the image's second platform, test/install/arm64-qemu.test.ts): binfmt_misc
+#    and qemu-aarch64, libc6:arm64, the arm64 packages the image takes, the pinned arm64 Bun (scripts/setup-arm64.sh).
+say "arm64: $(bash scripts/setup-arm64.sh)"
 
 # kube-burner (test/peers/build-kube-burner.sh) is not built here: no test uses it, and the density bench
 # (`npm run bench -- --scenario density`) builds it on its first run. CI builds only what the tests use.

@@ -6,12 +6,13 @@
  * Multus v4.3.0) and runs scripts/bench/density/run.ts, which prints the `density` object.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, fail, runTs, say } from './common.mjs';
 import { gomultusDir } from './resident.mjs';
 
 const RUNNER = join(ROOT, 'scripts/bench/density/run.ts');
+const VERSION = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
 
 export const description =
   'pod-ready latency (kube-burner v2.7.3 podLatency, node-density-cni-like job) of N pods with two macvlan + ' +
@@ -23,7 +24,13 @@ export const description =
 export function images(dir, go) {
   const ours = join(dir, 'image-ts');
   const r = spawnSync('bash', [join(ROOT, 'scripts/image.sh')], {
-    env: { ...process.env, MULTUS_TS_IMAGE_DIR: ours },
+    // the tag deployments/ names (package.json's version), since the bench applies those manifests as they are
+    env: {
+      ...process.env,
+      MULTUS_TS_IMAGE_DIR: ours,
+      MULTUS_TS_IMAGE_TAG: VERSION,
+      MULTUS_TS_IMAGE_PLATFORMS: 'amd64',
+    },
     stdio: ['ignore', 2, 2],
   });
   if (r.status !== 0) fail(`scripts/image.sh failed (exit ${r.status})`);

@@ -22,6 +22,7 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { fail, log, ms, requireFromRoot, run, show } from './common.mjs';
 import { ALIGN, alignSegments, segmentSkews } from './align.mjs';
+import { HOST_ARCH, arm64Bun, arm64Runner } from './arch.mjs';
 import { COMPILED } from './launcher.mjs';
 
 // Bump when this step changes what it produces, so a stale build/multus is not reused.
@@ -90,12 +91,28 @@ function stampOf(bun, files) {
 }
 
 /**
- * Compiles <outdir>/multus.bun (carried and started by the launcher <outdir>/multus) from the thin bundle (main) and the embedded bundles, unless the stamp says the same
- * inputs made the file there now. Returns whether it built.
- * @param {{ outdir: string, main: string, embedded: string[], force: boolean }} o
+ * The Bun that compiles for `arch` and the command prefix that runs it. arm64: the pinned arm64 Bun compiles its own
+ * executable (under qemu-user on x64), since `--bytecode` output runs only on the Bun build that made it
+ * (build-steps/arch.mjs; docs/build.md, "arm64").
+ * @param {string} arch
  */
-export function compile({ outdir, main, embedded, force }) {
-  const bun = bunBinary();
+function compilerFor(arch) {
+  if (arch === HOST_ARCH && arch === 'amd64') return { bun: bunBinary(), prefix: [] };
+  if (arch !== 'arm64') fail(`no Bun is pinned for linux/${arch} on linux/${HOST_ARCH}`);
+  const prefix = arm64Runner();
+  if (!prefix)
+    fail('an arm64 build runs the arm64 Bun: install qemu-user-static and the arm64 root (scripts/setup.sh)');
+  return { bun: arm64Bun(), prefix };
+}
+
+/**
+ * Compiles <outdir>/multus.bun (carried and started by the launcher <outdir>/multus) from the thin bundle (main)
+ * and the embedded bundles for linux/`arch`, unless the stamp says the same inputs made the file there now.
+ * Returns whether it built.
+ * @param {{ outdir: string, main: string, embedded: string[], force: boolean, arch?: string }} o
+ */
+export function compile({ outdir, main, embedded, force, arch = HOST_ARCH }) {
+  const { bun, prefix } = compilerFor(arch);
   const exe = join(outdir, COMPILED);
   const stampFile = join(outdir, 'multus.stamp');
   const stamp = stampOf(bun, [main, ...embedded]);
@@ -116,7 +133,8 @@ export function compile({ outdir, main, embedded, force }) {
   const out = join(outdir, 'multus.compile');
   rmSync(out, { force: true });
   const args = ['build', ...COMPILE_FLAGS, `--compile-executable-path=${bun.path}`, `--root=${outdir}`];
-  const r = run(bun.path, [...args, `--outfile=${out}`, main, ...embedded], { cwd: outdir });
+  const [cmd, ...pre] = [...prefix, bun.path];
+  const r = run(cmd, [...pre, ...args, `--outfile=${out}`, main, ...embedded], { cwd: outdir });
   if (r.status !== 0 || !existsSync(out)) fail(`bun build --compile exited ${r.status}: ${r.stderr}${r.stdout}`);
   // Its segments moved to their addresses modulo 64 KiB (align.mjs), and written in 64 KiB pieces, as an install
   // writes it: Bun writes the executable in a few large write(2)s, the page cache then holds it in large folios

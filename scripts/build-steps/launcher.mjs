@@ -21,6 +21,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { HOST_ARCH } from './arch.mjs';
 import { ROOT, cleanEnv, fail, log, mib, ms, run, show, which } from './common.mjs';
 
 /** The Bun executable Bun's compiler writes (an input of this step; build-steps/compile.mjs). */
@@ -35,36 +36,47 @@ export function findGo() {
 }
 
 /**
- * `go build` of dir into out (static, renamed over so a running copy keeps its inode), with `mark` appended.
- * @param {string} dir @param {string} out @param {string[]} [ldflags] @param {Buffer} [mark]
+ * `go build` of dir into out for linux/`arch` (static, renamed over so a running copy keeps its inode), with `mark`
+ * appended.
+ * @param {string} dir @param {string} out @param {string[]} [ldflags] @param {Buffer} [mark] @param {string} [arch]
  */
-export function goBuild(dir, out, ldflags = [], mark = undefined) {
+export function goBuild(dir, out, ldflags = [], mark = undefined, arch = HOST_ARCH) {
   const go = findGo();
   if (!go) fail(`go not found (PATH, /usr/local/go/bin): it builds ${show(out)} from ${dir}/`);
   const t = performance.now();
   const r = run(go, ['build', '-trimpath', '-ldflags', ['-s', '-w', ...ldflags].join(' '), '-o', `${out}.new`, '.'], {
     cwd: join(ROOT, dir),
-    env: cleanEnv({ CGO_ENABLED: '0' }),
+    env: cleanEnv({ CGO_ENABLED: '0', GOOS: 'linux', GOARCH: arch }),
   });
   if (r.status !== 0) fail(`go build (${dir}/) exited ${r.status}: ${r.stderr}${r.stdout}`);
   if (mark) appendFileSync(`${out}.new`, mark);
   renameSync(`${out}.new`, out);
-  log(`${show(out)} (${mib(statSync(out).size)}, static) in ${ms(t)}`);
+  log(`${show(out)} (${mib(statSync(out).size)}, static, linux/${arch}) in ${ms(t)}`);
 }
 
 /**
- * The launcher's fast path (launcher/fastpath_amd64.s) is its ELF entry point where Go builds for amd64: the CNI
- * plugin's call starts the Bun executable before the Go runtime starts (docs/build.md, "The launcher").
+ * The launcher's fast path (launcher/fastpath_amd64.s) is its ELF entry point where it is built for amd64: the CNI
+ * plugin's call starts the Bun executable before the Go runtime starts (docs/build.md, "The launcher"). Elsewhere
+ * (arm64) Go's own entry and main() serve every call.
+ * @param {string} arch
  */
-function entryFlags() {
-  const go = findGo();
-  if (!go) return []; // goBuild says so
-  const r = run(go, ['env', 'GOARCH'], { env: cleanEnv({ CGO_ENABLED: '0' }) });
-  return r.status === 0 && r.stdout.trim() === 'amd64' ? ['-E=main.fastEntry'] : [];
+export function entryFlags(arch) {
+  return arch === 'amd64' ? ['-E=main.fastEntry'] : [];
 }
 
-/** @param {string} outdir @returns {{ payload: string }} the path of build/.multus-bun-<id> */
-export function buildLauncher(outdir) {
+/** `parts` written to a new file `path` (0755), renamed over it. @param {string} path @param {Buffer[]} parts */
+function writeParts(path, parts) {
+  const fd = openSync(`${path}.new`, 'w', 0o755);
+  for (const part of parts) for (let off = 0; off < part.length;) off += writeSync(fd, part, off);
+  closeSync(fd);
+  renameSync(`${path}.new`, path);
+}
+
+/**
+ * @param {string} outdir @param {string} [arch] linux/`arch`, as the Bun executable in outdir
+ * @returns {{ payload: string }} the path of build/.multus-bun-<id>
+ */
+export function buildLauncher(outdir, arch = HOST_ARCH) {
   if (process.platform !== 'linux') fail('the launcher (launcher/) is Linux only');
   const compiled = readFileSync(join(outdir, COMPILED));
   const sum = createHash('sha256').update(compiled).digest();
@@ -72,7 +84,8 @@ export function buildLauncher(outdir) {
   const launcher = join(outdir, 'multus.launcher');
   // its size too (16 hex digits): a file of another size at the payload's path is not it (launcher/payload.go)
   const size = compiled.length.toString(16).padStart(16, '0');
-  goBuild('launcher', launcher, [`-X main.payloadID=${id}`, `-X main.payloadSize=${size}`, ...entryFlags()]);
+  const flags = [`-X main.payloadID=${id}`, `-X main.payloadSize=${size}`, ...entryFlags(arch)];
+  goBuild('launcher', launcher, flags, undefined, arch);
   // launcher | payload | trailer (offset u64 LE, size u64 LE, SHA-256, magic): one file, copyable alone
   const head = readFileSync(launcher);
   const trailer = Buffer.alloc(64);
@@ -81,11 +94,14 @@ export function buildLauncher(outdir) {
   sum.copy(trailer, 16);
   TRAILER_MAGIC.copy(trailer, 48);
   const out = join(outdir, 'multus');
-  const fd = openSync(`${out}.new`, 'w', 0o755);
-  for (const part of [head, compiled, trailer]) for (let off = 0; off < part.length;) off += writeSync(fd, part, off);
-  closeSync(fd);
-  renameSync(`${out}.new`, out);
-  rmSync(launcher, { force: true });
+  writeParts(out, [head, compiled, trailer]);
+  // multus.launcher: the launcher alone, as the image stores it beside its Bun executable (scripts/image.sh), with
+  // a trailer of offset 0 that names that Bun executable: `multus install` keeps the .multus-bun-<id> a launcher's
+  // trailer names (src/install/payloads.ts), the plugin knows its own file by the magic (src/multus/nesting.ts),
+  // and the launcher says what is missing when it is not beside it (launcher/payload.go)
+  const alone = Buffer.from(trailer);
+  alone.writeBigUInt64LE(0n, 0);
+  writeParts(launcher, [head, alone]);
   // the file it starts, already beside it (a copy that it would otherwise extract on its first run)
   const payload = join(outdir, PAYLOAD_PREFIX + id);
   for (const name of readdirSync(outdir)) {

@@ -6,9 +6,10 @@
 import { findGo, goBuild } from './launcher.mjs';
 import { join } from 'node:path';
 import { log } from './common.mjs';
+import { HOST_ARCH } from './arch.mjs';
 
-/** @param {string} outdir */
-export function buildShim(outdir) {
+/** @param {string} outdir @param {string} [arch] */
+export function buildShim(outdir, arch = HOST_ARCH) {
   const go = findGo();
   if (!go || process.platform !== 'linux') {
     log(`${go ? 'not Linux' : 'go not found (PATH, /usr/local/go/bin)'}: skipping build/multus-shim (shim/)`);
@@ -16,7 +17,7 @@ export function buildShim(outdir) {
   }
   // The shim's mark, 16 bytes after the ELF's end (the kernel loads by the program headers and never reads it):
   // the plugin refuses a file that ends with it as a delegate under any name (src/multus/nesting.ts).
-  goBuild('shim', join(outdir, 'multus-shim'), [], SHIM_MARK);
+  goBuild('shim', join(outdir, 'multus-shim'), [], SHIM_MARK, arch);
 }
 
 /** src/multus/nesting.ts' OWN_MARKS[1]. */

@@ -1,13 +1,20 @@
 /**
  * `npm run image` (scripts/image.sh): builds the image into a temp dir and reads the tarball as a runtime
- * would (index -> manifest -> config and layer): the file list is exactly Multus' layout (the executable under
- * each of Multus' names, the shim), busybox, the libraries ldd lists, the CA bundle; entrypoint /thin_entrypoint;
- * version and revision labels. As root, the unpacked layer is a working root: every entrypoint name runs there
- * (chroot) with its flags, bad ones included, as Multus' manifests and rke2's chart call them, with nothing else
- * but the /proc that every container runtime mounts (Bun reads its own /proc/self, and aborts without it).
+ * would (index -> the platforms' index -> each manifest -> config and layer): one index of linux/amd64 and
+ * linux/arm64 named <name>:<version>-<short commit>[-dirty]; in each platform's one layer (at most 100 MB
+ * compressed) the file list is exactly Multus' layout (the launcher under each of Multus' names as hard links and
+ * its Bun executable beside it, each stored once; the shim), busybox, the libraries the programs link, the CA bundle; entrypoint /thin_entrypoint; version
+ * and revision labels; our manifests and the chart naming that tag. As root, the unpacked amd64 layer is a working
+ * root: every entrypoint name runs there (chroot) with its flags, bad ones included, as Multus' manifests and
+ * rke2's chart call them, with nothing else but the /proc that every container runtime mounts (Bun reads its own
+ * /proc/self, and aborts without it); the arm64 one answers VERSION there under qemu-user. The image build costs
+ * this file about a minute (two gzip'd layers; the arm64 build is made once, build/arm64).
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
+  chmodSync,
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -24,11 +31,15 @@ import { fileExists, isRoot, needs } from '../helpers/skip.ts';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const BUILT = join(REPO, 'build', 'multus');
+const CACHE = process.env.MULTUS_TS_CACHE_DIR || join(REPO, '.cache');
 const ready = needs(
   fileExists('/usr/bin/umoci', "Debian's umoci (apt-get install umoci)"),
   fileExists(BUILT, 'npm run build'),
   fileExists('/usr/bin/busybox', "Debian's busybox-static (apt-get install busybox-static)"),
+  fileExists(join(CACHE, 'arm64-root/bin/busybox'), 'the arm64 root (bash scripts/setup-arm64.sh)'),
+  fileExists('/usr/bin/qemu-aarch64-static', "Debian's qemu-user-static, which runs the arm64 Bun's compiler"),
 );
+const HELM = join(CACHE, 'helm', 'helm');
 /** Multus' names of the one executable, in the image (hard links: one file in the layer). */
 const NAMES = [
   '/thin_entrypoint',
@@ -53,93 +64,230 @@ const BUSYBOX_TOOLS = [
   'true',
   'false',
 ];
+const ARCHES = ['amd64', 'arm64'] as const;
+type Arch = (typeof ARCHES)[number];
 const version = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
+const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8' }).trim();
+const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+
+interface Descriptor {
+  mediaType: string;
+  digest: string;
+  size: number;
+  platform?: { os: string; architecture: string };
+  annotations?: Record<string, string>;
+}
+interface Platform {
+  config: { config: { Entrypoint: string[]; Labels: Record<string, string> }; architecture: string; os: string };
+  layers: Descriptor[];
+  rootfs: string;
+  files: string[];
+  links: string[];
+  /** the layer's tar listing, one line per entry (`tar -tvzf`) */
+  listing: string[];
+}
 
 describe.runIf(ready)('npm run image', () => {
   let dir = '';
-  let unpacked = '';
-  let files: string[] = [];
-  let links: string[] = [];
-  let config: { config: { Entrypoint: string[]; Labels: Record<string, string> }; architecture: string };
-  let index: { manifests: Array<{ digest: string; annotations: Record<string, string> }> };
+  let out = '';
+  let tag = '';
+  let top: { manifests: Descriptor[] };
+  let index: { mediaType: string; manifests: Descriptor[] };
+  const img = {} as Record<Arch, Platform>;
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'multus-image-'));
+    out = join(dir, 'out');
+    // the tag the image gets: the work tree as the script finds it
+    const dirty = git('status', '--porcelain') === '' ? '' : '-dirty';
+    tag = `${version}-${git('rev-parse', '--short', 'HEAD')}${dirty}`;
     const r = spawnSync('bash', [join(REPO, 'scripts', 'image.sh')], {
-      env: { ...process.env, MULTUS_TS_IMAGE_DIR: join(dir, 'out') },
+      env: { ...process.env, MULTUS_TS_IMAGE_DIR: out },
       encoding: 'utf8',
     });
     expect(r.status, r.stderr).toBe(0);
-    unpacked = join(dir, 'tar');
+    const unpacked = join(dir, 'tar');
     mkdirSync(unpacked);
-    execFileSync('tar', ['-xf', join(dir, 'out', `multus-ts-${version}.tar`), '-C', unpacked]);
+    execFileSync('tar', ['-xf', join(out, `multus-ts-${tag}.tar`), '-C', unpacked]);
     const blob = (digest: string): string => join(unpacked, 'blobs', ...digest.split(':'));
-    index = JSON.parse(readFileSync(join(unpacked, 'index.json'), 'utf8'));
-    const manifest = JSON.parse(readFileSync(blob(index.manifests[0]!.digest), 'utf8')) as {
-      config: { digest: string };
-      layers: Array<{ digest: string }>;
-    };
-    config = JSON.parse(readFileSync(blob(manifest.config.digest), 'utf8'));
-    expect(manifest.layers).toHaveLength(1);
-    const root = join(dir, 'rootfs');
-    mkdirSync(root);
-    execFileSync('tar', ['-xzf', blob(manifest.layers[0]!.digest), '-C', root]);
-    files = execFileSync('find', ['.', '-type', 'f'], { cwd: root, encoding: 'utf8' }).trim().split('\n').sort();
-    links = execFileSync('find', ['.', '-type', 'l', '-printf', '%p -> %l\\n'], { cwd: root, encoding: 'utf8' })
-      .trim()
-      .split('\n');
-  }, 300_000);
+    const json = (digest: string) => JSON.parse(readFileSync(blob(digest), 'utf8'));
+    top = JSON.parse(readFileSync(join(unpacked, 'index.json'), 'utf8'));
+    index = json(top.manifests[0]!.digest);
+    for (const m of index.manifests) {
+      const arch = m.platform!.architecture as Arch;
+      const manifest = json(m.digest) as { config: { digest: string }; layers: Descriptor[] };
+      const rootfs = join(dir, `rootfs-${arch}`);
+      mkdirSync(rootfs);
+      const layer = blob(manifest.layers[0]!.digest);
+      execFileSync('tar', ['-xzf', layer, '-C', rootfs]);
+      const find = (...a: string[]) => execFileSync('find', ['.', ...a], { cwd: rootfs, encoding: 'utf8' }).trim();
+      img[arch] = {
+        config: json(manifest.config.digest),
+        layers: manifest.layers,
+        rootfs,
+        files: find('-type', 'f').split('\n').sort(),
+        links: find('-type', 'l', '-printf', '%p -> %l\\n').split('\n').sort(),
+        listing: execFileSync('tar', ['-tvzf', layer], { encoding: 'utf8', maxBuffer: 16 << 20 })
+          .trim()
+          .split('\n'),
+      };
+    }
+  }, 600_000);
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("holds Multus' layout: the executable under each name, the shim, busybox, exactly ldd's libraries, the CA bundle", () => {
-    const shim = existsSync(join(REPO, 'build', 'multus-shim'));
-    const payloads = readdirSync(join(REPO, 'build')).filter((f) => f.startsWith('.multus-bun-'));
-    const bins = [...payloads, 'multus', ...(shim ? ['multus-shim'] : [])];
-    // the resident daemon's tools: chroot for chrootDir, nsenter and ip for the routes it sets in pods
-    const extra = shim ? ['/usr/sbin/chroot', '/usr/bin/nsenter', '/usr/bin/ip'] : [];
-    const libs = new Set<string>();
-    for (const b of [...bins.map((x) => join(REPO, 'build', x)), ...extra]) {
-      // a static executable (the launcher, the Go shim): ldd says "not a dynamic executable" and exits 1
-      const out = spawnSync('ldd', [b], { encoding: 'utf8' }).stdout;
-      for (const line of out.split('\n')) {
-        const m = /=> (\/\S+)/.exec(line) ?? /^\s*(\/\S+) \(/.exec(line);
-        if (m) libs.add(m[1]!);
-      }
-    }
-    expect(libs.size).toBeGreaterThan(3);
-    const expected = [
-      ...NAMES.map((n) => `.${n}`),
-      // the Bun executable the launcher carries, beside each directory of its names (docs/build.md)
-      ...payloads.flatMap((p) => [`./usr/src/multus-cni/bin/${p}`, `./${p}`]),
-      ...(shim ? ['./usr/src/multus-cni/bin/multus-shim'] : []),
-      ...extra.map((x) => `.${x}`),
-      ...[...libs].map((l) => `.${l}`),
-      './bin/busybox',
-      './etc/ssl/certs/ca-certificates.crt',
-    ].sort();
-    expect(files).toEqual(expected);
-    // every name is the one executable (one inode: the layer holds it once)
-    const root = join(dir, 'rootfs');
-    expect(new Set(NAMES.map((n) => statSync(join(root, n)).ino)).size).toBe(1);
-    // containerd passes CNI_NETNS as /var/run/netns/<name>; the resident DaemonSet mounts /run/netns
-    expect(links.sort()).toEqual(['./var/run -> ../run', ...BUSYBOX_TOOLS.map((t) => `./bin/${t} -> busybox`)].sort());
+  it('is one index of linux/amd64 and linux/arm64, named <name>:<version>-<short commit>[-dirty]', () => {
+    expect(tag).toMatch(new RegExp(`^${version.replaceAll('.', '\\.')}-[0-9a-f]{7,}(-dirty)?$`));
+    expect(top.manifests).toHaveLength(1);
+    expect(top.manifests[0]).toMatchObject({
+      mediaType: 'application/vnd.oci.image.index.v1+json',
+      annotations: {
+        'io.containerd.image.name': `ghcr.io/multus-ts/multus-ts:${tag}`,
+        'org.opencontainers.image.ref.name': `ghcr.io/multus-ts/multus-ts:${tag}`,
+      },
+    });
+    expect(index.manifests.map((m) => m.platform)).toEqual(
+      ARCHES.map((architecture) => ({ architecture, os: 'linux' })),
+    );
+    // the layout keeps the plain tag, as skopeo and umoci address it (oci:build/image/oci:<tag>)
+    const layout = JSON.parse(readFileSync(join(out, 'oci', 'index.json'), 'utf8')) as typeof top;
+    expect(layout.manifests.map((m) => m.annotations)).toEqual([{ 'org.opencontainers.image.ref.name': tag }]);
   });
 
-  it("runs /thin_entrypoint (as Multus' thin image), names itself and carries the version and revision", () => {
+  it.each(ARCHES)('%s: one layer of at most 100 MB compressed, the executable in it once', (arch) => {
+    const p = img[arch];
+    expect(p.layers).toHaveLength(1);
+    expect(p.layers[0]!.size).toBeLessThanOrEqual(100_000_000);
+    const bin = join(REPO, 'build', ...(arch === 'amd64' ? [] : [arch]));
+    // every name is the launcher (one inode, build/multus without its payload), and its Bun executable is one file
+    // beside it and in / (build/multus would have been a second copy of it)
+    expect(new Set(NAMES.map((n) => statSync(join(p.rootfs, n)).ino)).size).toBe(1);
+    expect(sha256(join(p.rootfs, NAMES[0]!))).toBe(sha256(join(bin, 'multus.launcher')));
+    const payload = readdirSync(bin).find((f) => f.startsWith('.multus-bun-'))!;
+    const payloads = [`/${payload}`, `/usr/src/multus-cni/bin/${payload}`];
+    expect(p.files.filter((f) => f.includes('.multus-bun-')).sort()).toEqual(payloads.map((f) => `.${f}`));
+    expect(new Set(payloads.map((f) => statSync(join(p.rootfs, f)).ino)).size).toBe(1);
+    expect(sha256(join(p.rootfs, payloads[0]!))).toBe(sha256(join(bin, payload)));
+    // in the layer's tar: one large file, every other name a hard link
+    const big = p.listing.filter((l) => /^-/.test(l) && Number(l.split(/\s+/)[2]) > 10_000_000);
+    expect(big).toHaveLength(1);
+    expect(p.listing.filter((l) => /^h.* link to /.test(l))).toHaveLength(NAMES.length - 1 + payloads.length - 1);
+  });
+
+  it('a name copied out of the image alone says that its Bun executable belongs beside it (CNI error)', () => {
+    const alone = join(dir, 'alone');
+    mkdirSync(alone);
+    copyFileSync(join(img.amd64.rootfs, 'usr/src/multus-cni/bin/passthru'), join(alone, 'passthru'));
+    chmodSync(join(alone, 'passthru'), 0o755);
+    const r = spawnSync(join(alone, 'passthru'), [], {
+      env: { CNI_COMMAND: 'VERSION' },
+      input: '{}',
+      encoding: 'utf8',
+    });
+    expect(r.status).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      code: 999,
+      details: expect.stringContaining('is the launcher alone'),
+    });
+  });
+
+  it.each(ARCHES)("%s: Multus' layout, the shim, busybox, the programs' libraries, the CA bundle", (arch) => {
+    const p = img[arch];
+    const bin = join(REPO, 'build', ...(arch === 'amd64' ? [] : [arch]));
+    const shim = existsSync(join(bin, 'multus-shim'));
+    // the resident daemon's tools: chroot for chrootDir, nsenter and ip for the routes it sets in pods
+    const extra = shim ? ['/usr/sbin/chroot', '/usr/bin/nsenter', '/usr/bin/ip'] : [];
+    const payload = readdirSync(bin).find((f) => f.startsWith('.multus-bun-'))!;
+    const own = [
+      ...NAMES.map((n) => `.${n}`),
+      `./${payload}`,
+      `./usr/src/multus-cni/bin/${payload}`,
+      ...(shim ? ['./usr/src/multus-cni/bin/multus-shim'] : []),
+      ...extra.map((x) => `.${x}`),
+      './bin/busybox',
+      './etc/ssl/certs/ca-certificates.crt',
+    ];
+    const libs = p.files.filter((f) => !own.includes(f));
+    expect(p.files.filter((f) => own.includes(f)).sort()).toEqual(own.sort());
+    if (arch === 'amd64') {
+      // exactly what ldd lists for the Bun executable and the tools
+      const want = new Set<string>();
+      for (const b of [join(bin, payload), ...extra]) {
+        for (const line of spawnSync('ldd', [b], { encoding: 'utf8' }).stdout.split('\n')) {
+          const m = /=> (\/\S+)/.exec(line) ?? /^\s*(\/\S+) \(/.exec(line);
+          if (m) want.add(`.${m[1]}`);
+        }
+      }
+      expect(libs.sort()).toEqual([...want].sort());
+    } else {
+      expect(libs).toEqual(
+        expect.arrayContaining(['./lib/ld-linux-aarch64.so.1', './lib/aarch64-linux-gnu/libc.so.6']),
+      );
+      for (const l of libs) expect(l).toMatch(/^\.\/(usr\/)?lib\/(aarch64-linux-gnu\/)?[^/]+\.so[.0-9]*$/);
+    }
+    // containerd passes CNI_NETNS as /var/run/netns/<name>; the resident DaemonSet mounts /run/netns
+    expect(p.links).toEqual(['./var/run -> ../run', ...BUSYBOX_TOOLS.map((t) => `./bin/${t} -> busybox`)].sort());
+  });
+
+  it.each(ARCHES)("%s: runs /thin_entrypoint (as Multus' thin image) and carries the version and revision", (arch) => {
+    const { config } = img[arch];
+    expect([config.os, config.architecture]).toEqual(['linux', arch]);
     expect(config.config.Entrypoint).toEqual(['/thin_entrypoint']);
-    expect(config.architecture).toBe('amd64');
     expect(config.config.Labels['org.opencontainers.image.version']).toBe(version);
-    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim();
+    const head = git('rev-parse', 'HEAD');
     expect(config.config.Labels['org.opencontainers.image.revision']).toMatch(new RegExp(`^${head}(-dirty)?$`));
-    expect(index.manifests[0]!.annotations['io.containerd.image.name']).toBe(`ghcr.io/multus-ts/multus-ts:${version}`);
+  });
+
+  it('renders our manifests with the tag; a tag that is not one is refused', () => {
+    for (const f of readdirSync(join(REPO, 'deployments')).filter((n) => n.endsWith('.yml'))) {
+      const committed = readFileSync(join(REPO, 'deployments', f), 'utf8');
+      const rendered = readFileSync(join(out, 'deployments', f), 'utf8');
+      expect(rendered).toBe(committed.replaceAll(`multus-ts/multus-ts:${version}\n`, `multus-ts/multus-ts:${tag}\n`));
+    }
+    expect(readFileSync(join(out, 'deployments', 'multus-ts-thin.yml'), 'utf8')).toContain(`multus-ts:${tag}\n`);
+    const bad = spawnSync('bash', [join(REPO, 'scripts', 'image.sh'), '--tag', 'no/tag'], { encoding: 'utf8' });
+    expect([bad.status, bad.stderr]).toEqual([1, expect.stringContaining('is not an image tag')]);
+  });
+
+  it.runIf(needs(fileExists(HELM, 'helm (bash test/peers/build-go-tool.sh helm)')))(
+    'packages the chart with the tag as its appVersion, the image its default',
+    () => {
+      const chart = readdirSync(out).find((f) => /^multus-.*\.tgz$/.test(f))!;
+      const meta = execFileSync('tar', ['-xzOf', join(out, chart), 'multus/Chart.yaml'], { encoding: 'utf8' });
+      expect(meta).toMatch(new RegExp(`^appVersion: ${tag}$`, 'm'));
+      const env = { ...process.env, HOME: dir };
+      const rendered = execFileSync(HELM, ['template', 'm', join(out, chart)], { encoding: 'utf8', env });
+      expect(rendered).toContain(`image: ghcr.io/multus-ts/multus-ts:${tag}\n`);
+    },
+  );
+
+  describe.runIf(needs(isRoot()))('arm64 under qemu-user', () => {
+    it.runIf(needs(fileExists('/proc/sys/fs/binfmt_misc/qemu-aarch64', 'qemu-aarch64 in binfmt_misc')))(
+      'the arm64 root answers VERSION in a chroot',
+      () => {
+        const rootfs = img.arm64.rootfs;
+        mkdirSync(join(rootfs, 'proc'), { recursive: true });
+        execFileSync('mount', ['-t', 'proc', 'proc', join(rootfs, 'proc')]);
+        try {
+          const r = spawnSync('/usr/sbin/chroot', [rootfs, '/usr/src/multus-cni/bin/passthru'], {
+            encoding: 'utf8',
+            env: { CNI_COMMAND: 'VERSION' },
+            input: '{"cniVersion":"1.0.0"}',
+          });
+          expect(JSON.parse(r.stdout).supportedVersions, r.stderr).toContain('1.0.0');
+        } finally {
+          execFileSync('umount', [join(rootfs, 'proc')]);
+        }
+      },
+      120_000,
+    );
   });
 
   describe.runIf(needs(isRoot()))('a working root: every name runs there with its flags', () => {
     let rootfs = '';
     beforeAll(() => {
-      rootfs = join(dir, 'rootfs');
+      rootfs = img.amd64.rootfs;
       mkdirSync(join(rootfs, 'proc'));
       execFileSync('mount', ['-t', 'proc', 'proc', join(rootfs, 'proc')]);
       // the host paths Multus' manifests mount, and a service account (thin_entrypoint's kubeconfig)

@@ -11,7 +11,7 @@ import { type Cluster, startCluster } from '../k8s/cluster.ts';
 import { ApiTunnel } from '../e2e-k8s/world.ts';
 import { run as runProcess } from '../e2e/helpers.ts';
 import { NodeRuntime } from './node.ts';
-import { CTR_BIN, REPO_ROOT, childEnv, runOk } from './runtime.ts';
+import { CTR_BIN, REPO_ROOT, imageEnv, runOk } from './runtime.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -47,14 +47,23 @@ export async function bootKubeletNode(clusterNet: string, bridge: string, subnet
   await node.forDaemonSet(clusterNet, bridge, subnet);
   // the image, made from the current build/multus
   const imageDir = join(node.dir, 'image');
-  const env = childEnv({ MULTUS_TS_IMAGE_DIR: imageDir });
+  const env = imageEnv(imageDir);
   const img = await runProcess('bash', [join(REPO_ROOT, 'scripts/image.sh')], { env, timeoutMs: 120_000 });
   expect(img.code, `npm run image: ${img.stderr}`).toBe(0);
   const tar = (await readdir(imageDir)).find((f) => f.endsWith('.tar'));
   expect(tar, `no image tarball in ${imageDir}`).toBeDefined();
 
   await node.start();
-  const imported = await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', join(imageDir, tar!)]);
+  const imported = await runOk(CTR_BIN, [
+    '-a',
+    node.socket,
+    '-n',
+    'k8s.io',
+    'images',
+    'import',
+    '--all-platforms',
+    join(imageDir, tar!),
+  ]);
   const imageRef = /unpacking (\S+) \(/.exec(imported)?.[1] ?? imported.trim();
   const tunnel = new ApiTunnel();
   await tunnel.open(cluster, node.hostNs, node.dir);

@@ -45,7 +45,7 @@ import {
   nodeCases,
   whereaboutsNad,
 } from './kubelet-cluster-cases.ts';
-import { CTR_BIN, MULTUS_BIN, REPO_ROOT, childEnv, runOk, runtimeRequirements } from './runtime.ts';
+import { CTR_BIN, LAUNCHER_BIN, REPO_ROOT, imageEnv, runOk, runtimeRequirements } from './runtime.ts';
 
 const CACHE = process.env.MULTUS_TS_CACHE_DIR || join(REPO_ROOT, '.cache');
 const SHIM_BIN = join(REPO_ROOT, 'build/multus-shim');
@@ -77,7 +77,7 @@ export function clusterSuite(mode: Mode): void {
 
 /** The image made from the current build (scripts/image.sh) in `dir`: its tarball. */
 async function buildImage(dir: string): Promise<string> {
-  const env = childEnv({ MULTUS_TS_IMAGE_DIR: dir });
+  const env = imageEnv(dir);
   const img = await runProcess('bash', [join(REPO_ROOT, 'scripts/image.sh')], { env, timeoutMs: 120_000 });
   expect(img.code, `npm run image: ${img.stderr}`).toBe(0);
   const tar = (await readdir(dir)).find((f) => f.endsWith('.tar'));
@@ -120,7 +120,7 @@ function clusterBody(mode: Mode): void {
     const tar = await buildImage(join(nodes[0]!.dir, 'image'));
     for (const node of nodes) {
       await node.start();
-      await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', tar]);
+      await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', '--all-platforms', tar]);
       const tunnel = new ApiTunnel();
       tunnels.push(tunnel);
       await tunnel.open(cluster, node.hostNs, node.dir);
@@ -181,7 +181,7 @@ function clusterBody(mode: Mode): void {
       const internal = api.status.addresses.find((a: { type: string }) => a.type === 'InternalIP')?.address;
       expect(internal, `${node.nodeName}'s address`).toBe(node.nodeIp);
       expect(sha256(node.path('/opt/cni/bin/multus')), `${node.nodeName}: /opt/cni/bin/multus`).toBe(
-        sha256(MULTUS_BIN),
+        sha256(LAUNCHER_BIN),
       );
       const conf = mode === 'thin' ? '00-multus.conflist' : '00-multus.conf';
       expect((await readdir(node.path('/etc/cni/net.d'))).filter((f) => f.startsWith('00-multus'))).toEqual([conf]);

@@ -41,7 +41,7 @@ import type { NodeRuntime } from './node.ts';
 import { DRA_DRIVER, KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, nodeRequirements } from './node.ts';
 import { peerCases } from './kubelet-peers.ts';
 import { bootKubeletNode, until } from './kubelet-boot.ts';
-import { MULTUS_BIN, REPO_ROOT, type SandboxInfo, run, runOk, runtimeRequirements } from './runtime.ts';
+import { LAUNCHER_BIN, REPO_ROOT, type SandboxInfo, run, runOk, runtimeRequirements } from './runtime.ts';
 
 export type Mode = 'thin' | 'resident';
 const MANIFEST: Record<Mode, string> = { thin: 'multus-ts-thin.yml', resident: 'multus-ts-resident.yml' };
@@ -227,7 +227,8 @@ function suiteBody(mode: Mode): void {
     expect([status.desiredNumberScheduled, status.numberReady]).toEqual([1, 1]);
 
     // what it installed, seen from the node
-    expect(sha256(node.path('/opt/cni/bin/multus')), 'the executable in /opt/cni/bin').toBe(sha256(MULTUS_BIN));
+    // the image's launcher (its Bun executable beside it, scripts/image.sh)
+    expect(sha256(node.path('/opt/cni/bin/multus')), 'the executable in /opt/cni/bin').toBe(sha256(LAUNCHER_BIN));
     const kubeconfigPath = KUBECONFIG_PATH;
     if (mode === 'thin') {
       // a conflist, as the default network's config is one

@@ -33,7 +33,7 @@ import { DRIVER_BIN, run as runProcess } from '../e2e/helpers.ts';
 import { AddProbe, gapOf } from './add-probe.ts';
 import { type Link, type NadPod, podKit, until } from './kubelet-pods.ts';
 import { NODE_LINK, NODE_LINK_PEER, NodeRuntime, nodeRequirements } from './node.ts';
-import { CTR_BIN, MULTUS_BIN, REPO_ROOT, childEnv, runOk, runtimeRequirements } from './runtime.ts';
+import { CTR_BIN, LAUNCHER_BIN, REPO_ROOT, childEnv, imageEnv, runOk, runtimeRequirements } from './runtime.ts';
 
 export type LaneMode = 'thin' | 'thick';
 const MANIFEST: Record<LaneMode, string> = {
@@ -217,7 +217,7 @@ function laneBody(mode: LaneMode): void {
     await node.forDaemonSet(CLUSTER_NET, 'mtslnbr0', '10.251.0.0/24');
     // both images, made now: ours from the current build, Go Multus' from the peer's binaries
     const imageDir = join(node.dir, 'image');
-    const env = childEnv({ MULTUS_TS_IMAGE_DIR: imageDir });
+    const env = imageEnv(imageDir);
     const img = await runProcess('bash', [join(REPO_ROOT, 'scripts/image.sh')], { env, timeoutMs: 180_000 });
     expect(img.code, `npm run image: ${img.stderr}`).toBe(0);
     const goImg = await runProcess('bash', [join(REPO_ROOT, 'scripts/bench/density/go-image.sh'), imageDir, GO_DIR], {
@@ -231,7 +231,16 @@ function laneBody(mode: LaneMode): void {
       await mkdir(node.path(d), { recursive: true });
     }
     for (const tar of (await readdir(imageDir)).filter((f) => f.endsWith('.tar'))) {
-      const out = await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', join(imageDir, tar)]);
+      const out = await runOk(CTR_BIN, [
+        '-a',
+        node.socket,
+        '-n',
+        'k8s.io',
+        'images',
+        'import',
+        '--all-platforms',
+        join(imageDir, tar),
+      ]);
       const ref = /unpacking (\S+) \(/.exec(out)?.[1] ?? '';
       if (ref !== GO_IMAGE) tsImage = ref;
     }
@@ -300,13 +309,13 @@ function laneBody(mode: LaneMode): void {
     expect(shape(ds.spec.template.spec)).toEqual(shape(want.spec.template.spec));
     // what multus-ts installed on the node
     if (mode === 'thin') {
-      expect(sha256(node.path('/opt/cni/bin/multus')), 'thin_entrypoint copied our multus').toBe(sha256(MULTUS_BIN));
+      expect(sha256(node.path('/opt/cni/bin/multus')), 'thin_entrypoint copied our multus').toBe(sha256(LAUNCHER_BIN));
     } else {
       expect(sha256(node.path('/opt/cni/bin/multus-shim')), 'install_multus copied our shim').toBe(sha256(SHIM_BIN));
       const conf = JSON.parse(readFileSync(node.path('/etc/cni/net.d/00-multus.conf'), 'utf8'));
       expect([conf.type, conf.daemonSocketDir], 'our daemon wrote the shim config').toEqual(['multus-shim', undefined]);
     }
-    expect(sha256(node.path('/opt/cni/bin/passthru')), 'install_multus copied our passthru').toBe(sha256(MULTUS_BIN));
+    expect(sha256(node.path('/opt/cni/bin/passthru')), 'install_multus copied our passthru').toBe(sha256(LAUNCHER_BIN));
 
     await kit.deleteAndExpectNothingLeft(pods.go!);
     pods.ts = await kit.runNadPod('pod-ts');

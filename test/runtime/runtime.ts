@@ -35,6 +35,8 @@ export const PAUSE_TAR = join(RUNTIME_CACHE_DIR, 'pause.tar');
 export const BUILD_SCRIPT = join(REPO_ROOT, 'test/runtime/build.sh');
 export const CLEANUP_SCRIPT = join(REPO_ROOT, 'test/runtime/cleanup.sh');
 export const MULTUS_BIN = join(REPO_ROOT, 'build/multus');
+/** The launcher alone, as the image stores it (scripts/image.sh): what the DaemonSets install as /opt/cni/bin/multus. */
+export const LAUNCHER_BIN = join(REPO_ROOT, 'build/multus.launcher');
 export const PLUGIN_DIR = '/usr/lib/cni';
 export const CONTAINERD_BIN = '/usr/bin/containerd';
 export const CTR_BIN = '/usr/bin/ctr';
@@ -72,6 +74,16 @@ export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   delete env.NODE_OPTIONS;
   delete env.NODE_EXTRA_CA_CERTS;
   return env;
+}
+
+/**
+ * The environment of `npm run image` (scripts/image.sh) into `dir`, tagged with the committed manifests' and chart's
+ * default tag (package.json's version) so that they name the image the node imports; a release is tagged
+ * <version>-<commit> (docs/install.md, "Image").
+ */
+export function imageEnv(dir: string): NodeJS.ProcessEnv {
+  const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+  return childEnv({ MULTUS_TS_IMAGE_DIR: dir, MULTUS_TS_IMAGE_TAG: version });
 }
 
 export function run(

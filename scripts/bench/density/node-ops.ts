@@ -51,7 +51,8 @@ export async function startNode(
   const tmpfs = ['mount', '-t', 'tmpfs', '-o', 'size=256m,mode=0755', 'tmpfs', '/var/lib/cni'];
   await runOk('nsenter', ['-t', String(node.holderPid), '--mount', '--', ...tmpfs]);
   await node.start();
-  for (const tar of images) await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', tar]);
+  for (const tar of images)
+    await runOk(CTR_BIN, ['-a', node.socket, '-n', 'k8s.io', 'images', 'import', '--all-platforms', tar]);
   const tunnel = new ApiTunnel();
   await tunnel.open(cluster, node.hostNs, node.dir);
   await node.startControlPlane(cluster, controllerManagerArgs);

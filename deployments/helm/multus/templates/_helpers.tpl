@@ -8,7 +8,7 @@ tier: node
 {{/* The one image, with rke2-multus' global.systemDefaultRegistry prefix */}}
 {{- define "multus.image" -}}
 {{- if .Values.global.systemDefaultRegistry -}}{{ .Values.global.systemDefaultRegistry }}/{{- end -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
 {{/*
