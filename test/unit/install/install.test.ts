@@ -41,6 +41,9 @@ describe('multus install', () => {
     expect(readFileSync(kc, 'utf8')).toContain('token: "token-1"\n');
     expect(existsSync(n.mnetd)).toBe(true);
     expect(conf(n.netd, '00-multus.conflist')).toMatchObject({ plugins: [{ type: 'multus', confDir: n.mnetd }] });
+    // the kubeconfig first: the copies take seconds during which an upgrade's node has only the old pod's token
+    expect(r.logs.findIndex((l) => l.startsWith('kubeconfig is created'))).toBe(0);
+    expect(r.logs.findIndex((l) => l.startsWith('multus binary'))).toBeGreaterThan(0);
   });
 
   it('copies the running executable when the default --multus-bin-file is missing', async () => {
