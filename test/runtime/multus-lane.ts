@@ -70,7 +70,7 @@ export function multusLaneSuite(mode: LaneMode): void {
   const ready = needs(
     ...runtimeRequirements(),
     ...k8sRequirements(),
-    ...nodeRequirements(),
+    ...nodeRequirements(false),
     fileExists(
       join(multusModuleDir(), MANIFEST[mode]),
       `Multus' ${MANIFEST[mode]} (bash test/peers/build-gomultus.sh)`,
