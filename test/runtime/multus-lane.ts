@@ -20,7 +20,7 @@
  * ApiTunnel), so no env is added.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,14 +46,6 @@ const SHIM_BIN = join(REPO_ROOT, 'build/multus-shim');
 const DS_PATH = '/apis/apps/v1/namespaces/kube-system/daemonsets/kube-multus-ds';
 const CLUSTER_NET = 'kl-cluster';
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
-const KUBECONFIG = '/etc/cni/net.d/multus.d/multus.kubeconfig';
-const readOr = (path: string) => {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return '';
-  }
-};
 
 /** Multus' manifest with `image` in every container, nothing else changed (its limits kept: see the header). */
 function multusObjects(mode: LaneMode, image: string): Obj[] {
@@ -189,36 +181,15 @@ function laneBody(mode: LaneMode): void {
       'application/strategic-merge-patch+json',
     );
 
-  /**
-   * Thin: the new pod's entrypoint has done its work on the node, its `multus` copied and its kubeconfig (the new
-   * pod's token) written. Multus' thin manifest has no readiness probe, so its pod is Ready, and `kubectl rollout
-   * status` done, when the entrypoint starts, Go's or ours: until it has written the kubeconfig a node's ADD that
-   * Go's plugin serves is refused Unauthorized once the old pod is gone (ours waits for the new token,
-   * docs/install.md "Upgrade"). Pods made from then on are the roll's "after".
-   */
-  const entrypointDone = (binary: string, kubeconfigBefore: string) =>
-    until(
-      "the entrypoint's multus and kubeconfig on the node",
-      120_000,
-      async () => {
-        const size = statSync(node.path('/opt/cni/bin/multus'), { throwIfNoEntry: false })?.size;
-        return (size === statSync(binary).size && readOr(node.path(KUBECONFIG)) !== kubeconfigBefore) || undefined;
-      },
-      logs,
-    );
-
   /** Rolls the DaemonSet to `image` with the probe running; the gap, printed and returned. */
   const roll = async (what: string, image: string) => {
     const probe = new AddProbe(node, probePod);
     probe.start();
     try {
       await until('the probe ok before the roll', 60_000, async () => probe.settled(2) || undefined, logs);
-      const kubeconfigBefore = readOr(node.path(KUBECONFIG));
       probe.phase = 'during';
       await setImage(image);
       await rolledOut(image);
-      if (mode === 'thin')
-        await entrypointDone(what === 'go->ts' ? MULTUS_BIN : join(GO_DIR, 'multus'), kubeconfigBefore);
       probe.phase = 'after';
       await until('the probe ok after the roll', 180_000, async () => probe.settled(3) || undefined, logs);
     } finally {
