@@ -1,8 +1,9 @@
 /**
  * install.ts: `multus install`, the DaemonSet entrypoint (docs/install.md).
  *
- * Steps, as Multus' thin entrypoint: check the dirs; copy the executable (and `passthru`, `multus-shim` beside
- * it) into the CNI bin dir; write the service account kubeconfig to <conf dir>/multus.d/multus.kubeconfig;
+ * Steps, as Multus' thin entrypoint but for the order of the first two: check the dirs; write the service account
+ * kubeconfig to <conf dir>/multus.d/multus.kubeconfig; copy the executable (and `passthru`, `multus-shim` beside
+ * it) into the CNI bin dir;
  * copy the given 00-multus conf, or (`auto`) wait for the master CNI config and generate 00-multus.conf(list)
  * from it (multus/generate-conf.ts). Then keep running: every second (unless --skip-config-watch) rewrite the kubeconfig
  * when the token or CA changed and regenerate when the master changed, was replaced by another or our file
@@ -227,8 +228,10 @@ async function cleanup(o: InstallOptions, deps: InstallDeps): Promise<void> {
 /** Runs until stopped. Throws InstallError on a failure before the watch; during the watch, logs and retries. */
 export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<void> {
   const src = await verify(o, deps);
-  if (src !== null) await copyBinaries(src, o, deps);
-  if (o.installBinaryOnly) return;
+  if (o.installBinaryOnly) {
+    if (src !== null) await copyBinaries(src, o, deps);
+    return;
+  }
   const st: State = {
     caHash: null,
     tokenHash: null,
@@ -237,7 +240,10 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
     deletionAnswered: false,
     node: { token: null, renewAt: 0, retryAt: 0, lastError: null },
   };
+  // The kubeconfig before the executables (Multus copies first): the copy takes seconds, and until the new token is
+  // written every ADD on the node that reads the API is refused with the old pod's (docs/install.md, "Upgrade").
   await refreshKubeconfig(o, deps, st);
+  if (src !== null) await copyBinaries(src, o, deps);
   if (o.cleanupWhenDeleted !== '') await probeDeletion(o, deps, st);
   const auto = o.multusConfFile === 'auto';
   try {

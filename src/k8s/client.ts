@@ -16,6 +16,7 @@
  * NotFound without a request, as the API server would answer. No header, token, key or password is logged.
  * Tested by test/unit/k8s/k8s.test.ts, test/k8s/cluster.test.ts (a real kube-apiserver).
  */
+import { readFileSync } from 'node:fs';
 import { CniCode, CniError, messageOf } from '../base/errors.ts';
 import { inClusterConfig, loadKubeconfigFile } from './kubeconfig-files.ts';
 import type { ClientConfig } from './kubeconfig.ts';
@@ -64,31 +65,57 @@ function authKind(cfg: ClientConfig): string {
 /** How long one page of an informer's list may take (k8s/watch.ts: the watches have no overall deadline). */
 const LIST_TIMEOUT_MS = 60_000;
 
+/** A kubeconfig file's config again when its bytes changed since the last load (undefined: unchanged). */
+type Reload = () => Promise<{ cfg: ClientConfig; session: FallbackSession | undefined } | undefined>;
+
 class Client implements KubeClient, WatchClient {
   #requests = 0;
-  readonly info: ClientInfo;
+  #info!: ClientInfo;
   /** Created by the first request that needs node:https (a few ms to load; a DEL may need no request). */
   private transport: Transport | undefined;
   /** On Bun, the server for fetch (k8s/fetch.ts); undefined under Node and for a fallback user's proxy. */
-  private readonly fetchAddr: ServerAddress | undefined;
-  private readonly creds: Credentials;
+  private fetchAddr: ServerAddress | undefined;
+  private creds!: Credentials;
+  private cfg!: ClientConfig;
+  private session: FallbackSession | undefined;
+  readonly reloadKubeconfig: (() => Promise<boolean>) | undefined;
 
   constructor(
-    private readonly cfg: ClientConfig,
-    private readonly session: FallbackSession | undefined,
+    cfg: ClientConfig,
+    session: FallbackSession | undefined,
     private readonly timeoutMs: number,
     private readonly log: Logger,
+    reload?: Reload,
   ) {
-    this.creds = new Credentials(cfg, session, log);
+    this.use(cfg, session);
+    if (reload) {
+      this.reloadKubeconfig = async () => {
+        const next = await reload();
+        if (next) this.use(next.cfg, next.session);
+        return next !== undefined;
+      };
+    }
+  }
+
+  /** Serves with `cfg` from now on (a request in flight finishes with the one it started with). */
+  private use(cfg: ClientConfig, session: FallbackSession | undefined): void {
+    this.cfg = cfg;
+    this.session = session;
+    this.creds = new Credentials(cfg, session, this.log);
     this.fetchAddr = bunRuntime() && !cfg.fallback?.proxy ? parseServer(cfg.server) : undefined;
-    this.info = {
+    this.close();
+    this.#info = {
       source: cfg.source,
       path: cfg.path,
       server: cfg.server,
       auth: authKind(cfg),
       fallback: cfg.fallback !== undefined,
     };
-    if (cfg.namespace !== undefined) this.info.namespace = cfg.namespace;
+    if (cfg.namespace !== undefined) this.#info.namespace = cfg.namespace;
+  }
+
+  get info(): ClientInfo {
+    return this.#info;
   }
 
   get requestCount(): number {
@@ -246,24 +273,62 @@ async function resolveConfig(
   return found?.config;
 }
 
+async function openSession(
+  cfg: ClientConfig,
+  loadFallback: () => Promise<FallbackModule>,
+): Promise<FallbackSession | undefined> {
+  if (!cfg.fallback) return undefined;
+  try {
+    return (await loadFallback()).openKubeconfig(cfg.path, cfg.contextName);
+  } catch (err) {
+    throw contextError(cfg.path, err);
+  }
+}
+
+const bytesOf = (path: string): Buffer | undefined => {
+  try {
+    return readFileSync(path);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * For a kubeconfig with an inline token: its config again once the file's bytes differ from the last ones used.
+ * `bytes` were read before the first load, so a write in between shows as a change. A file that cannot be used
+ * yet (missing, half-written by a writer that does not rename) is no change: the next look tries again.
+ */
+function reloader(o: LoadKubeClientOptions, loadFallback: () => Promise<FallbackModule>, bytes: Buffer | undefined) {
+  let last = bytes;
+  return async () => {
+    const now = bytesOf(o.kubeconfig);
+    if (now === undefined || (last !== undefined && now.equals(last))) return undefined;
+    try {
+      const cfg = await resolveConfig(o, loadFallback);
+      if (!cfg) return undefined;
+      const session = await openSession(cfg, loadFallback);
+      last = now;
+      return { cfg, session };
+    } catch {
+      return undefined;
+    }
+  };
+}
+
 /**
  * Multus' GetK8sClient: a kubeconfig path → that file (a CniError 999 naming it when it cannot be used); else
  * KUBERNETES_SERVICE_HOST and _PORT → the in-cluster config; else undefined (no Kubernetes). client-node is
- * loaded only when the kubeconfig needs it.
+ * loaded only when the kubeconfig needs it. A kubeconfig with an inline token can be read again
+ * (`reloadKubeconfig`: the thin plugin's answer to a token rotated under it, docs/install.md "Upgrade").
  */
 export async function loadKubeClient(o: LoadKubeClientOptions): Promise<(KubeClient & WatchClient) | undefined> {
   const loadFallback = o.loadFallback ?? loadFallbackModule;
+  const bytes = o.kubeconfig ? bytesOf(o.kubeconfig) : undefined;
   const cfg = await resolveConfig(o, loadFallback);
   if (!cfg) return undefined;
-  let session: FallbackSession | undefined;
-  if (cfg.fallback) {
-    try {
-      session = (await loadFallback()).openKubeconfig(cfg.path, cfg.contextName);
-    } catch (err) {
-      throw contextError(cfg.path, err);
-    }
-  }
-  const client = new Client(cfg, session, o.timeoutMs ?? DEFAULT_TIMEOUT_MS, o.log);
+  const session = await openSession(cfg, loadFallback);
+  const reload = o.kubeconfig && cfg.auth.token !== undefined ? reloader(o, loadFallback, bytes) : undefined;
+  const client = new Client(cfg, session, o.timeoutMs ?? DEFAULT_TIMEOUT_MS, o.log, reload);
   o.log.debug(
     `GetK8sClient: ${client.info.source} ${client.info.path}, server ${client.info.server}, auth ${client.info.auth}`,
   );

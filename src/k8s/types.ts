@@ -107,6 +107,12 @@ export interface KubeClient {
   readonly info: ClientInfo;
   /** Closes idle keep-alive connections (a resident daemon calls it; a CLI process need not). */
   close(): void;
+  /**
+   * A client of a kubeconfig file with an inline token: reads the file again and, when its bytes changed since it
+   * was loaded (an upgrade's new DaemonSet pod wrote a new token), uses it from now on; true then. Absent on other
+   * clients (a token file is read for every request anyway).
+   */
+  reloadKubeconfig?(): Promise<boolean>;
 }
 
 export interface ClientInfo {

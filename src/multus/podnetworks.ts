@@ -2,7 +2,7 @@
  * podnetworks.ts: what the Kubernetes API says a pod's attachments are (I/O through the KubeClient seam).
  *
  * `lookupPod` fetches the pod with Multus' retry policy (docs/behaviour.md#pod-lookup: transient errors retried every
- * 250 ms for 2.5 s) and the UID check; its outcome is a union, never null-as-a-message. `resolvePodDelegates` is the
+ * 250 ms for 2.5 s; ADD's 401 waits for a rotated kubeconfig within the readiness wait) and the UID check; its outcome is a union, never null-as-a-message. `resolvePodDelegates` is the
  * one resolver of a pod's ordered delegate list (docs/behaviour.md#ordering), for ADD, DEL and `multus plan`: cluster
  * network (a NAD in multusNamespace, a config name or a path), the default networks, the per-pod default-network
  * override (docs/behaviour.md#default-network-annotation), then one delegate per selection element in annotation
@@ -21,6 +21,7 @@ import type { KubeClient, Nad, Pod } from '../k8s/types.ts';
 import { httpStatusOf, isTransient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
 import type { Clock } from '../base/backoff.ts';
+import { backoffSchedule } from '../base/backoff.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
 import { injectDeviceIdIntoNetwork } from '../devices/devices.ts';
 import type { ClaimRequestRef } from '../devices/claim-request.ts';
@@ -50,15 +51,22 @@ function isStaticPod(pod: Pod): boolean {
   return source !== undefined && source !== 'api';
 }
 
+export interface LookupDeps {
+  clock: Clock;
+  log: Logger;
+  /** ADD: its readiness wait bounds the wait for a rotated kubeconfig (below) */
+  conf: Pick<MultusConf, 'readinessBackoff'>;
+}
+
 export async function lookupPod(
   kube: KubeClient | undefined,
   k8s: K8sArgs,
   command: 'ADD' | 'DEL',
-  deps: { clock: Clock; log: Logger },
+  deps: LookupDeps,
 ): Promise<PodLookup> {
   if (!kube) return { kind: 'unknown', reason: 'no Kubernetes client configured' };
   if (!k8s.podNamespace || !k8s.podName) return { kind: 'unknown', reason: 'CNI_ARGS name no pod' };
-  const pod = command === 'ADD' ? await getPodWithRetry(kube, k8s, deps.clock) : await getPodOnce(kube, k8s, deps.log);
+  const pod = command === 'ADD' ? await getPodWithRetry(kube, k8s, deps) : await getPodOnce(kube, k8s, deps.log);
   if (!pod) return { kind: 'unknown', reason: `pod ${k8s.podNamespace}/${k8s.podName} not found` };
   if (k8s.podUid && pod.metadata.uid !== k8s.podUid && !isStaticPod(pod)) {
     const msg = `expected pod UID "${k8s.podUid}" but got "${pod.metadata.uid}" from Kube API`;
@@ -73,19 +81,44 @@ export async function lookupPod(
   return { kind: 'found', pod };
 }
 
-async function getPodWithRetry(kube: KubeClient, k8s: K8sArgs, clock: Clock): Promise<Pod | undefined> {
+async function getPodWithRetry(kube: KubeClient, k8s: K8sArgs, deps: LookupDeps): Promise<Pod | undefined> {
+  const { clock } = deps;
   const deadline = clock.now() + POLL_TIMEOUT_MS;
+  let reloaded = false;
   for (;;) {
     try {
       return await kube.getPod(k8s.podNamespace, k8s.podName, { ...uidHint(k8s), cacheMiss: 'wait' });
     } catch (e) {
       if (httpStatusOf(e) === 404) return undefined;
+      if (httpStatusOf(e) === 401 && !reloaded) {
+        reloaded = true;
+        if (await awaitRotatedKubeconfig(kube, deps)) continue;
+      }
       if (!isTransient(e) || clock.now() + POLL_INTERVAL_MS > deadline) {
         throw wrapError(e, 'error waiting for pod', CniCode.TryAgainLater);
       }
       await clock.sleep(POLL_INTERVAL_MS);
     }
   }
+}
+
+/**
+ * ADD's pod GET refused 401 with a kubeconfig's inline token: the token of a DaemonSet pod that is gone, while
+ * its successor has not yet written its own (an upgrade's window, docs/install.md "Upgrade"). The kubeconfig is
+ * read again at once and after each sleep of the readiness wait's schedule; true once it changed (the client
+ * then uses it, and the GET is tried once more). Go Multus fails the ADD at once (kubelet retries the sandbox).
+ */
+async function awaitRotatedKubeconfig(kube: KubeClient, deps: LookupDeps): Promise<boolean> {
+  if (!kube.reloadKubeconfig) return false;
+  if (await kube.reloadKubeconfig()) return true;
+  const schedule = backoffSchedule(deps.conf.readinessBackoff);
+  const total = schedule.reduce((a, b) => a + b, 0);
+  deps.log.verbose(`the API server refused the kubeconfig's token: waiting up to ${total} ms for a new one`);
+  for (const ms of schedule) {
+    await deps.clock.sleep(ms);
+    if (await kube.reloadKubeconfig()) return true;
+  }
+  return false;
 }
 
 /** The expected UID for a cached lookup (the lean client ignores it). */

@@ -1,13 +1,14 @@
 /**
  * Kubernetes mode end to end, the API's rough edges: a pod updated by someone else while ADD runs (409 on
- * the status write), a pod deleted before DEL, a rotated service-account token file, and the API server
- * gone before DEL (last: it stops this file's API server).
+ * the status write), a pod deleted before DEL, a rotated service-account token file, a kubeconfig's inline token
+ * refused and then rewritten (an upgrade's gap), and the API server gone before DEL (last: it stops this file's
+ * API server).
  *
  * A "gate" plugin (a shell wrapper around /usr/lib/cni/bridge in the test's bin dir, used as the cluster
  * network's type) holds an ADD after multus has read the pod and its NADs and before it writes the pod's
  * status, so the test can change the world at exactly that moment.
  */
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AuditEvent, type Cluster, k8sRequirements, podPath, startCluster } from '../k8s/cluster.ts';
@@ -193,6 +194,47 @@ describe.skipIf(!ready)('Kubernetes mode: conflicts, deleted pods, token rotatio
       expect(await reservedIps(kw.w.ipamDir), "pod-b's addresses only").toHaveLength(2);
       await kw.del(conf, b);
       await kw.expectTornDown(b);
+    });
+  });
+
+  it("an inline token refused (an upgrade's old DaemonSet pod gone): ADD waits for the kubeconfig rewritten with a new one, and succeeds", async () => {
+    await withWorld(cluster, { index: next() }, async (kw) => {
+      // Multus' kubeconfig holds the DaemonSet pod's token inline; in an upgrade the pod goes, its token is refused,
+      // and the new pod rewrites the file (by rename) a moment later (docs/install.md, "Upgrade"). Go Multus fails
+      // such an ADD at once; ours reads the file again within the readiness wait and asks once more.
+      await createNad(cluster, kw.ns, 'net-a', kw.macvlan('net-a', 1));
+      const sb = await kw.pod('pod-rewritten', { [NETWORKS_ANNOTATION]: 'net-a' });
+      const template = await readFile(cluster.multusKubeconfig, 'utf8');
+      const withToken = (t: string) => template.replace(/token: "[^"]*"/, `token: "${t}"`);
+      const kubeconfig = join(kw.w.dir, 'multus.kubeconfig');
+      const old = await boundMultusToken(cluster, `old-pod-${kw.id}`);
+      await writeFile(kubeconfig, withToken(old.token), { mode: 0o600 });
+      await revokeToken(cluster, old);
+      const conf = await kw.writeConf(kw.multusConfig(kubeconfig, {}));
+
+      const adding = kw.driver('add', conf, sb);
+      const fresh = await boundMultusToken(cluster, `new-pod-${kw.id}`);
+      // the new pod's entrypoint: seconds later, by rename
+      await sleep(1500);
+      await writeFile(`${kubeconfig}.tmp`, withToken(fresh.token), { mode: 0o600 });
+      await rename(`${kubeconfig}.tmp`, kubeconfig);
+      const r = await adding;
+      expect(r.code, `ADD across the rewrite: ${describeRun(r)}\n${await kw.logTail()}`).toBe(0);
+      await kw.notePeers(sb);
+      // every GET of the pod, the refused one too (it names no user, so not the multus user's)
+      const isGet = (e: AuditEvent) =>
+        e.objectRef?.namespace === kw.ns && e.objectRef?.resource === 'pods' && e.verb === 'get';
+      let gets: AuditEvent[] = [];
+      for (let i = 0; i < 50 && gets.length < 2; i++, await sleep(100))
+        gets = (await cluster.auditEvents()).filter(isGet);
+      const tokenOf = (e: AuditEvent) => (credentialOf(e) === `JTI=${fresh.jti}` ? 'new' : `? ${credentialOf(e)}`);
+      expect(gets.map((e) => `${auditLine(e)}${e.responseStatus?.code === 401 ? '' : ` [${tokenOf(e)}]`}`)).toEqual([
+        `get pods ${kw.ns}/pod-rewritten -> 401`,
+        `get pods ${kw.ns}/pod-rewritten -> 200 [new]`,
+      ]);
+      expect((await networkStatus(cluster, sb.pod))?.length).toBe(2);
+      await kw.del(conf, sb);
+      await kw.expectTornDown(sb);
     });
   });
 

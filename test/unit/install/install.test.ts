@@ -50,6 +50,9 @@ describe('multus install', () => {
     expect(readFileSync(kc, 'utf8')).toContain('token: "token-1"\n');
     expect(existsSync(n.mnetd)).toBe(true);
     expect(conf(n.netd, '00-multus.conflist')).toMatchObject({ plugins: [{ type: 'multus', confDir: n.mnetd }] });
+    // the kubeconfig first: the copies take seconds during which an upgrade's node has only the old pod's token
+    expect(r.logs.findIndex((l) => l.startsWith('kubeconfig is created'))).toBe(0);
+    expect(r.logs.findIndex((l) => l.startsWith('multus binary'))).toBeGreaterThan(0);
   });
 
   it('over an older build, removes the Bun executables no launcher in the bin dir carries (docs/build.md)', async () => {

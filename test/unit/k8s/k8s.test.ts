@@ -396,6 +396,24 @@ describe('credentials', () => {
     expect(c.info.auth).toBe('tokenFile');
   });
 
+  it("reloadKubeconfig: an inline token rewritten in the kubeconfig is used once read again (an upgrade's new pod)", async () => {
+    const path = writeKubeconfig('    token: old-token');
+    const c = await client(path);
+    expect(await c.reloadKubeconfig!(), 'the same bytes').toBe(false);
+    await c.getPod('default', 'web-0');
+    writeFileSync(`${path}.half`, 'apiVersion: v1\nkind: Con');
+    execFileSync('mv', [`${path}.half`, path]); // a file being written that cannot be used yet: no change
+    expect(await c.reloadKubeconfig!()).toBe(false);
+    writeKubeconfig('    token: new-token');
+    expect(await c.reloadKubeconfig!()).toBe(true);
+    expect(await c.reloadKubeconfig!(), 'read once').toBe(false);
+    await c.getPod('default', 'web-0');
+    expect(stub.seen.map((s) => s.authorization)).toEqual(['Bearer old-token', 'Bearer new-token']);
+    // a token file is read for every request anyway; the in-cluster config has no kubeconfig to read again
+    writeFileSync(join(dir, 'token'), 'tok');
+    expect((await client(writeKubeconfig('    tokenFile: token'))).reloadKubeconfig).toBeUndefined();
+  });
+
   it('keeps the last token when the token file disappears between requests', async () => {
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, 'tok-1');
