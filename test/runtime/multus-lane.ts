@@ -363,6 +363,14 @@ function laneBody(mode: LaneMode): void {
   it('back to Go Multus: the gap measured; the multus-ts pod deleted by Go Multus; nothing is left on the node', async () => {
     await roll('ts->go', GO_IMAGE);
     await kit.deleteAndExpectNothingLeft(pods.ts!);
-    expect(await leftovers(atStart)).toEqual({ ips: [], caches: [], links: [], netns: [] });
+    // /var/lib/cni/results is the machine's, shared with the runtime tests that run beside this file (CRI-O's and
+    // containerd's sandboxes of test/runtime/cri-suite.ts): a file of theirs lasts as long as their sandbox (under
+    // 20 s a case); one that is still there a minute on is the lane's own leak
+    let left = await leftovers(atStart);
+    for (let i = 0; i < 30 && left.caches.length > 0; i++) {
+      await new Promise((r) => setTimeout(r, 2000));
+      left = { ...left, caches: (await leftovers(atStart)).caches.filter((c) => left.caches.includes(c)) };
+    }
+    expect(left).toEqual({ ips: [], caches: [], links: [], netns: [] });
   }, 600_000);
 }
