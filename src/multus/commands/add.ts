@@ -11,7 +11,7 @@
  * behind. Each attachment's AddedInterface event is posted as soon as it is added, while the next one runs, and the
  * ADD returns (or fails) only once every event it posted is done (docs/behaviour.md#events).
  */
-import { planAdd } from '../plan-add.ts';
+import { eventsBeforeFirstError, gatherInputs, planAdd } from '../plan-add.ts';
 import { removeScratchCache, writeScratchCache } from '../scratch-cache.ts';
 import { addNetwork, delNetwork } from '../../cni/libcni.ts';
 import { missingPluginOf } from '../../cni/exec.ts';
@@ -23,7 +23,7 @@ import type { Attachment } from '../attachments.ts';
 import { runAttachments } from '../overlap.ts';
 import { toCachedDelegate } from '../attachments.ts';
 import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-routes.ts';
-import type { PodLookup } from '../podnetworks.ts';
+import type { PodLookup } from '../pod-delegates.ts';
 import { lookupPod } from '../podnetworks.ts';
 import { publishClaimNetworkData } from '../claim-status.ts';
 import type { RoutePlan } from '../../routes/routes.ts';
@@ -39,16 +39,17 @@ export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
   const lookup = await lookupPod(kube, ctx.k8s, 'ADD', ctx);
   if (lookup.kind === 'unknown' && kube)
     ctx.log.verbose(`${podTag(ctx)}: ${lookup.reason}: attaching the configured networks only`);
-  const plan = await planAdd({
-    conf,
-    k8s: ctx.k8s,
-    lookup,
-    ifName: req.ifName,
-    containerId: req.containerId,
-    tag: podTag(ctx),
-    log: ctx.log,
-    resolve: resolveDeps(kube, ctx),
-  });
+  const call = { conf, k8s: ctx.k8s, ifName: req.ifName, containerId: req.containerId, tag: podTag(ctx) };
+  const plan = planAdd(await gatherInputs(call, lookup, resolveDeps(kube, ctx), 'add'));
+  if (kube && lookup.kind === 'found') {
+    const warnings = eventsBeforeFirstError(plan).map((e) => ({
+      type: 'Warning' as const,
+      reason: e.reason,
+      message: e.message,
+    }));
+    if (warnings.length > 0) await emitEvents(kube, lookup.pod, warnings, ctx.log);
+  }
+  if (plan.errors[0]) throw plan.errors[0];
   for (const warning of plan.warnings) ctx.log.warn(warning);
   const { attachments } = plan;
   writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));

@@ -17,13 +17,12 @@ import type { ResourceMapDeps } from '../../devices/devices.ts';
 import { CNI_DEVINFO_DIR, DP_DEVINFO_DIR } from '../../devices/devices.ts';
 import { deviceInfoPath } from '../../devices/device-info.ts';
 import type { Exec } from '../../cni/exec.ts';
-import type { KubeClient, Pod } from '../../k8s/types.ts';
+import type { KubeClient } from '../../k8s/types.ts';
 import type { Logger } from '../../base/log.ts';
 import type { NetnsRouteDeps } from '../../routes/netns-routes.ts';
 import type { Attachment } from '../attachments.ts';
 import type { Clock } from '../../base/backoff.ts';
 import type { ResolveDeps } from '../podnetworks.ts';
-import { emitEvents } from '../publish.ts';
 import { capabilityArgsFor, delegateArgsFor } from '../attachments.ts';
 import type { ReadinessDeps } from '../readiness.ts';
 import { checkReadinessOnce, waitForReadiness } from '../readiness.ts';
@@ -164,13 +163,7 @@ export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command
 }
 
 export function resolveDeps(kube: KubeClient | undefined, ctx: CallContext): ResolveDeps {
-  return {
-    kube,
-    log: ctx.log,
-    ...(ctx.devices ? { devices: ctx.devices } : {}),
-    warn: (pod: Pod, reason: string, message: string) =>
-      kube ? emitEvents(kube, pod, [{ type: 'Warning', reason, message }], ctx.log) : Promise.resolve(),
-  };
+  return { kube, log: ctx.log, ...(ctx.devices ? { devices: ctx.devices } : {}) };
 }
 
 /** ADD, STATUS and GC wait for the readiness indicator file (docs/behaviour.md#npwg); CHECK does not. */

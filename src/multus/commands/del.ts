@@ -30,7 +30,8 @@ import { clearClaimNetworkData } from '../claim-status.ts';
 import { cachedRoles, fromCachedDelegateAt, inheritListVersion, planAttachments } from '../attachments.ts';
 import type { CallContext } from './context.ts';
 import { podTag, resolveDeps, runtimeConfFor } from './context.ts';
-import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
+import { gatherPodInputs, lookupPod } from '../podnetworks.ts';
+import { newSink, planPodDelegates } from '../pod-delegates.ts';
 
 interface Teardown {
   network: Network;
@@ -207,7 +208,11 @@ async function currentDelegates(ctx: CallContext): Promise<Delegate[]> {
   try {
     const kube = await ctx.kube();
     const lookup = await lookupPod(kube, ctx.k8s, 'DEL', ctx);
-    return await resolvePodDelegates(ctx.conf, ctx.k8s, lookup, resolveDeps(kube, ctx));
+    const inputs = await gatherPodInputs(ctx.conf, ctx.k8s, lookup, resolveDeps(kube, ctx), { stopEarly: true });
+    const sink = newSink();
+    const delegates = planPodDelegates(ctx.conf, ctx.k8s.podNamespace, inputs, sink);
+    if (sink.errors[0]) throw sink.errors[0];
+    return delegates;
   } catch (e) {
     ctx.net.log.error(
       `${podTag(ctx)}: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`,

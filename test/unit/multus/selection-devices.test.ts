@@ -131,7 +131,7 @@ describe('hot-plug (nadDelegate)', () => {
 });
 
 describe('multus plan (formatExplanation)', () => {
-  it('names the claim request whose device an attachment will take', () => {
+  it('names the claim request an attachment takes its device from, and the device', () => {
     const text = formatExplanation({
       pod: { namespace: 'ns1', name: 'p', uid: 'u', found: true },
       attachments: [
@@ -143,12 +143,13 @@ describe('multus plan (formatExplanation)', () => {
           plugins: [{ type: 'sriov', runtimeConfig: {} }],
           cniArgs: 'K8S_POD_NAME=p',
           resourceClaim: { claimName: 'gpu-nic', requestName: 'nic' },
+          deviceId: '0000:3b:00.2',
         },
       ],
       defaultRoutes: undefined,
       warnings: [],
       errors: [],
     });
-    expect(text).toContain('       device: the one of request "nic" of the pod\'s claim "gpu-nic" (read at ADD)');
+    expect(text).toContain('       device: 0000:3b:00.2, the one of request "nic" of the pod\'s claim "gpu-nic"');
   });
 });
