@@ -21,7 +21,7 @@ import type { CniRequest, Env, RequestCommand } from '../cni/request.ts';
 import { aboutText, parseCommand, parseRequest, versionInfo } from '../cni/request.ts';
 import { cmdAdd } from '../multus/commands/add.ts';
 import { cmdCheck } from '../multus/commands/check.ts';
-import type { CallContext } from '../multus/commands/context.ts';
+import type { CallContext } from '../multus/call-context.ts';
 import { cmdDel } from '../multus/commands/del.ts';
 import { cmdGc } from '../multus/commands/gc.ts';
 import { cmdStatus } from '../multus/commands/status.ts';

@@ -13,7 +13,7 @@ import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
 import { realExec } from '../cni/exec.ts';
 import type { KubeClient } from '../k8s/types.ts';
-import type { CommandDeps, DeviceDeps } from '../multus/commands/context.ts';
+import type { CommandDeps, DeviceDeps } from '../multus/call-context.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { Clock } from '../base/backoff.ts';
 import type { ReadinessDeps } from '../multus/readiness.ts';

@@ -3,8 +3,8 @@ import { silentLogger } from '../../src/base/log.ts';
 import type { Exec } from '../../src/cni/exec.ts';
 import type { CniRequest } from '../../src/cni/request.ts';
 import type { KubeClient } from '../../src/k8s/types.ts';
-import type { CallContext, CommandDeps } from '../../src/multus/commands/context.ts';
-import { callContext } from '../../src/multus/commands/context.ts';
+import type { CallContext, CommandDeps } from '../../src/multus/call-context.ts';
+import { callContext } from '../../src/multus/call-context.ts';
 import type { MultusConf } from '../../src/multus/conf.ts';
 
 export function withContext(req: CniRequest, conf: MultusConf, deps: CommandDeps): [CallContext<CniRequest>] {

@@ -30,8 +30,8 @@ import type { RoutePlan } from '../../routes/routes.ts';
 import { addedInterfaceEvents, editNetworkStatus, emitEvents } from '../publish.ts';
 import type { CniResult } from '../../cni/result-model.ts';
 import type { PluginResult } from '../../cni/result.ts';
-import type { CallContext } from './context.ts';
-import { deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from './context.ts';
+import type { CallContext } from '../call-context.ts';
+import { deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from '../call-context.ts';
 
 export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
   const { req, conf } = ctx;
@@ -185,7 +185,7 @@ function copyDeviceInfo(ctx: CallContext, attachment: Attachment): void {
   const { resourceName, deviceID } = attachment.request;
   if (typeof target !== 'string' || !resourceName || !deviceID) return;
   const warning = copyDevicePluginInfo(resourceName, deviceID, target, ctx.dpDevinfoDir);
-  if (warning) ctx.net.log.verbose(`${podTag(ctx)}: ${warning}`);
+  if (warning) ctx.log.verbose(`${podTag(ctx)}: ${warning}`);
 }
 
 /** The attachment's device-info (its CNIDeviceInfoFile, when the plugin or the copy wrote one). */
@@ -239,7 +239,7 @@ async function rollback(ctx: CallContext, attachments: Attachment[]): Promise<vo
   );
   for (const { index, error } of run.failures) {
     const { network, ifName } = attachments[index]!;
-    ctx.net.log.error(`${podTag(ctx)}: rollback of ${network.name}/${ifName} failed: ${messageOf(error)}`);
+    ctx.log.error(`${podTag(ctx)}: rollback of ${network.name}/${ifName} failed: ${messageOf(error)}`);
   }
   if (run.failures.length === 0) removeScratchCache(ctx.conf.cniDir, ctx.req.containerId);
 }

@@ -28,8 +28,8 @@ import type { Attachment, AttachmentSource, Delegate } from '../attachments.ts';
 import { runAttachments } from '../overlap.ts';
 import { clearClaimNetworkData } from '../claim-status.ts';
 import { cachedRoles, fromCachedDelegateAt, inheritListVersion, planAttachments } from '../attachments.ts';
-import type { CallContext } from './context.ts';
-import { podTag, resolveDeps, runtimeConfFor } from './context.ts';
+import type { CallContext } from '../call-context.ts';
+import { podTag, resolveDeps, runtimeConfFor } from '../call-context.ts';
 import { gatherPodInputs, lookupPod } from '../podnetworks.ts';
 import { newSink, planPodDelegates } from '../pod-delegates.ts';
 
@@ -56,8 +56,7 @@ export async function cmdDel(ctx: CallContext): Promise<void> {
   const failures = await deleteAll(ctx, plan.teardowns);
   await clearClaims(ctx, plan);
   finishCaches(ctx, plan, failures.length === 0);
-  for (const path of sweepCacheTemps(ctx.conf.cniDir))
-    ctx.net.log.verbose(`removed ${path}, left by an interrupted write`);
+  for (const path of sweepCacheTemps(ctx.conf.cniDir)) ctx.log.verbose(`removed ${path}, left by an interrupted write`);
   const unexplained = plan.corruptResults.filter((c) => !c.covered);
   for (const c of unexplained) {
     failures.push(
@@ -91,7 +90,7 @@ function removeDeviceInfoOf(ctx: CallContext, rt: RuntimeConf): void {
   const path = rt.capabilityArgs.CNIDeviceInfoFile;
   if (typeof path !== 'string') return;
   const warning = removeDeviceInfo(path);
-  if (warning) ctx.net.log.verbose(`${podTag(ctx)}: ${warning}`);
+  if (warning) ctx.log.verbose(`${podTag(ctx)}: ${warning}`);
 }
 
 async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
@@ -102,7 +101,7 @@ async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
   if (cached) attachments = cached.attachments;
   else {
     if (scratch.kind === 'corrupt')
-      ctx.net.log.error(
+      ctx.log.error(
         `${podTag(ctx)}: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`,
       );
     attachments = planAttachments(inheritListVersion(await currentDelegates(ctx), conf.cniVersion), req.ifName);
@@ -178,7 +177,7 @@ function cachedAttachments(
       problems.push(`delegate ${index}: ${messageOf(e)}`);
     }
   });
-  for (const p of problems) ctx.net.log.error(`${podTag(ctx)}: scratch cache entry skipped: ${p}`);
+  for (const p of problems) ctx.log.error(`${podTag(ctx)}: scratch cache entry skipped: ${p}`);
   if (placed.length === 0 && read.entries.length > 0) return undefined;
   const delegates = placed.map(({ delegate, index }) => ({
     ...delegate,
@@ -193,9 +192,9 @@ async function clearClaims(ctx: CallContext, plan: DelPlan): Promise<void> {
   if (!ctx.conf.publishClaimNetworkData || !plan.attachments.some((a) => a.request.claimDevice)) return;
   try {
     const kube = await ctx.kube();
-    if (kube) await clearClaimNetworkData(kube, ctx.req.containerId, plan.attachments, ctx.net.log);
+    if (kube) await clearClaimNetworkData(kube, ctx.req.containerId, plan.attachments, ctx.log);
   } catch (e) {
-    ctx.net.log.error(`${podTag(ctx)}: cannot remove the claims' network data: ${messageOf(e)}`);
+    ctx.log.error(`${podTag(ctx)}: cannot remove the claims' network data: ${messageOf(e)}`);
   }
 }
 
@@ -214,14 +213,14 @@ async function currentDelegates(ctx: CallContext): Promise<Delegate[]> {
     if (sink.errors[0]) throw sink.errors[0];
     return delegates;
   } catch (e) {
-    ctx.net.log.error(
+    ctx.log.error(
       `${podTag(ctx)}: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`,
     );
   }
   try {
     return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace });
   } catch (e) {
-    ctx.net.log.error(
+    ctx.log.error(
       `${podTag(ctx)}: cannot resolve the configured delegates, using the result caches only: ${messageOf(e)}`,
     );
     return [];

@@ -1,5 +1,5 @@
 /**
- * commands/context.ts: what every command is given and what it derives once per call (pure, except the
+ * call-context.ts: what every command is given and what it derives once per call (pure, except the
  * readiness helpers, which go through injected deps).
  *
  * A command is `cmdX(ctx)`: no process globals, so a resident daemon can call it per request. `CallContext`
@@ -9,24 +9,24 @@
  * Tested by test/unit/multus/commands.test.ts, test/unit/multus/kube-commands.test.ts.
  */
 import { isAbsolute } from 'node:path';
-import type { ArgPairs, K8sArgs } from '../../cni/cniargs.ts';
-import { parseCniArgs, parseK8sArgs, podRef } from '../../cni/cniargs.ts';
-import type { MultusConf } from '../conf.ts';
-import type { NetworkDeps, RuntimeConf } from '../../cni/libcni.ts';
-import type { ResourceMapDeps } from '../../devices/devices.ts';
-import { CNI_DEVINFO_DIR, DP_DEVINFO_DIR } from '../../devices/devices.ts';
-import { deviceInfoPath } from '../../devices/device-info.ts';
-import type { Exec } from '../../cni/exec.ts';
-import type { KubeClient } from '../../k8s/types.ts';
-import type { Logger } from '../../base/log.ts';
-import type { NetnsRouteDeps } from '../../routes/netns-routes.ts';
-import type { Attachment } from '../attachments.ts';
-import type { Clock } from '../../base/backoff.ts';
-import type { ResolveDeps } from '../podnetworks.ts';
-import { capabilityArgsFor, delegateArgsFor } from '../attachments.ts';
-import type { ReadinessDeps } from '../readiness.ts';
-import { checkReadinessOnce, waitForReadiness } from '../readiness.ts';
-import type { CallEnv, Env } from '../../cni/request.ts';
+import type { ArgPairs, K8sArgs } from '../cni/cniargs.ts';
+import { parseCniArgs, parseK8sArgs, podRef } from '../cni/cniargs.ts';
+import type { MultusConf } from './conf.ts';
+import type { NetworkDeps, RuntimeConf } from '../cni/libcni.ts';
+import type { ResourceMapDeps } from '../devices/devices.ts';
+import { CNI_DEVINFO_DIR, DP_DEVINFO_DIR } from '../devices/devices.ts';
+import { deviceInfoPath } from '../devices/device-info.ts';
+import type { Exec } from '../cni/exec.ts';
+import type { KubeClient } from '../k8s/types.ts';
+import type { Logger } from '../base/log.ts';
+import type { NetnsRouteDeps } from '../routes/netns-routes.ts';
+import type { Attachment } from './attachments.ts';
+import type { Clock } from '../base/backoff.ts';
+import type { ResolveDeps } from './podnetworks.ts';
+import { capabilityArgsFor, delegateArgsFor } from './attachments.ts';
+import type { ReadinessDeps } from './readiness.ts';
+import { checkReadinessOnce, waitForReadiness } from './readiness.ts';
+import type { CallEnv, Env } from '../cni/request.ts';
 
 /** What the host gives one call (host/host.ts `commandDeps`): the seams, and the call's logger and environment. */
 export interface CommandDeps {
