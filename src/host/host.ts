@@ -8,6 +8,8 @@
  * Tested by test/unit/host/handle.test.ts.
  */
 import { sleep } from '../base/sleep.ts';
+import type { FileLock } from '../base/file-lock.ts';
+import { lockFile } from '../base/file-lock.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
@@ -32,6 +34,8 @@ export interface Host {
   kube(conf: MultusConf, env: Env, log: Logger): Promise<KubeClient | undefined>;
   routes?: NetnsRouteDeps;
   devices?: DeviceDeps;
+  /** A container's lock (base/file-lock.ts), taken by host/prepare.ts for ADD, CHECK and DEL of every door. */
+  lock(path: string, waitMs: number): Promise<FileLock | 'timeout'>;
   /** Closes kept connections; the host serves no request after it. */
   close(): void;
 }
@@ -45,6 +49,8 @@ export interface HostOptions {
   connectKube?: (conf: MultusConf, env: Env, log: Logger) => Promise<KubeClient | undefined>;
   routes?: NetnsRouteDeps;
   devices?: DeviceDeps;
+  /** The container lock (tests inject an in-process one: the real one needs Bun). */
+  lock?: Host['lock'];
 }
 
 export function createHost(o: HostOptions): Host {
@@ -56,6 +62,7 @@ export function createHost(o: HostOptions): Host {
     exec: o.exec ?? refuseNestedExec(realExec),
     clock: o.clock ?? { now: () => Date.now(), sleep: (ms) => sleep(ms) },
     readiness: o.readiness ?? realReadinessDeps,
+    lock: o.lock ?? lockFile,
     ...(o.routes ? { routes: o.routes } : {}),
     ...(o.devices ? { devices: o.devices } : {}),
     logger(conf) {

@@ -10,7 +10,8 @@
  */
 import { isAbsolute } from 'node:path';
 import type { ArgPairs, K8sArgs } from '../cni/cniargs.ts';
-import { parseCniArgs, parseK8sArgs, podRef } from '../cni/cniargs.ts';
+import { podRef } from '../cni/cniargs.ts';
+import type { CniError } from '../base/errors.ts';
 import type { MultusConf } from './conf.ts';
 import type { NetworkDeps, RuntimeConf } from '../cni/libcni.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
@@ -26,7 +27,7 @@ import type { ResolveDeps } from './podnetworks.ts';
 import { capabilityArgsFor, delegateArgsFor } from './attachments.ts';
 import type { ReadinessDeps } from './readiness.ts';
 import { checkReadinessOnce, waitForReadiness } from './readiness.ts';
-import type { CallEnv, Env } from '../cni/request.ts';
+import type { Env, RequestCommand } from '../cni/request.ts';
 
 /** What the host gives one call (host/host.ts `commandDeps`): the seams, and the call's logger and environment. */
 export interface CommandDeps {
@@ -50,15 +51,44 @@ export interface DeviceDeps extends ResourceMapDeps {
 }
 
 /**
- * Everything one call works with, built once by host/prepare.ts: the request (`R`: the CNI_* variables of any
- * call, a hot-plug request's too, unless a command needs more), the multus config, the pod it is for, the
- * logger and the seams. Commands take it alone.
+ * The sandbox a call is for, as data (libcni's RuntimeConf): the container, its network namespace, the interface
+ * the call is about, and the pod. Each door builds it at its edge (the CNI door from CNI_* and CNI_ARGS,
+ * host/handle.ts `doorInputOf`); nothing past the door reads the CNI wire.
  */
-export interface CallContext<R extends CallEnv = CallEnv> {
-  req: R;
+export interface Sandbox {
+  containerId: string;
+  netns: string;
+  ifName: string;
+  pod: K8sArgs;
+}
+
+/** One call as any door hands it in (typed domain data): host/prepare.ts `prepare()` takes it. */
+export interface DoorInput {
+  op: RequestCommand;
+  sandbox: Sandbox;
   conf: MultusConf;
-  /** The pod the call is for, as CNI_ARGS name it (or as the caller typed it: dynamic networks). */
-  k8s: K8sArgs;
+  /** The environment delegates inherit. */
+  env: Env;
+  /** CNI_PATH's directories (the CNI door); binDir comes first. */
+  pluginPath?: string[];
+  /** CNI_ARGS' pairs besides the pod's, passed on to each delegate (docs/behaviour.md#cni-args). */
+  runtimePairs?: ArgPairs;
+  /** CNI_NETNS_OVERRIDE: the caller means the plugin's own network namespace. */
+  netnsOverride?: boolean;
+  /** Set by the process edge when a CNI_* variable held bytes `env` cannot carry (host/raw-env.ts). */
+  envProblem?: CniError;
+  /** The call's cancel signal, handed to every delegate it runs (cni/exec.ts). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Everything one call works with, built once by host/prepare.ts: the operation, the sandbox, the multus config,
+ * the logger and the seams. Commands take it alone.
+ */
+export interface CallContext {
+  op: RequestCommand;
+  sandbox: Sandbox;
+  conf: MultusConf;
   runtimePairs: ArgPairs;
   /** "ns/name/uid", for error prefixes as Multus writes them. */
   podRef: string;
@@ -88,24 +118,17 @@ function pluginDirs(binDir: string, cniPath: string[], log: CommandDeps['log']):
   return dirs;
 }
 
-/** The call context of `req` (pure): CNI_ARGS parsed once, unless the caller hands the pod in as `k8s`. */
-export function callContext<R extends CallEnv>(
-  req: R,
-  conf: MultusConf,
-  deps: CommandDeps,
-  k8sArgs?: K8sArgs,
-  signal?: AbortSignal,
-): CallContext<R> {
-  const runtimePairs = k8sArgs ? [] : parseCniArgs(req.args);
-  const k8s = k8sArgs ?? parseK8sArgs(runtimePairs);
+/** The call context of a door's input (pure). */
+export function callContext(input: DoorInput, deps: CommandDeps): CallContext {
+  const { conf, sandbox } = input;
   const baseEnv: Record<string, string> = {};
   for (const [key, value] of Object.entries(deps.env)) if (value !== undefined) baseEnv[key] = value;
   return {
-    req,
+    op: input.op,
+    sandbox,
     conf,
-    k8s,
-    runtimePairs,
-    podRef: podRef(k8s),
+    runtimePairs: input.runtimePairs ?? [],
+    podRef: podRef(sandbox.pod),
     log: deps.log,
     clock: deps.clock,
     readiness: deps.readiness,
@@ -117,11 +140,11 @@ export function callContext<R extends CallEnv>(
     net: {
       exec: deps.exec,
       log: deps.log,
-      path: pluginDirs(conf.binDir, req.path, deps.log),
+      path: pluginDirs(conf.binDir, input.pluginPath ?? [], deps.log),
       baseEnv,
       cniDir: conf.cniDir,
       timeoutMs: conf.delegateTimeoutMs,
-      ...(signal ? { signal } : {}),
+      ...(input.signal ? { signal: input.signal } : {}),
     },
   };
 }
@@ -132,7 +155,7 @@ export function callContext<R extends CallEnv>(
  */
 function ownDeviceInfoFile(ctx: CallContext, attachment: Attachment): string | undefined {
   if (!attachment.request.deviceID || attachment.isClusterNetwork) return undefined;
-  return deviceInfoPath(attachment.displayName, ctx.req.containerId, attachment.ifName, ctx.devinfoDir);
+  return deviceInfoPath(attachment.displayName, ctx.sandbox.containerId, attachment.ifName, ctx.devinfoDir);
 }
 
 /** The CNIDeviceInfoFile an attachment's plugins are given: its own, else the runtime's (if any). */
@@ -154,10 +177,10 @@ export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command
   const deviceInfoFile = ownDeviceInfoFile(ctx, attachment);
   if (deviceInfoFile !== undefined) capabilityArgs.CNIDeviceInfoFile = deviceInfoFile;
   return {
-    containerId: ctx.req.containerId,
-    netns: ctx.req.netns,
+    containerId: ctx.sandbox.containerId,
+    netns: ctx.sandbox.netns,
     ifName: attachment.ifName,
-    args: delegateArgsFor(attachment, ctx.k8s, ctx.runtimePairs, command),
+    args: delegateArgsFor(attachment, ctx.sandbox.pod, ctx.runtimePairs, command),
     capabilityArgs,
   };
 }

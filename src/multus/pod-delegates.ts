@@ -81,7 +81,10 @@ export function missingNad(sel: Pick<NadRef, 'namespace' | 'name'>, fix: string)
   return new CniError(CniCode.InvalidConfig, msg, { details: fix });
 }
 
-export function withPod<T>(pod: Pod, context: string, fn: () => T): T {
+/** The pod as messages name it (a Pod, or the pod a hot-plug call names). */
+type PodNamed = { metadata: { namespace: string; name: string } };
+
+export function withPod<T>(pod: PodNamed, context: string, fn: () => T): T {
   try {
     return fn();
   } catch (e) {
@@ -107,8 +110,15 @@ export function podSelections(pod: Pod): NetworkSelection[] {
   });
 }
 
-/** docs/behaviour.md#namespace-isolation, as the pod's error (the one message, hot-plug's too). */
-export function assertIsolation(conf: MultusConf, pod: Pod, sel: NetworkSelection): void {
+/**
+ * docs/behaviour.md#namespace-isolation, the rule every door keeps (ADD's annotation, `/delegate`, dynamic
+ * networks), with its one message: the pod's error.
+ */
+export function assertIsolation(
+  conf: MultusConf,
+  pod: PodNamed,
+  sel: Pick<NetworkSelection, 'namespace' | 'name'>,
+): void {
   if (!conf.namespaceIsolation) return;
   withPod(pod, 'error loading k8s delegates', () =>
     checkNamespaceIsolation([sel], pod.metadata.namespace, conf.globalNamespaces),

@@ -287,6 +287,15 @@ export function parseNetworkSelections(annotation: string | undefined, defaultNa
 }
 
 /**
+ * One element of the networks annotation given as an object (hot-plug's interface attributes): checked and read as
+ * the annotation's first element is, namespace defaulting to `defaultNamespace`.
+ */
+export function parseSelectionElement(element: Record<string, unknown>, defaultNamespace: string): NetworkSelection {
+  const p = parseJsonElement(element, 0, NETWORKS_ANNOTATION);
+  return { name: p.name, namespace: p.namespace || defaultNamespace, request: p.request };
+}
+
+/**
  * `v1.multus-cni.io/default-network` (docs/behaviour.md#default-network-annotation): at most one network, namespace
  * defaulting to `multusNamespace`.
  * Absent → undefined. Requests other than the interface name are the caller's to ignore.
@@ -328,7 +337,7 @@ export function parseDefaultNetworkAnnotation(
 
 /** docs/behaviour.md#namespace-isolation: with namespaceIsolation, a selection may only name the pod's namespace or a global one. */
 export function checkNamespaceIsolation(
-  selections: NetworkSelection[],
+  selections: Pick<NetworkSelection, 'namespace' | 'name'>[],
   podNamespace: string,
   globalNamespaces: string[],
 ): void {

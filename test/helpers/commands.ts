@@ -1,5 +1,6 @@
 /** Calls a command the way handle() does: the call context first (host/prepare.ts builds it), then the command. */
 import { silentLogger } from '../../src/base/log.ts';
+import { doorInputOf } from '../../src/host/handle.ts';
 import type { Exec } from '../../src/cni/exec.ts';
 import type { CniRequest } from '../../src/cni/request.ts';
 import type { KubeClient } from '../../src/k8s/types.ts';
@@ -7,8 +8,8 @@ import type { CallContext, CommandDeps } from '../../src/multus/call-context.ts'
 import { callContext } from '../../src/multus/call-context.ts';
 import type { MultusConf } from '../../src/multus/conf.ts';
 
-export function withContext(req: CniRequest, conf: MultusConf, deps: CommandDeps): [CallContext<CniRequest>] {
-  return [callContext(req, conf, deps)];
+export function withContext(req: CniRequest, conf: MultusConf, deps: CommandDeps): [CallContext] {
+  return [callContext(doorInputOf(req, conf, deps.env), deps)];
 }
 
 /** A command's deps with Kubernetes: `exec` and `kube` given, readiness always met, a real clock, no log. */

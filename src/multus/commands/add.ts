@@ -34,12 +34,18 @@ import type { CallContext } from '../call-context.ts';
 import { deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from '../call-context.ts';
 
 export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
-  const { req, conf } = ctx;
+  const { sandbox, conf } = ctx;
   const kube = await ctx.kube();
-  const lookup = await lookupPod(kube, ctx.k8s, 'ADD', ctx);
+  const lookup = await lookupPod(kube, ctx.sandbox.pod, 'ADD', ctx);
   if (lookup.kind === 'unknown' && kube)
     ctx.log.verbose(`${podTag(ctx)}: ${lookup.reason}: attaching the configured networks only`);
-  const call = { conf, k8s: ctx.k8s, ifName: req.ifName, containerId: req.containerId, tag: podTag(ctx) };
+  const call = {
+    conf,
+    k8s: ctx.sandbox.pod,
+    ifName: sandbox.ifName,
+    containerId: sandbox.containerId,
+    tag: podTag(ctx),
+  };
   const plan = planAdd(await gatherInputs(call, lookup, resolveDeps(kube, ctx), 'add'));
   if (kube && lookup.kind === 'found') {
     const warnings = eventsBeforeFirstError(plan).map((e) => ({
@@ -52,7 +58,7 @@ export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
   if (plan.errors[0]) throw plan.errors[0];
   for (const warning of plan.warnings) ctx.log.warn(warning);
   const { attachments } = plan;
-  writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));
+  writeScratchCache(conf.cniDir, sandbox.containerId, attachments.map(toCachedDelegate));
   const events = addedInterfacePoster(kube, lookup, ctx);
   try {
     const results = await addAttachments(ctx, attachments, events.post).catch((e: unknown) =>
@@ -61,7 +67,7 @@ export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
     if (plan.defaultRoutes) await moveDefaultRoutes(ctx, attachments, plan.defaultRoutes);
     if (kube && lookup.kind === 'found') await reportAttachments(ctx, kube, lookup.pod, attachments, results);
     if (kube && lookup.kind === 'found' && conf.publishClaimNetworkData) {
-      await publishClaimNetworkData(kube, lookup.pod, req.containerId, attachments, results, ctx.log);
+      await publishClaimNetworkData(kube, lookup.pod, sandbox.containerId, attachments, results, ctx.log);
     }
     return results[0]!.as(conf.cniVersion);
   } finally {
@@ -170,9 +176,9 @@ async function warnMissingPlugin(
  */
 async function moveDefaultRoutes(ctx: CallContext, attachments: Attachment[], plan: RoutePlan[]): Promise<void> {
   try {
-    await applyRoutePlan(ctx.req.netns, plan, ctx.routes);
+    await applyRoutePlan(ctx.sandbox.netns, plan, ctx.routes);
     const refs = attachments.map((a) => ({ ifName: a.ifName, networkName: a.network.name }));
-    updateCachedDefaultRoutes(ctx.conf.cniDir, ctx.req.containerId, refs, plan);
+    updateCachedDefaultRoutes(ctx.conf.cniDir, ctx.sandbox.containerId, refs, plan);
   } catch (e) {
     await rollback(ctx, attachments);
     throw wrapError(e, `${podTag(ctx)}: error setting the default route`);
@@ -241,5 +247,5 @@ async function rollback(ctx: CallContext, attachments: Attachment[]): Promise<vo
     const { network, ifName } = attachments[index]!;
     ctx.log.error(`${podTag(ctx)}: rollback of ${network.name}/${ifName} failed: ${messageOf(error)}`);
   }
-  if (run.failures.length === 0) removeScratchCache(ctx.conf.cniDir, ctx.req.containerId);
+  if (run.failures.length === 0) removeScratchCache(ctx.conf.cniDir, ctx.sandbox.containerId);
 }

@@ -19,8 +19,8 @@ import { podTag, runtimeConfFor } from '../call-context.ts';
 import { runAttachments } from '../overlap.ts';
 
 export async function cmdCheck(ctx: CallContext): Promise<void> {
-  const { req } = ctx;
-  const planned = planAttachments(inheritListVersion(recordedDelegates(ctx), ctx.conf.cniVersion), req.ifName);
+  const { sandbox } = ctx;
+  const planned = planAttachments(inheritListVersion(recordedDelegates(ctx), ctx.conf.cniVersion), sandbox.ifName);
   // The auxiliary chain makes no interface of its own (docs/behaviour.md#aux-chain).
   const attachments = planned.filter((a) => a.source !== 'auxiliary');
   // CHECK changes nothing, so with parallelAttachments the cluster network need not go first.
@@ -44,10 +44,11 @@ export async function cmdCheck(ctx: CallContext): Promise<void> {
 }
 
 function recordedDelegates(ctx: CallContext): Delegate[] {
-  const scratch = readScratchCache(ctx.conf.cniDir, ctx.req.containerId);
-  if (scratch.kind === 'ok') return fromCachedDelegates(scratch.value, cachedRoles(ctx.conf, ctx.k8s.podNamespace));
+  const scratch = readScratchCache(ctx.conf.cniDir, ctx.sandbox.containerId);
+  if (scratch.kind === 'ok')
+    return fromCachedDelegates(scratch.value, cachedRoles(ctx.conf, ctx.sandbox.pod.podNamespace));
   if (scratch.kind === 'corrupt') {
     ctx.log.error(`${podTag(ctx)}: scratch cache unreadable, checking the config's delegates: ${scratch.error.msg}`);
   }
-  return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace });
+  return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.sandbox.pod.podNamespace });
 }

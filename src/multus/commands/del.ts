@@ -94,8 +94,8 @@ function removeDeviceInfoOf(ctx: CallContext, rt: RuntimeConf): void {
 }
 
 async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
-  const { conf, req } = ctx;
-  const scratch = readScratchCacheEntries(conf.cniDir, req.containerId);
+  const { conf, sandbox } = ctx;
+  const scratch = readScratchCacheEntries(conf.cniDir, sandbox.containerId);
   const cached = scratch.kind === 'ok' ? cachedAttachments(ctx, scratch.value) : undefined;
   let attachments: Attachment[];
   if (cached) attachments = cached.attachments;
@@ -104,10 +104,10 @@ async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
       ctx.log.error(
         `${podTag(ctx)}: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`,
       );
-    attachments = planAttachments(inheritListVersion(await currentDelegates(ctx), conf.cniVersion), req.ifName);
+    attachments = planAttachments(inheritListVersion(await currentDelegates(ctx), conf.cniVersion), sandbox.ifName);
   }
   // The container's result caches, each read once: a teardown of the plan takes the one at its own path.
-  const listed = listResultCaches(conf.cniDir, { containerId: req.containerId });
+  const listed = listResultCaches(conf.cniDir, { containerId: sandbox.containerId });
   const byPath = new Map(listed.map(({ path, outcome }) => [path, outcome]));
   const teardown = (network: Network, rt: RuntimeConf, source?: AttachmentSource): Teardown => {
     const cached = listedCache(byPath, conf.cniDir, network, rt);
@@ -118,7 +118,7 @@ async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
   const corruptResults: DelPlan['corruptResults'] = [];
   for (const { path, outcome } of listed) {
     if (outcome.kind === 'corrupt') {
-      const covered = teardowns.some((t) => path.endsWith(`/${t.network.name}-${req.containerId}-${t.rt.ifName}`));
+      const covered = teardowns.some((t) => path.endsWith(`/${t.network.name}-${sandbox.containerId}-${t.rt.ifName}`));
       corruptResults.push({ path, covered, error: outcome.error.msg });
       continue;
     }
@@ -128,7 +128,7 @@ async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
     try {
       const network = parseNetwork(entry.config);
       teardowns.push(
-        teardown(network, { ...runtimeConfFromCache(entry), containerId: req.containerId, netns: req.netns }),
+        teardown(network, { ...runtimeConfFromCache(entry), containerId: sandbox.containerId, netns: sandbox.netns }),
       );
       known.add(`${entry.networkName}\0${entry.ifName}`);
     } catch (e) {
@@ -167,7 +167,7 @@ function cachedAttachments(
   read: { entries: (CachedDelegate | undefined)[]; problems: string[] },
 ): { attachments: Attachment[]; skipped: number } | undefined {
   const problems = [...read.problems];
-  const roles = cachedRoles(ctx.conf, ctx.k8s.podNamespace);
+  const roles = cachedRoles(ctx.conf, ctx.sandbox.pod.podNamespace);
   const placed: { delegate: Delegate; index: number }[] = [];
   read.entries.forEach((entry, index) => {
     if (!entry) return;
@@ -181,9 +181,12 @@ function cachedAttachments(
   if (placed.length === 0 && read.entries.length > 0) return undefined;
   const delegates = placed.map(({ delegate, index }) => ({
     ...delegate,
-    request: { ...delegate.request, ifname: delegate.request.ifname || (index === 0 ? ctx.req.ifName : `net${index}`) },
+    request: {
+      ...delegate.request,
+      ifname: delegate.request.ifname || (index === 0 ? ctx.sandbox.ifName : `net${index}`),
+    },
   }));
-  const attachments = planAttachments(inheritListVersion(delegates, ctx.conf.cniVersion), ctx.req.ifName);
+  const attachments = planAttachments(inheritListVersion(delegates, ctx.conf.cniVersion), ctx.sandbox.ifName);
   return { attachments, skipped: problems.length };
 }
 
@@ -192,7 +195,7 @@ async function clearClaims(ctx: CallContext, plan: DelPlan): Promise<void> {
   if (!ctx.conf.publishClaimNetworkData || !plan.attachments.some((a) => a.request.claimDevice)) return;
   try {
     const kube = await ctx.kube();
-    if (kube) await clearClaimNetworkData(kube, ctx.req.containerId, plan.attachments, ctx.log);
+    if (kube) await clearClaimNetworkData(kube, ctx.sandbox.containerId, plan.attachments, ctx.log);
   } catch (e) {
     ctx.log.error(`${podTag(ctx)}: cannot remove the claims' network data: ${messageOf(e)}`);
   }
@@ -206,10 +209,12 @@ async function clearClaims(ctx: CallContext, plan: DelPlan): Promise<void> {
 async function currentDelegates(ctx: CallContext): Promise<Delegate[]> {
   try {
     const kube = await ctx.kube();
-    const lookup = await lookupPod(kube, ctx.k8s, 'DEL', ctx);
-    const inputs = await gatherPodInputs(ctx.conf, ctx.k8s, lookup, resolveDeps(kube, ctx), { stopEarly: true });
+    const lookup = await lookupPod(kube, ctx.sandbox.pod, 'DEL', ctx);
+    const inputs = await gatherPodInputs(ctx.conf, ctx.sandbox.pod, lookup, resolveDeps(kube, ctx), {
+      stopEarly: true,
+    });
     const sink = newSink();
-    const delegates = planPodDelegates(ctx.conf, ctx.k8s.podNamespace, inputs, sink);
+    const delegates = planPodDelegates(ctx.conf, ctx.sandbox.pod.podNamespace, inputs, sink);
     if (sink.errors[0]) throw sink.errors[0];
     return delegates;
   } catch (e) {
@@ -218,7 +223,7 @@ async function currentDelegates(ctx: CallContext): Promise<Delegate[]> {
     );
   }
   try {
-    return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace });
+    return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.sandbox.pod.podNamespace });
   } catch (e) {
     ctx.log.error(
       `${podTag(ctx)}: cannot resolve the configured delegates, using the result caches only: ${messageOf(e)}`,
@@ -234,7 +239,7 @@ async function currentDelegates(ctx: CallContext): Promise<Delegate[]> {
  */
 function finishCaches(ctx: CallContext, plan: DelPlan, allDeleted: boolean): void {
   if (allDeleted || !ctx.conf.retryDeleteOnError || plan.scratchCorrupt) {
-    removeScratchCache(ctx.conf.cniDir, ctx.req.containerId);
+    removeScratchCache(ctx.conf.cniDir, ctx.sandbox.containerId);
   }
   if (!allDeleted) return;
   for (const c of plan.corruptResults) if (c.covered) rmSync(c.path, { force: true });

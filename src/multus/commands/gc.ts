@@ -22,13 +22,12 @@ import { delNetwork, runtimeConfFromCache, gcNetwork, joinErrors } from '../../c
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Network } from '../../cni/network.ts';
 import { sweepCacheTemps } from '../sweep.ts';
-import type { CniRequest } from '../../cni/request.ts';
 import type { Delegate } from '../attachments.ts';
 import type { CallContext } from '../call-context.ts';
 
-export async function cmdGc(ctx: CallContext<CniRequest>): Promise<void> {
-  const { req, conf } = ctx;
-  const valid = parseValidAttachments(req.config);
+export async function cmdGc(ctx: CallContext): Promise<void> {
+  const { conf } = ctx;
+  const valid = parseValidAttachments(conf.raw);
   const failures: CniError[] = [];
   if (valid) await deleteStale(ctx, new Set(valid.map((a) => a.containerID)), failures);
   for (const path of sweepCacheTemps(conf.cniDir)) ctx.log.verbose(`removed ${path}, left by an interrupted write`);
