@@ -15,7 +15,7 @@ import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
 import { realExec } from '../cni/exec.ts';
 import type { KubeClient } from '../k8s/types.ts';
-import type { CommandDeps, DeviceDeps } from '../multus/call-context.ts';
+import type { DeviceDeps, Seams } from '../multus/call-context.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { Clock } from '../base/backoff.ts';
 import type { ReadinessDeps } from '../multus/readiness.ts';
@@ -24,16 +24,10 @@ import { realReadinessDeps } from '../multus/readiness.ts';
 import type { NetnsRouteDeps } from '../routes/netns-routes.ts';
 import type { Env } from '../cni/request.ts';
 
-export interface Host {
-  exec: Exec;
-  clock: Clock;
-  readiness: ReadinessDeps;
+/** The seams of a process (multus/call-context.ts `Seams`, one object for every call) and what it keeps. */
+export interface Host extends Seams {
   /** The logger of a multus config (one per parsed config: a call asking again gets the same one). */
   logger(conf: MultusConf): Logger;
-  /** The Kubernetes client for a config (undefined without one); kept and reused for the host's life. */
-  kube(conf: MultusConf, env: Env, log: Logger): Promise<KubeClient | undefined>;
-  routes?: NetnsRouteDeps;
-  devices?: DeviceDeps;
   /** A container's lock (base/file-lock.ts), taken by host/prepare.ts for ADD, CHECK and DEL of every door. */
   lock(path: string, waitMs: number): Promise<FileLock | 'timeout'>;
   /** Closes kept connections; the host serves no request after it. */
@@ -96,20 +90,6 @@ export function createHost(o: HostOptions): Host {
         );
       clients.clear();
     },
-  };
-}
-
-/** The dependencies one request's command gets from the host. */
-export function commandDeps(host: Host, env: Env, log: Logger): CommandDeps {
-  return {
-    exec: host.exec,
-    log,
-    readiness: host.readiness,
-    env,
-    kube: (conf) => host.kube(conf, env, log),
-    clock: host.clock,
-    ...(host.routes ? { routes: host.routes } : {}),
-    ...(host.devices ? { devices: host.devices } : {}),
   };
 }
 

@@ -24,7 +24,6 @@ import type { CallContext, DoorInput } from '../multus/call-context.ts';
 import { callContext, noteReadiness, waitUntilReady } from '../multus/call-context.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { Host } from './host.ts';
-import { commandDeps } from './host.ts';
 
 interface OpRule {
   /** ADD, STATUS and GC wait for the readiness indicator file; DEL only notes its absence; CHECK ignores it. */
@@ -58,7 +57,7 @@ export async function prepare<T>(host: Host, input: DoorInput, run: (ctx: CallCo
   const netns = checkNetns({ netns: sandbox.netns, netnsOverride: input.netnsOverride ?? false }, rule.netnsMustExist);
   secureCacheDir(conf.cniDir);
   const checked = { ...input, sandbox: { ...sandbox, netns: netns.netns } };
-  const ctx = callContext(checked, commandDeps(host, input.env, log));
+  const ctx = callContext(checked, host, log);
   if (rule.readiness === 'wait') await waitUntilReady(ctx);
   if (rule.readiness === 'note') await noteReadiness(ctx);
   if (!rule.locked) return run(ctx);

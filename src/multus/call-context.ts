@@ -29,16 +29,17 @@ import type { ReadinessDeps } from './readiness.ts';
 import { checkReadinessOnce, waitForReadiness } from './readiness.ts';
 import type { Env, RequestCommand } from '../cni/request.ts';
 
-/** What the host gives one call (host/host.ts `commandDeps`): the seams, and the call's logger and environment. */
-export interface CommandDeps {
+/**
+ * The seams of a process, one object for every call it serves (libcni's CNIConfig; host/host.ts `Host` is one):
+ * how plugins run, the clock, the readiness waiter, the Kubernetes client of a config, how default routes are
+ * changed in a pod's netns, and where device IDs and device-info files are. Tests hand in fakes.
+ */
+export interface Seams {
   exec: Exec;
-  log: Logger;
-  readiness: ReadinessDeps;
-  /** The environment delegates inherit (the caller's own, as libcni passes it through). */
-  env: Env;
-  /** The Kubernetes client for this config, or undefined when it names none (loaded only when called). */
-  kube(conf: MultusConf): Promise<KubeClient | undefined>;
   clock: Clock;
+  readiness: ReadinessDeps;
+  /** The Kubernetes client for a config, or undefined when it names none (loaded only when called). */
+  kube(conf: MultusConf, env: Env, log: Logger): Promise<KubeClient | undefined>;
   /** How default routes are changed inside the pod's netns (tests inject a fake runner). */
   routes?: NetnsRouteDeps;
   /** Device sources and device-info directories (tests point them at temp dirs). */
@@ -92,13 +93,13 @@ export interface CallContext {
   runtimePairs: ArgPairs;
   /** "ns/name/uid", for error prefixes as Multus writes them. */
   podRef: string;
+  /** The call's one logger (the multus config's). */
   log: Logger;
-  clock: Clock;
-  readiness: ReadinessDeps;
+  /** The process' seams, shared by every call (not copied). */
+  seams: Seams;
   /** The Kubernetes client for the call's config, undefined when it names none (loaded on first call). */
   kube(): Promise<KubeClient | undefined>;
-  routes?: NetnsRouteDeps;
-  devices?: DeviceDeps;
+  /** What libcni's runs of this call take (cni/libcni.ts): the plugin dirs, the environment, the deadline, the signal. */
   net: NetworkDeps;
   /** Where CNIDeviceInfoFiles are written, and where device plugins leave theirs (docs/behaviour.md#device-info). */
   devinfoDir: string;
@@ -109,7 +110,7 @@ export interface CallContext {
  * binDir, then CNI_PATH: absolute directories only. A relative one would resolve against the runtime's working
  * directory (and `.` made a bare plugin name, which spawn looks up in PATH): skipped with a warning (issue 28).
  */
-function pluginDirs(binDir: string, cniPath: string[], log: CommandDeps['log']): string[] {
+function pluginDirs(binDir: string, cniPath: string[], log: Logger): string[] {
   const dirs: string[] = [];
   for (const dir of [binDir, ...cniPath]) {
     if (!isAbsolute(dir)) log.warn(`plugin directory "${dir}" (binDir or CNI_PATH) is not absolute: skipped`);
@@ -118,29 +119,26 @@ function pluginDirs(binDir: string, cniPath: string[], log: CommandDeps['log']):
   return dirs;
 }
 
-/** The call context of a door's input (pure). */
-export function callContext(input: DoorInput, deps: CommandDeps): CallContext {
+/** The call context of a door's input over the process' seams (pure); `log` is the multus config's logger. */
+export function callContext(input: DoorInput, seams: Seams, log: Logger): CallContext {
   const { conf, sandbox } = input;
   const baseEnv: Record<string, string> = {};
-  for (const [key, value] of Object.entries(deps.env)) if (value !== undefined) baseEnv[key] = value;
+  for (const [key, value] of Object.entries(input.env)) if (value !== undefined) baseEnv[key] = value;
   return {
     op: input.op,
     sandbox,
     conf,
     runtimePairs: input.runtimePairs ?? [],
     podRef: podRef(sandbox.pod),
-    log: deps.log,
-    clock: deps.clock,
-    readiness: deps.readiness,
-    kube: () => deps.kube(conf),
-    ...(deps.routes ? { routes: deps.routes } : {}),
-    ...(deps.devices ? { devices: deps.devices } : {}),
-    devinfoDir: deps.devices?.cniDevinfoDir ?? CNI_DEVINFO_DIR,
-    dpDevinfoDir: deps.devices?.dpDevinfoDir ?? DP_DEVINFO_DIR,
+    log,
+    seams,
+    kube: () => seams.kube(conf, input.env, log),
+    devinfoDir: seams.devices?.cniDevinfoDir ?? CNI_DEVINFO_DIR,
+    dpDevinfoDir: seams.devices?.dpDevinfoDir ?? DP_DEVINFO_DIR,
     net: {
-      exec: deps.exec,
-      log: deps.log,
-      path: pluginDirs(conf.binDir, input.pluginPath ?? [], deps.log),
+      exec: seams.exec,
+      log,
+      path: pluginDirs(conf.binDir, input.pluginPath ?? [], log),
       baseEnv,
       cniDir: conf.cniDir,
       timeoutMs: conf.delegateTimeoutMs,
@@ -186,21 +184,21 @@ export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command
 }
 
 export function resolveDeps(kube: KubeClient | undefined, ctx: CallContext): ResolveDeps {
-  return { kube, log: ctx.log, ...(ctx.devices ? { devices: ctx.devices } : {}) };
+  return { kube, log: ctx.log, ...(ctx.seams.devices ? { devices: ctx.seams.devices } : {}) };
 }
 
 /** ADD, STATUS and GC wait for the readiness indicator file (docs/behaviour.md#npwg); CHECK does not. */
 export async function waitUntilReady(ctx: CallContext): Promise<void> {
   const { conf } = ctx;
   if (conf.readinessIndicatorFile) {
-    await waitForReadiness(conf.readinessIndicatorFile, conf.readinessBackoff, ctx.readiness);
+    await waitForReadiness(conf.readinessIndicatorFile, conf.readinessBackoff, ctx.seams.readiness);
   }
 }
 
 /** DEL never waits: tearing down must not depend on the default network (docs/behaviour.md#readiness). It only logs. */
 export async function noteReadiness(ctx: CallContext): Promise<void> {
   const { conf } = ctx;
-  if (conf.readinessIndicatorFile && !(await checkReadinessOnce(conf.readinessIndicatorFile, ctx.readiness))) {
+  if (conf.readinessIndicatorFile && !(await checkReadinessOnce(conf.readinessIndicatorFile, ctx.seams.readiness))) {
     ctx.log.verbose(`readinessindicatorfile ${conf.readinessIndicatorFile} is missing; deleting anyway`);
   }
 }

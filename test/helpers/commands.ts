@@ -4,12 +4,20 @@ import { doorInputOf } from '../../src/host/handle.ts';
 import type { Exec } from '../../src/cni/exec.ts';
 import type { CniRequest } from '../../src/cni/request.ts';
 import type { KubeClient } from '../../src/k8s/types.ts';
-import type { CallContext, CommandDeps } from '../../src/multus/call-context.ts';
+import type { Logger } from '../../src/base/log.ts';
+import type { Env } from '../../src/cni/request.ts';
+import type { CallContext, Seams } from '../../src/multus/call-context.ts';
 import { callContext } from '../../src/multus/call-context.ts';
 import type { MultusConf } from '../../src/multus/conf.ts';
 
+/** A command's seams, with what a door would add: the call's logger and the environment delegates inherit. */
+export interface CommandDeps extends Seams {
+  log: Logger;
+  env: Env;
+}
+
 export function withContext(req: CniRequest, conf: MultusConf, deps: CommandDeps): [CallContext] {
-  return [callContext(doorInputOf(req, conf, deps.env), deps)];
+  return [callContext(doorInputOf(req, conf, deps.env), deps, deps.log)];
 }
 
 /** A command's deps with Kubernetes: `exec` and `kube` given, readiness always met, a real clock, no log. */

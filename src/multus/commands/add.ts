@@ -36,7 +36,11 @@ import { deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from '../call-c
 export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
   const { sandbox, conf } = ctx;
   const kube = await ctx.kube();
-  const lookup = await lookupPod(kube, ctx.sandbox.pod, 'ADD', ctx);
+  const lookup = await lookupPod(kube, ctx.sandbox.pod, 'ADD', {
+    clock: ctx.seams.clock,
+    log: ctx.log,
+    conf: ctx.conf,
+  });
   if (lookup.kind === 'unknown' && kube)
     ctx.log.verbose(`${podTag(ctx)}: ${lookup.reason}: attaching the configured networks only`);
   const call = {
@@ -176,7 +180,7 @@ async function warnMissingPlugin(
  */
 async function moveDefaultRoutes(ctx: CallContext, attachments: Attachment[], plan: RoutePlan[]): Promise<void> {
   try {
-    await applyRoutePlan(ctx.sandbox.netns, plan, ctx.routes);
+    await applyRoutePlan(ctx.sandbox.netns, plan, ctx.seams.routes);
     const refs = attachments.map((a) => ({ ifName: a.ifName, networkName: a.network.name }));
     updateCachedDefaultRoutes(ctx.conf.cniDir, ctx.sandbox.containerId, refs, plan);
   } catch (e) {

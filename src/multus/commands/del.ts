@@ -209,7 +209,11 @@ async function clearClaims(ctx: CallContext, plan: DelPlan): Promise<void> {
 async function currentDelegates(ctx: CallContext): Promise<Delegate[]> {
   try {
     const kube = await ctx.kube();
-    const lookup = await lookupPod(kube, ctx.sandbox.pod, 'DEL', ctx);
+    const lookup = await lookupPod(kube, ctx.sandbox.pod, 'DEL', {
+      clock: ctx.seams.clock,
+      log: ctx.log,
+      conf: ctx.conf,
+    });
     const inputs = await gatherPodInputs(ctx.conf, ctx.sandbox.pod, lookup, resolveDeps(kube, ctx), {
       stopEarly: true,
     });

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cmdAdd } from '../../../src/multus/commands/add.ts';
-import type { CommandDeps } from '../../../src/multus/call-context.ts';
+import type { CommandDeps } from '../../helpers/commands.ts';
 import { cmdDel } from '../../../src/multus/commands/del.ts';
 import { cmdStatus } from '../../../src/multus/commands/status.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';

@@ -12,7 +12,7 @@ import { toCniError } from '../../../src/base/errors.ts';
 import { silentLogger } from '../../../src/base/log.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
 import { cmdAdd } from '../../../src/multus/commands/add.ts';
-import type { CommandDeps } from '../../../src/multus/call-context.ts';
+import type { CommandDeps } from '../../helpers/commands.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
 import { explainAdd } from '../../../src/multus/explain.ts';
 import { kubeDeps, withContext } from '../../helpers/commands.ts';

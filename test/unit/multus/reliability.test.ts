@@ -31,7 +31,7 @@ import { execPlugin } from '../../../src/cni/exec.ts';
 import type { Command } from '../../../src/cni/request.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
 import { cmdAdd } from '../../../src/multus/commands/add.ts';
-import type { CommandDeps } from '../../../src/multus/call-context.ts';
+import type { CommandDeps } from '../../helpers/commands.ts';
 import { cmdDel } from '../../../src/multus/commands/del.ts';
 import { cmdGc } from '../../../src/multus/commands/gc.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
