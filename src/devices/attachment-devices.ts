@@ -104,6 +104,7 @@ function wrongPool(w: DeviceWant, claim: ClaimRequestRef, device: ClaimRequestDe
 function allocateNamed(
   wants: readonly DeviceWant[],
   facts: DeviceFacts,
+  taken: ReadonlySet<string> = new Set(),
 ): { devices: Map<number, ClaimRequestDevice>; errors: CniError[] } {
   const queues = new Map<string, { total: number; left: ClaimRequestDevice[] } | CniError>();
   const errors: CniError[] = [];
@@ -113,7 +114,8 @@ function allocateNamed(
     const key = claimKey(w.claim);
     if (!queues.has(key)) {
       const found = facts.named.get(key) ?? [];
-      queues.set(key, found instanceof CniError ? found : { total: found.length, left: [...found] });
+      const left = found instanceof CniError ? [] : found.filter((d) => !taken.has(d.deviceId));
+      queues.set(key, found instanceof CniError ? found : { total: found.length, left });
       if (found instanceof CniError) return errors.push(found);
     }
     const queue = queues.get(key)!;
@@ -159,18 +161,26 @@ function poolRefusal(want: DeviceWant, pool: string, resources: ResourceMap, fac
   );
 }
 
-/** The device of each want, from what `gatherDevices` read (pure: no I/O). */
-export function assignDevices(wants: readonly DeviceWant[], facts: DeviceFacts): DeviceAssignment {
+/**
+ * The device of each want, from what `gatherDevices` read (pure: no I/O). `taken`: device IDs the pod's attachments
+ * already hold (hot-plug), handed to none of the wants.
+ */
+export function assignDevices(
+  wants: readonly DeviceWant[],
+  facts: DeviceFacts,
+  taken: ReadonlySet<string> = new Set(),
+): DeviceAssignment {
   const none = (): DeviceAssignment['grants'] => wants.map(() => undefined);
   if (facts.noApi) {
     const w = wants.find((x) => x.claim)!;
     const msg = `${w.label}: "resourceClaim" needs the Kubernetes API, and multus has no kubeconfig`;
     return { grants: none(), errors: [new CniError(CniCode.InvalidConfig, msg)] };
   }
-  const named = allocateNamed(wants, facts);
+  const named = allocateNamed(wants, facts, taken);
   if (facts.pool instanceof CniError) return { grants: none(), errors: [...named.errors, facts.pool] };
-  const { resources, sources } = facts.pool ?? { resources: new Map(), sources: new Map() };
-  const allocator = new DeviceAllocator(resources);
+  const { resources, sources }: Pool = facts.pool ?? { resources: new Map(), sources: new Map() };
+  const free: ResourceMap = new Map([...resources].map(([k, ids]) => [k, ids.filter((id) => !taken.has(id))]));
+  const allocator = new DeviceAllocator(free);
   const errors = [...named.errors];
   let refused = false;
   const grants = wants.map((w, i): DeviceGrant | undefined => {

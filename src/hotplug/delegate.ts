@@ -14,16 +14,18 @@ import type { CniResult } from '../cni/result-model.ts';
 import type { Host } from '../host/host.ts';
 import { prepare } from '../host/prepare.ts';
 import type { CallContext, DoorInput } from '../multus/call-context.ts';
-import type { KubeClient } from '../k8s/types.ts';
+import type { KubeClient, Pod } from '../k8s/types.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import { parseMultusConf } from '../multus/conf.ts';
 import type { SandboxLinks } from '../routes/nsenter.ts';
-import { checkedPod, hotplugAdd, hotplugCheck, hotplugDel } from './hotplug.ts';
+import { checkedPod, hotplugAdd, hotplugCheck, hotplugDel, readSandboxCache } from './hotplug.ts';
 import { mergeConfigArgs } from '../multus/nad.ts';
 import type { AttachmentSource, Delegate } from '../multus/attachments.ts';
 import { nadDelegate } from '../multus/podnetworks.ts';
 import type { NetworkSelection } from '../multus/selection.ts';
-import { assertIsolation } from '../multus/pod-delegates.ts';
+import { assertIsolation, deviceWants, newSink, withDevices } from '../multus/pod-delegates.ts';
+import { fromCachedDelegates } from '../multus/attachments.ts';
+import { gatherDevices } from '../devices/attachment-devices.ts';
 import { nsenterLinks } from '../routes/nsenter.ts';
 
 export interface DelegateDeps {
@@ -72,6 +74,24 @@ async function delegateFor(call: DelegateCall, ctx: CallContext, kube: KubeClien
 }
 
 /**
+ * docs/hotplug.md: a hot-plugged attachment gets its device as a pod's ADD gives them (the same gathering and
+ * assignment, devices/attachment-devices.ts), never one the pod's attachments already hold (its scratch cache).
+ */
+async function withDevice(ctx: CallContext, kube: KubeClient, pod: Pod, delegate: Delegate): Promise<Delegate> {
+  const wants = deviceWants([delegate]);
+  if (!wants[0]!.resourceName && !wants[0]!.claim) return delegate;
+  const devices = ctx.seams.devices ? { devices: ctx.seams.devices } : {};
+  const facts = await gatherDevices(wants, pod, { kube, log: ctx.log, ...devices });
+  const held = fromCachedDelegates(readSandboxCache(ctx)).flatMap((d) =>
+    d.request.deviceID ? [d.request.deviceID] : [],
+  );
+  const sink = newSink();
+  const [assigned] = withDevices([delegate], facts, pod, sink, new Set(held));
+  if (sink.errors[0]) throw sink.errors[0];
+  return assigned!;
+}
+
+/**
  * Runs one hot-plug call through the front door (host/prepare.ts); the ADD result (CNI 1.0.0, as Multus thick
  * answers), else null.
  */
@@ -101,7 +121,8 @@ async function runPrepared(call: DelegateCall, ctx: CallContext, deps: DelegateD
   ctx.log.verbose(`/delegate ${op} ${sandbox.containerId} ${sandbox.ifName} (${ctx.podRef})`);
   if (op === 'ADD') {
     const pod = (await checkedPod(kube, ctx))!;
-    const result = await hotplugAdd(ctx, pod, await delegateFor(call, ctx, kube), hdeps);
+    const delegate = await withDevice(ctx, kube, pod, await delegateFor(call, ctx, kube));
+    const result = await hotplugAdd(ctx, pod, delegate, hdeps);
     try {
       return result.as('1.0.0');
     } catch {

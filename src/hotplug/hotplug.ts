@@ -23,7 +23,7 @@ import { listResultCaches } from '../cni/result-cache.ts';
 import type { CachedDelegate } from '../multus/scratch-cache.ts';
 import { readScratchCache, writeScratchCache } from '../multus/scratch-cache.ts';
 import type { CallContext } from '../multus/call-context.ts';
-import { podTag, runtimeConfFor } from '../multus/call-context.ts';
+import { copyDeviceInfo, podTag, runtimeConfFor } from '../multus/call-context.ts';
 import { buildNetworkStatuses, editStatusEntries } from '../multus/network-status.ts';
 import type { Attachment, CachedRoles, Delegate } from '../multus/attachments.ts';
 import { fromCachedDelegates, planAttachments, toCachedDelegate } from '../multus/attachments.ts';
@@ -218,6 +218,7 @@ export async function hotplugAdd(
   };
   let result: PluginResult;
   try {
+    copyDeviceInfo(ctx, attachment);
     result = await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx.net);
   } catch (e) {
     await rollback();

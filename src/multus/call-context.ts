@@ -16,7 +16,7 @@ import type { MultusConf } from './conf.ts';
 import type { NetworkDeps, RuntimeConf } from '../cni/libcni.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
 import { CNI_DEVINFO_DIR, DP_DEVINFO_DIR } from '../devices/devices.ts';
-import { deviceInfoPath } from '../devices/device-info.ts';
+import { copyDevicePluginInfo, deviceInfoPath } from '../devices/device-info.ts';
 import type { Exec } from '../cni/exec.ts';
 import type { KubeClient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
@@ -163,6 +163,15 @@ export function deviceInfoFileOf(ctx: CallContext, attachment: Attachment): stri
     ownDeviceInfoFile(ctx, attachment) ??
     (typeof runtimeValue === 'string' && runtimeValue !== '' ? runtimeValue : undefined)
   );
+}
+
+/** docs/behaviour.md#device-info: the device plugin's device-info file, copied to the attachment's CNIDeviceInfoFile before its ADD. */
+export function copyDeviceInfo(ctx: CallContext, attachment: Attachment): void {
+  const target = deviceInfoFileOf(ctx, attachment);
+  const { resourceName, deviceID } = attachment.request;
+  if (typeof target !== 'string' || !resourceName || !deviceID) return;
+  const warning = copyDevicePluginInfo(resourceName, deviceID, target, ctx.dpDevinfoDir);
+  if (warning) ctx.log.verbose(`${podTag(ctx)}: ${warning}`);
 }
 
 /** The prefix of a call's messages, as Multus writes it: `[namespace/name/uid]` or `[namespace/name/uid:network]`. */

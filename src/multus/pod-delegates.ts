@@ -207,10 +207,16 @@ export function deviceWants(delegates: readonly Delegate[]): DeviceWant[] {
 
 /**
  * docs/behaviour.md#device-ids: each delegate with its device injected as `deviceID`/`pciBusID` into its config
- * (devices/attachment-devices.ts `assignDevices` chooses). The device errors name the pod.
+ * (devices/attachment-devices.ts `assignDevices` chooses, never one of `taken`). The device errors name the pod.
  */
-export function withDevices(delegates: Delegate[], facts: DeviceFacts, pod: Pod, sink: PlanSink): Delegate[] {
-  const assigned: DeviceAssignment = assignDevices(deviceWants(delegates), facts);
+export function withDevices(
+  delegates: Delegate[],
+  facts: DeviceFacts,
+  pod: Pod,
+  sink: PlanSink,
+  taken?: ReadonlySet<string>,
+): Delegate[] {
+  const assigned: DeviceAssignment = assignDevices(deviceWants(delegates), facts, taken);
   for (const e of assigned.errors) sink.errors.push(wrapError(e, `pod ${pod.metadata.namespace}/${pod.metadata.name}`));
   return delegates.map((d, i) => {
     const g = assigned.grants[i];

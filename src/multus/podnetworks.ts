@@ -153,8 +153,9 @@ async function fetchNad(kube: KubeClient, namespace: string, name: string): Prom
 }
 
 /**
- * The delegate of the NAD `sel` names (one GET), with the selection's request: a missing NAD is code 7, another
- * failure to read it code 11 (try again), a NAD whose config does not load code 7.
+ * Hot-plug's delegate of the NAD `sel` names (one GET), with the selection's request (its device is assigned by
+ * hotplug/delegate.ts through the same assignment as ADD's): a missing NAD is code 7, another failure to read it
+ * code 11 (try again), a NAD whose config does not load code 7.
  */
 export async function nadDelegate(
   kube: KubeClient,
@@ -163,15 +164,6 @@ export async function nadDelegate(
   fix: string,
   source: AttachmentSource,
 ): Promise<Delegate> {
-  if (sel.request.resourceNameRequest !== undefined || sel.request.claimRequest !== undefined) {
-    // docs/hotplug.md: a hot-plugged attachment gets no device, so an element that asks for one is refused
-    const key = sel.request.claimRequest !== undefined ? 'resourceClaim' : 'resourceName';
-    throw new CniError(
-      CniCode.InvalidConfig,
-      `network ${sel.namespace}/${sel.name}: "${key}" is not supported for a hot-plugged attachment (no device is assigned after the pod started)`,
-      { details: `attach it when the pod is created, or drop "${key}"` },
-    );
-  }
   const nad = await fetchNad(kube, sel.namespace, sel.name);
   if (!nad) throw missingNad(sel, fix);
   return delegateFromNad(nad, confDir, sel.request, source);

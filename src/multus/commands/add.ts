@@ -15,7 +15,7 @@ import { eventsBeforeFirstError, gatherInputs, planAdd } from '../plan-add.ts';
 import { removeScratchCache, writeScratchCache } from '../scratch-cache.ts';
 import { addNetwork, delNetwork } from '../../cni/libcni.ts';
 import { missingPluginOf } from '../../cni/exec.ts';
-import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/device-info.ts';
+import { readDeviceInfo } from '../../devices/device-info.ts';
 import { messageOf, wrapError } from '../../base/errors.ts';
 import type { KubeClient, Pod } from '../../k8s/types.ts';
 import { buildNetworkStatuses } from '../network-status.ts';
@@ -31,7 +31,7 @@ import { addedInterfaceEvents, editNetworkStatus, emitEvents } from '../publish.
 import type { CniResult } from '../../cni/result-model.ts';
 import type { PluginResult } from '../../cni/result.ts';
 import type { CallContext } from '../call-context.ts';
-import { deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from '../call-context.ts';
+import { copyDeviceInfo, deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from '../call-context.ts';
 
 export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
   const { sandbox, conf } = ctx;
@@ -187,15 +187,6 @@ async function moveDefaultRoutes(ctx: CallContext, attachments: Attachment[], pl
     await rollback(ctx, attachments);
     throw wrapError(e, `${podTag(ctx)}: error setting the default route`);
   }
-}
-
-/** docs/behaviour.md#device-info: the device plugin's device-info file, copied to the attachment's CNIDeviceInfoFile before its ADD. */
-function copyDeviceInfo(ctx: CallContext, attachment: Attachment): void {
-  const target = deviceInfoFileOf(ctx, attachment);
-  const { resourceName, deviceID } = attachment.request;
-  if (typeof target !== 'string' || !resourceName || !deviceID) return;
-  const warning = copyDevicePluginInfo(resourceName, deviceID, target, ctx.dpDevinfoDir);
-  if (warning) ctx.log.verbose(`${podTag(ctx)}: ${warning}`);
 }
 
 /** The attachment's device-info (its CNIDeviceInfoFile, when the plugin or the copy wrote one). */

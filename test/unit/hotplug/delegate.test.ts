@@ -5,7 +5,7 @@
  * HTTP side: 405 for GET, 400 with the CNI code for a bad body. Real plugins and a real API: test/e2e-k8s.
  */
 import type { Server } from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -171,6 +171,33 @@ describe('/delegate (in process)', () => {
     );
     expect(kube.received).not.toContain('getNad other/mv');
     expect(scratchNames()).toEqual(['cluster']);
+  });
+
+  it("gives a hot-plugged NAD its pool's next device, never one the pod's attachments hold", async () => {
+    const checkpointFile = join(dir, 'checkpoint');
+    const ids = ['0000:af:00.1', '0000:af:00.2'];
+    const entries = [{ PodUID: 'uid-1', ContainerName: 'c', ResourceName: 'intel.com/sriov', DeviceIDs: { '0': ids } }];
+    writeFileSync(checkpointFile, JSON.stringify({ Data: { PodDeviceEntries: entries, RegisteredDevices: {} } }));
+    const devices = {
+      podResourcesSocket: join(dir, 'no.sock'),
+      checkpointFile,
+      cniDevinfoDir: join(dir, 'devinfo-cni'),
+      dpDevinfoDir: join(dir, 'devinfo-dp'),
+    };
+    host = { ...fakeHost(exec, kube), devices };
+    kube.addNad(
+      'ns',
+      'vf',
+      { cniVersion: '1.0.0', type: 'mv' },
+      { 'k8s.v1.cni.cncf.io/resourceName': 'intel.com/sriov' },
+    );
+    const conf = servedConf(() => Buffer.from(JSON.stringify(multusConf())));
+    const plug = (ifName: string) =>
+      runDelegate(delegateCallOf({ ...decodeDelegateBody(body('ADD', { ifName }), {}), network: 'vf' }, conf), deps());
+    for (const ifName of ['net1', 'net2', 'net3']) await plug(ifName);
+    const added = exec.received.filter((c) => c.stdin.type === 'mv');
+    // net3: the NAD's pool alone is best effort, as at pod creation: attached without a device
+    expect(added.map((c) => c.stdin.deviceID)).toEqual([...ids, undefined]);
   });
 
   it('HTTP: 405 for GET, 400 with the CNI code for a bad body, 404 when not enabled', async () => {
