@@ -30,14 +30,14 @@ const RANK = {
   devices: 4,
   routes: 4,
   multus: 5,
-  dra: 5.5,
-  host: 6,
-  hotplug: 7,
-  informers: 7,
-  daemon: 8,
-  install: 8,
-  operator: 8,
-  edge: 9,
+  dra: 6,
+  host: 7,
+  hotplug: 8,
+  informers: 8,
+  daemon: 9,
+  install: 9,
+  operator: 9,
+  edge: 10,
 };
 
 /** The room of a path relative to src/: its first folder, or `edge` for files at the top (cli.ts). */
