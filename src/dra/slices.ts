@@ -17,20 +17,19 @@
  */
 import { createHash } from 'node:crypto';
 import type { DraObject, Nad } from '../k8s/types.ts';
-import { networkDeviceName } from './device-names.ts';
+import {
+  ANY_NETWORK_DEVICE as ANY_DEVICE,
+  DRA_ATTRIBUTE_DOMAIN as DRA_DOMAIN,
+  DRA_CAPACITY_ANNOTATION as CAPACITY_ANNOTATION,
+  DRA_CAPACITY_NAME as ATTACHMENTS_CAPACITY,
+  DRA_DEVICE_ANNOTATION as DEVICE_ANNOTATION,
+  networkDeviceName,
+} from './device-names.ts';
 
-/** The attribute domain of our devices (and of the NAD annotations that publish a NAD). */
-export const DRA_DOMAIN = 'dra.multus.k8s.cni.cncf.io';
-export const DEVICE_ANNOTATION = `${DRA_DOMAIN}/device`;
-export const CAPACITY_ANNOTATION = `${DRA_DOMAIN}/capacity`;
-/** The consumable capacity of a NAD device: pod attachments on this node. */
-export const ATTACHMENTS_CAPACITY = `${DRA_DOMAIN}/attachments`;
 /** The annotation that holds the hash of a slice's content (planSync compares it). */
 export const HASH_ANNOTATION = `${DRA_DOMAIN}/content-hash`;
 /** The multi-network proposal's attribute domain (names still moving: docs/dra-networks.md). */
 const MULTINETWORK = 'multinetwork.networking.k8s.io';
-/** The device of any network. */
-export const ANY_DEVICE = 'any';
 /** What the `networkKind` attributes say of a NAD device: the kind of object the network is. */
 const NETWORK_KIND = 'networkattachmentdefinition';
 

@@ -54,7 +54,11 @@ export class FakeDriverApi extends FakeKube implements SliceWriter {
 }
 
 /** A NAD in the trimmed shape the informer keeps, opted in as a device unless `device` is false. */
-export function nad(namespace: string, name: string, o: { type?: string; capacity?: string; device?: boolean } = {}): Nad {
+export function nad(
+  namespace: string,
+  name: string,
+  o: { type?: string; capacity?: string; device?: boolean } = {},
+): Nad {
   const annotations: Record<string, string> = {};
   if (o.device !== false) annotations['dra.multus.k8s.cni.cncf.io/device'] = 'true';
   if (o.capacity !== undefined) annotations['dra.multus.k8s.cni.cncf.io/capacity'] = o.capacity;

@@ -49,7 +49,14 @@ describe('startSliceSync', () => {
     const api = new FakeDriverApi();
     const source = nadSource([nad('ns', 'a')]);
     const controller = new AbortController();
-    const sync = startSliceSync({ ...O, api, nads: source, log: silentLogger, signal: controller.signal, debounceMs: 1 });
+    const sync = startSliceSync({
+      ...O,
+      api,
+      nads: source,
+      log: silentLogger,
+      signal: controller.signal,
+      debounceMs: 1,
+    });
     await until(() => devicesOf(api).length === 2);
     source.set([nad('ns', 'a'), nad('ns', 'b')]);
     await until(() => devicesOf(api).length === 3);

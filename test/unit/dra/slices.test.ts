@@ -5,15 +5,8 @@
  * slices deleted).
  */
 import { describe, expect, it } from 'vitest';
-import { networkDeviceName } from '../../../src/dra/device-names.ts';
-import {
-  ATTACHMENTS_CAPACITY,
-  HASH_ANNOTATION,
-  desiredSlices,
-  planSync,
-  sliceName,
-  sliceObject,
-} from '../../../src/dra/slices.ts';
+import { DRA_CAPACITY_NAME as ATTACHMENTS_CAPACITY, networkDeviceName } from '../../../src/dra/device-names.ts';
+import { HASH_ANNOTATION, desiredSlices, planSync, sliceName, sliceObject } from '../../../src/dra/slices.ts';
 import type { DraObject } from '../../../src/k8s/types.ts';
 import { nad } from './fake-driver-api.ts';
 
@@ -57,7 +50,9 @@ describe('desiredSlices', () => {
 
   it('takes the type of a conflist from its first plugin, and none from a NAD without config', () => {
     const list = nad('a', 'list');
-    list.spec = { config: JSON.stringify({ cniVersion: '1.0.0', name: 'x', plugins: [{ type: 'ptp' }, { type: 'tuning' }] }) };
+    list.spec = {
+      config: JSON.stringify({ cniVersion: '1.0.0', name: 'x', plugins: [{ type: 'ptp' }, { type: 'tuning' }] }),
+    };
     const bare = nad('a', 'bare');
     bare.spec = {};
     const [, b, l] = desiredSlices([list, bare], O).slices[0]!;
@@ -67,7 +62,10 @@ describe('desiredSlices', () => {
 
   it('skips, with the reason, a bad capacity and a name too long for an attribute', () => {
     const long = 'n'.repeat(65);
-    const { published, skipped } = desiredSlices([nad('a', 'bad', { capacity: '0' }), nad('a', long), nad('a', 'ok')], O);
+    const { published, skipped } = desiredSlices(
+      [nad('a', 'bad', { capacity: '0' }), nad('a', long), nad('a', 'ok')],
+      O,
+    );
     expect(published).toBe(1);
     expect(skipped).toEqual([
       { nad: 'a/bad', why: expect.stringContaining('"0" is not a whole number from 1 to 1000000') },
