@@ -97,7 +97,13 @@ export async function startDraPlugin(o: DraPluginOptions): Promise<DraPlugin> {
   const { settings: s, log, signal } = o;
   const kubelet = await loadKubelet();
   const p = preparer({
-    kube: { ...o.api, getNad: (ns, name) => o.nads.get(ns, name) },
+    // the client's methods, not a spread of it (they live on its class)
+    kube: {
+      getResourceClaim: (ns, name, opts) => o.api.getResourceClaim(ns, name, opts),
+      applyClaimDevices: (ns, name, manager, devices) => o.api.applyClaimDevices(ns, name, manager, devices),
+      createEvent: (event, opts) => o.api.createEvent(event, opts),
+      getNad: (ns, name) => o.nads.get(ns, name),
+    },
     checkpoints: o.checkpoints ?? fileCheckpoints(s.checkpointDir),
     driver: s.driver,
     allowInlineFromClaim: s.allowInlineFromClaim,

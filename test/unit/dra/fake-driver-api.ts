@@ -82,3 +82,46 @@ export function nadSource(initial: Nad[] = []): NadSource & { set(nads: Nad[]): 
     },
   };
 }
+
+export const DRIVER = 'multus.k8s.cni.cncf.io';
+
+/** An allocated claim: results [request, driver, device, shareID?], opaque configs per request. */
+export function claim(
+  name: string,
+  uid: string,
+  results: [string, string, string, string?][],
+  configs: { requests: string[]; parameters: object; source?: string }[] = [],
+  reservedFor: string[] = ['pod-a'],
+): DraObject {
+  const config = configs.map((c) => ({
+    source: c.source ?? 'FromClaim',
+    requests: c.requests,
+    opaque: { driver: DRIVER, parameters: c.parameters },
+  }));
+  return {
+    metadata: { namespace: 'ns1', name, uid },
+    spec: { devices: { requests: results.map(([r]) => ({ name: r })) } },
+    status: {
+      allocation: {
+        devices: {
+          results: results.map(([request, driver, device, shareID]) => ({
+            request,
+            driver,
+            pool: 'node-1',
+            device,
+            ...(shareID ? { shareID } : {}),
+          })),
+          config,
+        },
+      },
+      reservedFor: reservedFor.map((p) => ({ resource: 'pods', name: p, uid: `uid-${p}` })),
+    },
+  };
+}
+
+export const selection = (name: string, extra: object = {}) => ({
+  apiVersion: 'dra.multus.k8s.cni.cncf.io/v1alpha1',
+  kind: 'NetworkSelection',
+  name,
+  ...extra,
+});
