@@ -52,6 +52,8 @@ export interface NadSource {
   list(): Nad[];
   /** Calls `listener` after each NAD change; returns the unsubscribe. */
   onChange(listener: () => void): () => void;
+  /** False while the list is not complete yet (an informer before its first list): no sync then, for up to a minute. */
+  synced?(): boolean;
 }
 
 export interface SliceSyncOptions extends SliceOptions {
@@ -84,6 +86,7 @@ export function startSliceSync(o: SliceSyncOptions): SliceSync {
   let running = false;
   let again = false;
   let failures = 0;
+  let waited = 0;
   let reportedSkips = '';
   const waiters: ((r: SyncResult) => void)[] = [];
   const schedule = (ms: number, force = false): void => {
@@ -94,6 +97,10 @@ export function startSliceSync(o: SliceSyncOptions): SliceSync {
   async function run(force = false): Promise<void> {
     if (running) {
       again = true;
+      return;
+    }
+    if (o.nads.synced?.() === false && waited++ < 120) {
+      schedule(500, force); // a slice of half the NADs would be withdrawn again in a moment
       return;
     }
     running = true;

@@ -74,6 +74,20 @@ describe('startSliceSync', () => {
     controller.abort();
   });
 
+  it('waits for the NAD list to be complete before the first sync', async () => {
+    const api = new FakeDriverApi();
+    let complete = false;
+    const source = { ...nadSource([nad('ns', 'a')]), synced: () => complete };
+    const controller = new AbortController();
+    startSliceSync({ ...O, api, nads: source, log: silentLogger, signal: controller.signal });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(api.received).toEqual([]);
+    complete = true;
+    await until(() => devicesOf(api).length === 2);
+    expect(api.slices.map((s) => (s.spec!.pool as { generation: number }).generation)).toEqual([1]);
+    controller.abort();
+  });
+
   it('tries again after a failure', async () => {
     const api = new FakeDriverApi();
     api.failures.listResourceSlices = [new FakeKubeError(503, 'unavailable')];
