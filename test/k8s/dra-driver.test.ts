@@ -4,7 +4,8 @@
  *
  *   - the node's ResourceSlices (src/dra/slice-sync.ts) published from the NADs the informer holds: one slice owned by
  *     the Node, `any` and one device per opted-in NAD with its attributes, the capacity and allowMultipleAllocations
- *     as the API keeps them (consumable capacity, KEP-5075); following a NAD opted out and a NAD deleted (a new
+ *     as the API keeps them (consumable capacity, KEP-5075: the gate DRAConsumableCapacity is beta and on by default
+ *     since 1.36, so the apiserver needs no flag); following a NAD opted out and a NAD deleted (a new
  *     pool generation each time); `multus install`'s uninstall (deleteDraSlices) removes them;
  *   - prepare (src/dra/prepare.ts) through the lean client: a good claim answered with its device and no status
  *     write; a claim naming a NAD that does not exist refused: status.devices gets Ready=False written by
