@@ -21,7 +21,7 @@ import type { Host } from '../host/host.ts';
 import type { DoorInput } from '../multus/call-context.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { NetworkSelection } from '../multus/selection.ts';
-import { parseSelectionElement } from '../multus/selection.ts';
+import { NETWORKS_ANNOTATION, parseSelectionElement } from '../multus/selection.ts';
 import { isObject } from '../base/json.ts';
 import type { CallEnv, Env, RequestCommand } from '../cni/request.ts';
 import { parseCniArgs, parseK8sArgs } from '../cni/cniargs.ts';
@@ -72,7 +72,7 @@ export function selectionOf(req: DelegateRequest, podNamespace: string): Network
   if (ips !== undefined && ips !== null) element.ips = ips;
   if (mac !== undefined && mac !== null && mac !== '') element.mac = mac;
   if (cniArgs !== undefined && cniArgs !== null) element['cni-args'] = cniArgs;
-  return parseSelectionElement(element, podNamespace);
+  return parseSelectionElement(element, podNamespace, 'element 0', NETWORKS_ANNOTATION);
 }
 
 /** The `/delegate` door's edge: the wire request as a hot-plug call, CNI_ARGS and the attributes parsed here. */

@@ -48,6 +48,8 @@ export interface GrantDeps {
   kube: DraApi | undefined;
   log: Logger;
   devices?: ResourceMapDeps;
+  /** The pod's DRA reads of this call, when the caller made some already (its claims' networks). */
+  lookup?: DraLookup;
 }
 
 interface Pool {
@@ -267,7 +269,7 @@ export async function gatherDevices(
   const naming = wants.some((w) => w.claim);
   if (naming && !deps.kube) return { ...facts, noApi: true };
   if (!pooling && !naming) return facts;
-  const lookup = deps.kube ? new DraLookup(deps.kube, pod, {}) : undefined;
+  const lookup = deps.lookup ?? (deps.kube ? new DraLookup(deps.kube, pod, {}) : undefined);
   for (const w of wants) {
     if (!w.claim || facts.named.has(claimKey(w.claim))) continue;
     const found = await claimRequestDevices(pod, w.claim, deps.kube!, lookup!).catch((e: unknown) =>

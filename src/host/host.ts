@@ -23,6 +23,7 @@ import { refuseNestedExec } from '../multus/nesting.ts';
 import { realReadinessDeps } from '../multus/readiness.ts';
 import type { NetnsRouteDeps } from '../routes/netns-routes.ts';
 import type { Env } from '../cni/request.ts';
+import type { ClaimNetworkSource } from '../multus/claim-attach.ts';
 
 /** The seams of a process (multus/call-context.ts `Seams`, one object for every call) and what it keeps. */
 export interface Host extends Seams {
@@ -30,6 +31,8 @@ export interface Host extends Seams {
   logger(conf: MultusConf): Logger;
   /** A container's lock (base/file-lock.ts), taken by host/prepare.ts for ADD, CHECK and DEL of every door. */
   lock(path: string, waitMs: number): Promise<FileLock | 'timeout'>;
+  /** The resident daemon's host: it serves claim networks; the thin plugin's refuses them (docs/behaviour.md#claim-networks). */
+  resident: boolean;
   /** Closes kept connections; the host serves no request after it. */
   close(): void;
 }
@@ -45,6 +48,8 @@ export interface HostOptions {
   devices?: DeviceDeps;
   /** The container lock (tests inject an in-process one: the real one needs Bun). */
   lock?: Host['lock'];
+  /** The resident daemon's host (Host.resident). */
+  resident?: boolean;
 }
 
 export function createHost(o: HostOptions): Host {
@@ -59,6 +64,8 @@ export function createHost(o: HostOptions): Host {
     lock: o.lock ?? lockFile,
     ...(o.routes ? { routes: o.routes } : {}),
     ...(o.devices ? { devices: o.devices } : {}),
+    resident: o.resident === true,
+    claimNetworks: o.resident === true ? serveClaimNetworks : refuseClaimNetworks,
     logger(conf) {
       let log = loggers.get(conf);
       if (!log) {
@@ -92,6 +99,15 @@ export function createHost(o: HostOptions): Host {
     },
   };
 }
+
+/**
+ * dra/claim-delegates.ts, loaded only when a call with `draNetworks` meets a pod with DRA claims: the thin plugin
+ * never parses it otherwise.
+ */
+const serveClaimNetworks: ClaimNetworkSource = async (pod, conf, deps) =>
+  (await import('../dra/claim-delegates.ts')).serveClaimNetworks(pod, conf, deps);
+const refuseClaimNetworks: ClaimNetworkSource = async (pod, conf, deps) =>
+  (await import('../dra/claim-delegates.ts')).refuseClaimNetworks(pod, conf, deps);
 
 /**
  * The Kubernetes client, only when the config names a kubeconfig or the in-cluster service environment is

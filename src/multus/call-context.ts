@@ -24,6 +24,7 @@ import type { NetnsRouteDeps } from '../routes/netns-routes.ts';
 import type { Attachment } from './attachments.ts';
 import type { Clock } from '../base/backoff.ts';
 import type { ResolveDeps } from './podnetworks.ts';
+import type { ClaimNetworkSource } from './claim-attach.ts';
 import { capabilityArgsFor, delegateArgsFor } from './attachments.ts';
 import type { ReadinessDeps } from './readiness.ts';
 import { checkReadinessOnce, waitForReadiness } from './readiness.ts';
@@ -44,6 +45,8 @@ export interface Seams {
   routes?: NetnsRouteDeps;
   /** Device sources and device-info directories (tests point them at temp dirs). */
   devices?: DeviceDeps;
+  /** The networks of the pod's claims of our DRA driver (the host's: docs/behaviour.md#claim-networks). */
+  claimNetworks?: ClaimNetworkSource;
 }
 
 export interface DeviceDeps extends ResourceMapDeps {
@@ -193,7 +196,12 @@ export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command
 }
 
 export function resolveDeps(kube: KubeClient | undefined, ctx: CallContext): ResolveDeps {
-  return { kube, log: ctx.log, ...(ctx.seams.devices ? { devices: ctx.seams.devices } : {}) };
+  return {
+    kube,
+    log: ctx.log,
+    ...(ctx.seams.devices ? { devices: ctx.seams.devices } : {}),
+    ...(ctx.seams.claimNetworks ? { claimNetworks: ctx.seams.claimNetworks } : {}),
+  };
 }
 
 /** ADD, STATUS and GC wait for the readiness indicator file (docs/behaviour.md#npwg); CHECK does not. */

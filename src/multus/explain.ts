@@ -25,6 +25,8 @@ import { capabilityArgsFor, delegateArgsFor } from './attachments.ts';
 import { gatherInputs, planAdd } from './plan-add.ts';
 import { PARALLEL_ATTACHMENTS, attachmentSteps } from './overlap.ts';
 import type { PodLookup } from './pod-delegates.ts';
+import type { ClaimNetworkSource } from './claim-attach.ts';
+import { claimRefOf } from './claim-attach.ts';
 
 export interface PlannedPlugin {
   type: string;
@@ -46,6 +48,8 @@ export interface PlannedAttachment {
   deviceId?: string;
   /** The element's `resourceClaim` (docs/behaviour.md#claim-request): its device is read at ADD. */
   resourceClaim?: { claimName: string; requestName: string };
+  /** A network of a claim of our DRA driver (docs/behaviour.md#claim-networks): its claim, request and device. */
+  claimNetwork?: { claim: string; request: string; device: string };
 }
 
 export interface PlanError {
@@ -93,7 +97,7 @@ export async function explainAdd(
   name: string,
   kube: KubeClient,
   log: Logger,
-  opts: { devices?: ResourceMapDeps } = {},
+  opts: { devices?: ResourceMapDeps; claimNetworks?: ClaimNetworkSource } = {},
 ): Promise<Explanation> {
   const errors: PlanError[] = [];
   const ro = readOnly(kube);
@@ -122,6 +126,7 @@ export async function explainAdd(
 }
 
 function describeAttachment(a: Attachment, conf: MultusConf, k8s: K8sArgs): PlannedAttachment {
+  const claim = claimRefOf(a);
   const capabilityArgs = capabilityArgsFor(a, conf.runtimeConfig);
   return {
     ifName: a.ifName,
@@ -140,6 +145,9 @@ function describeAttachment(a: Attachment, conf: MultusConf, k8s: K8sArgs): Plan
     ...(a.request.deviceID ? { deviceId: a.request.deviceID } : {}),
     ...(a.request.claimRequest
       ? { resourceClaim: a.request.claimRequest as unknown as { claimName: string; requestName: string } }
+      : {}),
+    ...(claim
+      ? { claimNetwork: { claim: `${claim.namespace}/${claim.claim}`, request: claim.request, device: claim.device } }
       : {}),
   };
 }
@@ -166,6 +174,8 @@ export function formatExplanation(x: Explanation): string {
     } else if (a.deviceId) lines.push(`       device: ${a.deviceId}${pool}`);
     else if (a.resourceName)
       lines.push(`       device: one of ${a.resourceName} (the kubelet's map is not readable here)`);
+    const c = a.claimNetwork;
+    if (c) lines.push(`       from request "${c.request}" of ResourceClaim ${c.claim} (device ${c.device})`);
   });
   if (x.attachments.length === 0) lines.push('  (no attachment)');
   if (x.steps && x.attachments.length > 0) {

@@ -20,6 +20,8 @@ import { injectDeviceIdIntoNetwork } from '../devices/devices.ts';
 import type { MultusConf } from './conf.ts';
 import { resolveStaticNetworks } from './conf.ts';
 import { PoolRefused, delegateFromNad } from './nad.ts';
+import type { ClaimNetwork, ClaimNetworkRef } from './claim-attach.ts';
+import { inlineDisplayName } from './claim-attach.ts';
 import type { AttachmentSource, Delegate } from './attachments.ts';
 import type { NetworkSelection } from './selection.ts';
 import {
@@ -42,8 +44,10 @@ export interface PodNetworks {
   lookup: PodLookup;
   /** clusterNetwork's and defaultNetworks' plain names found as NADs in multusNamespace, or why they could not be read. */
   clusterNads: Map<string, Nad> | CniError;
-  /** Each NAD the pod's annotations name, by `namespace/name`. */
+  /** Each NAD the pod's annotations or its claim networks name, by `namespace/name`. */
   nads: Map<string, NadRead>;
+  /** With `draNetworks`, the pod's networks from claims of our DRA driver and their refusals, or why none were read. */
+  claims?: { networks: ClaimNetwork[]; errors: CniError[] } | CniError;
 }
 
 /** A Warning event on the pod; `after` is the number of errors the planning had met when it was raised. */
@@ -118,12 +122,17 @@ export function assertIsolation(
   conf: MultusConf,
   pod: PodNamed,
   sel: Pick<NetworkSelection, 'namespace' | 'name'>,
+  where: string = NETWORKS_ANNOTATION,
 ): void {
   if (!conf.namespaceIsolation) return;
   withPod(pod, 'error loading k8s delegates', () =>
-    checkNamespaceIsolation([sel], pod.metadata.namespace, conf.globalNamespaces),
+    checkNamespaceIsolation([sel], pod.metadata.namespace, conf.globalNamespaces, where),
   );
 }
+
+/** Where a claim network's NAD is named, for messages: `ResourceClaim <namespace>/<claim> request <request>`. */
+export const claimWhere = (ref: ClaimNetworkRef): string =>
+  `ResourceClaim ${ref.namespace}/${ref.claim} request ${ref.request}`;
 
 function selectionDelegate(
   conf: MultusConf,
@@ -132,12 +141,14 @@ function selectionDelegate(
   sel: NadRef,
   source: AttachmentSource,
   sink: PlanSink,
+  claim?: string,
 ): Delegate {
   const read = networks.nads.get(nadKey(sel)) ?? { kind: 'missing' };
   if (read.kind === 'error') throw read.error;
   if (read.kind === 'missing') {
     const annotation = source === 'cluster' ? DEFAULT_NETWORK_ANNOTATION : NETWORKS_ANNOTATION;
-    const error = missingNad(sel, `create it, or fix the pod's ${annotation} annotation`);
+    const fix = claim ? `the config of ${claim}` : `the pod's ${annotation} annotation`;
+    const error = missingNad(sel, `create it, or fix ${fix}`);
     sink.events.push({ reason: 'NoNetworkFound', message: error.msg, after: sink.errors.length });
     throw error;
   }
@@ -191,6 +202,33 @@ export function resolveDelegates(
       return selectionDelegate(conf, networks, pod, sel, 'selection', sink);
     });
     if (delegate) delegates.push(delegate);
+  }
+  return [...delegates, ...claimDelegates(conf, networks, pod, sink)];
+}
+
+/**
+ * docs/behaviour.md#claim-networks: the delegates of the pod's claims of our DRA driver, after the annotation's: a
+ * NAD selection goes the annotation's way (namespace isolation, the NAD, its events), an inline network is taken as
+ * dra/ loaded it; each carries its claim reference (`claimNetwork`) for the caches, the status and DEL.
+ */
+function claimDelegates(conf: MultusConf, networks: PodNetworks, pod: Pod, sink: PlanSink): Delegate[] {
+  const found = networks.claims;
+  if (found === undefined) return [];
+  if (found instanceof CniError) return (sink.errors.push(found), []);
+  sink.errors.push(...found.errors);
+  const delegates: Delegate[] = [];
+  for (const c of found.networks) {
+    const where = claimWhere(c.ref);
+    const delegate = attempt(sink, undefined, (): Delegate => {
+      if ('network' in c) {
+        const request = c.ifName ? { ifname: c.ifName } : {};
+        return { network: c.network, displayName: inlineDisplayName(c.ref), request, source: 'selection' };
+      }
+      assertIsolation(conf, pod, c.selection, where);
+      return selectionDelegate(conf, networks, pod, c.selection, 'selection', sink, where);
+    });
+    const claimNetwork = { ...c.ref } as Record<string, unknown>;
+    if (delegate) delegates.push({ ...delegate, request: { ...delegate.request, claimNetwork } });
   }
   return delegates;
 }

@@ -24,12 +24,15 @@ import { backoffSchedule } from '../base/backoff.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
 import type { DeviceFacts } from '../devices/attachment-devices.ts';
 import { gatherDevices } from '../devices/attachment-devices.ts';
+import { DraLookup, hasDraClaims } from '../devices/dra.ts';
+import type { ClaimNetworkSource } from './claim-attach.ts';
 import { delegateFromNad } from './nad.ts';
 import type { AttachmentSource, Delegate } from './attachments.ts';
 import type { NetworkSelection } from './selection.ts';
 import type { NadRead, PodLookup, PodNetworks } from './pod-delegates.ts';
 import {
   assertIsolation,
+  claimWhere,
   deviceWants,
   missingNad,
   nadKey,
@@ -141,6 +144,8 @@ export interface ResolveDeps {
   log: Logger;
   /** Where the kubelet's pod-resources socket and device checkpoint are (tests point elsewhere). */
   devices?: ResourceMapDeps;
+  /** The pod's networks from claims of our DRA driver, with `draNetworks` (the host's; multus/claim-attach.ts). */
+  claimNetworks?: ClaimNetworkSource;
 }
 
 async function fetchNad(kube: KubeClient, namespace: string, name: string): Promise<Nad | undefined> {
@@ -231,18 +236,62 @@ function namedNads(conf: MultusConf, pod: Pod, stopEarly: boolean): NadRef[] {
   return refs;
 }
 
+/** Reads `ref` into `nads` once; false when the read refused (missing or unreadable). */
+async function readNad(kube: KubeClient, ref: NadRef, nads: Map<string, NadRead>): Promise<boolean> {
+  const known = nads.get(nadKey(ref));
+  if (known) return known.kind === 'found';
+  const read = await fetchNad(kube, ref.namespace, ref.name).then(
+    (nad): NadRead => (nad ? { kind: 'found', nad } : { kind: 'missing' }),
+    (e: unknown): NadRead => ({ kind: 'error', error: toCniError(e) }),
+  );
+  nads.set(nadKey(ref), read);
+  return read.kind === 'found';
+}
+
 /**
- * Reads what the pod's networks need (I/O): the configured networks' NADs, then each NAD the pod's annotations name,
- * once each. A refused read is kept for the planner to report in its place; with `stopEarly` (ADD) nothing is read
- * past the first one.
+ * docs/behaviour.md#claim-networks: with `draNetworks`, the pod's networks from claims of our DRA driver, through the
+ * host's source (its claim reads shared with the device lookup, `dra`), and the NADs they name that namespace
+ * isolation lets the pod use.
  */
-export async function gatherPodNetworks(
+async function readClaimNetworks(
+  conf: MultusConf,
+  pod: Pod,
+  deps: ResolveDeps,
+  dra: DraLookup,
+  nads: Map<string, NadRead>,
+): Promise<PodNetworks['claims']> {
+  if (!deps.kube || !conf.draNetworks || !deps.claimNetworks || !hasDraClaims(pod)) return undefined;
+  let claims;
+  try {
+    claims = await deps.claimNetworks(pod, conf, { kube: deps.kube, log: deps.log, lookup: dra });
+  } catch (e) {
+    return toCniError(e);
+  }
+  for (const c of claims.networks) {
+    if (!('selection' in c)) continue;
+    try {
+      assertIsolation(conf, pod, c.selection, claimWhere(c.ref)); // a NAD the pod may not name is never read
+    } catch {
+      continue;
+    }
+    await readNad(deps.kube, c.selection, nads);
+  }
+  return claims;
+}
+
+/**
+ * Reads what the pod's networks need (I/O): the configured networks' NADs, each NAD the pod's annotations name, and
+ * its claim networks, each NAD once. A refused read is kept for the planner to report in its place; with `stopEarly`
+ * (ADD) nothing is read past the first one.
+ */
+async function gatherPodNetworks(
   conf: MultusConf,
   podNamespace: string,
   lookup: PodLookup,
-  kube: KubeClient | undefined,
+  deps: ResolveDeps & { dra: DraLookup | undefined },
   stopEarly: boolean,
 ): Promise<PodNetworks> {
+  const { kube } = deps;
   const nads = new Map<string, NadRead>();
   let cluster: Map<string, Nad> | CniError;
   try {
@@ -253,15 +302,10 @@ export async function gatherPodNetworks(
   }
   if (lookup.kind !== 'found' || !kube) return { lookup, clusterNads: cluster, nads };
   for (const ref of namedNads(conf, lookup.pod, stopEarly)) {
-    if (nads.has(nadKey(ref))) continue;
-    const read = await fetchNad(kube, ref.namespace, ref.name).then(
-      (nad): NadRead => (nad ? { kind: 'found', nad } : { kind: 'missing' }),
-      (e: unknown): NadRead => ({ kind: 'error', error: toCniError(e) }),
-    );
-    nads.set(nadKey(ref), read);
-    if (stopEarly && read.kind !== 'found') break;
+    if (!(await readNad(kube, ref, nads)) && stopEarly) return { lookup, clusterNads: cluster, nads };
   }
-  return { lookup, clusterNads: cluster, nads };
+  const claims = deps.dra ? await readClaimNetworks(conf, lookup.pod, deps, deps.dra, nads) : undefined;
+  return { lookup, clusterNads: cluster, nads, ...(claims ? { claims } : {}) };
 }
 
 /** What a pod's delegates are planned from: its networks and, when some delegate wants one, its devices. */
@@ -284,12 +328,19 @@ export async function gatherPodInputs(
   deps: ResolveDeps,
   opts: { stopEarly: boolean; kubeletOptional?: boolean },
 ): Promise<PodInputs> {
-  const networks = await gatherPodNetworks(conf, k8s.podNamespace, lookup, deps.kube, opts.stopEarly);
+  const found = lookup.kind === 'found' ? lookup.pod : undefined;
+  const dra = found && deps.kube ? new DraLookup(deps.kube, found, {}) : undefined;
+  const networks = await gatherPodNetworks(conf, k8s.podNamespace, lookup, { ...deps, dra }, opts.stopEarly);
   if (lookup.kind !== 'found') return { networks, devices: undefined };
   const sink = newSink();
   const delegates = resolveDelegates(conf, k8s.podNamespace, networks, sink);
   if (opts.stopEarly && sink.errors.length > 0) return { networks, devices: undefined };
-  const grantDeps = { kube: deps.kube, log: deps.log, ...(deps.devices ? { devices: deps.devices } : {}) };
+  const grantDeps = {
+    kube: deps.kube,
+    log: deps.log,
+    ...(deps.devices ? { devices: deps.devices } : {}),
+    ...(dra ? { lookup: dra } : {}),
+  };
   const gather = opts.kubeletOptional ? { kubeletOptional: true } : {};
   const devices = await gatherDevices(deviceWants(delegates), lookup.pod, grantDeps, gather);
   return { networks, devices };
