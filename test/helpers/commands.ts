@@ -11,22 +11,22 @@ import { callContext } from '../../src/multus/call-context.ts';
 import type { MultusConf } from '../../src/multus/conf.ts';
 
 /** A command's seams, with what a door would add: the call's logger and the environment delegates inherit. */
-export interface CommandDeps extends Seams {
+export interface TestSeams extends Seams {
   log: Logger;
   env: Env;
 }
 
-export function withContext(req: CniRequest, conf: MultusConf, deps: CommandDeps): [CallContext] {
+export function withContext(req: CniRequest, conf: MultusConf, deps: TestSeams): [CallContext] {
   return [callContext(doorInputOf(req, conf, deps.env), deps, deps.log)];
 }
 
 /** A command's deps with Kubernetes: `exec` and `kube` given, readiness always met, a real clock, no log. */
-export function kubeDeps(exec: Exec, kube: KubeClient): CommandDeps {
+export function kubeDeps(exec: Exec, kube: KubeClient): TestSeams {
   return { ...localDeps(exec), kube: async () => kube, clock: { now: () => Date.now(), sleep: async () => {} } };
 }
 
 /** A command's deps without Kubernetes: `exec` given, readiness always met, the clock at 0, no log. */
-export function localDeps(exec: Exec): CommandDeps {
+export function localDeps(exec: Exec): TestSeams {
   return {
     exec,
     log: silentLogger,

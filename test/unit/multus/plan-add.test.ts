@@ -12,7 +12,7 @@ import { toCniError } from '../../../src/base/errors.ts';
 import { silentLogger } from '../../../src/base/log.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
 import { cmdAdd } from '../../../src/multus/commands/add.ts';
-import type { CommandDeps } from '../../helpers/commands.ts';
+import type { TestSeams } from '../../helpers/commands.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
 import { explainAdd } from '../../../src/multus/explain.ts';
 import { kubeDeps, withContext } from '../../helpers/commands.ts';
@@ -204,7 +204,7 @@ function world(c: Case) {
   const exec = new FakeExec('p0', 'pa', 'pb', 'pc', 'pk', 'passthru', 'tuning');
   const devices = giveDevices(kube, c.devices);
   const devinfo = { cniDevinfoDir: join(dir, 'devinfo-cni'), dpDevinfoDir: join(dir, 'devinfo-dp') };
-  const deps: CommandDeps = { ...kubeDeps(exec, kube), devices: { ...devices, ...devinfo } };
+  const deps: TestSeams = { ...kubeDeps(exec, kube), devices: { ...devices, ...devinfo } };
   const stdin = Buffer.from(JSON.stringify(conf));
   const env = {
     CNI_CONTAINERID: 'c1d'.repeat(21) + 'f', // 64 hex characters, as runtimes send
