@@ -103,8 +103,7 @@ export async function runDelegate(call: DelegateCall, deps: DelegateDeps): Promi
 async function runPrepared(call: DelegateCall, ctx: CallContext, deps: DelegateDeps): Promise<CniResult | null> {
   const { op, sandbox } = ctx;
   if (op === 'STATUS') {
-    if (call.config.length > 0)
-      await statusNetwork(parseNetwork(call.config, { source: 'the /delegate config' }), ctx.net);
+    if (call.config.length > 0) await statusNetwork(parseNetwork(call.config, { source: 'the /delegate config' }), ctx);
     return null;
   }
   const kube = await ctx.kube();

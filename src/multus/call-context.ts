@@ -102,7 +102,10 @@ export interface CallContext {
   seams: Seams;
   /** The Kubernetes client for the call's config, undefined when it names none (loaded on first call). */
   kube(): Promise<KubeClient | undefined>;
-  /** What libcni's runs of this call take (cni/libcni.ts): the plugin dirs, the environment, the deadline, the signal. */
+  /**
+   * What libcni's runs of this call take besides `log` (cni/libcni.ts `NetworkCaller`, which the context is): the
+   * plugin dirs, the environment, the deadline, the signal.
+   */
   net: NetworkDeps;
   /** Where CNIDeviceInfoFiles are written, and where device plugins leave theirs (docs/behaviour.md#device-info). */
   devinfoDir: string;
@@ -140,7 +143,6 @@ export function callContext(input: DoorInput, seams: Seams, log: Logger): CallCo
     dpDevinfoDir: seams.devices?.dpDevinfoDir ?? DP_DEVINFO_DIR,
     net: {
       exec: seams.exec,
-      log,
       path: pluginDirs(conf.binDir, input.pluginPath ?? [], log),
       baseEnv,
       cniDir: conf.cniDir,

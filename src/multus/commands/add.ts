@@ -121,7 +121,7 @@ async function addAttachments(ctx: CallContext, attachments: Attachment[], added
     async (i) => {
       const attachment = attachments[i]!;
       copyDeviceInfo(ctx, attachment);
-      const result = await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx.net);
+      const result = await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx);
       await post(i, result);
       return result;
     },
@@ -238,7 +238,7 @@ function writeNetworkStatus(
  */
 async function rollback(ctx: CallContext, attachments: Attachment[]): Promise<void> {
   const run = await runAttachments(attachments, { parallel: ctx.conf.parallelAttachments, reverse: true }, (i) =>
-    delNetwork(attachments[i]!.network, runtimeConfFor(ctx, attachments[i]!, 'DEL'), ctx.net),
+    delNetwork(attachments[i]!.network, runtimeConfFor(ctx, attachments[i]!, 'DEL'), ctx),
   );
   for (const { index, error } of run.failures) {
     const { network, ifName } = attachments[index]!;

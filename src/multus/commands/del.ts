@@ -77,7 +77,7 @@ export async function cmdDel(ctx: CallContext): Promise<void> {
 async function deleteAll(ctx: CallContext, teardowns: Teardown[]): Promise<CniError[]> {
   const run = await runAttachments(teardowns, { parallel: ctx.conf.parallelAttachments, reverse: true }, async (i) => {
     const { network, rt, cached } = teardowns[i]!;
-    await delNetwork(network, rt, ctx.net, cached);
+    await delNetwork(network, rt, ctx, cached);
     removeDeviceInfoOf(ctx, rt);
   });
   return run.failures.map(({ index, error }) => {
