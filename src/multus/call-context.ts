@@ -23,7 +23,6 @@ import type { Logger } from '../base/log.ts';
 import type { NetnsRouteDeps } from '../routes/netns-routes.ts';
 import type { Attachment } from './attachments.ts';
 import type { Clock } from '../base/backoff.ts';
-import type { ResolveDeps } from './podnetworks.ts';
 import type { ClaimNetworkSource } from './claim-attach.ts';
 import { capabilityArgsFor, delegateArgsFor } from './attachments.ts';
 import type { ReadinessDeps } from './readiness.ts';
@@ -194,15 +193,6 @@ export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command
     ifName: attachment.ifName,
     args: delegateArgsFor(attachment, ctx.sandbox.pod, ctx.runtimePairs, command),
     capabilityArgs,
-  };
-}
-
-export function resolveDeps(kube: KubeClient | undefined, ctx: CallContext): ResolveDeps {
-  return {
-    kube,
-    log: ctx.log,
-    ...(ctx.seams.devices ? { devices: ctx.seams.devices } : {}),
-    ...(ctx.seams.claimNetworks ? { claimNetworks: ctx.seams.claimNetworks } : {}),
   };
 }
 

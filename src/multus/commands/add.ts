@@ -32,16 +32,12 @@ import { addedInterfaceEvents, editNetworkStatus, emitEvents } from '../publish.
 import type { CniResult } from '../../cni/result-model.ts';
 import type { PluginResult } from '../../cni/result.ts';
 import type { CallContext } from '../call-context.ts';
-import { copyDeviceInfo, deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from '../call-context.ts';
+import { copyDeviceInfo, deviceInfoFileOf, podTag, runtimeConfFor } from '../call-context.ts';
 
 export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
   const { sandbox, conf } = ctx;
   const kube = await ctx.kube();
-  const lookup = await lookupPod(kube, ctx.sandbox.pod, 'ADD', {
-    clock: ctx.seams.clock,
-    log: ctx.log,
-    conf: ctx.conf,
-  });
+  const lookup = await lookupPod(kube, ctx.sandbox.pod, 'ADD', ctx);
   if (lookup.kind === 'unknown' && kube)
     ctx.log.verbose(`${podTag(ctx)}: ${lookup.reason}: attaching the configured networks only`);
   const call = {
@@ -51,7 +47,7 @@ export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
     containerId: sandbox.containerId,
     tag: podTag(ctx),
   };
-  const plan = planAdd(await gatherInputs(call, lookup, resolveDeps(kube, ctx), 'add'));
+  const plan = planAdd(await gatherInputs(call, lookup, kube, ctx, 'add'));
   if (kube && lookup.kind === 'found') {
     const warnings = eventsBeforeFirstError(plan).map((e) => ({
       type: 'Warning' as const,
