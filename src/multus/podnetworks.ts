@@ -342,14 +342,7 @@ export async function gatherPodInputs(
   const sink = newSink();
   const delegates = resolveDelegates(conf, k8s.podNamespace, networks, sink);
   if (opts.stopEarly && sink.errors.length > 0) return { networks, devices: undefined };
-  const deviceDirs = ctx.seams.devices;
-  const grantDeps = {
-    kube,
-    log: ctx.log,
-    ...(deviceDirs ? { devices: deviceDirs } : {}),
-    ...(dra ? { lookup: dra } : {}),
-  };
-  const gather = opts.kubeletOptional ? { kubeletOptional: true } : {};
-  const devices = await gatherDevices(deviceWants(delegates), lookup.pod, grantDeps, gather);
+  const gather = { ...(opts.kubeletOptional ? { kubeletOptional: true } : {}), ...(dra ? { lookup: dra } : {}) };
+  const devices = await gatherDevices(deviceWants(delegates), lookup.pod, kube, ctx, gather);
   return { networks, devices };
 }
