@@ -184,7 +184,7 @@ export async function tsAndGoThin(rc, tag, extra, daemonKeys) {
  * mode is what the launcher's own exec costs a call (docs/build.md, "The launcher"). A reason string when build/multus
  * carries no launcher.
  */
-function directMode(exe, conf) {
+export function directMode(exe, conf) {
   const payload = launcherPayload(exe);
   if (!payload) return `${exe} is not the launcher with its Bun executable beside it`;
   const env = (e) => ({
