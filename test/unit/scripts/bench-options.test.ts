@@ -81,3 +81,13 @@ describe('--api-latency-ms', () => {
     }
   });
 });
+
+describe('--apiserver-restart', () => {
+  it('is off unless asked for, and takes no value', () => {
+    expect(parseArgs(['--scenario', 'cluster']).apiserverRestart).toBe(false);
+    expect(parseArgs(['--scenario', 'cluster', '--apiserver-restart', '--nodes', '5000'])).toMatchObject({
+      apiserverRestart: true,
+      nodes: 5000,
+    });
+  });
+});
