@@ -7,7 +7,8 @@
  * per informer and no LIST response to hold whole (docs/resident.md, "Informers"). An API server that refuses
  * the parameter (the WatchList feature off: 4xx) gets the old way for the informer's life: a LIST in pages of
  * 500, then a watch from its resourceVersion. A watch the server ends resumes at once from the last
- * resourceVersion seen (events and bookmarks); 410 Gone starts over (the cache replaced, changes announced); any
+ * resourceVersion seen (events and bookmarks); 410 Gone starts over (the initial events again, not older than that
+ * resourceVersion: from the API server's watch cache; the cache replaced, changes announced); any
  * other error stops the watch, reports "not synced", and starts again with backoff (1 s doubling to 30 s,
  * jittered). The initial objects' arrival (watch or list) is reported to the metrics. informers.ts builds the pod
  * and NAD informers from it.
@@ -269,8 +270,10 @@ class WatchInformer implements Informer {
     if (s.stopped) return;
     const status = e.code ?? httpStatusOf(e.err);
     if (status === 410) {
-      this.o.log.verbose(`informer ${this.name}: resourceVersion ${s.rv} is gone; starting over`);
-      Object.assign(s, { complete: false, watching: false, rv: '' });
+      // the initial events again, not older than s.rv: the API server serves them from its watch cache without
+      // asking etcd first, as client-go's relist does (docs/resident.md, "Informers")
+      this.o.log.verbose(`informer ${this.name}: resourceVersion ${s.rv} is gone; starting over from the watch cache`);
+      Object.assign(s, { complete: false, watching: false });
       this.report();
       return this.schedule(0);
     }
@@ -294,6 +297,7 @@ class WatchInformer implements Informer {
     if (withInitial) {
       q.set('sendInitialEvents', 'true');
       q.set('resourceVersionMatch', 'NotOlderThan');
+      if (s.rv) q.set('resourceVersion', s.rv);
     } else {
       if (!s.complete) {
         const list = await timedCall(this.o.metrics, 'list', this.name, () =>

@@ -151,6 +151,9 @@ describe('informer: initial objects through the watch', () => {
     expect(inf!.synced()).toBe(false);
     await until('the second watch', () => opened.length === 2);
     expect(opened[1]!.query.sendInitialEvents).toBe('true');
+    // not older than what the cache had seen: served from the API server's watch cache (no read from etcd first)
+    expect(opened[1]!.query.resourceVersion).toBe('7');
+    expect(opened[1]!.query.resourceVersionMatch).toBe('NotOlderThan');
     opened[1]!.send('ADDED', pod('a', '5'));
     opened[1]!.send('ADDED', pod('c', '9'));
     opened[1]!.send('BOOKMARK', bookmark('10', true));
