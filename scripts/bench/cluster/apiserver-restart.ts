@@ -7,16 +7,18 @@
  * the daemon's watch that began after the restart and is still open SETTLE_MS later (a watch resumed from a
  * resourceVersion the new server has not got in its cache is answered 200 and then ends at once with 410 Gone;
  * that one does not count): the time the server began answering it (stage ResponseStarted). A LIST before it
- * (a relist) is part of the way there. `resync_s` is from the restarted server's first /readyz 200 to the later
- * of the two. A watch that asks for its initial objects (sendInitialEvents) has them still to come at that
- * moment: from the watch cache, in well under a second at these sizes. Our daemon's own view is reported beside
- * it: /healthz answers 503 while an informer is not synced (src/daemon/parts.ts), so `healthz_resync_s` is its
- * last turn back to 200 (null for Go thick, whose /healthz stays 200 whatever its informers do).
+ * (a relist) is part of the way there. `resync_s` is from the new server process's start to the later of the
+ * two; `resync_after_readyz_s` from its first /readyz 200 (below zero when the daemon was back before the server
+ * called itself ready: it answers before all its post-start hooks are done). A watch that asks for its initial
+ * objects (sendInitialEvents) has them still to come at that moment: from the watch cache, in well under a second
+ * at these sizes. Our daemon's own view is reported beside it: /healthz answers 503 while an informer is not
+ * synced (src/daemon/parts.ts), so `healthz_resync_s` is its last turn back to 200, from the server's start (null
+ * for Go thick, whose /healthz stays 200 whatever its informers do).
  * Requests and bytes: from the stop to 5 s after the sync (audit log; Multus' own relay).
  */
 import type { ApiTunnel } from '../../../test/e2e-k8s/world.ts';
 import type { Cluster } from '../../../test/k8s/cluster.ts';
-import { type Audit, MULTUS_USERS, bytesNow, bytesSince, healthz, requestsIn } from './measure.ts';
+import { type Audit, MULTUS_USERS, bytesNow, bytesSince, connectionsSince, healthz, requestsIn } from './measure.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A watch still open this long after its start is the daemon's watch again (not one ended by a 410). */
@@ -44,6 +46,8 @@ export interface WatchSync {
   lists: number;
   /** Watches it began after the restart (the one that stayed open included). */
   watches: number;
+  /** Each request's HTTP status, in order (a watch ended by an ERROR event in its stream shows 200). */
+  codes: number[];
 }
 
 /** Per resource, the daemon's watch begun at or after `t0` and open `SETTLE_MS` later (as of `now`); pure. */
@@ -68,7 +72,10 @@ export function syncedWatches(events: Audit[], t0: number, now: number): Partial
     const q = new URLSearchParams(w.requestURI?.split('?')[1] ?? '');
     q.delete('fieldSelector');
     q.delete('labelSelector');
-    out[r] = { at: Date.parse(w.stageTimestamp), query: q.toString(), lists, watches: started.length };
+    const codes = new Map<string, number>();
+    for (const e of mine) if (!codes.has(e.auditID)) codes.set(e.auditID, e.responseStatus?.code ?? 0);
+    const at = Date.parse(w.stageTimestamp);
+    out[r] = { at, query: q.toString(), lists, watches: started.length, codes: [...codes.values()] };
   }
   return out;
 }
@@ -105,7 +112,7 @@ export async function apiserverRestart(c: RestartCtx): Promise<any> {
   const t0 = Date.now();
   c.say('apiserver restart: stopping the API server');
   await c.cluster.stopApiserver();
-  const stopped = Date.now();
+  const stopped = Date.now(); // the new server is started at once: its start
   await c.cluster.startApiserver();
   const ready = Date.now();
   c.say(`apiserver restart: /readyz 200 after ${s1(ready - stopped)} s`);
@@ -125,14 +132,17 @@ export async function apiserverRestart(c: RestartCtx): Promise<any> {
   const reqs = await requestsIn(c.cluster, t0, Date.now());
   const b = bytesSince(c.relay, at);
   return {
-    resync_s: s1(syncedAt - ready),
+    resync_s: s1(syncedAt - stopped),
+    resync_after_readyz_s: s1(syncedAt - ready),
     requests: reqs.count,
     bytes: b.up + b.down,
     bytes_up: b.up,
     bytes_down: b.down,
+    // the daemon's connections through the relay meanwhile (one TLS handshake each), up and down
+    connections: connectionsSince(c.relay, at),
     apiserver_down_s: s1(ready - stopped),
-    healthz_resync_s: healthyAt === null ? null : s1(healthyAt - ready),
-    watches: Object.fromEntries(RESOURCES.map((r) => [r, { ...sync[r]!, at_s: s1(sync[r]!.at - ready) }])),
+    healthz_resync_s: healthyAt === null ? null : s1(healthyAt - stopped),
+    watches: Object.fromEntries(RESOURCES.map((r) => [r, { ...sync[r]!, at_s: s1(sync[r]!.at - stopped) }])),
     by: reqs.by,
   };
 }

@@ -178,6 +178,19 @@ describe('informer: initial objects through the watch', () => {
     expect(calls).toEqual(['watch pods failed', 'list pods ok']);
   });
 
+  it('a 404 (a just-started API server that has not loaded the CRD yet) is retried as a watch-list, not a LIST', async () => {
+    const list = { paths: [] as string[], page: { metadata: { resourceVersion: '77' }, items: [] } };
+    const opened: Opened[] = [];
+    let calls = 0;
+    start(
+      opened,
+      fakeApi(opened, () => (++calls === 1 ? 404 : undefined), list),
+    );
+    await until('the watch after the 404', () => opened.length === 1);
+    expect(opened[0]!.query.sendInitialEvents).toBe('true');
+    expect(list.paths).toEqual([]);
+  });
+
   it('any other failure before the initial events end is retried with the initial events again, unsynced', async () => {
     const opened: Opened[] = [];
     start(opened, fakeApi(opened));

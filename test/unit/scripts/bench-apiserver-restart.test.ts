@@ -43,8 +43,9 @@ const events: Audit[] = [
 describe('syncedWatches', () => {
   it("takes each resource's watch that stayed open, not the one a 410 or a refusal ended", () => {
     const s = syncedWatches(events, T0, T0 + 20_000);
-    expect(s.pods).toEqual({ at: T0 + 3000, query: 'sendInitialEvents=true', lists: 0, watches: 2 });
-    expect(s[NADS]).toEqual({ at: T0 + 6000, query: 'resourceVersion=9', lists: 1, watches: 2 });
+    const [pods, nads] = [s.pods, s[NADS]];
+    expect(pods).toEqual({ at: T0 + 3000, query: 'sendInitialEvents=true', lists: 0, watches: 2, codes: [200, 200] });
+    expect(nads).toEqual({ at: T0 + 6000, query: 'resourceVersion=9', lists: 1, watches: 2, codes: [429, 200, 200] });
   });
 
   it('waits until a watch has been open 5 s', () => {
