@@ -86,8 +86,8 @@ export async function timedCall<T>(
 const OBJECT_EVENTS = new Set(['ADDED', 'MODIFIED', 'DELETED']);
 /**
  * Refusals that are not about the watch-list parameters: retried as they are, never a reason to LIST. 404 among
- * them: an API server that has just started serves a CRD's path only once it has loaded the CRD (a NAD watch in
- * the first seconds after a restart), and a LIST would find nothing there either.
+ * them: an API server that has just started may answer 404 on a CRD's path until it has loaded its CRDs (a NAD
+ * watch in the first seconds after a restart), and a LIST would find nothing there either.
  */
 const NOT_A_REFUSAL = new Set([401, 403, 404, 410, 429]);
 /** A watch that ends normally sooner than this after it began is retried with backoff, not at once. */
