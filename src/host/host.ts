@@ -8,12 +8,14 @@
  * Tested by test/unit/host/handle.test.ts.
  */
 import { sleep } from '../base/sleep.ts';
+import type { FileLock } from '../base/file-lock.ts';
+import { lockFile } from '../base/file-lock.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
 import { realExec } from '../cni/exec.ts';
 import type { KubeClient } from '../k8s/types.ts';
-import type { CommandDeps, DeviceDeps } from '../multus/commands/context.ts';
+import type { DeviceDeps, Seams } from '../multus/call-context.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { Clock } from '../base/backoff.ts';
 import type { ReadinessDeps } from '../multus/readiness.ts';
@@ -21,17 +23,16 @@ import { refuseNestedExec } from '../multus/nesting.ts';
 import { realReadinessDeps } from '../multus/readiness.ts';
 import type { NetnsRouteDeps } from '../routes/netns-routes.ts';
 import type { Env } from '../cni/request.ts';
+import type { ClaimNetworkSource } from '../multus/claim-attach.ts';
 
-export interface Host {
-  exec: Exec;
-  clock: Clock;
-  readiness: ReadinessDeps;
+/** The seams of a process (multus/call-context.ts `Seams`, one object for every call) and what it keeps. */
+export interface Host extends Seams {
   /** The logger of a multus config (one per parsed config: a call asking again gets the same one). */
   logger(conf: MultusConf): Logger;
-  /** The Kubernetes client for a config (undefined without one); kept and reused for the host's life. */
-  kube(conf: MultusConf, env: Env, log: Logger): Promise<KubeClient | undefined>;
-  routes?: NetnsRouteDeps;
-  devices?: DeviceDeps;
+  /** A container's lock (base/file-lock.ts), taken by host/prepare.ts for ADD, CHECK and DEL of every door. */
+  lock(path: string, waitMs: number): Promise<FileLock | 'timeout'>;
+  /** The resident daemon's host: it serves claim networks; the thin plugin's refuses them (docs/behaviour.md#claim-networks). */
+  resident: boolean;
   /** Closes kept connections; the host serves no request after it. */
   close(): void;
 }
@@ -45,6 +46,10 @@ export interface HostOptions {
   connectKube?: (conf: MultusConf, env: Env, log: Logger) => Promise<KubeClient | undefined>;
   routes?: NetnsRouteDeps;
   devices?: DeviceDeps;
+  /** The container lock (tests inject an in-process one: the real one needs Bun). */
+  lock?: Host['lock'];
+  /** The resident daemon's host (Host.resident). */
+  resident?: boolean;
 }
 
 export function createHost(o: HostOptions): Host {
@@ -56,8 +61,11 @@ export function createHost(o: HostOptions): Host {
     exec: o.exec ?? refuseNestedExec(realExec),
     clock: o.clock ?? { now: () => Date.now(), sleep: (ms) => sleep(ms) },
     readiness: o.readiness ?? realReadinessDeps,
+    lock: o.lock ?? lockFile,
     ...(o.routes ? { routes: o.routes } : {}),
     ...(o.devices ? { devices: o.devices } : {}),
+    resident: o.resident === true,
+    claimNetworks: o.resident === true ? serveClaimNetworks : refuseClaimNetworks,
     logger(conf) {
       let log = loggers.get(conf);
       if (!log) {
@@ -92,19 +100,14 @@ export function createHost(o: HostOptions): Host {
   };
 }
 
-/** The dependencies one request's command gets from the host. */
-export function commandDeps(host: Host, env: Env, log: Logger): CommandDeps {
-  return {
-    exec: host.exec,
-    log,
-    readiness: host.readiness,
-    env,
-    kube: (conf) => host.kube(conf, env, log),
-    clock: host.clock,
-    ...(host.routes ? { routes: host.routes } : {}),
-    ...(host.devices ? { devices: host.devices } : {}),
-  };
-}
+/**
+ * dra/claim-delegates.ts, loaded only when a call with `draNetworks` meets a pod with DRA claims: the thin plugin
+ * never parses it otherwise.
+ */
+const serveClaimNetworks: ClaimNetworkSource = async (pod, conf, deps) =>
+  (await import('../dra/claim-delegates.ts')).serveClaimNetworks(pod, conf, deps);
+const refuseClaimNetworks: ClaimNetworkSource = async (pod, conf, deps) =>
+  (await import('../dra/claim-delegates.ts')).refuseClaimNetworks(pod, conf, deps);
 
 /**
  * The Kubernetes client, only when the config names a kubeconfig or the in-cluster service environment is

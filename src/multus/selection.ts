@@ -216,8 +216,7 @@ function requestOf(f: Obj): AttachmentRequest {
   return request as AttachmentRequest;
 }
 
-function parseJsonElement(element: unknown, index: number, key: string): Parsed {
-  const at = `element ${index}`;
+function parseJsonElement(element: unknown, at: string, key: string): Parsed {
   if (!isObject(element)) {
     throw annotationError(
       `${JSON_FORMAT_ERROR}: ${at} must be an object, got ${preview(element)}`,
@@ -269,7 +268,7 @@ function parseJsonForm(annotation: string, key: string): Parsed[] {
       'wrap the element in [ ]',
     );
   }
-  return value.map((element, i) => parseJsonElement(element, i, key));
+  return value.map((element, i) => parseJsonElement(element, `element ${i}`, key));
 }
 
 function parseAnnotation(annotation: string, defaultNamespace: string, key: string): NetworkSelection[] {
@@ -284,6 +283,20 @@ function parseAnnotation(annotation: string, defaultNamespace: string, key: stri
 export function parseNetworkSelections(annotation: string | undefined, defaultNamespace: string): NetworkSelection[] {
   if (annotation === undefined || annotation === '') return [];
   return parseAnnotation(annotation, defaultNamespace, NETWORKS_ANNOTATION);
+}
+
+/**
+ * One element of the JSON form found elsewhere than in the annotation (a DRA claim's opaque `NetworkSelection`,
+ * docs/behaviour.md#claim-networks): the same checks and messages; `at` names it, `key` where it was read.
+ */
+export function parseSelectionElement(
+  element: unknown,
+  defaultNamespace: string,
+  at: string,
+  key: string,
+): NetworkSelection {
+  const p = parseJsonElement(element, at, key);
+  return { name: p.name, namespace: p.namespace || defaultNamespace, request: p.request };
 }
 
 /**
@@ -328,16 +341,17 @@ export function parseDefaultNetworkAnnotation(
 
 /** docs/behaviour.md#namespace-isolation: with namespaceIsolation, a selection may only name the pod's namespace or a global one. */
 export function checkNamespaceIsolation(
-  selections: NetworkSelection[],
+  selections: Pick<NetworkSelection, 'namespace' | 'name'>[],
   podNamespace: string,
   globalNamespaces: string[],
+  where: string = NETWORKS_ANNOTATION,
 ): void {
   for (const s of selections) {
     if (s.namespace === podNamespace || globalNamespaces.includes(s.namespace)) continue;
     throw new CniError(
       CniCode.InvalidConfig,
       `GetNetworkDelegates: namespace isolation enabled, annotation violates permission, pod is in namespace ${podNamespace} but refers to target namespace ${s.namespace}` +
-        ` (network "${s.namespace}/${s.name}" in ${NETWORKS_ANNOTATION}); use a NetworkAttachmentDefinition in namespace ${podNamespace}` +
+        ` (network "${s.namespace}/${s.name}" in ${where}); use a NetworkAttachmentDefinition in namespace ${podNamespace}` +
         ` or in a global namespace (${globalNamespaces.join(', ') || 'none configured'})`,
     );
   }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cmdAdd } from '../../../src/multus/commands/add.ts';
-import type { CommandDeps } from '../../../src/multus/commands/context.ts';
+import type { TestSeams } from '../../helpers/commands.ts';
 import { cmdDel } from '../../../src/multus/commands/del.ts';
 import { cmdStatus } from '../../../src/multus/commands/status.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
@@ -46,7 +46,7 @@ function setup(annotations: Record<string, string> = {}, confExtra: Record<strin
     delegates: [{ cniVersion: '1.0.0', name: 'cluster', type: 'p0' }],
     ...confExtra,
   };
-  const deps: CommandDeps = kubeDeps(exec, kube);
+  const deps: TestSeams = kubeDeps(exec, kube);
   const call = (command: 'ADD' | 'DEL') => {
     const stdin = Buffer.from(JSON.stringify(conf));
     const env = {
