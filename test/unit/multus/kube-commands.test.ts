@@ -190,14 +190,19 @@ describe('ADD with Kubernetes', () => {
     const update = t.kube.updatePodStatus.bind(t.kube);
     const post = t.kube.createEvent.bind(t.kube);
     let postedDuringWrite = -1;
+    // the write waits for both events (or 5 s): it can see them only if the events do not wait for the write
+    let bothPosted: () => void = () => undefined;
+    const eventsDone = new Promise<void>((r) => (bothPosted = r));
     t.kube.updatePodStatus = async (pod) => {
-      await new Promise((r) => setTimeout(r, 30));
+      await Promise.race([eventsDone, new Promise((r) => setTimeout(r, 5000))]);
       postedDuringWrite = t.kube.events.length;
       return update(pod);
     };
     t.kube.createEvent = async (event) => {
       await new Promise((r) => setTimeout(r, 10));
-      return post(event);
+      const out = await post(event);
+      if (t.kube.events.length === 2) bothPosted();
+      return out;
     };
     await t.add();
     expect(postedDuringWrite).toBe(2);
