@@ -72,6 +72,7 @@ export function usage(code) {
       `  --rest-seconds S     the window at rest, default 120\n` +
       `  --restarts R         daemon restarts timed per mode (ready_ms: their median), default 3\n` +
       `  --start-repeats R    kill and start each daemon R times, the start's bytes of each (their noise), default 1\n` +
+      `  --apiserver-restart  restart the API server at each mode's end: the daemon's resync time, requests, bytes\n` +
       `  --node-lock FILE     hold FILE (flock) while the real node runs (a shared machine's kubelet lock)\n` +
       `scenario status (only when asked for: --scenario status; root; Go thick needs the Kubernetes binaries):\n` +
       `  --status-rounds N    measured rounds of STATUS through every mode, default 100\n` +
@@ -112,6 +113,7 @@ function defaults() {
     restSeconds: 120,
     restarts: 3,
     startRepeats: 1,
+    apiserverRestart: false,
     nodeLock: null,
     statusRounds: 100,
     parallelRounds: 3,
@@ -156,6 +158,7 @@ export function parseArgs(argv) {
     else if (k === '--rest-seconds') o.restSeconds = int();
     else if (k === '--restarts') o.restarts = int();
     else if (k === '--start-repeats') o.startRepeats = int();
+    else if (k === '--apiserver-restart') o.apiserverRestart = true;
     else if (k === '--node-lock') o.nodeLock = resolve(next());
     else if (k === '--status-rounds') o.statusRounds = int();
     else if (k === '--parallel-rounds') o.parallelRounds = int();

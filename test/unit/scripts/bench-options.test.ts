@@ -124,3 +124,13 @@ describe('bench resident: thin_ts_direct, the launcher measured by its absence',
     }
   });
 });
+
+describe('--apiserver-restart', () => {
+  it('is off unless asked for, and takes no value', () => {
+    expect(parseArgs(['--scenario', 'cluster']).apiserverRestart).toBe(false);
+    expect(parseArgs(['--scenario', 'cluster', '--apiserver-restart', '--nodes', '5000'])).toMatchObject({
+      apiserverRestart: true,
+      nodes: 5000,
+    });
+  });
+});
