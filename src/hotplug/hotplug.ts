@@ -110,6 +110,14 @@ export function planHotplugDel(
       },
     );
   }
+  const claim = existing[index]!.request.claimNetwork;
+  if (claim) {
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `interface "${ifName}" belongs to ResourceClaim ${String(claim.namespace)}/${String(claim.claim)} (request "${String(claim.request)}") and cannot be removed`,
+      { details: 'the claim owns it: it is removed when the pod is deleted (docs/behaviour.md#claim-networks)' },
+    );
+  }
   const rest = existing.filter((_, i) => i !== index);
   return { attachment: existing[index]!, cache: pinned(rest) };
 }
