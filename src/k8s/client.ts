@@ -26,7 +26,8 @@ import type { FallbackSession } from './fallback.ts';
 import type { Call } from './calls.ts';
 import { loadFallbackModule } from './fallback-loader.ts';
 import type { Transport } from './transport.ts';
-import { DEFAULT_TIMEOUT_MS } from './types.ts';
+import { DEFAULT_TIMEOUT_MS, httpStatusOf } from './types.ts';
+import { changesDevices, claimDevicesPatchCall } from './claim-devices.ts';
 import {
   claimDevicesApplyCall,
   eventCall,
@@ -154,7 +155,36 @@ class Client implements KubeClient, WatchClient, SliceWriter {
     devices: unknown[],
     opts?: CallOptions,
   ): Promise<void> {
-    await this.run<unknown>(claimDevicesApplyCall(namespace, name, fieldManager, devices), opts);
+    // a clear goes by the patch: it must also remove what an earlier fallback wrote (an Update, which an apply
+    // of the empty list leaves in place)
+    if (devices.length === 0) return this.patchClaimDevices(namespace, name, fieldManager, devices, opts);
+    try {
+      await this.run<unknown>(claimDevicesApplyCall(namespace, name, fieldManager, devices), opts);
+    } catch (e) {
+      if (httpStatusOf(e) !== 422) throw e;
+      await this.patchClaimDevices(namespace, name, fieldManager, devices, opts); // k8s/claim-devices.ts says why
+    }
+  }
+
+  /** The apply's fallback: read, merge, JSON patch guarded by the resourceVersion; a write that lost a race is retried. */
+  private async patchClaimDevices(
+    namespace: string,
+    name: string,
+    fieldManager: string,
+    devices: unknown[],
+    opts?: CallOptions,
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const claim = await this.getResourceClaim(namespace, name, opts);
+      if (!changesDevices(claim, fieldManager, devices)) return;
+      try {
+        await this.run<unknown>(claimDevicesPatchCall(claim, fieldManager, devices), opts);
+        return;
+      } catch (e) {
+        const status = httpStatusOf(e);
+        if (attempt >= 3 || (status !== 409 && status !== 422)) throw e;
+      }
+    }
   }
 
   async listResourceSlices(nodeName: string, driver: string, opts?: CallOptions): Promise<DraObject[]> {
