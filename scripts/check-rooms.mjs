@@ -3,7 +3,7 @@
  * The rooms of src/ and their one-way arrows (docs/design.md), and no import circles between files.
  *
  * Arrows: a file may import from its own room or from a lower one, never from a higher one. Ranks: base < cni < k8s <
- * kubelet < devices = routes < multus < host < hotplug = informers < daemon = install = operator < the process edge (the files
+ * kubelet < devices = routes < multus < dra < host < hotplug = informers < daemon = install = operator < the process edge (the files
  * at the top: cli.ts, roles.ts, load-roles.ts). Rooms of equal rank (devices and routes; hotplug and informers;
  * daemon, install and operator) may not import each other.
  * Circles: no file may reach itself through imports (type-only imports included: a circle of types is a circle of
@@ -30,13 +30,14 @@ const RANK = {
   devices: 4,
   routes: 4,
   multus: 5,
-  host: 6,
-  hotplug: 7,
-  informers: 7,
-  daemon: 8,
-  install: 8,
-  operator: 8,
-  edge: 9,
+  dra: 6,
+  host: 7,
+  hotplug: 8,
+  informers: 8,
+  daemon: 9,
+  install: 9,
+  operator: 9,
+  edge: 10,
 };
 
 /** The room of a path relative to src/: its first folder, or `edge` for files at the top (cli.ts). */

@@ -17,6 +17,14 @@ import { parseLogLevel } from '../base/log.ts';
 import { isSupportedVersion, SUPPORTED_VERSIONS } from '../base/versions.ts';
 import { MULTUS_KEYS, parseMultusConf } from '../multus/conf.ts';
 
+/** The 00-multus.conf keys of networks as DRA devices, as the daemon reads them. */
+export interface DraSettings {
+  networks: boolean;
+  driverName: string;
+  kubeletDir: string;
+  inlineConfigFromClaims: boolean;
+}
+
 export const DEFAULT_DAEMON_CONFIG = '/etc/cni/net.d/multus.d/daemon-config.json';
 
 /** Where /metrics listens unless `metricsBindAddress` says otherwise: the node itself. */
@@ -74,6 +82,8 @@ export interface DaemonConfig {
   cleanupConfigOnExit: boolean;
   /** The 00-multus.conf keys set in the file, as written (they go into the generated config). */
   multusKeys: Record<string, unknown>;
+  /** The DRA keys of those (docs/configuration.md; the driver is served only with `draNetworks`). */
+  dra: DraSettings;
   /** Our key: follow the networks annotation of running pods (docs/hotplug.md). */
   dynamicNetworks: boolean;
   /** Our key (`dynamicNetworksPollSeconds`, default 5): the resync period (pod informer updates drive it). */
@@ -180,7 +190,7 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     );
   }
   const multusKeys = Object.fromEntries(Object.entries(raw).filter(([k]) => MULTUS_KEYS.includes(k)));
-  checkMultusKeys(multusKeys);
+  const dra = checkMultusKeys(multusKeys);
 
   return {
     socketDir,
@@ -206,6 +216,7 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     shutdownDrainMs: (int(raw, 'shutdownDrainSeconds', 0, 600) ?? 2) * 1000,
     cleanupConfigOnExit: bool(raw, 'cleanupConfigOnExit'),
     multusKeys,
+    dra,
     dynamicNetworks: bool(raw, 'dynamicNetworks'),
     dynamicNetworksPollMs: (int(raw, 'dynamicNetworksPollSeconds', 1, 3600) ?? 5) * 1000,
     shimWaitSeconds: int(raw, 'shimWaitSeconds', 0, 600),
@@ -232,11 +243,17 @@ function metricsPort(raw: Record<string, unknown>, warnings: string[]): number |
  * The 00-multus.conf keys, checked by the thin parser. The daemon config usually has neither delegates nor
  * clusterNetwork (the master config supplies it), so a stand-in clusterNetwork lets the parser check the rest.
  */
-function checkMultusKeys(keys: Record<string, unknown>): void {
+function checkMultusKeys(keys: Record<string, unknown>): DraSettings {
   const probe: Record<string, unknown> = { cniVersion: '1.0.0', ...keys };
   if (!('clusterNetwork' in keys) || !keys.clusterNetwork) probe.clusterNetwork = 'probe';
   try {
-    parseMultusConf(JSON.stringify(probe));
+    const conf = parseMultusConf(JSON.stringify(probe));
+    return {
+      networks: conf.draNetworks,
+      driverName: conf.draDriverName,
+      kubeletDir: conf.kubeletDir,
+      inlineConfigFromClaims: conf.draInlineConfigFromClaims,
+    };
   } catch (e) {
     throw new DaemonConfigError(`daemon config: ${messageOf(e)}`);
   }

@@ -18,8 +18,11 @@
  * | `strictCapabilities` | boolean | false | stricter runtimeConfig/capabilities handling for delegates (the planner defines it; docs/configuration.md) |
  * | `publishClaimNetworkData` | boolean | false | write an attachment's interface, IPs and MAC into its DRA claim's `status.devices[]` (KEP-4817, docs/behaviour.md#claim-network-data) |
  * | `parallelAttachments` | boolean | false | a pod's attachments at once, bounded, for ADD, DEL and CHECK (docs/behaviour.md#parallel-attachments) |
+ * | `draNetworks`, `draDriverName`, `kubeletDir`, `draInlineConfigFromClaims` | | | networks as DRA devices (docs/configuration.md) |
  */
+import { isAbsolute } from 'node:path';
 import { CniCode, CniError } from '../base/errors.ts';
+import { isDns1123Subdomain } from '../base/names.ts';
 import {
   BOOLEAN,
   COUNT,
@@ -75,6 +78,11 @@ export interface MultusConf {
   strictCapabilities: boolean;
   publishClaimNetworkData: boolean;
   parallelAttachments: boolean;
+  /** Networks as DRA devices (docs/configuration.md, docs/behaviour.md#claim-networks). */
+  draNetworks: boolean;
+  draDriverName: string;
+  kubeletDir: string;
+  draInlineConfigFromClaims: boolean;
   /** Things the caller should log, e.g. an unknown log level. */
   warnings: string[];
   /** The decoded stdin, untouched. */
@@ -125,6 +133,10 @@ export const MULTUS_KEYS: readonly string[] = [
   'strictCapabilities',
   'publishClaimNetworkData',
   'parallelAttachments',
+  'draNetworks',
+  'draDriverName',
+  'kubeletDir',
+  'draInlineConfigFromClaims',
 ];
 
 /**
@@ -166,7 +178,7 @@ export function parseMultusConf(input: Record<string, unknown> | Buffer | string
   }
   // compat: with clusterNetwork set, `delegates` is ignored, not even parsed (docs/behaviour.md#conf-rules rule 7).
   const delegates = selection.clusterNetwork === '' ? parseDelegates(rawDelegates) : [];
-  return { ...identity, ...paths, delegates, ...selection, ...logging, ...runtime, warnings, raw };
+  return { ...identity, ...paths, delegates, ...selection, ...logging, ...runtime, ...parseDra(wire), warnings, raw };
 }
 
 function parseIdentity(wire: Record<string, unknown>): Pick<MultusConf, 'name' | 'type' | 'cniVersion'> {
@@ -293,6 +305,31 @@ function parseRuntime(wire: Record<string, unknown>): Pick<MultusConf, RuntimeKe
     strictCapabilities: getKey(wire, 'strictCapabilities', BOOLEAN) ?? false,
     publishClaimNetworkData: getKey(wire, 'publishClaimNetworkData', BOOLEAN) ?? false,
     parallelAttachments: getKey(wire, 'parallelAttachments', BOOLEAN) ?? false,
+  };
+}
+
+/** The default DRA driver name of our networks (docs/configuration.md). */
+export const DEFAULT_DRA_DRIVER_NAME = 'multus.k8s.cni.cncf.io';
+const DEFAULT_KUBELET_DIR = '/var/lib/kubelet';
+type DraKeys = 'draNetworks' | 'draDriverName' | 'kubeletDir' | 'draInlineConfigFromClaims';
+
+/** The DRA keys: the driver name is a DNS subdomain (it names sockets and a field manager), the directory absolute. */
+function parseDra(wire: Record<string, unknown>): Pick<MultusConf, DraKeys> {
+  const draDriverName = getKey(wire, 'draDriverName', STRING) || DEFAULT_DRA_DRIVER_NAME;
+  if (draDriverName.length > 63 || !isDns1123Subdomain(draDriverName)) {
+    throw invalid(
+      `draDriverName "${draDriverName}" is not a DNS subdomain of at most 63 characters: use lower case letters, digits, "-" and "." such as "${DEFAULT_DRA_DRIVER_NAME}"`,
+    );
+  }
+  const kubeletDir = getKey(wire, 'kubeletDir', STRING) || DEFAULT_KUBELET_DIR;
+  if (!isAbsolute(kubeletDir) || kubeletDir.split('/').includes('..')) {
+    throw invalid(`kubeletDir "${kubeletDir}" must be an absolute path without "..", such as "${DEFAULT_KUBELET_DIR}"`);
+  }
+  return {
+    draNetworks: getKey(wire, 'draNetworks', BOOLEAN) ?? false,
+    draDriverName,
+    kubeletDir,
+    draInlineConfigFromClaims: getKey(wire, 'draInlineConfigFromClaims', BOOLEAN) ?? false,
   };
 }
 

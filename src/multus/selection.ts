@@ -216,8 +216,7 @@ function requestOf(f: Obj): AttachmentRequest {
   return request as AttachmentRequest;
 }
 
-function parseJsonElement(element: unknown, index: number, key: string): Parsed {
-  const at = `element ${index}`;
+function parseJsonElement(element: unknown, at: string, key: string): Parsed {
   if (!isObject(element)) {
     throw annotationError(
       `${JSON_FORMAT_ERROR}: ${at} must be an object, got ${preview(element)}`,
@@ -269,7 +268,7 @@ function parseJsonForm(annotation: string, key: string): Parsed[] {
       'wrap the element in [ ]',
     );
   }
-  return value.map((element, i) => parseJsonElement(element, i, key));
+  return value.map((element, i) => parseJsonElement(element, `element ${i}`, key));
 }
 
 function parseAnnotation(annotation: string, defaultNamespace: string, key: string): NetworkSelection[] {
@@ -284,6 +283,20 @@ function parseAnnotation(annotation: string, defaultNamespace: string, key: stri
 export function parseNetworkSelections(annotation: string | undefined, defaultNamespace: string): NetworkSelection[] {
   if (annotation === undefined || annotation === '') return [];
   return parseAnnotation(annotation, defaultNamespace, NETWORKS_ANNOTATION);
+}
+
+/**
+ * One element of the JSON form found elsewhere than in the annotation (a DRA claim's opaque `NetworkSelection`,
+ * docs/behaviour.md#claim-networks): the same checks and messages; `at` names it, `key` where it was read.
+ */
+export function parseSelectionElement(
+  element: unknown,
+  defaultNamespace: string,
+  at: string,
+  key: string,
+): NetworkSelection {
+  const p = parseJsonElement(element, at, key);
+  return { name: p.name, namespace: p.namespace || defaultNamespace, request: p.request };
 }
 
 /**

@@ -28,6 +28,31 @@ describe('parseDaemonConfig', () => {
     });
   });
 
+  it('the DRA keys of 00-multus.conf reach the daemon as `dra` (docs/configuration.md)', () => {
+    expect(parse({}).dra).toEqual({
+      networks: false,
+      driverName: 'multus.k8s.cni.cncf.io',
+      kubeletDir: '/var/lib/kubelet',
+      inlineConfigFromClaims: false,
+    });
+    const set = parse({
+      draNetworks: true,
+      draDriverName: 'net.example.com',
+      kubeletDir: '/k',
+      draInlineConfigFromClaims: true,
+    });
+    expect(set.dra).toEqual({
+      networks: true,
+      driverName: 'net.example.com',
+      kubeletDir: '/k',
+      inlineConfigFromClaims: true,
+    });
+    expect(set.multusKeys).toMatchObject({ draNetworks: true, draDriverName: 'net.example.com' });
+    expect(() => parse({ draDriverName: 'Bad_Name' })).toThrow(
+      /daemon config: draDriverName "Bad_Name" is not a DNS subdomain/,
+    );
+  });
+
   it('dropIdleFilePages: true unless set to false (daemon/pages.ts)', () => {
     expect(parse({ dropIdleFilePages: false }).dropIdleFilePages).toBe(false);
     expect(parse({ dropIdleFilePages: true }).dropIdleFilePages).toBe(true);

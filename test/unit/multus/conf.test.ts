@@ -133,6 +133,14 @@ describe('parseMultusConf: values', () => {
     ['strictCapabilities', { strictCapabilities: true }, 'strictCapabilities', true],
     ['parallelAttachments', { parallelAttachments: true }, 'parallelAttachments', true],
     ['parallelAttachments off by default', {}, 'parallelAttachments', false],
+    ['draNetworks off by default', {}, 'draNetworks', false],
+    ['draNetworks', { draNetworks: true }, 'draNetworks', true],
+    ['draDriverName default', {}, 'draDriverName', 'multus.k8s.cni.cncf.io'],
+    ['draDriverName', { draDriverName: 'net.example.com' }, 'draDriverName', 'net.example.com'],
+    ['kubeletDir default', {}, 'kubeletDir', '/var/lib/kubelet'],
+    ['kubeletDir', { kubeletDir: '/data/kubelet' }, 'kubeletDir', '/data/kubelet'],
+    ['draInlineConfigFromClaims off by default', {}, 'draInlineConfigFromClaims', false],
+    ['draInlineConfigFromClaims', { draInlineConfigFromClaims: true }, 'draInlineConfigFromClaims', true],
     [
       'runtimeConfig kept whole',
       { runtimeConfig: { portMappings, 'io.kubernetes.cri.pod-annotations': { a: 'b' } } },
@@ -167,6 +175,23 @@ describe('parseMultusConf: values', () => {
   });
 });
 
+describe('parseMultusConf: the DRA keys (docs/configuration.md)', () => {
+  it.each<[string, unknown, RegExp]>([
+    [
+      'draDriverName',
+      'Multus_Driver',
+      /^draDriverName "Multus_Driver" is not a DNS subdomain of at most 63 characters/,
+    ],
+    ['draDriverName', `${'a'.repeat(60)}.com`, /is not a DNS subdomain of at most 63 characters/],
+    ['kubeletDir', 'var/lib/kubelet', /^kubeletDir "var\/lib\/kubelet" must be an absolute path without ".."/],
+    ['kubeletDir', '/var/../tmp', /^kubeletDir "\/var\/..\/tmp" must be an absolute path/],
+  ])('%s = %j is refused (code 7)', (key, value, msg) => {
+    const error = caught(() => conf({ [key]: value }));
+    expect(error.code).toBe(7);
+    expect(error.msg).toMatch(msg);
+  });
+});
+
 describe('parseMultusConf: key types', () => {
   it.each<[string, unknown, string]>([
     ['name', 1, '`name` must be a string'],
@@ -197,6 +222,9 @@ describe('parseMultusConf: key types', () => {
     ['globalNamespaces', ['a'], '`globalNamespaces` must be a string'],
     ['retryDeleteOnError', 1, '`retryDeleteOnError` must be a boolean'],
     ['parallelAttachments', 4, '`parallelAttachments` must be a boolean'],
+    ['draNetworks', 'true', '`draNetworks` must be a boolean'],
+    ['draDriverName', 1, '`draDriverName` must be a string'],
+    ['draInlineConfigFromClaims', 1, '`draInlineConfigFromClaims` must be a boolean'],
     ['auxiliaryCNIChainName', 1, '`auxiliaryCNIChainName` must be a string'],
     ['runtimeConfig', [], '`runtimeConfig` must be a JSON object'],
     ['prevResult', 'x', '`prevResult` must be a JSON object'],
