@@ -13,39 +13,23 @@
  * The daemon runs in a mount namespace of its own with a tmpfs over /var/lib/cni, so its caches and checkpoints
  * never land on the machine.
  */
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as grpc from '@grpc/grpc-js';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_DRA_DRIVER } from '../../src/dra/claim-networks.ts';
 import { MULTUS_BIN } from '../e2e/helpers.ts';
+import { type Answer, call, draClient, registrationClient } from '../helpers/dra-client.ts';
 import { fileExists, needs } from '../helpers/skip.ts';
 import { type Cluster, k8sRequirements, nadPath, startCluster } from './cluster.ts';
 
-const DRIVER = 'multus.k8s.cni.cncf.io';
+const DRIVER = DEFAULT_DRA_DRIVER;
 const NODE = 'node-dra-wire';
 const DRA = '/apis/resource.k8s.io/v1';
-const proto = (p: string) => fileURLToPath(new URL(`../../src/kubelet/protos/${p}/api.proto`, import.meta.url));
 const ready = needs(...k8sRequirements(), fileExists(MULTUS_BIN, 'build/multus (npm run build)'));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-type Answer = Record<string, any>;
-type Unary = (req: object, cb: (err: grpc.ServiceError | null, v?: Answer) => void) => void;
-type Ctor = new (address: string, creds: grpc.ChannelCredentials) => grpc.Client & Record<string, Unary>;
-
-/** A client of `service` in `pkg` (dotted) from the kubelet's .proto at `path`, on a unix socket. */
-function client(path: string, pkg: string, service: string, socket: string): grpc.Client & Record<string, Unary> {
-  const def = protoLoader.loadSync(proto(path), { keepCase: true, defaults: true });
-  let node: any = grpc.loadPackageDefinition(def);
-  for (const part of pkg.split('.')) node = node[part];
-  return new (node[service] as Ctor)(`unix:${socket}`, grpc.credentials.createInsecure());
-}
-
-const call = (c: grpc.Client & Record<string, Unary>, method: string, req: object): Promise<Answer> =>
-  new Promise((resolve, reject) => c[method]!(req, (err, v) => (err ? reject(err) : resolve(v ?? {}))));
 
 describe.skipIf(!ready)("the daemon's DRA plugin on its sockets, called from the kubelet's .proto", () => {
   let cluster: Cluster;
@@ -58,7 +42,7 @@ describe.skipIf(!ready)("the daemon's DRA plugin on its sockets, called from the
   const regSock = () => join(kubeletDir(), 'plugins_registry', `${DRIVER}-reg.sock`);
   const draSock = () => join(kubeletDir(), 'plugins', DRIVER, 'dra.sock');
   const dra = (version: 'v1' | 'v1beta1') => {
-    const c = client(`dra/${version}`, `k8s.io.kubelet.pkg.apis.dra.${version}`, 'DRAPlugin', draSock());
+    const c = draClient(draSock(), version);
     clients.push(c);
     return c;
   };
@@ -143,7 +127,7 @@ describe.skipIf(!ready)("the daemon's DRA plugin on its sockets, called from the
   }, 60_000);
 
   it('registration: GetInfo names a DRAPlugin, its endpoint and versions; NotifyRegistrationStatus is answered', async () => {
-    const reg = client('pluginregistration/v1', 'pluginregistration', 'Registration', regSock());
+    const reg = registrationClient(regSock());
     clients.push(reg);
     const info = await call(reg, 'GetInfo', {});
     expect(info).toEqual({

@@ -13,7 +13,6 @@
 import { readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
 import { type Obj, collection, docs, withApiServer } from '../helpers/manifests.ts';
@@ -23,19 +22,13 @@ import { crioRequirements } from './crio.ts';
 import { type NodeRuntime, nodeRequirements } from './node.ts';
 import { bootKubeletNode, until } from './kubelet-boot.ts';
 import { type Link, type MachineState, machineState, untilDefaultServiceAccount } from './kubelet-suite.ts';
-import { type DraCtx, draCases } from './kubelet-dra-cases.ts';
+import { draCases } from './kubelet-dra-cases.ts';
+import type { DraCtx } from './kubelet-dra-ctx.ts';
 import { REPO_ROOT, type SandboxInfo, runOk, runtimeRequirements } from './runtime.ts';
 
-export const DRIVER = 'multus.k8s.cni.cncf.io';
-export const DRA = '/apis/resource.k8s.io/v1';
 const CLUSTER_NET = 'kl-dra-cluster';
 const BRIDGE = 'mtsdrabr0';
 const SHIM_BIN = join(REPO_ROOT, 'build/multus-shim');
-const FIXTURES = join(REPO_ROOT, 'test/data/cni-dra-driver');
-
-/** The objects of a fixture file of test/data/cni-dra-driver. */
-export const fixture = (file: string): Obj[] =>
-  (yaml.loadAll(readFileSync(join(FIXTURES, file), 'utf8')) as Obj[]).filter((d) => d);
 
 /**
  * The resident manifest with the API server's address (no kube-proxy here) and DRA networks on, beside the DRA

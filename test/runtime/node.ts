@@ -99,7 +99,7 @@ interface Proc {
 }
 
 export class NodeRuntime extends Runtime {
-  override readonly kind: string;
+  override readonly kind: string = 'containerd';
   /** The node's name in the API. */
   readonly nodeName: string;
   /** Its address (kubelet's --node-ip), on `link` in its network namespace. */
