@@ -84,6 +84,11 @@ export interface DaemonConfig {
   multusKeys: Record<string, unknown>;
   /** The DRA keys of those (docs/configuration.md; the driver is served only with `draNetworks`). */
   dra: DraSettings;
+  /**
+   * Our key (`draMaxNetworkDevices`, default 512, 0-10000): at most this many NADs are published as devices of
+   * their own on the node's ResourceSlices (dra/slices.ts); the others are logged (docs/dra-networks.md).
+   */
+  draMaxNetworkDevices: number;
   /** Our key: follow the networks annotation of running pods (docs/hotplug.md). */
   dynamicNetworks: boolean;
   /** Our key (`dynamicNetworksPollSeconds`, default 5): the resync period (pod informer updates drive it). */
@@ -217,6 +222,7 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     cleanupConfigOnExit: bool(raw, 'cleanupConfigOnExit'),
     multusKeys,
     dra,
+    draMaxNetworkDevices: int(raw, 'draMaxNetworkDevices', 0, 10_000) ?? 512,
     dynamicNetworks: bool(raw, 'dynamicNetworks'),
     dynamicNetworksPollMs: (int(raw, 'dynamicNetworksPollSeconds', 1, 3600) ?? 5) * 1000,
     shimWaitSeconds: int(raw, 'shimWaitSeconds', 0, 600),

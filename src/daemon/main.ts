@@ -33,6 +33,7 @@ import { collectGarbage, defaultDelegateConcurrency, memoryLimitMib } from './me
 import { dropFilePages } from './pages.ts';
 import type { Shared } from './parts.ts';
 import { configWriter, dynamicNetworks, hostPart, metricsServer, socketServer, warmKube } from './parts.ts';
+import { draPlugin } from './dra-part.ts';
 import { requestQueue } from './queue.ts';
 import { socketPath } from './socket.ts';
 
@@ -149,7 +150,7 @@ function boundDelegates(exec: Exec, cfg: DaemonConfig, log: Logger): Exec {
 
 /**
  * Starts the daemon of `setup`: its components in order (the warm Kubernetes cache, the Host, the generated
- * config, `/metrics`, the socket server, dynamic networks). A failure stops what was started and throws (a
+ * config, `/metrics`, the socket server, the DRA plugin with `draNetworks`, dynamic networks). A failure stops what was started and throws (a
  * StartError for a bad setting).
  */
 export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger): Promise<DaemonHandle> {
@@ -173,7 +174,8 @@ export async function startDaemon(setup: DaemonSetup, io: DaemonIo, log: Logger)
       if (!path) throw new Error('no multus config is served yet (waiting for the master network config)');
       return readFileSync(path);
     }
-    const list = [warmKube, hostPart, configWriter, metricsServer, socketServer, dynamicNetworks].map((c) => c(s));
+    const parts = [warmKube, hostPart, configWriter, metricsServer, socketServer, draPlugin, dynamicNetworks];
+    const list = parts.map((c) => c(s));
     function notReady(): string | undefined {
       const indicator = cfg.readinessIndicatorFile;
       if (indicator && !existsSync(indicator)) return `waiting for ${indicator}`;

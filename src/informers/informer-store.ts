@@ -28,6 +28,11 @@ export class Store {
     return this.objects.get(`${namespace}/${name}`);
   }
 
+  /** Every object held now. */
+  values(): Obj[] {
+    return [...this.objects.values()];
+  }
+
   /** An ADDED or MODIFIED watch event (deleted false) or a DELETED one. */
   apply(obj: Obj, deleted: boolean): void {
     const key = keyOf(obj);

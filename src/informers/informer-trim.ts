@@ -41,8 +41,11 @@ export function trimPod(o: Obj): Obj {
   } as Obj;
 }
 
-/** The annotations Multus reads on a NAD (resourceName, allowedResourceNames): its own prefix. */
-const NAD_ANNOTATION_PREFIX = 'k8s.v1.cni.cncf.io/';
+/**
+ * The annotations Multus reads on a NAD: its own prefix (resourceName, allowedResourceNames), and the DRA driver's
+ * (`dra.multus.k8s.cni.cncf.io/device`, `/capacity`: a NAD published as a device, docs/dra-networks.md).
+ */
+const NAD_ANNOTATION_PREFIXES = ['k8s.v1.cni.cncf.io/', 'dra.multus.k8s.cni.cncf.io/'];
 
 /**
  * A NetworkAttachmentDefinition as the NAD informer keeps it: of its metadata name, namespace, resourceVersion (the
@@ -55,7 +58,7 @@ export function trimNad(o: Obj): Obj {
   const metadata: Record<string, unknown> = { name: m.name, namespace: m.namespace };
   if (m.resourceVersion !== undefined) metadata.resourceVersion = m.resourceVersion;
   if (isObject(m.annotations)) {
-    const own = Object.entries(m.annotations).filter(([k]) => k.startsWith(NAD_ANNOTATION_PREFIX));
+    const own = Object.entries(m.annotations).filter(([k]) => NAD_ANNOTATION_PREFIXES.some((p) => k.startsWith(p)));
     if (own.length > 0) metadata.annotations = Object.fromEntries(own);
   }
   const spec = isObject(o.spec) && o.spec.config !== undefined ? { config: o.spec.config } : {};

@@ -36,6 +36,8 @@ export interface Informer {
   readonly name: string;
   synced(): boolean;
   get(namespace: string, name: string): Obj | undefined;
+  /** Every object the cache holds now. */
+  list(): Obj[];
   /** Subscribes to adds/updates (deleted false) and deletes (deleted true); returns the unsubscribe. */
   subscribe(listener: (obj: Obj, deleted: boolean) => void): () => void;
   start(): void;
@@ -202,6 +204,10 @@ class WatchInformer implements Informer {
 
   get(namespace: string, n: string): Obj | undefined {
     return this.store.get(namespace, n);
+  }
+
+  list(): Obj[] {
+    return this.store.values();
   }
 
   subscribe(listener: (obj: Obj, deleted: boolean) => void): () => void {

@@ -54,6 +54,11 @@ export interface WarmKube {
    * exception is logged and does not stop the informer.
    */
   onPod(listener: PodListener): () => void;
+  /**
+   * The NAD informer's cache as it is now (trimmed: informer-trim.ts), and its changes: the DRA driver's slices
+   * follow them (dra/slice-sync.ts). `onChange` is called after each add, update or delete; returns the unsubscribe.
+   */
+  nads: { synced(): boolean; list(): Nad[]; onChange(listener: () => void): () => void };
   /** Stops the informers and closes the lean client's connections. */
   close(): void;
 }
@@ -257,6 +262,11 @@ export async function startWarmKube(o: WarmKubeOptions): Promise<WarmKube> {
       });
     },
     onPod: (listener) => pods.subscribe((obj, deleted) => listener(obj as unknown as Pod, deleted)),
+    nads: {
+      synced: () => nads.synced(),
+      list: () => nads.list() as unknown as Nad[],
+      onChange: (listener) => nads.subscribe(() => listener()),
+    },
     close() {
       if (closed) return;
       closed = true;

@@ -14,8 +14,8 @@ import { KubeApiError } from './types.ts';
 // Calls: what is asked, for paths and messages (pure)
 
 export interface Call {
-  verb: 'get' | 'update' | 'create' | 'list' | 'patch';
-  method: 'GET' | 'PUT' | 'POST' | 'PATCH';
+  verb: 'get' | 'update' | 'create' | 'list' | 'patch' | 'delete';
+  method: 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
   group: string;
   resource: string;
   namespace: string;
@@ -24,6 +24,8 @@ export interface Call {
   body?: unknown;
   /** Default application/json. */
   contentType?: string;
+  /** A cluster-scoped object (a Node, a ResourceSlice): no namespace in its path. */
+  clusterScoped?: boolean;
 }
 
 const seg = encodeURIComponent;
@@ -70,6 +72,22 @@ export function resourceSliceListCall(nodeName: string, driver: string): Call {
     name: selector,
     path,
   };
+}
+
+/** GET of a Node (the DRA driver's slices name their Node as owner, by its UID). */
+export function nodeCall(name: string): Call {
+  const path = `/api/v1/nodes/${seg(name)}`;
+  return { verb: 'get', method: 'GET', group: '', resource: 'nodes', namespace: '', name, path, clusterScoped: true };
+}
+
+/** Create, update (PUT with its resourceVersion) or delete of a ResourceSlice (the DRA driver's, dra/slice-sync.ts). */
+export function resourceSliceCall(verb: 'create' | 'update' | 'delete', name: string, body?: unknown): Call {
+  const method = verb === 'create' ? 'POST' : verb === 'update' ? 'PUT' : 'DELETE';
+  const path = `${DRA_API}/resourceslices${verb === 'create' ? '' : `/${seg(name)}`}`;
+  const call: Call = { verb, method, group: 'resource.k8s.io', resource: 'resourceslices', namespace: '', name, path };
+  call.clusterScoped = true;
+  if (body !== undefined) call.body = body;
+  return call;
 }
 
 /**
@@ -181,13 +199,15 @@ const qualified = (c: Call): string =>
 export const target = (c: Call): string =>
   c.verb === 'list'
     ? `list ${c.resource} (fieldSelector ${c.name})`
-    : `${c.verb} ${c.resource} ${c.name ? `${c.namespace}/${c.name}` : `in namespace ${c.namespace}`}`;
+    : c.clusterScoped
+      ? `${c.verb} ${c.resource} ${c.name}`
+      : `${c.verb} ${c.resource} ${c.name ? `${c.namespace}/${c.name}` : `in namespace ${c.namespace}`}`;
 
 /** Names that cannot exist: the API server would answer NotFound, so no request is sent. */
 export function invalidName(c: Call): KubeApiError | undefined {
   if (c.verb === 'list') return undefined; // cluster-wide, selector values are escaped in the query
   const nameOk = c.verb === 'create' || isDns1123Subdomain(c.name);
-  if (isDns1123Label(c.namespace) && nameOk) return undefined;
+  if ((c.clusterScoped === true || isDns1123Label(c.namespace)) && nameOk) return undefined;
   const what = c.verb === 'create' ? `namespace "${c.namespace}"` : `${qualified(c)} "${c.name}"`;
   return new KubeApiError(CniCode.Internal, `${what} not found`, 404, 'NotFound');
 }

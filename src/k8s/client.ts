@@ -32,8 +32,10 @@ import {
   eventCall,
   invalidName,
   nadCall,
+  nodeCall,
   podCall,
   resourceClaimCall,
+  resourceSliceCall,
   resourceSliceListCall,
   transportError,
 } from './calls.ts';
@@ -45,12 +47,15 @@ import { statusError } from './calls.ts';
 import { bunRuntime } from '../base/bun.ts';
 import { parseServer } from './kubeconfig.ts';
 import type { ServerAddress } from './kubeconfig.ts';
-import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, Pod, WatchClient } from './types.ts';
+import type { CallOptions, ClientInfo, DraObject, EventInput, KubeClient, Nad, Pod } from './types.ts';
+import type { SliceWriter, WatchClient } from './types.ts';
 import type { FallbackModule } from './fallback-loader.ts';
 import type { Env } from '../cni/request.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // The client
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 function authKind(cfg: ClientConfig): string {
   if (cfg.fallback?.auth) return cfg.fallback.reason;
@@ -68,7 +73,7 @@ const LIST_TIMEOUT_MS = 60_000;
 /** A kubeconfig file's config again when its bytes changed since the last load (undefined: unchanged). */
 type Reload = () => Promise<{ cfg: ClientConfig; session: FallbackSession | undefined } | undefined>;
 
-class Client implements KubeClient, WatchClient {
+class Client implements KubeClient, WatchClient, SliceWriter {
   #requests = 0;
   #info!: ClientInfo;
   /** Created by the first request that needs node:https (a few ms to load; a DEL may need no request). */
@@ -159,6 +164,25 @@ class Client implements KubeClient, WatchClient {
       throw new CniError(CniCode.Internal, `the API server answered ${call.path} without an "items" array`);
     }
     return list.items as DraObject[];
+  }
+
+  async getNodeUid(name: string, opts?: CallOptions): Promise<string> {
+    const node = await this.run<{ metadata?: { uid?: unknown } }>(nodeCall(name), opts);
+    const uid = node?.metadata?.uid;
+    if (typeof uid !== 'string' || uid === '') throw new CniError(CniCode.Internal, `node ${name} has no uid`);
+    return uid;
+  }
+
+  createResourceSlice(slice: DraObject, opts?: CallOptions): Promise<DraObject> {
+    return this.run<DraObject>(resourceSliceCall('create', str(slice.metadata?.name), slice), opts);
+  }
+
+  updateResourceSlice(slice: DraObject, opts?: CallOptions): Promise<DraObject> {
+    return this.run<DraObject>(resourceSliceCall('update', str(slice.metadata?.name), slice), opts);
+  }
+
+  async deleteResourceSlice(name: string, opts?: CallOptions): Promise<void> {
+    await this.run<unknown>(resourceSliceCall('delete', name), opts);
   }
 
   /** One page of a list (`path` with its query), as raw JSON: an informer's LIST, not counted in requestCount. */
@@ -321,7 +345,9 @@ function reloader(o: LoadKubeClientOptions, loadFallback: () => Promise<Fallback
  * loaded only when the kubeconfig needs it. A kubeconfig with an inline token can be read again
  * (`reloadKubeconfig`: the thin plugin's answer to a token rotated under it, docs/install.md "Upgrade").
  */
-export async function loadKubeClient(o: LoadKubeClientOptions): Promise<(KubeClient & WatchClient) | undefined> {
+export async function loadKubeClient(
+  o: LoadKubeClientOptions,
+): Promise<(KubeClient & WatchClient & SliceWriter) | undefined> {
   const loadFallback = o.loadFallback ?? loadFallbackModule;
   const bytes = o.kubeconfig ? bytesOf(o.kubeconfig) : undefined;
   const cfg = await resolveConfig(o, loadFallback);

@@ -115,6 +115,20 @@ export interface KubeClient {
   reloadKubeconfig?(): Promise<boolean>;
 }
 
+/**
+ * What the DRA driver asks besides a KubeClient's calls (dra/slice-sync.ts): its Node's UID (the slices' owner) and
+ * its ResourceSlices written. The lean client has them; the informers' client does not.
+ */
+export interface SliceWriter {
+  /** GET of a Node: its UID. */
+  getNodeUid(name: string, opts?: CallOptions): Promise<string>;
+  createResourceSlice(slice: DraObject, opts?: CallOptions): Promise<DraObject>;
+  /** PUT with the slice's metadata.resourceVersion; a stale one is a 409 KubeApiError. */
+  updateResourceSlice(slice: DraObject, opts?: CallOptions): Promise<DraObject>;
+  /** DELETE; a slice already gone is a 404 KubeApiError. */
+  deleteResourceSlice(name: string, opts?: CallOptions): Promise<void>;
+}
+
 export interface ClientInfo {
   source: ClientConfig['source'];
   path: string;

@@ -1,6 +1,6 @@
 /**
  * What the daemon evaluates when it starts (docs/resident.md, "Memory"): prom-client (only with metricsPort),
- * dynamic networks, hot-plug's /delegate, the operator commands and `multus install` are loaded by `import()`
+ * dynamic networks, hot-plug's /delegate, the DRA plugin and its gRPC (only with draNetworks), the operator commands and `multus install` are loaded by `import()`
  * when first used, never by a static import reachable from the daemon's entry (src/roles.ts). The bundler keeps a
  * module reached only through `import()` unevaluated until that call, so a static import added anywhere on the
  * way brings the module's memory back into every daemon; this test follows the static imports and fails then.
@@ -40,13 +40,16 @@ describe("the daemon's start-up loads only what every daemon uses", () => {
     expect(closure).toContain('informers/informers.ts');
   });
 
-  it('does not reach prom-client, dynamic networks, /delegate, the operator commands or install', () => {
+  it('does not reach prom-client, dynamic networks, /delegate, the DRA plugin, the gRPC library, the operator commands or install', () => {
     const lazy = [...closure].filter(
       (m) =>
         m === 'prom-client' ||
         m === 'daemon/metrics.ts' ||
         m === 'daemon/delegate-http.ts' ||
         m.startsWith('hotplug/') ||
+        m.startsWith('dra/') || // the DRA plugin, only with draNetworks (daemon/dra-part.ts)
+        (m.startsWith('kubelet/') && m !== 'kubelet/load.ts') || // load.ts: the loader alone
+        m.startsWith('@grpc/') ||
         m.startsWith('operator/') ||
         m.startsWith('install/'),
     );
