@@ -15,7 +15,7 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +27,7 @@ import { type Cluster, k8sRequirements, nadPath, startCluster } from './cluster.
 
 const DRIVER = DEFAULT_DRA_DRIVER;
 const NODE = 'node-dra-wire';
+const SHARE = '0a0b0c0d-0000-4000-8000-000000000001';
 const DRA = '/apis/resource.k8s.io/v1';
 const ready = needs(...k8sRequirements(), fileExists(MULTUS_BIN, 'build/multus (npm run build)'));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -58,13 +59,14 @@ describe.skipIf(!ready)("the daemon's DRA plugin on its sockets, called from the
     created.status = {
       allocation: {
         devices: {
-          results: [{ request: 'net', driver: DRIVER, pool: NODE, device: 'any' }],
+          results: [{ request: 'net', driver: DRIVER, pool: NODE, device: 'any', shareID: SHARE }],
           config: [{ source: 'FromClaim', requests: ['net'], opaque: { driver: DRIVER, parameters } }],
         },
         nodeSelector: {
           nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: [NODE] }] }],
         },
       },
+      reservedFor: [{ resource: 'pods', name: 'p', uid: '00000000-0000-4000-8000-0000000000aa' }],
     };
     return cluster.admin.put(`${DRA}/namespaces/${ns}/resourceclaims/${name}/status`, created);
   }
@@ -74,6 +76,9 @@ describe.skipIf(!ready)("the daemon's DRA plugin on its sockets, called from the
     name,
     interface: 'net1',
   });
+  /** The daemon's checkpoints, in its mount namespace (/var/lib/cni is a tmpfs of its own). */
+  const checkpointDir = () => `/proc/${daemon.pid}/root/var/lib/cni/multus/dra`;
+  const checkpoints = () => (existsSync(checkpointDir()) ? readdirSync(checkpointDir()).sort() : []);
   const ref = (c: Answer) => ({ namespace: c.metadata.namespace, uid: c.metadata.uid, name: c.metadata.name });
 
   beforeAll(async () => {
@@ -160,9 +165,7 @@ describe.skipIf(!ready)("the daemon's DRA plugin on its sockets, called from the
           pool_name: NODE,
           device_name: 'any',
           cdi_device_ids: [],
-          ...(first.claims[good.metadata.uid].devices[0].share_id !== undefined
-            ? { share_id: expect.any(String) }
-            : {}),
+          share_id: SHARE,
         },
       ],
       error: '',
@@ -172,15 +175,27 @@ describe.skipIf(!ready)("the daemon's DRA plugin on its sockets, called from the
       expect(first.claims[c.uid].error, c.name).not.toBe('');
     }
     expect(first.claims[bad.metadata.uid].error).toContain('bad');
+    // the prepared claim's checkpoint (dra/checkpoint.ts: <cniDir>/dra/<uid>.json, 0600 in a 0700 dir), no other
+    expect(checkpoints()).toEqual([`${good.metadata.uid}.json`]);
+    expect(statSync(checkpointDir()).mode & 0o777).toBe(0o700);
+    expect(statSync(join(checkpointDir(), `${good.metadata.uid}.json`)).mode & 0o777).toBe(0o600);
 
     // the kubelet retries: the same answer; v1beta1 is the same service
     expect(await call(v1, 'NodePrepareResources', { claims })).toEqual(first);
-    expect(await call(dra('v1beta1'), 'NodePrepareResources', { claims })).toEqual(first);
+    // v1beta1's Device has no share_id
+    const beta = await call(dra('v1beta1'), 'NodePrepareResources', { claims });
+    const { share_id: _, ...betaDevice } = first.claims[good.metadata.uid].devices[0];
+    expect(beta).toEqual({
+      claims: { ...first.claims, [good.metadata.uid]: { devices: [betaDevice], error: '' } },
+    });
 
     // the refused claim's device got Ready=False with the reason, written with the driver as field manager
     const got = await cluster.admin.get(`${DRA}/namespaces/${ns}/resourceclaims/bad`);
     const dev = (got.status.devices ?? []).find((d: { driver: string }) => d.driver === DRIVER);
-    expect(dev?.conditions?.find((c: { type: string }) => c.type === 'Ready')).toMatchObject({ status: 'False' });
+    expect(
+      dev?.conditions?.find((c: { type: string }) => c.type === 'Ready'),
+      `${JSON.stringify(got.status)}\n${log}`,
+    ).toMatchObject({ status: 'False' });
     const managers = (got.metadata.managedFields ?? []).map((f: { manager: string }) => f.manager);
     expect(managers).toContain(DRIVER);
   });
@@ -195,6 +210,7 @@ describe.skipIf(!ready)("the daemon's DRA plugin on its sockets, called from the
         claims: { [good.metadata.uid]: { error: '' }, [unknown.uid]: { error: '' } },
       });
     }
+    expect(checkpoints(), 'no checkpoint left').toEqual([]);
     // prepared again after an unprepare: as the first time
     const again = await call(dra('v1'), 'NodePrepareResources', { claims: [ref(good)] });
     expect(again.claims[good.metadata.uid].error).toBe('');
