@@ -15,7 +15,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
-import { type Obj, collection, docs, withApiServer } from '../helpers/manifests.ts';
+import { collection } from '../helpers/manifests.ts';
 import { type Cluster, k8sRequirements, nadPath, podPath } from '../k8s/cluster.ts';
 import { type ApiTunnel, NETWORKS_ANNOTATION, type PodRef, ensureNamespace } from '../e2e-k8s/world.ts';
 import { crioRequirements } from './crio.ts';
@@ -23,29 +23,13 @@ import { type NodeRuntime, nodeRequirements } from './node.ts';
 import { bootKubeletNode, until } from './kubelet-boot.ts';
 import { type Link, type MachineState, machineState, untilDefaultServiceAccount } from './kubelet-suite.ts';
 import { draCases } from './kubelet-dra-cases.ts';
+import { draDaemonSetObjects } from './kubelet-dra-objects.ts';
 import type { DraCtx } from './kubelet-dra-ctx.ts';
 import { REPO_ROOT, type SandboxInfo, runOk, runtimeRequirements } from './runtime.ts';
 
 const CLUSTER_NET = 'kl-dra-cluster';
 const BRIDGE = 'mtsdrabr0';
 const SHIM_BIN = join(REPO_ROOT, 'build/multus-shim');
-
-/**
- * The resident manifest with the API server's address (no kube-proxy here) and DRA networks on, beside the DRA
- * piece: the daemon's config says `draNetworks` (and the opt-in for claims' inline configs); the shim waits 20 s for
- * a daemon being restarted (the kill cases) before its thin fallback.
- */
-function daemonSetObjects(apiPort: string): Obj[] {
-  const objs = [...docs('multus-ts-resident.yml'), ...docs('multus-ts-dra-networks.yml')];
-  for (const o of objs) {
-    if (o.kind !== 'ConfigMap') continue;
-    const data = o.data as Record<string, string>;
-    const conf = JSON.parse(data['daemon-config.json']!) as Record<string, unknown>;
-    const dra = { draNetworks: true, draInlineConfigFromClaims: true, shimWaitSeconds: 20 };
-    data['daemon-config.json'] = JSON.stringify({ ...conf, ...dra });
-  }
-  return withApiServer(objs, apiPort);
-}
 
 export function draNetworksSuite(runtime: 'containerd' | 'crio'): void {
   const ready = needs(
@@ -91,7 +75,7 @@ function suiteBody(runtime: 'containerd' | 'crio'): void {
     // the master interfaces cni-dra-driver's examples name, as on their demo's kind nodes
     for (const l of ['eth0', 'enp0s10']) await runOk('ip', ['-n', node.hostNs, 'link', 'add', l, 'type', 'dummy']);
     for (const l of ['eth0', 'enp0s10']) await runOk('ip', ['-n', node.hostNs, 'link', 'set', l, 'up']);
-    for (const o of daemonSetObjects(new URL(cluster.server).port)) await cluster.admin.post(collection(o), o);
+    for (const o of draDaemonSetObjects(new URL(cluster.server).port)) await cluster.admin.post(collection(o), o);
     await ensureNamespace(cluster, ns);
     await untilDefaultServiceAccount(cluster, ns, logs);
   }, 400_000);
