@@ -5,6 +5,8 @@
  * (claims, their status, events, the Node, the slices) and reads NADs from the informers' cache, whose changes its
  * slices follow. Its checkpoints live in `<cniDir>/dra` (cniDir: the 00-multus.conf key, default
  * /var/lib/cni/multus, on the host). Stopped by the daemon's signal: both sockets removed, the slices kept.
+ * It never holds the daemon's readiness: CNI calls do not depend on it, and a slice it cannot publish yet (the API
+ * away, a missing RBAC rule) is logged and retried, not a reason to refuse pods their networks.
  * Tested by test/unit/daemon/dra-part.test.ts.
  */
 import { hostname } from 'node:os';

@@ -145,7 +145,7 @@ export const hostPart = (s: Shared): Component => ({
   start() {
     const warmKubeconfig = typeof s.cfg.multusKeys.kubeconfig === 'string' ? s.cfg.multusKeys.kubeconfig : '';
     const connectKube = kubeConnector(s.warm, warmKubeconfig);
-    s.host = createHost({ writeStderr: s.io.writeStderr, exec: s.exec, connectKube });
+    s.host = createHost({ writeStderr: s.io.writeStderr, exec: s.exec, connectKube, resident: true });
   },
   stop: () => s.host?.close(),
 });

@@ -45,6 +45,8 @@ export interface GrantDeps {
   kube: DraApi | undefined;
   log: Logger;
   devices?: ResourceMapDeps;
+  /** The pod's DRA reads of this call, when the caller made some already (its claims' networks). */
+  lookup?: DraLookup;
 }
 
 const podName = (pod: Pod): string => `${pod.metadata.namespace}/${pod.metadata.name}`;
@@ -197,7 +199,7 @@ export async function grantDevices(
       `${w.label}: "resourceClaim" needs the Kubernetes API, and multus has no kubeconfig`,
     );
   }
-  const lookup = deps.kube ? new DraLookup(deps.kube, pod, {}) : undefined;
+  const lookup = deps.lookup ?? (deps.kube ? new DraLookup(deps.kube, pod, {}) : undefined);
   const named = naming ? await namedGrants(wants, pod, deps.kube!, lookup!) : new Map<number, ClaimRequestDevice>();
   const taken = new Set([...named.values()].map((d) => d.key));
   const empty: Pool = { resources: new Map(), sources: new Map() };

@@ -23,6 +23,8 @@ export interface AllocationResult {
 export interface DeviceInfo {
   deviceId: string;
   resourceName: string;
+  /** The device's attributes as the slice has them (a driver's own, such as our networks': src/dra/). */
+  attributes: Record<string, unknown>;
 }
 
 export interface ExtendedStatus {
@@ -149,7 +151,8 @@ export function indexSlices(slices: DraObject[], driver: string): Map<string, De
       if (!isObject(device) || str(device.name) === '') continue;
       const deviceId = stringAttribute(device, DRA_DEVICE_ID_ATTRIBUTE);
       const resourceName = stringAttribute(device, DRA_RESOURCE_NAME_ATTRIBUTE);
-      index.set(`${pool}\0${str(device.name)}`, { deviceId, resourceName });
+      const attributes = isObject(device.attributes) ? device.attributes : {};
+      index.set(`${pool}\0${str(device.name)}`, { deviceId, resourceName, attributes });
     }
   }
   return index;

@@ -242,7 +242,11 @@ export function hasDraClaims(pod: Pod): boolean {
  * The pod's claims; a template claim the status does not name yet means the pod copy is older than the
  * kubelet's (the daemon's informer lags): asked for again, once, past any cache. Still missing is code 11.
  */
-async function currentClaims(pod: Pod, api: DraApi, log: Logger | undefined): Promise<{ pod: Pod; claims: PodClaims }> {
+export async function currentClaims(
+  pod: Pod,
+  api: DraApi,
+  log: Logger | undefined,
+): Promise<{ pod: Pod; claims: PodClaims }> {
   let claims = podClaims(pod, log);
   if (claims.pending.length === 0) return { pod, claims };
   const fresh = await api.getPod(pod.metadata.namespace, pod.metadata.name, { uid: pod.metadata.uid, fresh: true });

@@ -8,8 +8,6 @@
  * read back; the device's attributes (`DRA_NAMESPACE_ATTRIBUTE`, `DRA_NAME_ATTRIBUTE`) say which NAD it is.
  * Tested by test/unit/dra/device-names.test.ts.
  */
-import { createHash } from 'node:crypto';
-
 /** The device of any network (the claim's config names it). */
 export const ANY_NETWORK_DEVICE = 'any';
 
@@ -30,7 +28,13 @@ const HASH_HEX = 10;
 
 /** The device name of the NAD `namespace/name`: a DNS label, unique per NAD (see the header). */
 export function networkDeviceName(namespace: string, name: string): string {
-  const hash = createHash('sha256').update(`${namespace}/${name}`).digest('hex').slice(0, HASH_HEX);
+  // node:crypto where it is used: the thin bundle carries this module (docs/build.md, its start-up discipline)
+  const hash = process
+    .getBuiltinModule('node:crypto')
+    .createHash('sha256')
+    .update(`${namespace}/${name}`)
+    .digest('hex')
+    .slice(0, HASH_HEX);
   const readable = `${name}-${namespace}`
     .toLowerCase()
     .replace(/[^a-z0-9-]+/g, '-')

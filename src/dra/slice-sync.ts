@@ -7,8 +7,8 @@
  * plugin registered (`kick`: the kubelet deletes a driver's slices while its plugin is away, and all slices of its
  * node when it starts), and every `resyncMs`; one at a time. A NAD change that leaves the desired slices as they
  * were costs no request. A failed sync is logged and tried again with backoff (1 s doubling to 60 s). The slices
- * are not deleted when the daemon stops (docs/dra-networks.md, "Design: the driver"): `deleteNodeSlices` is for
- * `multus install`'s uninstall. Tested by test/unit/dra/slice-sync.test.ts, test/k8s/dra-driver.test.ts.
+ * are not deleted when the daemon stops (docs/dra-networks.md, "Design: the driver"): `multus install`'s uninstall
+ * deletes them (install/uninstall.ts). Tested by test/unit/dra/slice-sync.test.ts, test/k8s/dra-driver.test.ts.
  */
 import { createHash } from 'node:crypto';
 import { messageOf } from '../base/errors.ts';
@@ -48,17 +48,12 @@ async function deleteIfThere(api: SliceWriter, name: string): Promise<void> {
   }
 }
 
-/** Every slice of `driver` on `nodeName` deleted (uninstall); the number deleted. */
-export async function deleteNodeSlices(api: SliceApi, nodeName: string, driver: string): Promise<number> {
-  const existing = await api.listResourceSlices(nodeName, driver);
-  for (const s of existing) await deleteIfThere(api, String(s.metadata?.name ?? ''));
-  return existing.length;
-}
-
 export interface NadSource {
   list(): Nad[];
   /** Calls `listener` after each NAD change; returns the unsubscribe. */
   onChange(listener: () => void): () => void;
+  /** False while the list is not complete yet (an informer before its first list): no sync then, for up to a minute. */
+  synced?(): boolean;
 }
 
 export interface SliceSyncOptions extends SliceOptions {
@@ -91,6 +86,7 @@ export function startSliceSync(o: SliceSyncOptions): SliceSync {
   let running = false;
   let again = false;
   let failures = 0;
+  let waited = 0;
   let reportedSkips = '';
   const waiters: ((r: SyncResult) => void)[] = [];
   const schedule = (ms: number, force = false): void => {
@@ -101,6 +97,10 @@ export function startSliceSync(o: SliceSyncOptions): SliceSync {
   async function run(force = false): Promise<void> {
     if (running) {
       again = true;
+      return;
+    }
+    if (o.nads.synced?.() === false && waited++ < 120) {
+      schedule(500, force); // a slice of half the NADs would be withdrawn again in a moment
       return;
     }
     running = true;

@@ -21,6 +21,7 @@ import { refuseNestedExec } from '../multus/nesting.ts';
 import { realReadinessDeps } from '../multus/readiness.ts';
 import type { NetnsRouteDeps } from '../routes/netns-routes.ts';
 import type { Env } from '../cni/request.ts';
+import type { ClaimNetworkSource } from '../multus/claim-attach.ts';
 
 export interface Host {
   exec: Exec;
@@ -32,6 +33,8 @@ export interface Host {
   kube(conf: MultusConf, env: Env, log: Logger): Promise<KubeClient | undefined>;
   routes?: NetnsRouteDeps;
   devices?: DeviceDeps;
+  /** The resident daemon's host: it serves claim networks; the thin plugin's refuses them (docs/behaviour.md#claim-networks). */
+  resident: boolean;
   /** Closes kept connections; the host serves no request after it. */
   close(): void;
 }
@@ -45,6 +48,8 @@ export interface HostOptions {
   connectKube?: (conf: MultusConf, env: Env, log: Logger) => Promise<KubeClient | undefined>;
   routes?: NetnsRouteDeps;
   devices?: DeviceDeps;
+  /** The resident daemon's host (Host.resident). */
+  resident?: boolean;
 }
 
 export function createHost(o: HostOptions): Host {
@@ -58,6 +63,7 @@ export function createHost(o: HostOptions): Host {
     readiness: o.readiness ?? realReadinessDeps,
     ...(o.routes ? { routes: o.routes } : {}),
     ...(o.devices ? { devices: o.devices } : {}),
+    resident: o.resident === true,
     logger(conf) {
       let log = loggers.get(conf);
       if (!log) {
@@ -103,8 +109,18 @@ export function commandDeps(host: Host, env: Env, log: Logger): CommandDeps {
     clock: host.clock,
     ...(host.routes ? { routes: host.routes } : {}),
     ...(host.devices ? { devices: host.devices } : {}),
+    claimNetworks: host.resident ? serveClaimNetworks : refuseClaimNetworks,
   };
 }
+
+/**
+ * dra/claim-delegates.ts, loaded only when a call with `draNetworks` meets a pod with DRA claims: the thin plugin
+ * never parses it otherwise.
+ */
+const serveClaimNetworks: ClaimNetworkSource = async (pod, conf, deps) =>
+  (await import('../dra/claim-delegates.ts')).serveClaimNetworks(pod, conf, deps);
+const refuseClaimNetworks: ClaimNetworkSource = async (pod, conf, deps) =>
+  (await import('../dra/claim-delegates.ts')).refuseClaimNetworks(pod, conf, deps);
 
 /**
  * The Kubernetes client, only when the config names a kubeconfig or the in-cluster service environment is

@@ -39,7 +39,7 @@ import {
 import { GENERATED_FILES } from '../multus/generate-conf.ts';
 import { type ConfState, copyGivenConf, newConfState, refreshMultusConf } from './conf-writer.ts';
 import { InstallError, type InstallOptions, parseDaemonSetRef } from './options.ts';
-import { type DeletionState, deletionState } from './uninstall.ts';
+import { type DeletionState, deleteDraSlices, deletionState } from './uninstall.ts';
 import { payloadsBeside, prunePayloads } from './payloads.ts';
 import type { Env } from '../cni/request.ts';
 
@@ -57,6 +57,8 @@ export interface InstallDeps {
   requestNodeToken?(r: NodeTokenRequest): Promise<NodeToken>;
   /** --cleanup-when-deleted's question (default: uninstall.ts's deletionState, one GET) */
   deletionState?(r: PodCredentials & { namespace: string; name: string }): Promise<DeletionState>;
+  /** --dra-driver-name's delete on uninstall (default: uninstall.ts's deleteDraSlices) */
+  deleteDraSlices?(r: PodCredentials & { nodeName: string; driver: string }): Promise<string>;
   /** posts a Warning event on this node with the kubeconfig just written (best effort: never throws) */
   warnNode?(w: { kubeconfig: string; reason: string; message: string }): Promise<void>;
 }
@@ -284,15 +286,19 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
   }
 }
 
+/** The pod's own credentials (its mounted token and CA) for a call to the API server. */
+async function podCredentials(o: InstallOptions, deps: InstallDeps): Promise<PodCredentials> {
+  const ca = await readIfExists(join(o.serviceAccountDir, 'ca.crt'), 'service account CA');
+  const token = (await readIfExists(join(o.serviceAccountDir, 'token'), 'service account token'))?.toString('utf8');
+  if (token === undefined) throw new InstallError(`no service account token in ${o.serviceAccountDir}`);
+  return { server: apiServerUrl(deps.env), ca: o.skipTlsVerify ? null : ca, token: token.trim() };
+}
+
 /** uninstall.ts's question about the --cleanup-when-deleted DaemonSet, asked with the pod's token. */
 async function askDeletion(o: InstallOptions, deps: InstallDeps): Promise<DeletionState> {
   const ref = parseDaemonSetRef(o.cleanupWhenDeleted)!; // checked by options.ts
   try {
-    const ca = await readIfExists(join(o.serviceAccountDir, 'ca.crt'), 'service account CA');
-    const token = (await readIfExists(join(o.serviceAccountDir, 'token'), 'service account token'))?.toString('utf8');
-    if (token === undefined) throw new InstallError(`no service account token in ${o.serviceAccountDir}`);
-    const creds = { server: apiServerUrl(deps.env), ca: o.skipTlsVerify ? null : ca, token: token.trim(), ...ref };
-    return await (deps.deletionState ?? deletionState)(creds);
+    return await (deps.deletionState ?? deletionState)({ ...(await podCredentials(o, deps)), ...ref });
   } catch (e) {
     return { unknown: errText(e) };
   }
@@ -329,4 +335,20 @@ async function cleanupIfDeleted(o: InstallOptions, deps: InstallDeps, st: State)
     join(o.cniConfDir, 'multus.d', 'multus.kubeconfig'),
   ];
   for (const f of files) if (await removeIfExists(f)) deps.log(`removed ${f}`);
+  if (o.draDriverName !== '') await removeDraSlices(o, deps);
+}
+
+/** --dra-driver-name: this node's ResourceSlices of that driver go with the uninstall (uninstall.ts). */
+async function removeDraSlices(o: InstallOptions, deps: InstallDeps): Promise<void> {
+  const nodeName = deps.env.MULTUS_NODE_NAME ?? '';
+  if (nodeName === '') {
+    deps.log('--dra-driver-name: MULTUS_NODE_NAME is not set: the kubelet deletes the ResourceSlices instead');
+    return;
+  }
+  try {
+    const creds = await podCredentials(o, deps);
+    deps.log(await (deps.deleteDraSlices ?? deleteDraSlices)({ ...creds, nodeName, driver: o.draDriverName }));
+  } catch (e) {
+    deps.log(`--dra-driver-name: ${errText(e)}`);
+  }
 }

@@ -52,6 +52,8 @@ export interface InstallOptions {
   tokenBinding: string;
   /** multus-ts: `<namespace>/<daemonset>`: on stop, remove the config and kubeconfig if that DaemonSet was deleted */
   cleanupWhenDeleted: string;
+  /** multus-ts: with --cleanup-when-deleted, the DRA driver whose ResourceSlices on this node an uninstall removes */
+  draDriverName: string;
   help: boolean;
 }
 
@@ -204,6 +206,14 @@ export const FLAGS: Record<string, Flag> = {
       'NAMESPACE/DAEMONSET: when stopped because that DaemonSet was deleted (helm uninstall), remove 00-multus.conf(list) ' +
       'and the kubeconfig, and keep them on any other stop (an upgrade): needs get on that daemonset',
   },
+  'dra-driver-name': {
+    key: 'draDriverName',
+    bool: false,
+    def: '',
+    help:
+      'with --cleanup-when-deleted: the DRA driver (draDriverName) whose ResourceSlices on this node (MULTUS_NODE_NAME) ' +
+      'the uninstall removes: needs deletecollection on resourceslices',
+  },
   help: { key: 'help', bool: true, def: false, help: 'show help message and quit' },
 };
 
@@ -308,6 +318,11 @@ function checkOptions(o: InstallOptions): void {
   if (o.cleanupWhenDeleted !== '' && !parseDaemonSetRef(o.cleanupWhenDeleted)) {
     throw new InstallError(
       `--cleanup-when-deleted=${o.cleanupWhenDeleted}: write the DaemonSet as NAMESPACE/NAME, e.g. kube-system/kube-multus-ds`,
+    );
+  }
+  if (o.draDriverName !== '' && !/^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$/.test(o.draDriverName)) {
+    throw new InstallError(
+      `--dra-driver-name=${o.draDriverName}: write the driver's name, e.g. multus.k8s.cni.cncf.io`,
     );
   }
   if (o.multusCniConfDirHost === '') o.multusCniConfDirHost = o.multusCniConfDir.replace(/^\/host(?=\/)/, '');

@@ -11,6 +11,11 @@
  * so by the time the pod is stopped the question itself is refused (401 or 403): that counts as deleted when the
  * same question was answered when the installer started (its identity and role worked then, the uninstall took
  * them). An error or no answer is unknown, and unknown keeps the files (the safe side).
+ *
+ * With `--dra-driver-name`, the uninstall also deletes this node's ResourceSlices of that DRA driver (one
+ * DELETE of the collection, `spec.nodeName` and `spec.driver` field selectors, as the kubelet deletes a driver's
+ * slices): best effort, since `helm uninstall` may have taken the role already; the kubelet then deletes them
+ * itself once the plugin's registration socket has been gone 30 s (docs/dra-networks.md, "Design: the driver").
  */
 import type { Call } from '../k8s/calls.ts';
 import { callAsPod, type PodCredentials } from './node-token.ts';
@@ -43,5 +48,29 @@ export async function deletionState(r: PodCredentials & { namespace: string; nam
     return ds.metadata?.deletionTimestamp ? 'deleted' : 'present';
   } catch {
     return { unknown: `${what}: the answer is not JSON` };
+  }
+}
+
+/** DELETE of this node's ResourceSlices of `driver` (the DRA driver's, dra/slice-sync.ts); a one-line outcome. */
+export async function deleteDraSlices(r: PodCredentials & { nodeName: string; driver: string }): Promise<string> {
+  const selector = encodeURIComponent(`spec.nodeName=${r.nodeName},spec.driver=${r.driver}`);
+  const call: Call = {
+    verb: 'delete',
+    method: 'DELETE',
+    group: 'resource.k8s.io',
+    resource: 'resourceslices',
+    namespace: '',
+    name: '',
+    path: `/apis/resource.k8s.io/v1/resourceslices?fieldSelector=${selector}`,
+    clusterScoped: true,
+  };
+  const what = `DELETE the ResourceSlices of driver ${r.driver} on node ${r.nodeName}`;
+  try {
+    const wire = await callAsPod(r, call, undefined, what);
+    if (wire.status >= 200 && wire.status < 300)
+      return `deleted the ResourceSlices of driver ${r.driver} on node ${r.nodeName}`;
+    return `${what}: HTTP ${wire.status} (the kubelet deletes them once the driver has been gone 30 s)`;
+  } catch (e) {
+    return `${(e as Error).message} (the kubelet deletes them once the driver has been gone 30 s)`;
   }
 }

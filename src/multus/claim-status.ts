@@ -49,8 +49,8 @@ function refOf(attachment: Attachment): (ClaimRef & { driver: string; pool: stri
   return Object.values(ref).every((v) => v !== '') ? ref : undefined;
 }
 
-/** The attachment's interface in the pod: its addresses (CIDR) and MAC from the result. */
-function networkData(attachment: Attachment, result: PluginResult): Record<string, unknown> {
+/** The attachment's interface in the pod: its addresses (CIDR) and MAC from the result (KEP-4817 networkData). */
+export function networkData(attachment: Attachment, result: PluginResult): Record<string, unknown> {
   const ifaces = result.interfaces();
   const index = ifaces.findIndex((i) => i.name === attachment.ifName && i.sandbox);
   const ips = result
@@ -107,7 +107,7 @@ const RBAC_PIECE = 'deployments/multus-ts-claim-network-data.yml';
  * is authorized per driver on the synthetic `resourceclaims/driver` subresource: `associated-node:<verb>` when the
  * caller's token is bound to the claim's node, else `arbitrary-node:<verb>`; the API names the verbs it tried.
  */
-function writeFailure(key: string, drivers: string[], e: unknown): string {
+export function claimWriteFailure(key: string, drivers: string[], e: unknown): string {
   const said = messageOf(e);
   const base = `cannot write the network data of ResourceClaim ${key} (status.devices)`;
   if (!said.includes('resourceclaims/driver')) return `${base}: ${said}`;
@@ -131,7 +131,7 @@ export async function publishClaimNetworkData(
     try {
       await kube.applyClaimDevices(ref.namespace, ref.claim, manager, devices);
     } catch (e) {
-      const message = writeFailure(key, [...new Set(devices.map((d) => str(d.driver)))], e);
+      const message = claimWriteFailure(key, [...new Set(devices.map((d) => str(d.driver)))], e);
       log.error(message);
       await emitEvents(kube, pod, [{ type: 'Warning', reason: 'ClaimNetworkDataFailed', message }], log);
     }
@@ -160,7 +160,7 @@ export async function clearClaimNetworkData(
       await kube.applyClaimDevices(ref.namespace, ref.claim, manager, []);
     } catch (e) {
       if (httpStatusOf(e) === 404) continue;
-      log.error(writeFailure(key, [...ref.drivers], e).replace('cannot write', 'cannot remove'));
+      log.error(claimWriteFailure(key, [...ref.drivers], e).replace('cannot write', 'cannot remove'));
     }
   }
 }

@@ -23,6 +23,8 @@ import { capabilityArgsFor, delegateArgsFor } from './attachments.ts';
 import { planAdd } from './plan-add.ts';
 import { PARALLEL_ATTACHMENTS, attachmentSteps } from './overlap.ts';
 import type { PodLookup } from './podnetworks.ts';
+import type { ClaimNetworkSource } from './claim-attach.ts';
+import { claimRefOf } from './claim-attach.ts';
 
 export interface PlannedPlugin {
   type: string;
@@ -42,6 +44,8 @@ export interface PlannedAttachment {
   resourceName?: string;
   /** The element's `resourceClaim` (docs/behaviour.md#claim-request): its device is read at ADD. */
   resourceClaim?: { claimName: string; requestName: string };
+  /** A network of a claim of our DRA driver (docs/behaviour.md#claim-networks): its claim, request and device. */
+  claimNetwork?: { claim: string; request: string; device: string };
 }
 
 export interface PlanError {
@@ -89,6 +93,7 @@ export async function explainAdd(
   name: string,
   kube: KubeClient,
   log: Logger,
+  claimNetworks?: ClaimNetworkSource,
 ): Promise<Explanation> {
   const errors: PlanError[] = [];
   const ro = readOnly(kube);
@@ -100,7 +105,7 @@ export async function explainAdd(
   }
   const k8s = podK8sArgs({ namespace, name, uid: pod?.metadata.uid ?? '' }, '<container ID>');
   const lookup: PodLookup = pod ? { kind: 'found', pod } : { kind: 'unknown', reason: 'not found' };
-  const resolve = { kube: ro, log, warn: () => Promise.resolve() };
+  const resolve = { kube: ro, log, warn: () => Promise.resolve(), ...(claimNetworks ? { claimNetworks } : {}) };
   // a sandbox's ID as runtimes make it (64 hex characters), for the result cache file names
   const containerId = '0'.repeat(64);
   const input = { conf, k8s, lookup, ifName: 'eth0', containerId, tag: `[${podRef(k8s)}]`, log, resolve };
@@ -118,6 +123,7 @@ export async function explainAdd(
 }
 
 function describeAttachment(a: Attachment, conf: MultusConf, k8s: K8sArgs): PlannedAttachment {
+  const claim = claimRefOf(a);
   const capabilityArgs = capabilityArgsFor(a, conf.runtimeConfig);
   return {
     ifName: a.ifName,
@@ -135,6 +141,9 @@ function describeAttachment(a: Attachment, conf: MultusConf, k8s: K8sArgs): Plan
     ...(a.request.resourceName && !a.request.claimRequest ? { resourceName: a.request.resourceName } : {}),
     ...(a.request.claimRequest
       ? { resourceClaim: a.request.claimRequest as unknown as { claimName: string; requestName: string } }
+      : {}),
+    ...(claim
+      ? { claimNetwork: { claim: `${claim.namespace}/${claim.claim}`, request: claim.request, device: claim.device } }
       : {}),
   };
 }
@@ -158,6 +167,8 @@ export function formatExplanation(x: Explanation): string {
       const { claimName, requestName } = a.resourceClaim;
       lines.push(`       device: the one of request "${requestName}" of the pod's claim "${claimName}" (read at ADD)`);
     }
+    const c = a.claimNetwork;
+    if (c) lines.push(`       from request "${c.request}" of ResourceClaim ${c.claim} (device ${c.device})`);
   });
   if (x.attachments.length === 0) lines.push('  (no attachment)');
   if (x.steps && x.attachments.length > 0) {

@@ -30,6 +30,8 @@ export interface AttachmentRequest {
   resourceNameRequest?: string;
   /** The selection's `resourceClaim`: `{claimName, requestName}`, the claim request whose device this attachment takes. */
   claimRequest?: Record<string, unknown>;
+  /** The claim of our DRA driver the attachment came from (multus/claim-attach.ts `ClaimNetworkRef`). */
+  claimNetwork?: Record<string, unknown>;
 }
 
 export type FieldKey = keyof AttachmentRequest;
@@ -174,6 +176,15 @@ export const ATTACHMENT_FIELDS: readonly AttachmentField[] = [
     annotation: ['resourceClaim'],
     example: '{"claimName": "gpu-nic", "requestName": "nic"}',
     cacheKey: 'resourceClaimRequest',
+    cacheSlot: 'extension',
+  },
+  {
+    key: 'claimNetwork',
+    kind: 'object',
+    annotation: [],
+    example:
+      '{"namespace": "ns", "claim": "c", "request": "net", "driver": "multus.k8s.cni.cncf.io", "pool": "node-1", "device": "any"}',
+    cacheKey: 'draClaimNetwork',
     cacheSlot: 'extension',
   },
 ];

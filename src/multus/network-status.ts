@@ -42,6 +42,8 @@ export interface NetworkStatus {
   dns: NetworkStatusDns;
   'device-info'?: Record<string, unknown>;
   gateway?: string[];
+  /** multus-ts: the claim and request of our DRA driver the attachment came from (docs/behaviour.md#claim-networks). */
+  resourceClaim?: { name: string; request: string };
 }
 
 interface Result1x {
@@ -96,6 +98,7 @@ function ordered(s: NetworkStatus): NetworkStatus {
   o.dns = dnsOf(s.dns); // a struct, never omitted: {} when empty
   if (s['device-info']) o['device-info'] = structuredClone(s['device-info']);
   if (s.gateway?.length) o.gateway = [...s.gateway];
+  if (s.resourceClaim) o.resourceClaim = { name: s.resourceClaim.name, request: s.resourceClaim.request };
   return o as unknown as NetworkStatus;
 }
 

@@ -3,10 +3,10 @@
  * (docs/behaviour.md#parallel-attachments). Pure but for the promises it is handed.
  *
  * Without `parallelAttachments` every attachment is a step of its own, in Multus' order. With it the attachments
- * go in steps: the cluster network alone (it gets the runtime's interface and IP, and a secondary network's plugins
- * may look at it), then every other network at once, at most PARALLEL_ATTACHMENTS at a time, then each network that
- * takes its master link inside the pod (`linkInContainer`: a VLAN on another attachment's interface) alone, in
- * order, then the auxiliary chain alone (its plugins act on the whole pod, so every interface must exist first).
+ * go in steps: the cluster network and every other network at once, at most PARALLEL_ATTACHMENTS at a time, taken
+ * in Multus' order, then each network that takes its master link inside the pod (`linkInContainer`: a VLAN on
+ * another attachment's interface) alone, in order, then the auxiliary chain alone (its plugins act on the whole
+ * pod, so every interface must exist first).
  * DEL runs the steps, and the attachments in each, backwards. Nothing here holds a slot of the daemon's delegate
  * bound (daemon/exec.ts) while it waits: each plugin process takes one only while it runs.
  */
@@ -14,7 +14,7 @@ import type { Network } from '../cni/network.ts';
 import type { AttachmentSource } from './attachments.ts';
 
 /** The most attachments of one call that run at once (docs/behaviour.md#parallel-attachments). */
-export const PARALLEL_ATTACHMENTS = 4;
+export const PARALLEL_ATTACHMENTS = 8;
 
 /** What places an attachment: its source (none: found in a result cache only, a secondary's) and its network. */
 export interface Placed {
@@ -35,17 +35,15 @@ export function attachmentSteps(placed: Placed[], parallel: boolean, reverse = f
   let steps: number[][];
   if (!parallel) steps = placed.map((_, i) => [i]);
   else {
-    const cluster: number[] = [];
-    const others: number[] = [];
+    const together: number[] = [];
     const dependent: number[] = [];
     const aux: number[] = [];
     placed.forEach(({ source, network }, i) => {
-      if (source === 'cluster') cluster.push(i);
-      else if (source === 'auxiliary') aux.push(i);
-      else if (buildsOnThePod(network)) dependent.push(i);
-      else others.push(i);
+      if (source === 'auxiliary') aux.push(i);
+      else if (source !== 'cluster' && buildsOnThePod(network)) dependent.push(i);
+      else together.push(i);
     });
-    steps = [cluster, others, ...dependent.map((i) => [i]), aux].filter((step) => step.length > 0);
+    steps = [together, ...dependent.map((i) => [i]), aux].filter((step) => step.length > 0);
   }
   return reverse ? steps.reverse().map((step) => [...step].reverse()) : steps;
 }

@@ -16,7 +16,7 @@
 import type { K8sArgs } from '../cni/cniargs.ts';
 import type { MultusConf } from './conf.ts';
 import { resolveStaticNetworks } from './conf.ts';
-import { CniCode, CniError, messageOf, toCniError, wrapError } from '../base/errors.ts';
+import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
 import type { KubeClient, Nad, Pod } from '../k8s/types.ts';
 import { httpStatusOf, isTransient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
@@ -26,6 +26,12 @@ import type { ResourceMapDeps } from '../devices/devices.ts';
 import { injectDeviceIdIntoNetwork } from '../devices/devices.ts';
 import type { ClaimRequestRef } from '../devices/claim-request.ts';
 import { grantDevices } from '../devices/attachment-devices.ts';
+import { DraLookup, hasDraClaims } from '../devices/dra.ts';
+import type { ClaimNetworkSource } from './claim-attach.ts';
+import { claimDelegates } from './claim-attach.ts';
+import { attempt } from './attempt.ts';
+
+export { attempt };
 import { PoolRefused, delegateFromNad } from './nad.ts';
 import type { AttachmentSource, Delegate } from './attachments.ts';
 import type { NetworkSelection } from './selection.ts';
@@ -142,6 +148,8 @@ export interface ResolveDeps {
   devices?: ResourceMapDeps;
   /** Warning events (NoNetworkFound) go through here; best effort, never throws. */
   warn(pod: Pod, reason: string, message: string): Promise<void>;
+  /** The pod's networks from claims of our DRA driver, with `draNetworks` (the host's; multus/claim-attach.ts). */
+  claimNetworks?: ClaimNetworkSource;
 }
 
 async function fetchNad(kube: KubeClient, namespace: string, name: string): Promise<Nad | undefined> {
@@ -242,21 +250,6 @@ async function selectionDelegate(
   }
 }
 
-/** Runs `step`; with `collect` (`multus plan`), an error is handed to it and `fallback` returned instead. */
-export async function attempt<T>(
-  collect: ((error: CniError) => void) | undefined,
-  fallback: T,
-  step: () => T | Promise<T>,
-): Promise<T> {
-  if (!collect) return step();
-  try {
-    return await step();
-  } catch (e) {
-    collect(toCniError(e));
-    return fallback;
-  }
-}
-
 /**
  * The ordered delegate list of a pod (docs/behaviour.md#ordering), the one resolver of ADD, DEL and `multus plan`.
  * ADD stops at the first error; with `collect` (`multus plan`) each error is handed to it and the resolution goes
@@ -297,18 +290,34 @@ export async function resolvePodDelegates(
     }),
   );
   for (const sel of selections) {
-    // Multus' order: each element's namespace isolation, then its NAD
-    const delegate = await attempt(collect, undefined, () => {
-      if (conf.namespaceIsolation) {
-        withPod(pod, 'error loading k8s delegates', () =>
-          checkNamespaceIsolation([sel], pod.metadata.namespace, conf.globalNamespaces),
-        );
-      }
-      return selectionDelegate(conf, deps, pod, sel, NETWORKS_ANNOTATION, 'selection');
-    });
+    const delegate = await attempt(collect, undefined, () =>
+      isolatedDelegate(conf, deps, pod, sel, NETWORKS_ANNOTATION),
+    );
     if (delegate) delegates.push(delegate);
   }
-  return collect ? delegates : assignDeviceIds(delegates, pod, deps);
+  const dra = deps.kube ? new DraLookup(deps.kube, pod, {}) : undefined;
+  if (dra && conf.draNetworks && deps.claimNetworks && hasDraClaims(pod)) {
+    const nad = (sel: NetworkSelection, where: string) => isolatedDelegate(conf, deps, pod, sel, where);
+    const claimDeps = { kube: deps.kube!, log: deps.log, lookup: dra, source: deps.claimNetworks };
+    delegates.push(...(await claimDelegates(claimDeps, conf, pod, nad, collect)));
+  }
+  return collect ? delegates : assignDeviceIds(delegates, pod, { ...deps, lookup: dra });
+}
+
+/** Multus' order for an element: its namespace isolation, then its NAD. */
+function isolatedDelegate(
+  conf: MultusConf,
+  deps: ResolveDeps,
+  pod: Pod,
+  sel: NetworkSelection,
+  where: string,
+): Promise<Delegate> {
+  if (conf.namespaceIsolation) {
+    withPod(pod, 'error loading k8s delegates', () =>
+      checkNamespaceIsolation([sel], pod.metadata.namespace, conf.globalNamespaces, where),
+    );
+  }
+  return selectionDelegate(conf, deps, pod, sel, where, 'selection');
 }
 
 /**
@@ -316,18 +325,26 @@ export async function resolvePodDelegates(
  * claim request get their device (devices/attachment-devices.ts), injected as `deviceID`/`pciBusID` into their
  * config. Nothing is asked of the kubelet or the API when no delegate wants a device.
  */
-async function assignDeviceIds(delegates: Delegate[], pod: Pod, deps: ResolveDeps): Promise<Delegate[]> {
+async function assignDeviceIds(
+  delegates: Delegate[],
+  pod: Pod,
+  deps: ResolveDeps & { lookup: DraLookup | undefined },
+): Promise<Delegate[]> {
   const wants = delegates.map((d) => ({
     label: `the selection element for network ${d.displayName}`,
     ...(d.request.resourceName ? { resourceName: d.request.resourceName } : {}),
     strict: d.request.resourceNameRequest !== undefined,
     ...(d.request.claimRequest ? { claim: d.request.claimRequest as unknown as ClaimRequestRef } : {}),
   }));
-  const grants = await grantDevices(wants, pod, { kube: deps.kube, log: deps.log, devices: deps.devices }).catch(
-    (e: unknown) => {
-      throw wrapError(e, `pod ${pod.metadata.namespace}/${pod.metadata.name}`);
-    },
-  );
+  const grant = {
+    kube: deps.kube,
+    log: deps.log,
+    devices: deps.devices,
+    ...(deps.lookup ? { lookup: deps.lookup } : {}),
+  };
+  const grants = await grantDevices(wants, pod, grant).catch((e: unknown) => {
+    throw wrapError(e, `pod ${pod.metadata.namespace}/${pod.metadata.name}`);
+  });
   return delegates.map((d, i) => {
     const g = grants[i];
     if (!g) return d;

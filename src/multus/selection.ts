@@ -344,13 +344,14 @@ export function checkNamespaceIsolation(
   selections: NetworkSelection[],
   podNamespace: string,
   globalNamespaces: string[],
+  where: string = NETWORKS_ANNOTATION,
 ): void {
   for (const s of selections) {
     if (s.namespace === podNamespace || globalNamespaces.includes(s.namespace)) continue;
     throw new CniError(
       CniCode.InvalidConfig,
       `GetNetworkDelegates: namespace isolation enabled, annotation violates permission, pod is in namespace ${podNamespace} but refers to target namespace ${s.namespace}` +
-        ` (network "${s.namespace}/${s.name}" in ${NETWORKS_ANNOTATION}); use a NetworkAttachmentDefinition in namespace ${podNamespace}` +
+        ` (network "${s.namespace}/${s.name}" in ${where}); use a NetworkAttachmentDefinition in namespace ${podNamespace}` +
         ` or in a global namespace (${globalNamespaces.join(', ') || 'none configured'})`,
     );
   }

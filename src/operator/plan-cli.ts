@@ -11,6 +11,7 @@ import { messageOf } from '../base/errors.ts';
 import { createLogger } from '../base/log.ts';
 import { loadKubeClient } from '../k8s/client.ts';
 import { explainAdd, formatExplanation } from '../multus/explain.ts';
+import { serveClaimNetworks } from '../dra/claim-delegates.ts';
 import { parseMultusConf } from '../multus/conf.ts';
 import type { CliIo } from './hotplug-cli.ts';
 
@@ -62,7 +63,8 @@ export async function runPlanCli(
     const log = createLogger({ level: 'error', logToStderr: true }, { writeStderr: io.stderr });
     kube = await loadKubeClient({ kubeconfig: a.kubeconfig || conf.kubeconfig, env, log });
     if (!kube) throw new Error(`${a.conf} names no kubeconfig and this is not a pod: pass --kubeconfig FILE`);
-    const x = await explainAdd(conf, a.namespace, a.name, kube, log);
+    // what the resident daemon would attach from the pod's claims of our driver (docs/behaviour.md#claim-networks)
+    const x = await explainAdd(conf, a.namespace, a.name, kube, log, serveClaimNetworks);
     io.stdout(a.json ? `${JSON.stringify(x, null, 2)}\n` : formatExplanation(x));
     return x.errors.length === 0 ? 0 : 1;
   } catch (e) {

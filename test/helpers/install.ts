@@ -80,7 +80,9 @@ export async function runScripted(
   args: string[],
   ticks: Array<() => void | Promise<void>>,
   execPath = '/nonexistent/multus',
-  deps: Partial<Pick<InstallDeps, 'env' | 'now' | 'requestNodeToken' | 'warnNode' | 'deletionState'>> = {},
+  deps: Partial<
+    Pick<InstallDeps, 'env' | 'now' | 'requestNodeToken' | 'warnNode' | 'deletionState' | 'deleteDraSlices'>
+  > = {},
 ): Promise<Run> {
   const logs: string[] = [];
   let stopped = false;

@@ -4,13 +4,14 @@
  *
  *   - the node's ResourceSlices (src/dra/slice-sync.ts) published from the NADs the informer holds: one slice owned by
  *     the Node, `any` and one device per opted-in NAD with its attributes, the capacity and allowMultipleAllocations
- *     as the API keeps them (consumable capacity, KEP-5075); following a NAD opted out and a NAD deleted (a new
- *     pool generation each time); deleteNodeSlices (uninstall) removes them;
+ *     as the API keeps them (consumable capacity, KEP-5075: the gate DRAConsumableCapacity is beta and on by default
+ *     since 1.36, so the apiserver needs no flag); following a NAD opted out and a NAD deleted (a new
+ *     pool generation each time); `multus install`'s uninstall (deleteDraSlices) removes them;
  *   - prepare (src/dra/prepare.ts) through the lean client: a good claim answered with its device and no status
  *     write; a claim naming a NAD that does not exist refused: status.devices gets Ready=False written by
  *     server-side apply with the driver's name as field manager, and the reserved pod a Warning event.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +19,8 @@ import { silentLogger } from '../../src/base/log.ts';
 import { fileCheckpoints } from '../../src/dra/checkpoint.ts';
 import { networkDeviceName } from '../../src/dra/device-names.ts';
 import { preparer } from '../../src/dra/prepare.ts';
-import { deleteNodeSlices, startSliceSync } from '../../src/dra/slice-sync.ts';
+import { startSliceSync } from '../../src/dra/slice-sync.ts';
+import { deleteDraSlices } from '../../src/install/uninstall.ts';
 import type { WarmKube } from '../../src/informers/informers.ts';
 import { startWarmKube } from '../../src/informers/informers.ts';
 import { loadKubeClient } from '../../src/k8s/client.ts';
@@ -34,7 +36,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** What the DRA driver asks of the API (besides the informers' list/watch of NADs). */
 const DRIVER_RULES = [
   { apiGroups: [''], resources: ['nodes'], verbs: ['get'] },
-  { apiGroups: ['resource.k8s.io'], resources: ['resourceslices'], verbs: ['list', 'create', 'update', 'delete'] },
+  {
+    apiGroups: ['resource.k8s.io'],
+    resources: ['resourceslices'],
+    verbs: ['list', 'create', 'update', 'delete', 'deletecollection'],
+  },
   { apiGroups: ['resource.k8s.io'], resources: ['resourceclaims'], verbs: ['get'] },
   { apiGroups: ['resource.k8s.io'], resources: ['resourceclaims/status'], verbs: ['patch'] },
   // a token bound to no node here, so any node (the DaemonSet's node-bound token needs associated-node:patch)
@@ -153,7 +159,12 @@ describe.skipIf(!ready)('the DRA driver against a real kube-apiserver', () => {
     expect((await slices())[0]!.spec.pool.generation).toBe(3);
 
     controller.abort();
-    expect(await deleteNodeSlices(api, NODE, DRIVER)).toBe(1);
+    const creds = { server: cluster.server, ca: readFileSync(cluster.caFile), token: cluster.multusToken };
+    expect(await deleteDraSlices({ ...creds, nodeName: 'other-node', driver: DRIVER })).toMatch(/^deleted/);
+    expect(await slices()).toHaveLength(1);
+    expect(await deleteDraSlices({ ...creds, nodeName: NODE, driver: DRIVER })).toBe(
+      `deleted the ResourceSlices of driver ${DRIVER} on node ${NODE}`,
+    );
     expect(await slices()).toEqual([]);
     api.close();
   }, 60_000);

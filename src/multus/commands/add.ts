@@ -26,6 +26,7 @@ import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-ro
 import type { PodLookup } from '../podnetworks.ts';
 import { lookupPod } from '../podnetworks.ts';
 import { publishClaimNetworkData } from '../claim-status.ts';
+import { publishClaimNetworks, withResourceClaim } from '../claim-attach.ts';
 import type { RoutePlan } from '../../routes/routes.ts';
 import { addedInterfaceEvents, editNetworkStatus, emitEvents } from '../publish.ts';
 import type { CniResult } from '../../cni/result-model.ts';
@@ -62,6 +63,7 @@ export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
     if (kube && lookup.kind === 'found' && conf.publishClaimNetworkData) {
       await publishClaimNetworkData(kube, lookup.pod, req.containerId, attachments, results, ctx.log);
     }
+    if (kube) await publishClaimNetworks(kube, attachments, results, ctx.log); // docs/behaviour.md#claim-networks
     return results[0]!.as(conf.cniVersion);
   } finally {
     await events.done();
@@ -222,7 +224,7 @@ function writeNetworkStatus(
   // there, k8snetworkplumbingwg/multus-cni#1205).
   if (ctx.conf.systemNamespaces.includes(pod.metadata.namespace)) return Promise.resolve();
   const statuses = attachments.flatMap((a, i) =>
-    buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork, deviceInfoOf(ctx, a)),
+    withResourceClaim(a, buildNetworkStatuses(a.displayName, results[i]!, a.isClusterNetwork, deviceInfoOf(ctx, a))),
   );
   return statuses.length > 0 ? editNetworkStatus(kube, pod, () => statuses, ctx.log) : Promise.resolve();
 }

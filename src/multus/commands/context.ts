@@ -23,6 +23,7 @@ import type { NetnsRouteDeps } from '../../routes/netns-routes.ts';
 import type { Attachment } from '../attachments.ts';
 import type { Clock } from '../../base/backoff.ts';
 import type { ResolveDeps } from '../podnetworks.ts';
+import type { ClaimNetworkSource } from '../claim-attach.ts';
 import { emitEvents } from '../publish.ts';
 import { capabilityArgsFor, delegateArgsFor } from '../attachments.ts';
 import type { ReadinessDeps } from '../readiness.ts';
@@ -43,6 +44,8 @@ export interface CommandDeps {
   routes?: NetnsRouteDeps;
   /** Device sources and device-info directories (tests point them at temp dirs). */
   devices?: DeviceDeps;
+  /** The networks of the pod's claims of our DRA driver (the host's: docs/behaviour.md#claim-networks). */
+  claimNetworks?: ClaimNetworkSource;
 }
 
 export interface DeviceDeps extends ResourceMapDeps {
@@ -70,6 +73,7 @@ export interface CallContext<R extends CallEnv = CallEnv> {
   kube(): Promise<KubeClient | undefined>;
   routes?: NetnsRouteDeps;
   devices?: DeviceDeps;
+  claimNetworks?: ClaimNetworkSource;
   net: NetworkDeps;
   /** Where CNIDeviceInfoFiles are written, and where device plugins leave theirs (docs/behaviour.md#device-info). */
   devinfoDir: string;
@@ -113,6 +117,7 @@ export function callContext<R extends CallEnv>(
     kube: () => deps.kube(conf),
     ...(deps.routes ? { routes: deps.routes } : {}),
     ...(deps.devices ? { devices: deps.devices } : {}),
+    ...(deps.claimNetworks ? { claimNetworks: deps.claimNetworks } : {}),
     devinfoDir: deps.devices?.cniDevinfoDir ?? CNI_DEVINFO_DIR,
     dpDevinfoDir: deps.devices?.dpDevinfoDir ?? DP_DEVINFO_DIR,
     net: {
@@ -168,6 +173,7 @@ export function resolveDeps(kube: KubeClient | undefined, ctx: CallContext): Res
     kube,
     log: ctx.log,
     ...(ctx.devices ? { devices: ctx.devices } : {}),
+    ...(ctx.claimNetworks ? { claimNetworks: ctx.claimNetworks } : {}),
     warn: (pod: Pod, reason: string, message: string) =>
       kube ? emitEvents(kube, pod, [{ type: 'Warning', reason, message }], ctx.log) : Promise.resolve(),
   };

@@ -27,6 +27,7 @@ import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Attachment, AttachmentSource, Delegate } from '../attachments.ts';
 import { runAttachments } from '../overlap.ts';
 import { clearClaimNetworkData } from '../claim-status.ts';
+import { clearClaimNetworks } from '../claim-attach.ts';
 import { cachedRoles, fromCachedDelegateAt, inheritListVersion, planAttachments } from '../attachments.ts';
 import type { CallContext } from './context.ts';
 import { podTag, resolveDeps, runtimeConfFor } from './context.ts';
@@ -187,12 +188,19 @@ function cachedAttachments(
   return { attachments, skipped: problems.length };
 }
 
-/** KEP-4817 (docs/behaviour.md#claim-network-data): this sandbox's claim entries go with it; best effort. */
+/**
+ * KEP-4817 (docs/behaviour.md#claim-network-data): this sandbox's claim entries go with it; our driver's claims'
+ * entries too unless another pod still uses the claim (docs/behaviour.md#claim-networks); best effort.
+ */
 async function clearClaims(ctx: CallContext, plan: DelPlan): Promise<void> {
-  if (!ctx.conf.publishClaimNetworkData || !plan.attachments.some((a) => a.request.claimDevice)) return;
+  const other = ctx.conf.publishClaimNetworkData && plan.attachments.some((a) => a.request.claimDevice);
+  const ours = plan.attachments.some((a) => a.request.claimNetwork);
+  if (!other && !ours) return;
   try {
     const kube = await ctx.kube();
-    if (kube) await clearClaimNetworkData(kube, ctx.req.containerId, plan.attachments, ctx.net.log);
+    if (kube && other) await clearClaimNetworkData(kube, ctx.req.containerId, plan.attachments, ctx.net.log);
+    if (kube && ours)
+      await clearClaimNetworks(kube, { name: ctx.k8s.podName, uid: ctx.k8s.podUid }, plan.attachments, ctx.net.log);
   } catch (e) {
     ctx.net.log.error(`${podTag(ctx)}: cannot remove the claims' network data: ${messageOf(e)}`);
   }

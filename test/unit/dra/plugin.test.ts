@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/base/log.ts';
+import { networkDeviceName } from '../../../src/dra/device-names.ts';
 import { startDraPlugin } from '../../../src/dra/plugin.ts';
 import type { DraPlugin } from '../../../src/dra/plugin.ts';
 import { DRIVER, FakeDriverApi, claim, nad, nadSource, selection } from './fake-driver-api.ts';
@@ -135,6 +136,21 @@ describe('the DRA plugin on its sockets', () => {
     const gone = { claims: { [UID1]: { error: '' }, [UID2]: { error: '' } } };
     expect(await call(dra, 'NodeUnprepareResources', unprepare)).toEqual(gone);
     expect(await call(dra, 'NodeUnprepareResources', unprepare)).toEqual(gone);
+  });
+
+  it("prepares a claim on a NAD's own device without a config: the device is the network", async () => {
+    const device = networkDeviceName('ns1', 'net1');
+    const uid = '0b0b0b0b-0000-4000-8000-000000000004';
+    api.claims.set('ns1/bynad', claim('bynad', uid, [['net', DRIVER, device]]));
+    const plugin = await start();
+    const one = [{ namespace: 'ns1', uid, name: 'bynad' }];
+    const answers = (await call(kubelet(...DRA_V1, plugin.socket), 'NodePrepareResources', { claims: one })).claims;
+    expect(answers).toEqual({
+      [uid]: {
+        devices: [{ request_names: ['net'], pool_name: 'node-1', device_name: device, cdi_device_ids: [] }],
+        error: '',
+      },
+    });
   });
 
   it('serves v1beta1 with the same answers', async () => {

@@ -2,11 +2,11 @@
  * src/dra/slice-sync.ts against a fake API (fake-driver-api.ts): a sync creates, updates and deletes as planned
  * and a second one writes nothing; the background sync follows NAD changes (and costs no request when the change
  * leaves the devices as they were), syncs again when kicked (the kubelet deleted our slices), retries a failure;
- * deleteNodeSlices removes this node's slices of the driver only.
+ * other drivers' and nodes' slices are never touched.
  */
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/base/log.ts';
-import { deleteNodeSlices, startSliceSync, syncSlices } from '../../../src/dra/slice-sync.ts';
+import { startSliceSync, syncSlices } from '../../../src/dra/slice-sync.ts';
 import { FakeKubeError } from '../../helpers/fake-kube.ts';
 import { FakeDriverApi, nad, nadSource } from './fake-driver-api.ts';
 
@@ -32,9 +32,13 @@ describe('syncSlices', () => {
       { metadata: { name: 'gpu' }, spec: { driver: 'gpu.example.com', nodeName: 'node-1' } },
       { metadata: { name: 'other-node' }, spec: { driver: O.driver, nodeName: 'node-2' } },
     );
-    await syncSlices(api, [], O);
-    expect(await deleteNodeSlices(api, 'node-1', O.driver)).toBe(1);
-    expect(api.slices.map((s) => s.metadata!.name)).toEqual(['gpu', 'other-node']);
+    expect(await syncSlices(api, [nad('ns', 'a')], O)).toMatchObject({ created: 1 });
+    expect(api.slices.map((s) => s.metadata!.name)).toEqual(['gpu', 'other-node', 'node-1-multus.k8s.cni.cncf.io-0']);
+    expect(await syncSlices(api, [], O)).toMatchObject({ created: 0, updated: 1, deleted: 0 });
+    expect(api.slices.slice(0, 2).map((s) => s.spec)).toEqual([
+      { driver: 'gpu.example.com', nodeName: 'node-1' },
+      { driver: O.driver, nodeName: 'node-2' },
+    ]);
   });
 });
 
@@ -67,6 +71,20 @@ describe('startSliceSync', () => {
     api.slices.splice(0); // the kubelet wiped them while the plugin was away
     sync.kick();
     await until(() => devicesOf(api).length === 3);
+    controller.abort();
+  });
+
+  it('waits for the NAD list to be complete before the first sync', async () => {
+    const api = new FakeDriverApi();
+    let complete = false;
+    const source = { ...nadSource([nad('ns', 'a')]), synced: () => complete };
+    const controller = new AbortController();
+    startSliceSync({ ...O, api, nads: source, log: silentLogger, signal: controller.signal });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(api.received).toEqual([]);
+    complete = true;
+    await until(() => devicesOf(api).length === 2);
+    expect(api.slices.map((s) => (s.spec!.pool as { generation: number }).generation)).toEqual([1]);
     controller.abort();
   });
 

@@ -320,6 +320,35 @@ describe('multus install', () => {
     expect(r.logs.at(-1)).toBe(removed ? `removed ${join(n.netd, 'multus.d', 'multus.kubeconfig')}` : last);
   });
 
+  it.each<[string, DeletionState, number]>([
+    ['deleted', 'deleted', 1],
+    ['still there', 'present', 0],
+  ])(
+    "--dra-driver-name: the DaemonSet %s, the node's ResourceSlices of the driver deleted that many times",
+    async (_t, atStop, times) => {
+      const n = makeNode();
+      writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
+      const answers: DeletionState[] = ['present', atStop];
+      const asked: unknown[] = [];
+      const args = [
+        ...n.args,
+        '--cleanup-when-deleted=kube-system/kube-multus-ds',
+        '--dra-driver-name=multus.k8s.cni.cncf.io',
+      ];
+      const r = await runScripted(args, [], undefined, {
+        env: { ...ENV, MULTUS_NODE_NAME: 'node-7' },
+        deletionState: async () => answers.shift()!,
+        deleteDraSlices: async (q) => {
+          asked.push({ node: q.nodeName, driver: q.driver, token: q.token });
+          return 'deleted them';
+        },
+      });
+      expect(r.error).toBeNull();
+      expect(asked).toEqual(Array(times).fill({ node: 'node-7', driver: 'multus.k8s.cni.cncf.io', token: 'token-1' }));
+      if (times) expect(r.logs.at(-1)).toBe('deleted them');
+    },
+  );
+
   it('rewrites the kubeconfig when the token or the CA changes, and only then', async () => {
     const n = makeNode();
     writeFileSync(join(n.netd, '10-flannel.conflist'), FLANNEL);
