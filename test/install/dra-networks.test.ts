@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseDaemonConfig } from '../../src/daemon/config.ts';
+import { parseInstallArgs } from '../../src/install/options.ts';
 import { CHART, HELM, helm, one, render, renderArgs } from '../helpers/helm.ts';
 import { docs } from '../helpers/manifests.ts';
 import { fileExists, needs } from '../helpers/skip.ts';
@@ -32,6 +33,7 @@ const DRIVER_GRANTS = (driver: string) =>
     'create resourceslices',
     'update resourceslices',
     'delete resourceslices',
+    'deletecollection resourceslices',
     'list resourceslices',
     'watch resourceslices',
     'get resourceclaims',
@@ -122,6 +124,11 @@ describe.runIf(ready)('the Helm chart: draNetworks', () => {
       ]),
     );
     expect(classes(objs)).toEqual(CLASSES(DRIVER));
+    // the uninstall (the sidecar's --cleanup-when-deleted) deletes the node's slices of the driver too
+    const sidecar = one(objs, 'DaemonSet', 'kube-multus-ds').spec.template.spec.initContainers.find(
+      (c: { args?: string[] }) => c.args?.some((a) => a.startsWith('--cleanup-when-deleted=')),
+    );
+    expect(parseInstallArgs(sidecar.args).draDriverName).toBe(DRIVER);
     // another driver name: the grant and the classes follow it; the opt-in for claims' inline configs
     const other = render(...ON, 'draNetworks.driverName=net.example.com', 'draNetworks.inlineConfigFromClaims=true');
     expect(grants(one(other, 'ClusterRole', 'multus-dra-networks').rules)).toEqual(DRIVER_GRANTS('net.example.com'));
