@@ -2,7 +2,7 @@
  * The DRA networks bench (`npm run bench -- --scenario dra [--pods N]`, docs/performance.md "Networks as DRA
  * devices"), run by scripts/bench/dra.mjs as a child of the bench (Node 24 with --experimental-transform-types):
  * - `daemon_rss`: build/multus daemon against a kube-apiserver (test/k8s/cluster.ts), draNetworks off and on
- *   alternately (off on off on ...), its VmRSS once it serves (and, on, once its DRA sockets exist) and a 2 s
+ *   alternately (off on off on ...), its VmRSS once it serves (and, on, once its DRA sockets exist) and a 5 s
  *   settle, and on after 100 NodePrepareResources + NodeUnprepareResources of a claim (the kubelet's .proto client);
  * - `pod_ready`: on a kubelet + containerd node (test/runtime/kubelet-boot.ts) with the resident DaemonSet and
  *   draNetworks on (test/runtime/kubelet-dra-networks.ts' objects), N pods with one macvlan + host-local network
@@ -74,7 +74,7 @@ async function daemonRss(a: Args, cluster: Cluster, on: boolean, round: number) 
   const ready = () => existsSync(join(dir, 'run', 'multus.sock')) && (!on || existsSync(sock));
   for (let i = 0; i < 600 && !ready(); i++) await sleep(50);
   if (!ready()) throw new Error(`the daemon (draNetworks ${on}) did not start`);
-  await sleep(2000);
+  await sleep(5000);
   const idle = mib(child.pid!);
   let afterCalls: number | undefined;
   if (on) {
