@@ -57,11 +57,13 @@ export function claimTemplate(
   });
 }
 
-/** The claim made for the pod's entry `entry` (the resource claim controller's), once the pod runs. */
+/** The claim of the pod's entry `entry`: the one it names, or the one the resource claim controller made. */
 export async function claimOf(ctx: DraCtx, p: PodRef, entry = 'net'): Promise<any> {
   const pod = await ctx.cluster().admin.get(podPath(ctx.ns, p.name));
-  const name = (pod.status.resourceClaimStatuses ?? []).find((s: { name: string }) => s.name === entry)
-    ?.resourceClaimName as string;
+  const named = (pod.spec.resourceClaims ?? []).find((c: { name: string }) => c.name === entry)?.resourceClaimName;
+  const made = (pod.status.resourceClaimStatuses ?? []).find((s: { name: string }) => s.name === entry)
+    ?.resourceClaimName as string | undefined;
+  const name = named ?? made;
   expect(name, `the claim of ${p.name}'s entry ${entry}`).toBeDefined();
   return ctx.cluster().admin.get(`${DRA}/namespaces/${ctx.ns}/resourceclaims/${name}`);
 }
