@@ -6,7 +6,6 @@
  * reader sees the old file or the new one, never half of one. A kubelet retry after a daemon restart answers from
  * the file; unprepare removes it. Tested by test/unit/dra/prepare.test.ts.
  */
-import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { readOutcome, removeIfPresent, writeFileAtomic } from '../base/files.ts';
 import { securePrivateDir } from '../base/private-dir.ts';
@@ -31,8 +30,6 @@ export interface CheckpointStore {
   get(uid: string): Checkpoint | undefined;
   put(c: Checkpoint): void;
   remove(uid: string): void;
-  /** The UIDs held (tests, diagnostics). */
-  list(): string[];
 }
 
 /** A claim UID as Kubernetes makes them (a UUID); anything else never names a file. */
@@ -69,15 +66,6 @@ export function fileCheckpoints(dir: string): CheckpointStore {
     remove(uid) {
       secure();
       removeIfPresent(path(uid));
-    },
-    list() {
-      try {
-        return readdirSync(dir)
-          .filter((f) => f.endsWith('.json'))
-          .map((f) => f.slice(0, -5));
-      } catch {
-        return [];
-      }
     },
   };
 }

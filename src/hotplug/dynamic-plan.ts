@@ -4,7 +4,7 @@
  *
  * The pod's current attachments are its scratch cache, each with its source (multus/attachments.ts
  * `fromCachedDelegates`). Those made from the config (the cluster network, the defaultNetworks, the auxiliary
- * chain) and those not made from a NAD (a hot-plugged config) are never touched. The others are matched with the
+ * chain), those not made from a NAD (a hot-plugged config) and those of a DRA claim are never touched. The others are matched with the
  * annotation's elements by
  * `<namespace>/<name>@<interface>`; an element without an interface matches the first unmatched attachment of
  * the same NAD, and when it has none it gets the first `net<N>` nobody uses or asks for. Unmatched attachments
@@ -35,9 +35,12 @@ export function reportName(pod: { name: string; uid: string }, annotation: strin
   return `${pod.name}.${digest.slice(0, 16)}`;
 }
 
-/** An attachment the annotation owns: one of its elements (or a hot-plugged NAD), named `<namespace>/<nad>`. */
+/**
+ * An attachment the annotation owns: one of its elements (or a hot-plugged NAD), named `<namespace>/<nad>`; not a
+ * network of a claim of our DRA driver (its claim owns it: docs/behaviour.md#claim-networks).
+ */
 const followsAnnotation = (a: Attachment): boolean =>
-  (a.source === 'selection' || a.source === 'hotplug') && a.displayName.includes('/');
+  (a.source === 'selection' || a.source === 'hotplug') && a.displayName.includes('/') && !a.request.claimNetwork;
 
 export function planDynamicChanges(current: Attachment[], selections: NetworkSelection[]): DynamicChange[] {
   const owned = current.filter(followsAnnotation);

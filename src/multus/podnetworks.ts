@@ -237,7 +237,10 @@ async function selectionDelegate(
 ): Promise<Delegate> {
   const nad = await fetchNad(deps.kube!, sel.namespace, sel.name);
   if (!nad) {
-    const error = missingNad(sel, `create it, or fix the pod's ${annotation} annotation`);
+    const where = annotation.startsWith('ResourceClaim')
+      ? `the config of ${annotation}`
+      : `the pod's ${annotation} annotation`;
+    const error = missingNad(sel, `create it, or fix ${where}`);
     await deps.warn(pod, 'NoNetworkFound', error.msg);
     throw error;
   }

@@ -120,7 +120,7 @@ describe.skipIf(!ready)('claim networks of our DRA driver against a real kube-ap
   };
 
   async function call(
-    command: 'ADD' | 'DEL',
+    command: 'ADD' | 'CHECK' | 'DEL',
     pod: { name: string; uid: string },
     o: { resident?: boolean; conf?: Record<string, unknown>; exec?: FakeExec } = {},
   ) {
@@ -257,6 +257,11 @@ describe.skipIf(!ready)('claim networks of our DRA driver against a real kube-ap
     }
     const managers = (claim.metadata.managedFields as Record<string, unknown>[]).map((m) => m.manager);
     expect(managers).toContain(DRIVER);
+
+    // CHECK sees the claim's attachments as any other (the scratch cache records them)
+    const check = await call('CHECK', pod, { conf: { prevResult: JSON.parse(add.answer.stdout) } });
+    expect(check.answer.exitCode, check.answer.stdout).toBe(0);
+    expect(check.calls).toEqual(['CHECK p0 eth0', 'CHECK anno net1', 'CHECK claimnad dra0', 'CHECK inline dra1']);
 
     const del = await call('DEL', pod);
     expect(del.answer.exitCode, del.answer.stdout).toBe(0);

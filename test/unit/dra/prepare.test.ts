@@ -190,7 +190,6 @@ describe('unprepare', () => {
       checkpoints: {
         get: () => undefined,
         put: () => {},
-        list: () => [],
         remove: () => {
           throw new Error('read-only file system');
         },

@@ -40,6 +40,19 @@ describe('planDynamicChanges', () => {
     expect(planDynamicChanges(made(), [sel('b', 'data0'), sel('a', 'net2')])).toEqual([]);
   });
 
+  it('never touches a network of a claim of our DRA driver (docs/behaviour.md#claim-networks)', () => {
+    const claimNetwork = { namespace: 'ns', claim: 'c1', request: 'net', driver: 'd', pool: 'p', device: 'any' };
+    const withClaim = cachedAttachments(
+      [delegate('cluster'), delegate('a', {}, 'ns/a'), delegate('m', { ifname: 'dra0', claimNetwork }, 'ns/m')].map(
+        (d) => toCachedDelegate({ ...d, ifName: '', isClusterNetwork: false }),
+      ),
+      'eth0',
+      {},
+    );
+    expect(planDynamicChanges(withClaim, [sel('a')])).toEqual([]);
+    expect(show(planDynamicChanges(withClaim, []))).toEqual(['remove ns/a@net1']);
+  });
+
   it('removes what left the annotation and adds what joined it, removals first, adds in annotation order', () => {
     expect(show(planDynamicChanges(made(), [sel('c'), sel('b', 'data0'), sel('d', 'x1'), sel('c')]))).toEqual([
       'remove ns/a@net2',
