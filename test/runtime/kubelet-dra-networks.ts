@@ -73,8 +73,11 @@ function suiteBody(runtime: 'containerd' | 'crio'): void {
       draDriver: false,
     }));
     // the master interfaces cni-dra-driver's examples name, as on their demo's kind nodes
-    for (const l of ['eth0', 'enp0s10']) await runOk('ip', ['-n', node.hostNs, 'link', 'add', l, 'type', 'dummy']);
-    for (const l of ['eth0', 'enp0s10']) await runOk('ip', ['-n', node.hostNs, 'link', 'set', l, 'up']);
+    // (veth pairs: this kernel has no dummy links)
+    for (const l of ['eth0', 'enp0s10']) {
+      await runOk('ip', ['-n', node.hostNs, 'link', 'add', l, 'type', 'veth', 'peer', 'name', `${l}p`]);
+      for (const end of [l, `${l}p`]) await runOk('ip', ['-n', node.hostNs, 'link', 'set', end, 'up']);
+    }
     for (const o of draDaemonSetObjects(new URL(cluster.server).port)) await cluster.admin.post(collection(o), o);
     await ensureNamespace(cluster, ns);
     await untilDefaultServiceAccount(cluster, ns, logs);
