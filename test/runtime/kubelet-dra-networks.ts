@@ -81,6 +81,19 @@ function suiteBody(runtime: 'containerd' | 'crio'): void {
     for (const o of draDaemonSetObjects(new URL(cluster.server).port)) await cluster.admin.post(collection(o), o);
     await ensureNamespace(cluster, ns);
     await untilDefaultServiceAccount(cluster, ns, logs);
+    // the daemon's pod Ready (its DRA sockets follow): the cases wait for nothing less, so a daemon that cannot
+    // start fails them all at once, with the container's state
+    const dsPods = async () =>
+      (await cluster.admin.get('/api/v1/namespaces/kube-system/pods?labelSelector=app%3Dmultus-ts')).items as any[];
+    await until(
+      "the DaemonSet's pod Ready",
+      180_000,
+      async () =>
+        (await dsPods()).some((p) =>
+          (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True'),
+        ) || undefined,
+      async () => `${JSON.stringify((await dsPods()).map((p) => p.status?.containerStatuses))}\n${await logs()}`,
+    );
   }, 400_000);
 
   afterAll(async () => {
