@@ -44,6 +44,7 @@ export async function runCluster({ opts, node, tmp }) {
     restSeconds: opts.restSeconds,
     restarts: opts.restarts,
     startRepeats: opts.startRepeats,
+    apiserverRestart: opts.apiserverRestart,
     modes: ['resident_ts', 'go_thick'],
     kwok: kwokDir(),
     images: images(dir, go),

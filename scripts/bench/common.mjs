@@ -220,6 +220,9 @@ export function checkDelegateResult(what, r) {
 }
 
 /** The runtime's environment of one CNI call (a plain PATH, the CNI_* variables). */
+/** A call's environment through a mode: the runtime's, or what the mode's `env` makes of it (thin_ts_direct). */
+export const modeEnv = (rc, mode, command, pod) => (mode.env ? mode.env(rc.env(command, pod)) : rc.env(command, pod));
+
 export function cniEnv({ command, id, netns, cniPath, namespace, name, uid, override = false, base = {} }) {
   return {
     PATH: RUNTIME_PATH,

@@ -15,6 +15,8 @@ export const SCENARIO_NAMES = [
 ];
 /** The modes of scenario resident (`--modes`). */
 export const RESIDENT_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'];
+/** Modes of scenario resident run only when named: the launcher's cost (resident.mjs, thin_ts_direct). */
+const RESIDENT_MODES_NAMED = [...RESIDENT_MODES, 'thin_ts_direct'];
 const DENSITY_MODES = ['thin_ts', 'resident_ts', 'resident_ts_multus_limits', 'go_thin', 'go_thick', 'go_thick_300mi'];
 /** Modes only run when named: the delegates-at-once lever under Multus' limits (density/modes.ts). */
 const DENSITY_MODES_NAMED = [
@@ -43,7 +45,8 @@ export function usage(code) {
       `  --rss-pairs A,B      ADD/DEL pairs after which the daemons' RSS is read, default 1000,10000\n` +
       `  --concurrency N      concurrent ADDs of different containers, default 100 (0: none)\n` +
       `  --modes A,B          the modes to run, default ${RESIDENT_MODES.join(',')}; e.g. thin_ts,go_thin for the\n` +
-      `                       thin plugin beside Go thin alone (no daemon, no RSS pairs)\n` +
+      `                       thin plugin beside Go thin alone (no daemon, no RSS pairs); also thin_ts_direct: the\n` +
+      `                       Bun executable build/multus starts, exec'd directly (the launcher's cost)\n` +
       `  --gomultus DIR       Go Multus v4.3.0 binaries, default .cache/gomultus (test/peers/build-gomultus.sh)\n` +
       `  --rss-go             also run the RSS pairs through Go Multus thick's daemon\n` +
       `  --api-latency-ms D   the Kubernetes modes reach the API server through a proxy that holds each chunk D ms\n` +
@@ -70,6 +73,7 @@ export function usage(code) {
       `  --rest-seconds S     the window at rest, default 120\n` +
       `  --restarts R         daemon restarts timed per mode (ready_ms: their median), default 3\n` +
       `  --start-repeats R    kill and start each daemon R times, the start's bytes of each (their noise), default 1\n` +
+      `  --apiserver-restart  restart the API server at each mode's end: the daemon's resync time, requests, bytes\n` +
       `  --node-lock FILE     hold FILE (flock) while the real node runs (a shared machine's kubelet lock)\n` +
       `scenario status (only when asked for: --scenario status; root; Go thick needs the Kubernetes binaries):\n` +
       `  --status-rounds N    measured rounds of STATUS through every mode, default 100\n` +
@@ -115,6 +119,7 @@ function defaults() {
     restSeconds: 120,
     restarts: 3,
     startRepeats: 1,
+    apiserverRestart: false,
     nodeLock: null,
     statusRounds: 100,
     parallelRounds: 3,
@@ -159,6 +164,7 @@ export function parseArgs(argv) {
     else if (k === '--rest-seconds') o.restSeconds = int();
     else if (k === '--restarts') o.restarts = int();
     else if (k === '--start-repeats') o.startRepeats = int();
+    else if (k === '--apiserver-restart') o.apiserverRestart = true;
     else if (k === '--node-lock') o.nodeLock = resolve(next());
     else if (k === '--status-rounds') o.statusRounds = int();
     else if (k === '--parallel-rounds') o.parallelRounds = int();
@@ -173,7 +179,7 @@ export function parseArgs(argv) {
       if (!o.faultModes.every((m) => DENSITY_MODES_NAMED.includes(m))) usage(2);
     } else if (k === '--modes') {
       o.modes = next().split(',');
-      if (!o.modes.every((m) => RESIDENT_MODES.includes(m))) usage(2);
+      if (!o.modes.every((m) => RESIDENT_MODES_NAMED.includes(m))) usage(2);
     } else if (k === '--density-modes') {
       o.densityModes = next().split(',');
       if (!o.densityModes.every((m) => DENSITY_MODES_NAMED.includes(m))) usage(2);

@@ -21,6 +21,7 @@ import {
   show,
   stats,
   timed,
+  modeEnv,
 } from './common.mjs';
 import { heapOf, sleep } from './daemons.mjs';
 import { attribute, patternCounts } from './k8s-helper.mjs';
@@ -32,8 +33,8 @@ const now = () => performance.timeOrigin + performance.now();
 function checkModes(rc, tag, modes, takePod) {
   for (const [m, mode] of Object.entries(modes)) {
     const pod = takePod();
-    checkDelegateResult(`${tag} ${m}`, timed(mode.file, [], rc.env('ADD', pod), mode.conf));
-    checkDel(`${tag} ${m}`, timed(mode.file, [], rc.env('DEL', pod), mode.conf));
+    checkDelegateResult(`${tag} ${m}`, timed(mode.file, [], modeEnv(rc, mode, 'ADD', pod), mode.conf));
+    checkDel(`${tag} ${m}`, timed(mode.file, [], modeEnv(rc, mode, 'DEL', pod), mode.conf));
   }
 }
 
@@ -54,12 +55,12 @@ function units(rc, tag, modes, takePod, windows, state) {
   const modeUnit = (m, mode) => () => {
     const pod = takePod();
     const s1 = now();
-    const a = timed(mode.file, [], rc.env('ADD', pod), mode.conf);
+    const a = timed(mode.file, [], modeEnv(rc, mode, 'ADD', pod), mode.conf);
     const e1 = now();
     checkAdd(`${tag} ${m}`, a);
     writebackBeforeDel(rc.opts);
     const s2 = now();
-    const d = timed(mode.file, [], rc.env('DEL', pod), mode.conf);
+    const d = timed(mode.file, [], modeEnv(rc, mode, 'DEL', pod), mode.conf);
     const e2 = now();
     checkDel(`${tag} ${m}`, d);
     if (state.measuring)
@@ -208,8 +209,8 @@ async function peakRss(rc, tag, modes, takePod, figures) {
   for (let i = 0; i < n; i++) {
     for (const [m, mode] of Object.entries(modes)) {
       const pod = takePod();
-      kib[m].add.push(await meter.measure(mode.file, [], rc.env('ADD', pod), mode.conf));
-      kib[m].del.push(await meter.measure(mode.file, [], rc.env('DEL', pod), mode.conf));
+      kib[m].add.push(await meter.measure(mode.file, [], modeEnv(rc, mode, 'ADD', pod), mode.conf));
+      kib[m].del.push(await meter.measure(mode.file, [], modeEnv(rc, mode, 'DEL', pod), mode.conf));
     }
   }
   const med = (xs) => stats(xs).median_ms;
@@ -369,9 +370,9 @@ export async function rssPairs(rc, mode, daemon, takePod) {
   for (const target of checkpoints) {
     for (; done < target; done++) {
       const pod = takePod();
-      const a = timed(mode.file, [], rc.env('ADD', pod), mode.conf);
+      const a = timed(mode.file, [], modeEnv(rc, mode, 'ADD', pod), mode.conf);
       checkAdd(`rss ${daemon.name}`, a);
-      checkDel(`rss ${daemon.name}`, timed(mode.file, [], rc.env('DEL', pod), mode.conf));
+      checkDel(`rss ${daemon.name}`, timed(mode.file, [], modeEnv(rc, mode, 'DEL', pod), mode.conf));
       times.push(a.ms);
       if ((done + 1) % 1000 === 0)
         say(`resident: ${daemon.name}: ${done + 1} pairs (${((performance.now() - t0) / 1000).toFixed(0)} s)`);

@@ -22,7 +22,8 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { launcherPayload } from './artifacts.mjs';
 import { cniEnv, evictPageCache, fail, r2, rewriteAsInstalled, say } from './common.mjs';
 import { startGoDaemon, startTsDaemon } from './daemons.mjs';
 import { startHelper } from './k8s-helper.mjs';
@@ -168,8 +169,57 @@ export async function tsAndGoThin(rc, tag, extra, daemonKeys) {
   }
   if (!rc.unavailable.go_thin)
     modes.go_thin = { file: rc.bins.go_thin, conf: conf('go_thin'), what: 'Go Multus v4.3.0 multus' };
+  if (rc.opts.modes.includes('thin_ts_direct')) {
+    const direct = directMode(rc.bins.thin_ts, conf('thin_ts'));
+    if (typeof direct === 'string') say(`resident: thin_ts_direct unavailable: ${direct}`);
+    else modes.thin_ts_direct = direct;
+  }
   return { modes, ts };
 }
+
+/**
+ * thin_ts_direct (only when named in --modes): the Bun executable that build/multus (the launcher) starts, exec'd
+ * directly with the environment the launcher gives it (launcher/main.go: every caller variable held as
+ * MULTUS_TS_HELD_<name>, MULTUS_TS_LAUNCHER, and the plugin role's runtime settings), so that thin_ts minus this
+ * mode is what the launcher's own exec costs a call (docs/build.md, "The launcher"). A reason string when build/multus
+ * carries no launcher.
+ */
+export function directMode(exe, conf) {
+  const payload = launcherPayload(exe);
+  if (!payload) return `${exe} is not the launcher with its Bun executable beside it`;
+  const env = (e) => ({
+    ...Object.fromEntries(Object.entries(e).map(([k, v]) => [`MULTUS_TS_HELD_${k}`, v])),
+    MULTUS_TS_LAUNCHER: exe,
+    BUN_JSC_useJIT: '0', // launcher/main.go pluginJSC and pluginMalloc
+    MIMALLOC_PURGE_DELAY: '-1',
+  });
+  return {
+    file: payload,
+    conf,
+    env,
+    what: `${basename(payload)} exec'd directly (no launcher), the launcher's environment`,
+  };
+}
+
+/** What the launcher's exec adds to a thin call: thin_ts less thin_ts_direct (medians, CPU means; ms). */
+function launcherCost(thin, direct) {
+  const d = (k) => r2(thin[k].median_ms - direct[k].median_ms);
+  return {
+    overhead_add_ms: d('overhead_add'),
+    overhead_del_ms: d('overhead_del'),
+    cpu_add_ms: r2(thin.cpu_add_ms - direct.cpu_add_ms),
+    cpu_del_ms: r2(thin.cpu_del_ms - direct.cpu_del_ms),
+  };
+}
+
+/** thin_ts' `launcher` figures, when thin_ts_direct ran beside it. */
+function addLauncherCost(figures) {
+  if (figures.thin_ts && figures.thin_ts_direct)
+    figures.thin_ts.launcher = launcherCost(figures.thin_ts, figures.thin_ts_direct);
+}
+
+/** The modes a concurrency test runs: not thin_ts_direct (the launcher's cost is a per-call figure). */
+const concurrent = (modes) => Object.fromEntries(Object.entries(modes).filter(([m]) => m !== 'thin_ts_direct'));
 
 /** delegates-only: thin_ts, resident_ts, go_thin (Go thick has no mode without Kubernetes). */
 async function delegatesOnly(rc, out) {
@@ -177,8 +227,9 @@ async function delegatesOnly(rc, out) {
   const takePod = () => ({ namespace: 'bench', name: `pod-${++seq}`, uid: 'u', id: randomBytes(32).toString('hex') });
   const { modes, ts } = await tsAndGoThin(rc, 'plain', { delegates: [rc.delegateConf] }, {});
   out.delegates_only = await measureConfig(rc, 'delegates-only', { modes, takePod, delegateCalls: 1 });
+  addLauncherCost(out.delegates_only.modes);
   if (!rc.k8sPresent) {
-    out.delegates_only.concurrency = await concurrency(rc, 'plain', modes, takePod, () => ({}), {
+    out.delegates_only.concurrency = await concurrency(rc, 'plain', concurrent(modes), takePod, () => ({}), {
       resident_ts: ts?.daemon,
     });
     if (modes.resident_ts)
@@ -253,10 +304,11 @@ async function kubernetes(rc, helper, out) {
   const gd = await addGoThick(rc, modes, cl);
   const audit = async () => (await helper.ask({ cmd: 'audit' })).events;
   out.kubernetes = await measureConfig(rc, 'kubernetes', { modes, takePod, delegateCalls: 1 + NADS.length, audit });
+  addLauncherCost(out.kubernetes.modes);
   out.kubernetes.concurrency = await concurrency(
     rc,
     'k8s',
-    modes,
+    concurrent(modes),
     takePod,
     (m) => (m === 'go_thick' ? {} : { kubeconfig: cl.kubeconfig }),
     { resident_ts: ts?.daemon, go_thick: gd?.daemon },

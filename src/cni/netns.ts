@@ -79,7 +79,11 @@ export function netnsKind(path: string): NetnsKind {
  * `mustExist`: ADD and CHECK need the namespace; DEL of one that is already gone is normal. Returns the request
  * the command runs with: on DEL, GC and STATUS one whose CNI_NETNS is not a network namespace goes without it.
  */
-export function checkNetns<R extends CallEnv>(req: R, mustExist: boolean, kindOf = netnsKind): R {
+export function checkNetns<R extends Pick<CallEnv, 'netns' | 'netnsOverride'>>(
+  req: R,
+  mustExist: boolean,
+  kindOf = netnsKind,
+): R {
   if (!req.netns) return req;
   const target = kindOf(req.netns);
   if (target.kind === 'missing') {

@@ -9,11 +9,9 @@
  * CniError is code 999 and its stack goes to the log, never to stdout. Results and errors are printed indented
  * by 4 spaces, as skel prints them.
  */
-import { join } from 'node:path';
-import { CniCode, CniError, isCniError, toCniError } from '../base/errors.ts';
-import type { FileLock } from '../base/file-lock.ts';
-import { lockFile } from '../base/file-lock.ts';
-import { assertSafeComponent } from '../base/files.ts';
+import type { CniError } from '../base/errors.ts';
+import { isCniError, toCniError } from '../base/errors.ts';
+import { parseCniArgs, parseK8sArgs } from '../cni/cniargs.ts';
 import type { Logger } from '../base/log.ts';
 import { silentLogger } from '../base/log.ts';
 import { CURRENT_VERSION } from '../base/versions.ts';
@@ -21,7 +19,7 @@ import type { CniRequest, Env, RequestCommand } from '../cni/request.ts';
 import { aboutText, parseCommand, parseRequest, versionInfo } from '../cni/request.ts';
 import { cmdAdd } from '../multus/commands/add.ts';
 import { cmdCheck } from '../multus/commands/check.ts';
-import type { CallContext } from '../multus/commands/context.ts';
+import type { CallContext, DoorInput } from '../multus/call-context.ts';
 import { cmdDel } from '../multus/commands/del.ts';
 import { cmdGc } from '../multus/commands/gc.ts';
 import { cmdStatus } from '../multus/commands/status.ts';
@@ -57,7 +55,7 @@ export interface CniAnswer {
 }
 
 /** The dispatch table, one command per row (skel's CNIFuncs); each command's netns and readiness rules are prepare()'s. */
-const COMMANDS: Readonly<Record<RequestCommand, (ctx: CallContext<CniRequest>) => Promise<unknown>>> = {
+const COMMANDS: Readonly<Record<RequestCommand, (ctx: CallContext) => Promise<unknown>>> = {
   ADD: cmdAdd,
   DEL: cmdDel,
   CHECK: cmdCheck,
@@ -78,14 +76,10 @@ export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
     const req = parseRequest(command, call.env, call.stdin);
     cniVersion = req.cniVersion;
     conf = parseMultusConf(req.config);
-    const ctx = await prepare(host, {
-      req,
-      conf,
-      env: call.env,
-      ...(call.envProblem ? { envProblem: call.envProblem } : {}),
-      ...(call.signal ? { signal: call.signal } : {}),
-    });
-    return answer(await runLocked(ctx.req, conf, () => COMMANDS[command](ctx)), cniVersion);
+    const input = doorInputOf(req, conf, call.env);
+    if (call.envProblem) input.envProblem = call.envProblem;
+    if (call.signal) input.signal = call.signal;
+    return answer(await prepare(host, input, COMMANDS[command]), cniVersion);
   } catch (e) {
     const error = toCniError(e);
     const log: Logger = conf ? host.logger(conf) : silentLogger;
@@ -95,34 +89,22 @@ export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
   }
 }
 
-/** ADD, CHECK and DEL of one container run one at a time, also across processes (lockContainer). */
-const LOCKS: ReadonlySet<RequestCommand> = new Set(['ADD', 'CHECK', 'DEL']);
-
-async function runLocked(req: CniRequest, conf: MultusConf, cmd: () => Promise<unknown>): Promise<unknown> {
-  if (!LOCKS.has(req.command as RequestCommand)) return cmd();
-  const lock = await lockContainer(conf, req);
-  try {
-    return await cmd();
-  } finally {
-    lock.release();
-  }
-}
-
 /**
- * The container's lock, named by `<cniDir>/.lock-<containerID>` (no file is made: base/file-lock.ts, so none is
- * left beside the scratch cache for a roll back to Go Multus, whose DEL knows nothing of it; finding 5): a DEL that
- * comes while an ADD of the same container runs (in this process or another) waits for it, for at most
- * delegateTimeoutSeconds, then fails with code 11 for the runtime to retry (issue 28, docs/reliability.md).
+ * The CNI door's edge: the checked CNI_* variables as the typed input every door hands `prepare()`, CNI_ARGS parsed
+ * here once (the pod's keys, and the other pairs, which go on to each delegate).
  */
-async function lockContainer(conf: MultusConf, req: CniRequest): Promise<FileLock> {
-  assertSafeComponent(req.containerId, 'container ID');
-  const lock = await lockFile(join(conf.cniDir, `.lock-${req.containerId}`), conf.delegateTimeoutMs);
-  if (lock !== 'timeout') return lock;
-  throw new CniError(
-    CniCode.TryAgainLater,
-    `another call for container ${req.containerId} is still running after ${conf.delegateTimeoutMs / 1000} s`,
-    { details: 'an ADD, CHECK or DEL of the same container holds its lock; retry when it is done' },
-  );
+export function doorInputOf(req: CniRequest, conf: MultusConf, env: Env): DoorInput {
+  const runtimePairs = parseCniArgs(req.args);
+  const pod = parseK8sArgs(runtimePairs);
+  return {
+    op: req.command,
+    sandbox: { containerId: req.containerId, netns: req.netns, ifName: req.ifName, pod },
+    conf,
+    env,
+    pluginPath: req.path,
+    runtimePairs,
+    netnsOverride: req.netnsOverride,
+  };
 }
 
 function answer(result: unknown, cniVersion: string): CniAnswer {

@@ -8,12 +8,14 @@
  * Tested by test/unit/host/handle.test.ts.
  */
 import { sleep } from '../base/sleep.ts';
+import type { FileLock } from '../base/file-lock.ts';
+import { lockFile } from '../base/file-lock.ts';
 import type { Logger } from '../base/log.ts';
 import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
 import { realExec } from '../cni/exec.ts';
 import type { KubeClient } from '../k8s/types.ts';
-import type { CommandDeps, DeviceDeps } from '../multus/commands/context.ts';
+import type { DeviceDeps, Seams } from '../multus/call-context.ts';
 import type { MultusConf } from '../multus/conf.ts';
 import type { Clock } from '../base/backoff.ts';
 import type { ReadinessDeps } from '../multus/readiness.ts';
@@ -23,16 +25,12 @@ import type { NetnsRouteDeps } from '../routes/netns-routes.ts';
 import type { Env } from '../cni/request.ts';
 import type { ClaimNetworkSource } from '../multus/claim-attach.ts';
 
-export interface Host {
-  exec: Exec;
-  clock: Clock;
-  readiness: ReadinessDeps;
+/** The seams of a process (multus/call-context.ts `Seams`, one object for every call) and what it keeps. */
+export interface Host extends Seams {
   /** The logger of a multus config (one per parsed config: a call asking again gets the same one). */
   logger(conf: MultusConf): Logger;
-  /** The Kubernetes client for a config (undefined without one); kept and reused for the host's life. */
-  kube(conf: MultusConf, env: Env, log: Logger): Promise<KubeClient | undefined>;
-  routes?: NetnsRouteDeps;
-  devices?: DeviceDeps;
+  /** A container's lock (base/file-lock.ts), taken by host/prepare.ts for ADD, CHECK and DEL of every door. */
+  lock(path: string, waitMs: number): Promise<FileLock | 'timeout'>;
   /** The resident daemon's host: it serves claim networks; the thin plugin's refuses them (docs/behaviour.md#claim-networks). */
   resident: boolean;
   /** Closes kept connections; the host serves no request after it. */
@@ -48,6 +46,8 @@ export interface HostOptions {
   connectKube?: (conf: MultusConf, env: Env, log: Logger) => Promise<KubeClient | undefined>;
   routes?: NetnsRouteDeps;
   devices?: DeviceDeps;
+  /** The container lock (tests inject an in-process one: the real one needs Bun). */
+  lock?: Host['lock'];
   /** The resident daemon's host (Host.resident). */
   resident?: boolean;
 }
@@ -61,9 +61,11 @@ export function createHost(o: HostOptions): Host {
     exec: o.exec ?? refuseNestedExec(realExec),
     clock: o.clock ?? { now: () => Date.now(), sleep: (ms) => sleep(ms) },
     readiness: o.readiness ?? realReadinessDeps,
+    lock: o.lock ?? lockFile,
     ...(o.routes ? { routes: o.routes } : {}),
     ...(o.devices ? { devices: o.devices } : {}),
     resident: o.resident === true,
+    claimNetworks: o.resident === true ? serveClaimNetworks : refuseClaimNetworks,
     logger(conf) {
       let log = loggers.get(conf);
       if (!log) {
@@ -95,21 +97,6 @@ export function createHost(o: HostOptions): Host {
         );
       clients.clear();
     },
-  };
-}
-
-/** The dependencies one request's command gets from the host. */
-export function commandDeps(host: Host, env: Env, log: Logger): CommandDeps {
-  return {
-    exec: host.exec,
-    log,
-    readiness: host.readiness,
-    env,
-    kube: (conf) => host.kube(conf, env, log),
-    clock: host.clock,
-    ...(host.routes ? { routes: host.routes } : {}),
-    ...(host.devices ? { devices: host.devices } : {}),
-    claimNetworks: host.resident ? serveClaimNetworks : refuseClaimNetworks,
   };
 }
 

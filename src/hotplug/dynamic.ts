@@ -38,7 +38,7 @@ import { NETWORKS_ANNOTATION } from '../multus/selection.ts';
 import { emitEvents } from '../multus/publish.ts';
 import { parseNetworkSelections } from '../multus/selection.ts';
 import { readScratchCache } from '../multus/scratch-cache.ts';
-import type { DelegateRequest } from './delegate.ts';
+import type { DelegateCall } from './delegate.ts';
 import { runDelegate } from './delegate.ts';
 import type { KnownSandbox } from './sandboxes.ts';
 import { listSandboxes } from './sandboxes.ts';
@@ -280,23 +280,21 @@ class Dynamic implements DynamicNetworks {
     return emitEvents(kube, pod, [{ type: 'Warning', reason: 'NetworkChangeFailed', message, ...name }], this.d.log);
   }
 
-  /** One change through hot-plug's front door, with the pod typed (no CNI_ARGS) and the config already parsed. */
+  /** One change through hot-plug's front door, as typed data: the sandbox with its pod, the element to plug. */
   private async apply(conf: MultusConf, sb: KnownSandbox, pod: Pod, change: DynamicChange): Promise<void> {
-    const req: DelegateRequest = {
-      command: change.kind === 'add' ? 'ADD' : 'DEL',
-      env: Object.fromEntries(Object.entries(this.d.daemonEnv).filter(([k]) => !k.startsWith('CNI_'))),
-      containerId: sb.containerId,
-      netns: sb.netns,
-      ifName: change.ifName,
-      args: '',
-      path: [],
-      netnsOverride: false,
-      config: Buffer.alloc(0),
+    const [namespace = '', name = ''] = change.network.split('/');
+    const call: DelegateCall = {
+      input: {
+        op: change.kind === 'add' ? 'ADD' : 'DEL',
+        sandbox: { containerId: sb.containerId, netns: sb.netns, ifName: change.ifName, pod: podK8sArgs(pod.metadata) },
+        conf,
+        env: Object.fromEntries(Object.entries(this.d.daemonEnv).filter(([k]) => !k.startsWith('CNI_'))),
+      },
       network: change.network,
-      attributes: {},
+      config: Buffer.alloc(0),
+      selection: change.selection ?? { namespace, name, request: {} },
+      source: 'selection',
     };
-    const k8s = podK8sArgs(pod.metadata);
-    const call = { req, conf, k8s, ...(change.selection ? { selection: change.selection } : {}) };
     const signal = this.d.signal ? { signal: this.d.signal } : {};
     await runDelegate(call, { host: this.d.host, ...signal, ...(this.d.links ? { links: this.d.links } : {}) });
   }

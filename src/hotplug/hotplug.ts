@@ -22,8 +22,8 @@ import { httpStatusOf as apiStatus } from '../k8s/types.ts';
 import { listResultCaches } from '../cni/result-cache.ts';
 import type { CachedDelegate } from '../multus/scratch-cache.ts';
 import { readScratchCache, writeScratchCache } from '../multus/scratch-cache.ts';
-import type { CallContext } from '../multus/commands/context.ts';
-import { podTag, runtimeConfFor } from '../multus/commands/context.ts';
+import type { CallContext } from '../multus/call-context.ts';
+import { copyDeviceInfo, podTag, runtimeConfFor } from '../multus/call-context.ts';
 import { buildNetworkStatuses, editStatusEntries } from '../multus/network-status.ts';
 import type { Attachment, CachedRoles, Delegate } from '../multus/attachments.ts';
 import { fromCachedDelegates, planAttachments, toCachedDelegate } from '../multus/attachments.ts';
@@ -133,12 +133,12 @@ export function clusterIfNameOf(cniDir: string, containerId: string, cached: Cac
 }
 
 export function readSandboxCache(ctx: CallContext): CachedDelegate[] {
-  const scratch = readScratchCache(ctx.conf.cniDir, ctx.req.containerId);
+  const scratch = readScratchCache(ctx.conf.cniDir, ctx.sandbox.containerId);
   if (scratch.kind === 'ok') return scratch.value;
   if (scratch.kind === 'corrupt') {
     throw new CniError(
       CniCode.DecodingFailure,
-      `the scratch cache of container ${ctx.req.containerId} is unreadable: ${scratch.error.msg}`,
+      `the scratch cache of container ${ctx.sandbox.containerId} is unreadable: ${scratch.error.msg}`,
       {
         details: "nothing was changed; the runtime's DEL of the pod cleans it up",
       },
@@ -146,7 +146,7 @@ export function readSandboxCache(ctx: CallContext): CachedDelegate[] {
   }
   throw new CniError(
     CniCode.UnknownContainer,
-    `container ${ctx.req.containerId} has no multus scratch cache in ${ctx.conf.cniDir}`,
+    `container ${ctx.sandbox.containerId} has no multus scratch cache in ${ctx.conf.cniDir}`,
     {
       details: 'hot-plug needs a pod sandbox that multus added on this node: check CNI_CONTAINERID and the cniDir',
     },
@@ -159,7 +159,7 @@ export async function checkedPod(
   ctx: CallContext,
   tolerateMissing = false,
 ): Promise<Pod | undefined> {
-  const { podNamespace, podName, podUid } = ctx.k8s;
+  const { podNamespace, podName, podUid } = ctx.sandbox.pod;
   if (!podNamespace || !podName) {
     throw new CniError(
       CniCode.InvalidEnv,
@@ -191,7 +191,7 @@ export async function checkedPod(
 }
 
 /**
- * Hot-plug ADD of `delegate` as `ctx.req.ifName`. Anything failing after the cache was written is rolled back
+ * Hot-plug ADD of `delegate` as `ctx.sandbox.ifName`. Anything failing after the cache was written is rolled back
  * (the delegate's DEL, the old cache restored), so a refused or failed request leaves the pod as it was.
  */
 export async function hotplugAdd(
@@ -201,16 +201,16 @@ export async function hotplugAdd(
   deps: HotplugDeps,
 ): Promise<PluginResult> {
   const cached = readSandboxCache(ctx);
-  const clusterIfName = clusterIfNameOf(ctx.conf.cniDir, ctx.req.containerId, cached);
-  const links = await deps.links.names(ctx.req.netns);
-  const plan = planHotplugAdd(cached, clusterIfName, delegate, ctx.req.ifName, links);
+  const clusterIfName = clusterIfNameOf(ctx.conf.cniDir, ctx.sandbox.containerId, cached);
+  const links = await deps.links.names(ctx.sandbox.netns);
+  const plan = planHotplugAdd(cached, clusterIfName, delegate, ctx.sandbox.ifName, links);
   const { attachment } = plan;
   const name = attachment.network.name;
-  writeScratchCache(ctx.conf.cniDir, ctx.req.containerId, plan.cache);
+  writeScratchCache(ctx.conf.cniDir, ctx.sandbox.containerId, plan.cache);
   const rollback = async (): Promise<void> => {
     try {
       await delNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'DEL'), ctx.net);
-      writeScratchCache(ctx.conf.cniDir, ctx.req.containerId, cached);
+      writeScratchCache(ctx.conf.cniDir, ctx.sandbox.containerId, cached);
     } catch (e) {
       // The attachment stays in the cache, so the pod's DEL still removes it.
       ctx.log.error(`${podTag(ctx)}: rollback of ${name}/${attachment.ifName} failed: ${messageOf(e)}`);
@@ -218,6 +218,7 @@ export async function hotplugAdd(
   };
   let result: PluginResult;
   try {
+    copyDeviceInfo(ctx, attachment);
     result = await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx.net);
   } catch (e) {
     await rollback();
@@ -242,7 +243,7 @@ export async function hotplugAdd(
 }
 
 /**
- * Hot-unplug DEL of the attachment named `ctx.req.ifName`. Not in the cache: `fallback` (the request's own
+ * Hot-unplug DEL of the attachment named `ctx.sandbox.ifName`. Not in the cache: `fallback` (the request's own
  * config) is deleted when given (an attachment someone else made), else nothing to do. The cache and the
  * status change only once the delegate's DEL succeeded; a failed DEL keeps both, so a retry still finds it.
  */
@@ -253,12 +254,12 @@ export async function hotplugDel(
   deps: HotplugDeps,
 ): Promise<void> {
   const cached = readSandboxCache(ctx);
-  const clusterIfName = clusterIfNameOf(ctx.conf.cniDir, ctx.req.containerId, cached);
-  const plan = planHotplugDel(cached, clusterIfName, ctx.req.ifName);
+  const clusterIfName = clusterIfNameOf(ctx.conf.cniDir, ctx.sandbox.containerId, cached);
+  const plan = planHotplugDel(cached, clusterIfName, ctx.sandbox.ifName);
   if (!plan) {
-    if (!fallback) return ctx.log.verbose(`${podTag(ctx)}: no attachment ${ctx.req.ifName} to remove`);
+    if (!fallback) return ctx.log.verbose(`${podTag(ctx)}: no attachment ${ctx.sandbox.ifName} to remove`);
     const [attachment] = planAttachments(
-      [{ ...fallback, request: { ...fallback.request, ifname: ctx.req.ifName } }],
+      [{ ...fallback, request: { ...fallback.request, ifname: ctx.sandbox.ifName } }],
       clusterIfName,
     );
     await delNetwork(attachment!.network, runtimeConfFor(ctx, attachment!, 'DEL'), ctx.net);
@@ -271,7 +272,7 @@ export async function hotplugDel(
   } catch (e) {
     throw wrapError(e, `${podTag(ctx, name)}: error deleting ${attachment.ifName} of network "${name}"`);
   }
-  writeScratchCache(ctx.conf.cniDir, ctx.req.containerId, plan.cache);
+  writeScratchCache(ctx.conf.cniDir, ctx.sandbox.containerId, plan.cache);
   if (!pod) return;
   if (!ctx.conf.systemNamespaces.includes(pod.metadata.namespace)) {
     await editNetworkStatus(
@@ -284,13 +285,13 @@ export async function hotplugDel(
   await emitEvents(deps.kube, pod, [removedInterfaceEvent(attachment.ifName, attachment.displayName)], ctx.log);
 }
 
-/** Hot-plug CHECK of the cached attachment named `ctx.req.ifName`. */
+/** Hot-plug CHECK of the cached attachment named `ctx.sandbox.ifName`. */
 export async function hotplugCheck(ctx: CallContext): Promise<void> {
   const cached = readSandboxCache(ctx);
-  const clusterIfName = clusterIfNameOf(ctx.conf.cniDir, ctx.req.containerId, cached);
-  const attachment = cachedAttachments(cached, clusterIfName).find((a) => a.ifName === ctx.req.ifName);
+  const clusterIfName = clusterIfNameOf(ctx.conf.cniDir, ctx.sandbox.containerId, cached);
+  const attachment = cachedAttachments(cached, clusterIfName).find((a) => a.ifName === ctx.sandbox.ifName);
   if (!attachment) {
-    throw new CniError(CniCode.InvalidConfig, `the pod has no attachment named "${ctx.req.ifName}"`, {
+    throw new CniError(CniCode.InvalidConfig, `the pod has no attachment named "${ctx.sandbox.ifName}"`, {
       details: 'name an interface that was added to the pod',
     });
   }

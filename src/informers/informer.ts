@@ -7,7 +7,8 @@
  * per informer and no LIST response to hold whole (docs/resident.md, "Informers"). An API server that refuses
  * the parameter (the WatchList feature off: 4xx) gets the old way for the informer's life: a LIST in pages of
  * 500, then a watch from its resourceVersion. A watch the server ends resumes at once from the last
- * resourceVersion seen (events and bookmarks); 410 Gone starts over (the cache replaced, changes announced); any
+ * resourceVersion seen (events and bookmarks); 410 Gone starts over (the initial events again, not older than that
+ * resourceVersion: from the API server's watch cache; the cache replaced, changes announced); any
  * other error stops the watch, reports "not synced", and starts again with backoff (1 s doubling to 30 s,
  * jittered). The initial objects' arrival (watch or list) is reported to the metrics. informers.ts builds the pod
  * and NAD informers from it.
@@ -85,8 +86,12 @@ export async function timedCall<T>(
 
 /** Watch events that carry a watched object (not BOOKMARK, nor ERROR's Status). */
 const OBJECT_EVENTS = new Set(['ADDED', 'MODIFIED', 'DELETED']);
-/** Refusals that are not about the watch-list parameters: retried as they are, never a reason to LIST. */
-const NOT_A_REFUSAL = new Set([401, 403, 410, 429]);
+/**
+ * Refusals that are not about the watch-list parameters: retried as they are, never a reason to LIST. 404 among
+ * them: an API server that has just started may answer 404 on a CRD's path until it has loaded its CRDs (a NAD
+ * watch in the first seconds after a restart), and a LIST would find nothing there either.
+ */
+const NOT_A_REFUSAL = new Set([401, 403, 404, 410, 429]);
 /** A watch that ends normally sooner than this after it began is retried with backoff, not at once. */
 const SHORT_WATCH_MS = 1000;
 
@@ -275,8 +280,10 @@ class WatchInformer implements Informer {
     if (s.stopped) return;
     const status = e.code ?? httpStatusOf(e.err);
     if (status === 410) {
-      this.o.log.verbose(`informer ${this.name}: resourceVersion ${s.rv} is gone; starting over`);
-      Object.assign(s, { complete: false, watching: false, rv: '' });
+      // the initial events again, not older than s.rv: the API server serves them from its watch cache without
+      // asking etcd first, as client-go's relist does (docs/resident.md, "Informers")
+      this.o.log.verbose(`informer ${this.name}: resourceVersion ${s.rv} is gone; starting over from the watch cache`);
+      Object.assign(s, { complete: false, watching: false });
       this.report();
       return this.schedule(0);
     }
@@ -300,6 +307,7 @@ class WatchInformer implements Informer {
     if (withInitial) {
       q.set('sendInitialEvents', 'true');
       q.set('resourceVersionMatch', 'NotOlderThan');
+      if (s.rv) q.set('resourceVersion', s.rv);
     } else {
       if (!s.complete) {
         const list = await timedCall(this.o.metrics, 'list', this.name, () =>

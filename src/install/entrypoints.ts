@@ -74,18 +74,23 @@ function parse(style: FlagStyle, program: string, flags: readonly GoFlag[], argv
   return r;
 }
 
+/** A pflag command line parsed, or the exit code when it ends the program: an error, or --help (Multus:
+ * pflag.PrintDefaults() and exit 1). */
+function parsePflag(program: string, flags: readonly GoFlag[], argv: readonly string[], io: EntrypointIo) {
+  const r = parse('pflag', program, flags, argv, io);
+  if (!r.ok) return r.exitCode;
+  if (r.values.help !== true) return r;
+  io.stderr(printDefaults('pflag', flags));
+  return 1;
+}
+
 export async function thinEntrypointMain(
   program: string,
   argv: readonly string[],
   io: EntrypointIo = processIo,
 ): Promise<number> {
-  const r = parse('pflag', program, THIN_ENTRYPOINT_FLAGS, argv, io);
-  if (!r.ok) return r.exitCode;
-  if (r.values.help === true) {
-    // Multus: pflag.PrintDefaults() and exit 1
-    io.stderr(printDefaults('pflag', THIN_ENTRYPOINT_FLAGS));
-    return 1;
-  }
+  const r = parsePflag(program, THIN_ENTRYPOINT_FLAGS, argv, io);
+  if (typeof r === 'number') return r;
   let opts;
   try {
     opts = parseInstallArgs([...r.given].map((name) => `--${name}=${String(r.values[name])}`));
@@ -108,12 +113,8 @@ export async function installMultusMain(
   io: EntrypointIo = processIo,
   srcDir = IMAGE_BIN_DIR,
 ): Promise<number> {
-  const r = parse('pflag', program, INSTALL_MULTUS_FLAGS, argv, io);
-  if (!r.ok) return r.exitCode;
-  if (r.values.help === true) {
-    io.stderr(printDefaults('pflag', INSTALL_MULTUS_FLAGS));
-    return 1;
-  }
+  const r = parsePflag(program, INSTALL_MULTUS_FLAGS, argv, io);
+  if (typeof r === 'number') return r;
   const type = r.values.type;
   const name = type === 'thick' ? 'multus-shim' : type === 'thin' ? 'multus' : '';
   if (name === '') {

@@ -2,10 +2,10 @@
  * multus/claim-attach.ts: networks from claims of our DRA driver as ordinary attachments
  * (docs/behaviour.md#claim-networks).
  *
- * multus/ does not read a claim's config itself: the host hands the resolver a `ClaimNetworkSource` (the daemon's
- * dra/claim-delegates.ts serves claim networks; the thin plugin's refuses them), which returns, per allocation
- * result of our driver, a NAD selection (resolved as an annotation element is: namespace isolation, the NAD, its
- * events) or an inline network. Each attachment carries its `ClaimNetworkRef` in its request (`claimNetwork`), so
+ * multus/ does not read a claim's config itself: the host hands the reads of a call (podnetworks.ts) a
+ * `ClaimNetworkSource` (the daemon's dra/claim-delegates.ts serves claim networks; the thin plugin's refuses them),
+ * which returns, per allocation result of our driver, a NAD selection (resolved by pod-delegates.ts as an annotation
+ * element is: namespace isolation, the NAD, its events) or an inline network. Each attachment carries its `ClaimNetworkRef` in its request (`claimNetwork`), so
  * the scratch cache records it and DEL, CHECK and GC see it as any other attachment; network-status entries get
  * `resourceClaim: {name, request}`; after the ADD, each claim's `status.devices[]` entries of our driver get
  * `Ready=True` and `networkData` equal to the entry, applied with the driver name as field manager; DEL removes
@@ -19,8 +19,7 @@ import type { PluginResult } from '../cni/result.ts';
 import type { DraLookup } from '../devices/dra.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';
 import { httpStatusOf } from '../k8s/types.ts';
-import type { Attachment, Delegate } from './attachments.ts';
-import { attempt } from './attempt.ts';
+import type { Attachment } from './attachments.ts';
 import { claimWriteFailure, networkData } from './claim-status.ts';
 import type { MultusConf } from './conf.ts';
 import type { AttachmentRequest } from './fields.ts';
@@ -57,35 +56,6 @@ export type ClaimNetworkSource = (
   conf: MultusConf,
   deps: ClaimSourceDeps,
 ) => Promise<{ networks: ClaimNetwork[]; errors: CniError[] }>;
-
-/**
- * With `draNetworks`, the delegates of the pod's claims of our driver, after the annotation's: a NAD selection goes
- * the annotation's way (`nad`: namespace isolation, the NAD, its events), an inline network is taken as loaded.
- * ADD stops at the first refusal; with `collect` (`multus plan`) each is handed to it.
- */
-export async function claimDelegates(
-  deps: ClaimSourceDeps & { source: ClaimNetworkSource },
-  conf: MultusConf,
-  pod: Pod,
-  nad: (sel: NetworkSelection, where: string) => Promise<Delegate>,
-  collect: ((error: CniError) => void) | undefined,
-): Promise<Delegate[]> {
-  const found = await attempt(collect, undefined, () => deps.source(pod, conf, deps));
-  if (!found) return [];
-  for (const error of found.errors) await attempt(collect, undefined, () => Promise.reject(error));
-  const delegates: Delegate[] = [];
-  for (const c of found.networks) {
-    const where = `ResourceClaim ${c.ref.namespace}/${c.ref.claim} request ${c.ref.request}`;
-    const delegate = await attempt(collect, undefined, async (): Promise<Delegate> => {
-      if ('selection' in c) return nad(c.selection, where);
-      const request = c.ifName ? { ifname: c.ifName } : {};
-      return { network: c.network, displayName: inlineDisplayName(c.ref), request, source: 'selection' };
-    });
-    const claimNetwork = { ...c.ref } as Record<string, unknown>;
-    if (delegate) delegates.push({ ...delegate, request: { ...delegate.request, claimNetwork } });
-  }
-  return delegates;
-}
 
 /** What an inline claim network is called where users see it: `<claim>/<request>`. */
 export const inlineDisplayName = (ref: ClaimNetworkRef): string => `${ref.claim}/${ref.request}`;

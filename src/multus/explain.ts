@@ -5,8 +5,9 @@
  * mode: it keeps going past each error so it can report every one an ADD would hit (ADD stops at the first), with
  * the message ADD gives. Then it shows each attachment's interface name, plugins, runtimeConfig and CNI_ARGS, and
  * the default-route moves. `formatExplanation` prints it for people. A pod that does not exist is planned as ADD
- * plans it: the configured networks only. Device IDs (resourceName) are assigned from the kubelet at ADD time and
- * are only named here.
+ * plans it: the configured networks only. Devices are assigned as ADD assigns them, from the pod's DRA claims and,
+ * where the kubelet's map can be read (on the node), its device plugins; so a named request or a pool with no device
+ * left is an error here too. Off the node a pool's device is only named.
  * Tested by test/unit/multus/plan-add.test.ts, test/e2e-k8s/hotplug.test.ts (`multus plan`).
  */
 import { toCniError } from '../base/errors.ts';
@@ -16,13 +17,14 @@ import { formatCniArgs, podK8sArgs, podRef } from '../cni/cniargs.ts';
 import { buildPluginConfig } from '../cni/libcni.ts';
 import type { KubeClient, Pod } from '../k8s/types.ts';
 import { httpStatusOf as apiStatus } from '../k8s/types.ts';
+import type { ResourceMapDeps } from '../devices/devices.ts';
 import type { RoutePlan } from '../routes/routes.ts';
 import type { MultusConf } from './conf.ts';
 import type { Attachment } from './attachments.ts';
 import { capabilityArgsFor, delegateArgsFor } from './attachments.ts';
-import { planAdd } from './plan-add.ts';
+import { gatherInputs, planAdd } from './plan-add.ts';
 import { PARALLEL_ATTACHMENTS, attachmentSteps } from './overlap.ts';
-import type { PodLookup } from './podnetworks.ts';
+import type { PodLookup } from './pod-delegates.ts';
 import type { ClaimNetworkSource } from './claim-attach.ts';
 import { claimRefOf } from './claim-attach.ts';
 
@@ -42,6 +44,8 @@ export interface PlannedAttachment {
   plugins: PlannedPlugin[];
   cniArgs: string;
   resourceName?: string;
+  /** The device the plan gave it (the kubelet's map when it can be read here, the pod's DRA claims). */
+  deviceId?: string;
   /** The element's `resourceClaim` (docs/behaviour.md#claim-request): its device is read at ADD. */
   resourceClaim?: { claimName: string; requestName: string };
   /** A network of a claim of our DRA driver (docs/behaviour.md#claim-networks): its claim, request and device. */
@@ -93,7 +97,7 @@ export async function explainAdd(
   name: string,
   kube: KubeClient,
   log: Logger,
-  claimNetworks?: ClaimNetworkSource,
+  opts: { devices?: ResourceMapDeps; claimNetworks?: ClaimNetworkSource } = {},
 ): Promise<Explanation> {
   const errors: PlanError[] = [];
   const ro = readOnly(kube);
@@ -105,11 +109,10 @@ export async function explainAdd(
   }
   const k8s = podK8sArgs({ namespace, name, uid: pod?.metadata.uid ?? '' }, '<container ID>');
   const lookup: PodLookup = pod ? { kind: 'found', pod } : { kind: 'unknown', reason: 'not found' };
-  const resolve = { kube: ro, log, warn: () => Promise.resolve(), ...(claimNetworks ? { claimNetworks } : {}) };
   // a sandbox's ID as runtimes make it (64 hex characters), for the result cache file names
-  const containerId = '0'.repeat(64);
-  const input = { conf, k8s, lookup, ifName: 'eth0', containerId, tag: `[${podRef(k8s)}]`, log, resolve };
-  const plan = await planAdd(input, (e) => errors.push(asError(e)));
+  const call = { conf, k8s, ifName: 'eth0', containerId: '0'.repeat(64), tag: `[${podRef(k8s)}]` };
+  const plan = planAdd(await gatherInputs(call, lookup, { kube: ro, log, ...opts }, 'explain'));
+  errors.push(...plan.errors.map(asError));
   return {
     pod: { namespace, name, uid: pod?.metadata.uid ?? '', found: pod !== undefined },
     attachments: plan.attachments.map((a) => describeAttachment(a, conf, k8s)),
@@ -139,6 +142,7 @@ function describeAttachment(a: Attachment, conf: MultusConf, k8s: K8sArgs): Plan
     }),
     cniArgs: formatCniArgs(delegateArgsFor(a, k8s, [], 'ADD')),
     ...(a.request.resourceName && !a.request.claimRequest ? { resourceName: a.request.resourceName } : {}),
+    ...(a.request.deviceID ? { deviceId: a.request.deviceID } : {}),
     ...(a.request.claimRequest
       ? { resourceClaim: a.request.claimRequest as unknown as { claimName: string; requestName: string } }
       : {}),
@@ -162,11 +166,14 @@ export function formatExplanation(x: Explanation): string {
       if (Object.keys(p.runtimeConfig).length > 0)
         lines.push(`       ${p.type} runtimeConfig: ${JSON.stringify(p.runtimeConfig)}`);
     }
-    if (a.resourceName) lines.push(`       device: one of ${a.resourceName} (assigned by the kubelet at ADD)`);
+    const pool = a.resourceName ? ` of ${a.resourceName}` : '';
     if (a.resourceClaim) {
       const { claimName, requestName } = a.resourceClaim;
-      lines.push(`       device: the one of request "${requestName}" of the pod's claim "${claimName}" (read at ADD)`);
-    }
+      const which = a.deviceId ? `${a.deviceId}, ` : '';
+      lines.push(`       device: ${which}the one of request "${requestName}" of the pod's claim "${claimName}"`);
+    } else if (a.deviceId) lines.push(`       device: ${a.deviceId}${pool}`);
+    else if (a.resourceName)
+      lines.push(`       device: one of ${a.resourceName} (the kubelet's map is not readable here)`);
     const c = a.claimNetwork;
     if (c) lines.push(`       from request "${c.request}" of ResourceClaim ${c.claim} (device ${c.device})`);
   });

@@ -1,41 +1,47 @@
 /**
- * plan-add.ts: the one planner of an ADD: what ADD runs (commands/add.ts) and what `multus plan` shows (explain.ts), so both
- * give the same verdict with the same messages.
+ * plan-add.ts: the one planner of an ADD, in two steps: `gatherInputs` reads (the pod's networks and devices,
+ * podnetworks.ts; the auxiliary chain's files) and `planAdd` plans from what was read, pure: no I/O, no events
+ * posted. ADD (commands/add.ts) and `multus plan` (explain.ts) run both, so they give the same verdict with the same
+ * messages; the parity test (test/unit/multus/plan-add.test.ts) holds them to it.
  *
- * The steps: the pod's delegates (podnetworks.ts: the config's cluster and default networks, the default-network
- * override, the networks annotation, namespace isolation, the NADs, device IDs), a version-less conflist given the
- * config's version, the auxiliary chain last, the interface names, the capabilities no plugin declares (a warning,
- * or an error with strictCapabilities), the result cache file names, and the default-route moves. ADD stops at the
- * first error; with `collect` (`multus plan`) every error is handed to it and planning goes on past it.
- * Not pure: through the resolver it reads the auxiliary chain's files, the pod, its NADs and, in ADD mode, the
- * kubelet's device assignments and the pod's DRA claims, and posts the Warning events of a missing NAD or a
- * refused pool (podnetworks.ts); `multus plan` skips the devices.
+ * The steps of `planAdd`: the pod's delegates (pod-delegates.ts: the config's cluster and default networks, the
+ * default-network override, the networks annotation, namespace isolation, the NADs, each attachment's device), a
+ * version-less conflist given the config's version, the auxiliary chain last, the interface names, the capabilities
+ * no plugin declares (a warning, or an error with strictCapabilities), the result cache file names, and the
+ * default-route moves. Every error is returned in ADD's order and planning goes on past it; ADD fails with the
+ * first, `multus plan` lists them all. The Warning events (a missing NAD, a refused pool) are returned for the
+ * caller to post (`eventsBeforeFirstError` are ADD's).
  */
-import { CniCode, CniError, wrapError } from '../base/errors.ts';
-import type { Logger } from '../base/log.ts';
+import { CniCode, CniError, toCniError, wrapError } from '../base/errors.ts';
 import type { K8sArgs } from '../cni/cniargs.ts';
 import { assertResultCacheFits } from '../cni/result-cache.ts';
 import type { RoutePlan } from '../routes/routes.ts';
 import { planDefaultRoutes } from '../routes/routes.ts';
 import { auxiliaryChain } from './auxchain.ts';
 import type { MultusConf } from './conf.ts';
-import type { Attachment } from './attachments.ts';
+import type { Attachment, Delegate } from './attachments.ts';
 import { inheritListVersion, planAttachments, undeclaredCapabilities } from './attachments.ts';
-import type { PodLookup, ResolveDeps } from './podnetworks.ts';
-import { attempt, resolvePodDelegates } from './podnetworks.ts';
+import type { PodInputs, ResolveDeps } from './podnetworks.ts';
+import { gatherPodInputs } from './podnetworks.ts';
+import type { PlanEvent, PlanSink, PodLookup } from './pod-delegates.ts';
+import { attempt, newSink, planPodDelegates } from './pod-delegates.ts';
 
-export interface AddPlanInput {
+/** The call an ADD plans for. */
+export interface AddCall {
   conf: MultusConf;
   k8s: K8sArgs;
-  lookup: PodLookup;
   /** CNI_IFNAME: the cluster network's interface. */
   ifName: string;
   /** CNI_CONTAINERID, for the result cache file names. */
   containerId: string;
   /** `[namespace/name/uid]`, the prefix of the call's messages. */
   tag: string;
-  log: Logger;
-  resolve: ResolveDeps;
+}
+
+/** Everything `planAdd` plans from: the call and what `gatherInputs` read for it. */
+export interface AddInputs extends AddCall, PodInputs {
+  /** The auxiliary chain's delegate (docs/behaviour.md#auxiliary-chain), or why its files do not load. */
+  aux: Delegate | undefined | CniError;
 }
 
 export interface AddPlan {
@@ -44,37 +50,70 @@ export interface AddPlan {
   defaultRoutes: RoutePlan[] | undefined;
   /** Requests that are ignored (capabilities no plugin declares, without strictCapabilities). */
   warnings: string[];
+  /** Every error, in the order ADD meets them; ADD fails with the first. */
+  errors: CniError[];
+  /** Warning events for the pod, for the caller to post. */
+  events: PlanEvent[];
 }
 
-export async function planAdd(input: AddPlanInput, collect?: (error: CniError) => void): Promise<AddPlan> {
-  const { conf, tag } = input;
-  const resolved = await resolvePodDelegates(conf, input.k8s, input.lookup, input.resolve, collect);
-  const delegates = inheritListVersion(resolved, conf.cniVersion);
-  const aux = await attempt(collect, undefined, () => auxiliaryChain(conf, input.log));
-  if (aux) delegates.push(aux);
-  const attachments = await attempt(collect, [], () => planAttachments(delegates, input.ifName));
+/**
+ * Reads what `planAdd` needs (read-only I/O): the pod's networks and devices, and the auxiliary chain's files.
+ * `explain` (`multus plan`) reads past a failure and off the node without the kubelet's map; ADD stops reading at
+ * the first failure.
+ */
+export async function gatherInputs(
+  call: AddCall,
+  lookup: PodLookup,
+  deps: ResolveDeps,
+  mode: 'add' | 'explain',
+): Promise<AddInputs> {
+  const explain = mode === 'explain';
+  const opts = { stopEarly: !explain, ...(explain ? { kubeletOptional: true } : {}) };
+  const pod = await gatherPodInputs(call.conf, call.k8s, lookup, deps, opts);
+  let aux: AddInputs['aux'];
+  try {
+    aux = auxiliaryChain(call.conf, deps.log);
+  } catch (e) {
+    aux = toCniError(e);
+  }
+  return { ...call, ...pod, aux };
+}
+
+function capabilityWarnings(attachments: Attachment[], inputs: AddInputs, sink: PlanSink): string[] {
   const warnings: string[] = [];
   for (const attachment of attachments) {
     const missing = undeclaredCapabilities(attachment);
     if (missing.length === 0) continue;
     const declares = missing.length > 1 ? 'those capabilities' : 'that capability';
     const msg = `${attachment.displayName} requests ${missing.join(', ')} but no plugin of network "${attachment.network.name}" declares ${declares}`;
-    if (!conf.strictCapabilities) warnings.push(`${tag}: ${msg}; the request is ignored`);
-    else {
-      await attempt(collect, undefined, () => {
-        throw new CniError(CniCode.InvalidConfig, `${tag}: ${msg} (strictCapabilities)`);
-      });
-    }
+    if (!inputs.conf.strictCapabilities) warnings.push(`${inputs.tag}: ${msg}; the request is ignored`);
+    else sink.errors.push(new CniError(CniCode.InvalidConfig, `${inputs.tag}: ${msg} (strictCapabilities)`));
   }
+  return warnings;
+}
+
+/** The plan of an ADD from its inputs (pure). */
+export function planAdd(inputs: AddInputs): AddPlan {
+  const { conf, tag } = inputs;
+  const sink = newSink();
+  const resolved = planPodDelegates(conf, inputs.k8s.podNamespace, inputs, sink);
+  const delegates = inheritListVersion(resolved, conf.cniVersion);
+  if (inputs.aux instanceof CniError) sink.errors.push(inputs.aux);
+  else if (inputs.aux) delegates.push(inputs.aux);
+  const attachments = attempt(sink, [], () => planAttachments(delegates, inputs.ifName));
+  const warnings = capabilityWarnings(attachments, inputs, sink);
   for (const a of attachments) {
-    await attempt(collect, undefined, () => assertResultCacheFits(a.network.name, input.containerId, a.ifName));
+    attempt(sink, undefined, () => assertResultCacheFits(a.network.name, inputs.containerId, a.ifName));
   }
-  const defaultRoutes = await attempt(collect, undefined, () => {
+  const defaultRoutes = attempt(sink, undefined, () => {
     try {
       return planDefaultRoutes(attachments);
     } catch (e) {
       throw wrapError(e, `${tag}: error setting the default route`);
     }
   });
-  return { attachments, defaultRoutes, warnings };
+  return { attachments, defaultRoutes, warnings, errors: sink.errors, events: sink.events };
 }
+
+/** The events an ADD that stops at its first error would have raised (Multus posts them as it goes). */
+export const eventsBeforeFirstError = (plan: AddPlan): PlanEvent[] => plan.events.filter((e) => e.after === 0);

@@ -1,52 +1,50 @@
 /**
- * podnetworks.ts: what the Kubernetes API says a pod's attachments are (I/O through the KubeClient seam).
+ * podnetworks.ts: what the Kubernetes API and the kubelet say a pod's attachments are (the read-only I/O of a call,
+ * through the KubeClient seam and devices/).
  *
  * `lookupPod` fetches the pod with Multus' retry policy (docs/behaviour.md#pod-lookup: transient errors retried every
- * 250 ms for 2.5 s; ADD's 401 waits for a rotated kubeconfig within the readiness wait) and the UID check; its outcome is a union, never null-as-a-message. `resolvePodDelegates` is the
- * one resolver of a pod's ordered delegate list (docs/behaviour.md#ordering), for ADD, DEL and `multus plan`: cluster
- * network (a NAD in multusNamespace, a config name or a path), the default networks, the per-pod default-network
- * override (docs/behaviour.md#default-network-annotation), then one delegate per selection element in annotation
- * order (docs/behaviour.md#networks-annotation, docs/behaviour.md#nad). Every NAD is fetched once per call; ADD stops
- * at the first failure, before a delegate runs, and `multus plan` collects them all. `nadDelegate` is the one NAD
- * fetch (hot-plug uses it too), with the one "cannot find" message. API economy: one GET for the pod and one per NAD
- * (N+2 requests per ADD of N NADs with the status write, plus the events; a pod that names DRA claims adds its
- * claims' and their ResourceSlices' reads, devices/dra.ts).
+ * 250 ms for 2.5 s; ADD's 401 waits for a rotated kubeconfig within the readiness wait) and the UID check; its
+ * outcome is a union, never null-as-a-message. `gatherPodInputs` reads what the pure resolver (pod-delegates.ts)
+ * plans a pod's delegates from, for ADD, DEL and `multus plan`: the configured networks' NADs, each NAD the pod's
+ * annotations name (a NAD namespace isolation refuses is never read), then the devices the delegates want. Every NAD
+ * is read once per call. `nadDelegate` is hot-plug's NAD fetch, with the one "cannot find" message. API economy: one
+ * GET for the pod and one per NAD, plus the status write and the events; a pod that names DRA claims adds its
+ * claims' and their ResourceSlices' reads (devices/dra.ts).
  * Tested by test/unit/multus/kube-commands.test.ts, test/e2e-k8s/pod-networks.test.ts.
  */
 import type { K8sArgs } from '../cni/cniargs.ts';
 import type { MultusConf } from './conf.ts';
 import { resolveStaticNetworks } from './conf.ts';
-import { CniCode, CniError, messageOf, wrapError } from '../base/errors.ts';
+import { CniCode, CniError, messageOf, toCniError, wrapError } from '../base/errors.ts';
 import type { KubeClient, Nad, Pod } from '../k8s/types.ts';
 import { httpStatusOf, isTransient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
 import type { Clock } from '../base/backoff.ts';
 import { backoffSchedule } from '../base/backoff.ts';
 import type { ResourceMapDeps } from '../devices/devices.ts';
-import { injectDeviceIdIntoNetwork } from '../devices/devices.ts';
-import type { ClaimRequestRef } from '../devices/claim-request.ts';
-import { grantDevices } from '../devices/attachment-devices.ts';
+import type { DeviceFacts } from '../devices/attachment-devices.ts';
+import { gatherDevices } from '../devices/attachment-devices.ts';
 import { DraLookup, hasDraClaims } from '../devices/dra.ts';
 import type { ClaimNetworkSource } from './claim-attach.ts';
-import { claimDelegates } from './claim-attach.ts';
-import { attempt } from './attempt.ts';
-
-export { attempt };
-import { PoolRefused, delegateFromNad } from './nad.ts';
+import { delegateFromNad } from './nad.ts';
 import type { AttachmentSource, Delegate } from './attachments.ts';
 import type { NetworkSelection } from './selection.ts';
+import type { NadRead, PodLookup, PodNetworks } from './pod-delegates.ts';
 import {
-  NETWORKS_ANNOTATION,
-  checkNamespaceIsolation,
-  parseDefaultNetworkAnnotation,
-  parseNetworkSelections,
-  validateDefaultRoutes,
-} from './selection.ts';
+  assertIsolation,
+  claimWhere,
+  deviceWants,
+  missingNad,
+  nadKey,
+  newSink,
+  overrideSelection,
+  podSelections,
+  resolveDelegates,
+} from './pod-delegates.ts';
 
-export const DEFAULT_NETWORK_ANNOTATION = 'v1.multus-cni.io/default-network';
+type NadRef = Pick<NetworkSelection, 'namespace' | 'name' | 'request'>;
+
 const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
-
-export type PodLookup = { kind: 'found'; pod: Pod } | { kind: 'unknown'; reason: string };
 
 const POLL_INTERVAL_MS = 250;
 const POLL_TIMEOUT_MS = 2500;
@@ -146,8 +144,6 @@ export interface ResolveDeps {
   log: Logger;
   /** Where the kubelet's pod-resources socket and device checkpoint are (tests point elsewhere). */
   devices?: ResourceMapDeps;
-  /** Warning events (NoNetworkFound) go through here; best effort, never throws. */
-  warn(pod: Pod, reason: string, message: string): Promise<void>;
   /** The pod's networks from claims of our DRA driver, with `draNetworks` (the host's; multus/claim-attach.ts). */
   claimNetworks?: ClaimNetworkSource;
 }
@@ -161,58 +157,39 @@ async function fetchNad(kube: KubeClient, namespace: string, name: string): Prom
   }
 }
 
-type NadRef = Pick<NetworkSelection, 'namespace' | 'name' | 'request'>;
-
-/** A missing NAD, phrased one way wherever one is named (ADD, `multus plan`, hot-plug); `fix` says what to do. */
-function missingNad(sel: NadRef, fix: string): CniError {
-  const msg = `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`;
-  return new CniError(CniCode.InvalidConfig, msg, { details: fix });
-}
-
 /**
- * The delegate of the NAD `sel` names (one GET), with the selection's request: a missing NAD is code 7, another
- * failure to read it code 11 (try again), a NAD whose config does not load code 7.
+ * Hot-plug's delegate of the NAD `sel` names (one GET), with the selection's request (its device is assigned by
+ * hotplug/delegate.ts through the same assignment as ADD's): a missing NAD is code 7, another failure to read it
+ * code 11 (try again), a NAD whose config does not load code 7.
  */
 export async function nadDelegate(
   kube: KubeClient,
   confDir: string,
-  sel: NadRef,
+  sel: Pick<NetworkSelection, 'namespace' | 'name' | 'request'>,
   fix: string,
   source: AttachmentSource,
 ): Promise<Delegate> {
-  if (sel.request.resourceNameRequest !== undefined || sel.request.claimRequest !== undefined) {
-    // docs/hotplug.md: a hot-plugged attachment gets no device, so an element that asks for one is refused
-    const key = sel.request.claimRequest !== undefined ? 'resourceClaim' : 'resourceName';
-    throw new CniError(
-      CniCode.InvalidConfig,
-      `network ${sel.namespace}/${sel.name}: "${key}" is not supported for a hot-plugged attachment (no device is assigned after the pod started)`,
-      { details: `attach it when the pod is created, or drop "${key}"` },
-    );
-  }
   const nad = await fetchNad(kube, sel.namespace, sel.name);
   if (!nad) throw missingNad(sel, fix);
   return delegateFromNad(nad, confDir, sel.request, source);
 }
 
-/**
- * clusterNetwork/defaultNetworks (only clusterNetwork with `clusterOnly`): NADs in multusNamespace for plain names,
- * else config names or paths.
- */
-async function clusterDelegates(
+/** clusterNetwork's and defaultNetworks' plain names (only clusterNetwork with `clusterOnly`) read as NADs. */
+async function clusterNads(
   conf: MultusConf,
   podNamespace: string,
   kube: KubeClient | undefined,
   clusterOnly = false,
-): Promise<Delegate[]> {
-  const found = new Map<string, Delegate>();
+): Promise<Map<string, Nad>> {
+  const found = new Map<string, Nad>();
   if (kube && conf.clusterNetwork) {
     const defaults = clusterOnly || conf.systemNamespaces.includes(podNamespace) ? [] : conf.defaultNetworks;
     for (const name of new Set([conf.clusterNetwork, ...defaults].filter((n) => n && !n.includes('/')))) {
       const nad = await fetchNad(kube, conf.multusNamespace, name);
-      if (nad) found.set(name, delegateFromNad(nad, conf.confDir, {}, 'default'));
+      if (nad) found.set(name, nad);
     }
   }
-  return resolveStaticNetworks(conf, { podNamespace, clusterOnly, lookup: (name) => found.get(name) });
+  return found;
 }
 
 /**
@@ -223,148 +200,148 @@ export async function clusterNetworkDelegate(
   conf: MultusConf,
   kube: KubeClient | undefined,
 ): Promise<Delegate | undefined> {
-  return (await clusterDelegates(conf, '', kube, true))[0];
+  const nads = await clusterNads(conf, '', kube, true);
+  const lookup = (name: string) => {
+    const nad = nads.get(name);
+    return nad ? delegateFromNad(nad, conf.confDir, {}, 'default') : undefined;
+  };
+  return resolveStaticNetworks(conf, { clusterOnly: true, lookup })[0];
 }
 
-/** The delegate of a NAD the pod's `annotation` names; a missing one also gets a NoNetworkFound event. */
-async function selectionDelegate(
-  conf: MultusConf,
-  deps: ResolveDeps,
-  pod: Pod,
-  sel: NadRef,
-  annotation: string,
-  source: AttachmentSource,
-): Promise<Delegate> {
-  const nad = await fetchNad(deps.kube!, sel.namespace, sel.name);
-  if (!nad) {
-    const where = annotation.startsWith('ResourceClaim')
-      ? `the config of ${annotation}`
-      : `the pod's ${annotation} annotation`;
-    const error = missingNad(sel, `create it, or fix ${where}`);
-    await deps.warn(pod, 'NoNetworkFound', error.msg);
-    throw error;
-  }
+/** The NADs the pod's annotations name, in the order ADD meets them; `stopEarly` (ADD): none past the first refusal. */
+function namedNads(conf: MultusConf, pod: Pod, stopEarly: boolean): NadRef[] {
+  const refs: NadRef[] = [];
+  let override: NadRef | undefined;
   try {
-    return withPod(pod, 'error loading k8s delegates', () => delegateFromNad(nad, conf.confDir, sel.request, source));
-  } catch (e) {
-    // docs/behaviour.md#device-pool: a pool the NAD refuses is also a Warning event on the pod (Multus #1520)
-    if (e instanceof CniError && e.cause instanceof PoolRefused) await deps.warn(pod, e.cause.reason, e.cause.msg);
-    throw e;
+    override = overrideSelection(conf, pod);
+  } catch {
+    if (stopEarly) return refs;
   }
+  if (override) refs.push(override);
+  let selections: NetworkSelection[];
+  try {
+    selections = podSelections(pod);
+  } catch {
+    return refs;
+  }
+  for (const sel of selections) {
+    try {
+      assertIsolation(conf, pod, sel); // a NAD the pod may not name is never read
+    } catch {
+      if (stopEarly) return refs;
+      continue;
+    }
+    refs.push(sel);
+  }
+  return refs;
+}
+
+/** Reads `ref` into `nads` once; false when the read refused (missing or unreadable). */
+async function readNad(kube: KubeClient, ref: NadRef, nads: Map<string, NadRead>): Promise<boolean> {
+  const known = nads.get(nadKey(ref));
+  if (known) return known.kind === 'found';
+  const read = await fetchNad(kube, ref.namespace, ref.name).then(
+    (nad): NadRead => (nad ? { kind: 'found', nad } : { kind: 'missing' }),
+    (e: unknown): NadRead => ({ kind: 'error', error: toCniError(e) }),
+  );
+  nads.set(nadKey(ref), read);
+  return read.kind === 'found';
 }
 
 /**
- * The ordered delegate list of a pod (docs/behaviour.md#ordering), the one resolver of ADD, DEL and `multus plan`.
- * ADD stops at the first error; with `collect` (`multus plan`) each error is handed to it and the resolution goes
- * on past it (a failing element is left out), so every error an ADD could hit is reported, in the order ADD meets
- * them. Device IDs are assigned from the kubelet only without `collect`.
+ * docs/behaviour.md#claim-networks: with `draNetworks`, the pod's networks from claims of our DRA driver, through the
+ * host's source (its claim reads shared with the device lookup, `dra`), and the NADs they name that namespace
+ * isolation lets the pod use.
  */
-export async function resolvePodDelegates(
+async function readClaimNetworks(
+  conf: MultusConf,
+  pod: Pod,
+  deps: ResolveDeps,
+  dra: DraLookup,
+  nads: Map<string, NadRead>,
+): Promise<PodNetworks['claims']> {
+  if (!deps.kube || !conf.draNetworks || !deps.claimNetworks || !hasDraClaims(pod)) return undefined;
+  let claims;
+  try {
+    claims = await deps.claimNetworks(pod, conf, { kube: deps.kube, log: deps.log, lookup: dra });
+  } catch (e) {
+    return toCniError(e);
+  }
+  for (const c of claims.networks) {
+    if (!('selection' in c)) continue;
+    try {
+      assertIsolation(conf, pod, c.selection, claimWhere(c.ref)); // a NAD the pod may not name is never read
+    } catch {
+      continue;
+    }
+    await readNad(deps.kube, c.selection, nads);
+  }
+  return claims;
+}
+
+/**
+ * Reads what the pod's networks need (I/O): the configured networks' NADs, each NAD the pod's annotations name, and
+ * its claim networks, each NAD once. A refused read is kept for the planner to report in its place; with `stopEarly`
+ * (ADD) nothing is read past the first one.
+ */
+async function gatherPodNetworks(
+  conf: MultusConf,
+  podNamespace: string,
+  lookup: PodLookup,
+  deps: ResolveDeps & { dra: DraLookup | undefined },
+  stopEarly: boolean,
+): Promise<PodNetworks> {
+  const { kube } = deps;
+  const nads = new Map<string, NadRead>();
+  let cluster: Map<string, Nad> | CniError;
+  try {
+    cluster = await clusterNads(conf, podNamespace, kube);
+  } catch (e) {
+    cluster = toCniError(e);
+    if (stopEarly) return { lookup, clusterNads: cluster, nads };
+  }
+  if (lookup.kind !== 'found' || !kube) return { lookup, clusterNads: cluster, nads };
+  for (const ref of namedNads(conf, lookup.pod, stopEarly)) {
+    if (!(await readNad(kube, ref, nads)) && stopEarly) return { lookup, clusterNads: cluster, nads };
+  }
+  const claims = deps.dra ? await readClaimNetworks(conf, lookup.pod, deps, deps.dra, nads) : undefined;
+  return { lookup, clusterNads: cluster, nads, ...(claims ? { claims } : {}) };
+}
+
+/** What a pod's delegates are planned from: its networks and, when some delegate wants one, its devices. */
+export interface PodInputs {
+  networks: PodNetworks;
+  /** undefined: not read (no pod, or, with `stopEarly`, the networks already failed). */
+  devices: DeviceFacts | undefined;
+}
+
+/**
+ * Reads the pod's networks, then the devices its delegates want (devices/attachment-devices.ts `gatherDevices`):
+ * the delegates are resolved once without devices (pure) to learn which. With `stopEarly` (ADD, DEL) the devices
+ * are not read when the networks already failed; `kubeletOptional` (`multus plan`, off the node) reads what the API
+ * has and leaves the kubelet's pools unassigned when its map cannot be read.
+ */
+export async function gatherPodInputs(
   conf: MultusConf,
   k8s: K8sArgs,
   lookup: PodLookup,
   deps: ResolveDeps,
-  collect?: (error: CniError) => void,
-): Promise<Delegate[]> {
-  const delegates = await attempt(collect, [], () => clusterDelegates(conf, k8s.podNamespace, deps.kube));
-  if (lookup.kind !== 'found') return delegates;
-  const pod = lookup.pod;
-  const annotations = pod.metadata.annotations ?? {};
-  const override = await attempt(collect, undefined, () =>
-    withPod(pod, 'error in loading the default network from the pod annotation', () =>
-      parseDefaultNetworkAnnotation(annotations[DEFAULT_NETWORK_ANNOTATION], conf.multusNamespace),
-    ),
-  );
-  if (override) {
-    // The cluster network always gets CNI_IFNAME and ignores selection requests
-    // (docs/behaviour.md#default-network-annotation, docs/behaviour.md#runtime-config); Multus
-    // honours an @ifname here, which would hide eth0 from the runtime (docs/compatibility.md).
-    const sel = { ...override, request: {} };
-    const replaced = await attempt(collect, undefined, () =>
-      selectionDelegate(conf, deps, pod, sel, DEFAULT_NETWORK_ANNOTATION, 'cluster'),
-    );
-    if (replaced) delegates[0] = replaced;
-  }
-  const selections = await attempt(collect, [], () =>
-    withPod(pod, 'error loading k8s delegates', () => {
-      const parsed = parseNetworkSelections(annotations[NETWORKS_ANNOTATION], pod.metadata.namespace);
-      validateDefaultRoutes(parsed);
-      return parsed;
-    }),
-  );
-  for (const sel of selections) {
-    const delegate = await attempt(collect, undefined, () =>
-      isolatedDelegate(conf, deps, pod, sel, NETWORKS_ANNOTATION),
-    );
-    if (delegate) delegates.push(delegate);
-  }
-  const dra = deps.kube ? new DraLookup(deps.kube, pod, {}) : undefined;
-  if (dra && conf.draNetworks && deps.claimNetworks && hasDraClaims(pod)) {
-    const nad = (sel: NetworkSelection, where: string) => isolatedDelegate(conf, deps, pod, sel, where);
-    const claimDeps = { kube: deps.kube!, log: deps.log, lookup: dra, source: deps.claimNetworks };
-    delegates.push(...(await claimDelegates(claimDeps, conf, pod, nad, collect)));
-  }
-  return collect ? delegates : assignDeviceIds(delegates, pod, { ...deps, lookup: dra });
-}
-
-/** Multus' order for an element: its namespace isolation, then its NAD. */
-function isolatedDelegate(
-  conf: MultusConf,
-  deps: ResolveDeps,
-  pod: Pod,
-  sel: NetworkSelection,
-  where: string,
-): Promise<Delegate> {
-  if (conf.namespaceIsolation) {
-    withPod(pod, 'error loading k8s delegates', () =>
-      checkNamespaceIsolation([sel], pod.metadata.namespace, conf.globalNamespaces, where),
-    );
-  }
-  return selectionDelegate(conf, deps, pod, sel, where, 'selection');
-}
-
-/**
- * docs/behaviour.md#device-ids: attachments with a pool (the NAD's resourceName or the element's) or a named
- * claim request get their device (devices/attachment-devices.ts), injected as `deviceID`/`pciBusID` into their
- * config. Nothing is asked of the kubelet or the API when no delegate wants a device.
- */
-async function assignDeviceIds(
-  delegates: Delegate[],
-  pod: Pod,
-  deps: ResolveDeps & { lookup: DraLookup | undefined },
-): Promise<Delegate[]> {
-  const wants = delegates.map((d) => ({
-    label: `the selection element for network ${d.displayName}`,
-    ...(d.request.resourceName ? { resourceName: d.request.resourceName } : {}),
-    strict: d.request.resourceNameRequest !== undefined,
-    ...(d.request.claimRequest ? { claim: d.request.claimRequest as unknown as ClaimRequestRef } : {}),
-  }));
-  const grant = {
+  opts: { stopEarly: boolean; kubeletOptional?: boolean },
+): Promise<PodInputs> {
+  const found = lookup.kind === 'found' ? lookup.pod : undefined;
+  const dra = found && deps.kube ? new DraLookup(deps.kube, found, {}) : undefined;
+  const networks = await gatherPodNetworks(conf, k8s.podNamespace, lookup, { ...deps, dra }, opts.stopEarly);
+  if (lookup.kind !== 'found') return { networks, devices: undefined };
+  const sink = newSink();
+  const delegates = resolveDelegates(conf, k8s.podNamespace, networks, sink);
+  if (opts.stopEarly && sink.errors.length > 0) return { networks, devices: undefined };
+  const grantDeps = {
     kube: deps.kube,
     log: deps.log,
-    devices: deps.devices,
-    ...(deps.lookup ? { lookup: deps.lookup } : {}),
+    ...(deps.devices ? { devices: deps.devices } : {}),
+    ...(dra ? { lookup: dra } : {}),
   };
-  const grants = await grantDevices(wants, pod, grant).catch((e: unknown) => {
-    throw wrapError(e, `pod ${pod.metadata.namespace}/${pod.metadata.name}`);
-  });
-  return delegates.map((d, i) => {
-    const g = grants[i];
-    if (!g) return d;
-    const request = {
-      ...d.request,
-      deviceID: g.deviceId,
-      ...(g.resourceName ? { resourceName: g.resourceName } : {}),
-      ...(g.claimDevice ? { claimDevice: { ...g.claimDevice } } : {}),
-    };
-    return { ...d, network: injectDeviceIdIntoNetwork(d.network, g.deviceId), request };
-  });
-}
-
-function withPod<T>(pod: Pod, context: string, fn: () => T): T {
-  try {
-    return fn();
-  } catch (e) {
-    throw wrapError(e, `pod ${pod.metadata.namespace}/${pod.metadata.name}: ${context}`, CniCode.InvalidConfig);
-  }
+  const gather = opts.kubeletOptional ? { kubeletOptional: true } : {};
+  const devices = await gatherDevices(deviceWants(delegates), lookup.pod, grantDeps, gather);
+  return { networks, devices };
 }

@@ -341,7 +341,7 @@ export function parseDefaultNetworkAnnotation(
 
 /** docs/behaviour.md#namespace-isolation: with namespaceIsolation, a selection may only name the pod's namespace or a global one. */
 export function checkNamespaceIsolation(
-  selections: NetworkSelection[],
+  selections: Pick<NetworkSelection, 'namespace' | 'name'>[],
   podNamespace: string,
   globalNamespaces: string[],
   where: string = NETWORKS_ANNOTATION,

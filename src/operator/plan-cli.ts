@@ -64,7 +64,7 @@ export async function runPlanCli(
     kube = await loadKubeClient({ kubeconfig: a.kubeconfig || conf.kubeconfig, env, log });
     if (!kube) throw new Error(`${a.conf} names no kubeconfig and this is not a pod: pass --kubeconfig FILE`);
     // what the resident daemon would attach from the pod's claims of our driver (docs/behaviour.md#claim-networks)
-    const x = await explainAdd(conf, a.namespace, a.name, kube, log, serveClaimNetworks);
+    const x = await explainAdd(conf, a.namespace, a.name, kube, log, { claimNetworks: serveClaimNetworks });
     io.stdout(a.json ? `${JSON.stringify(x, null, 2)}\n` : formatExplanation(x));
     return x.errors.length === 0 ? 0 : 1;
   } catch (e) {

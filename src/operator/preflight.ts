@@ -12,7 +12,7 @@
 import { isObject } from '../base/json.ts';
 import { CniCode } from '../base/errors.ts';
 import type { Nad, Pod } from '../k8s/types.ts';
-import { DEFAULT_NETWORK_ANNOTATION } from '../multus/podnetworks.ts';
+import { DEFAULT_NETWORK_ANNOTATION } from '../multus/pod-delegates.ts';
 import { NETWORKS_ANNOTATION } from '../multus/selection.ts';
 import type { PlanError, PodOptions } from '../multus/validate.ts';
 import { validatePod } from '../multus/validate.ts';

@@ -2,10 +2,11 @@
  * The resident daemon's warm Kubernetes state (src/informers/informers.ts) against a real kube-apiserver: the
  * pod informer (this node's pods) and the NAD informer sync, answers come from their caches with no request
  * (counted in the API server's audit log and by `requestCount`), a miss falls back to one GET with the lean
- * client's errors, and an in-process ADD through handle() makes exactly one non-event request once synced.
+ * client's errors, and an in-process ADD through handle() makes exactly one non-event request once synced; the
+ * API server stopped and started again with a newer watch cache: the informers start over from it, no LIST.
  * No root needed: delegates are the fake exec, the pod's netns an empty one (test/helpers/netns.ts).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -450,5 +451,42 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
       (e: unknown) => e,
     );
     expect(err).toMatchObject({ code: 11, status: 0 });
+  });
+  /** A write straight into etcd while the API server is away: the new server's watch cache begins after it. */
+  async function bumpEtcdRevision(): Promise<void> {
+    const etcdPid = readFileSync(join(cluster.dir, 'pids'), 'utf8').trim().split(' ')[0];
+    const args = readFileSync(`/proc/${etcdPid}/cmdline`, 'utf8').split('\0');
+    const url = args.find((a) => a.startsWith('--listen-client-urls='))!.split('=')[1];
+    const b64 = (x: string) => Buffer.from(x).toString('base64');
+    const res = await fetch(`${url}/v3/kv/put`, {
+      method: 'POST',
+      body: JSON.stringify({ key: b64('/multus-ts-test/bump'), value: b64(String(Date.now())) }),
+    });
+    expect(res.status).toBe(200);
+  }
+
+  // After the one above: the API server comes back.
+  it('the API server back with a newer watch cache: 410 Gone, then the initial events not older than the last resourceVersion, no LIST', async () => {
+    await bumpEtcdRevision();
+    const since = Date.now();
+    await cluster.startApiserver();
+    const deadline = Date.now() + 30_000;
+    while (!warm.synced() && Date.now() < deadline) await sleep(50);
+    expect(warm.synced()).toBe(true);
+    await sleep(300); // the audit lines of the watches ended by 410
+    const after = (await cluster.auditEvents(MULTUS_USER)).filter(
+      (e) => Date.parse(String(e.requestReceivedTimestamp)) >= since - 1000 && e.verb !== 'get',
+    );
+    const query = (e: AuditEvent) => new URLSearchParams(e.requestURI.split('?')[1] ?? '');
+    const relists = after.filter((e) => query(e).get('sendInitialEvents') === 'true');
+    // both informers started over (the cache they had is older than the new server's), each from its watch cache
+    expect(new Set(relists.map((e) => e.objectRef?.resource))).toEqual(
+      new Set(['pods', 'network-attachment-definitions']),
+    );
+    for (const e of relists) {
+      expect(query(e).get('resourceVersion')).toMatch(/^[1-9][0-9]*$/);
+      expect(query(e).get('resourceVersionMatch')).toBe('NotOlderThan');
+    }
+    expect(after.filter((e) => e.verb === 'list')).toEqual([]);
   });
 });

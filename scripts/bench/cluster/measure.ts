@@ -10,7 +10,7 @@ import type { Cluster } from '../../../test/k8s/cluster.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The users the audit policy logs: ours and Go Multus' service accounts. */
-const MULTUS_USERS = ['system:serviceaccount:kube-system:multus-ts', 'system:serviceaccount:kube-system:multus'];
+export const MULTUS_USERS = ['system:serviceaccount:kube-system:multus-ts', 'system:serviceaccount:kube-system:multus'];
 
 /** An audit policy that logs Multus' requests (level Metadata) and nothing else. */
 export const AUDIT_POLICY =
@@ -27,7 +27,7 @@ export async function memoryMib(pid: number): Promise<{ rss: number; anon: numbe
 }
 
 /** The HTTP status of GET /healthz on a unix socket, or 0 when nothing answers within 2 s. */
-function healthz(socketPath: string): Promise<number> {
+export function healthz(socketPath: string): Promise<number> {
   return new Promise((resolve) => {
     const req = request({ socketPath, path: '/healthz', method: 'GET', timeout: 2000 }, (res) => {
       res.resume();
@@ -49,8 +49,10 @@ export async function untilHealthy(socketPath: string, timeoutMs: number): Promi
   }
 }
 
-interface Audit {
+export interface Audit {
   auditID: string;
+  requestURI?: string;
+  responseStatus?: { code?: number };
   stage: string;
   verb: string;
   user: { username: string };

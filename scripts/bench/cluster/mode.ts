@@ -10,6 +10,8 @@
  *   4. a churn of 10% of the cluster's pods (every node's first tenth deleted, as many new ones created), until
  *      all run again (the real node's with their networks): requests and bytes per minute and in all, the
  *      requests of each of the real node's DEL + ADD;
+ *   5. with `apiserverRestart`, the API server restarted: the time until the daemon is synced again, its
+ *      requests and bytes (apiserver-restart.ts);
  * then the real node's pods deleted, the DaemonSet removed and the NADs back to the pods' own.
  */
 import type { ApiTunnel } from '../../../test/e2e-k8s/world.ts';
@@ -38,6 +40,7 @@ import {
   requestsIn,
   untilHealthy,
 } from './measure.ts';
+import { apiserverRestart } from './apiserver-restart.ts';
 import { type ExecTrace, containerLog, cpuSoFar, startTicksMs, steps } from './timeline.ts';
 
 export type BenchMode = 'resident_ts' | 'go_thick';
@@ -67,6 +70,8 @@ interface Ctx {
   mode: BenchMode;
   restSeconds: number;
   startRepeats: number;
+  /** Restart the API server once at the end (apiserver-restart.ts). */
+  apiserverRestart: boolean;
   /** Restarts measured (the first one's traffic and memory too); ready_ms is their median. */
   restarts: number;
   /** The kernel's fork and exec events (timeline.ts), when tracefs is there. */
@@ -303,8 +308,13 @@ export async function measureMode(c: Ctx): Promise<any> {
     const ch = await churn(c, 1);
     const afterChurn = await memoryMib(r.pid);
     const again = await startBytesAgain(c, r.pid);
+    const socket = c.n.node.path('/run/multus/multus.sock');
+    const restartApi = c.apiserverRestart
+      ? await apiserverRestart({ cluster: c.cluster, relay: c.relay, socket, say: (s) => c.say(`${c.mode}: ${s}`) })
+      : undefined;
     const ds = await dsRestarts(c.cluster, layout(c.mode));
     return {
+      ...(restartApi ? { apiserver_restart: restartApi } : {}),
       daemon_rss_mib: r.memory.rss,
       daemon_anon_mib: r.memory.anon,
       daemon_file_mib: r.memory.file,

@@ -73,7 +73,10 @@ export async function install(
 ): Promise<any> {
   for (const { url, obj } of objects) {
     const r = await cluster.admin.request('POST', url, obj);
-    if (r.status === 409) await cluster.admin.put(`${url}/${obj.metadata.name}`, obj);
+    // an existing object is applied (server-side, as kubectl apply --server-side): a PUT without a resourceVersion
+    // is refused for some kinds (ValidatingAdmissionPolicy: 422 "must be specified for an update")
+    const apply = `${url}/${obj.metadata.name}?fieldManager=multus-ts-bench&force=true`;
+    if (r.status === 409) await cluster.admin.patch(apply, obj, 'application/apply-patch+yaml');
     else if (r.status >= 300) throw new Error(`POST ${url}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
   }
   return until(`the ${mode} DaemonSet pod Ready`, timeoutMs, async () => {

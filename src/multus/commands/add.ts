@@ -11,11 +11,11 @@
  * behind. Each attachment's AddedInterface event is posted as soon as it is added, while the next one runs, and the
  * ADD returns (or fails) only once every event it posted is done (docs/behaviour.md#events).
  */
-import { planAdd } from '../plan-add.ts';
+import { eventsBeforeFirstError, gatherInputs, planAdd } from '../plan-add.ts';
 import { removeScratchCache, writeScratchCache } from '../scratch-cache.ts';
 import { addNetwork, delNetwork } from '../../cni/libcni.ts';
 import { missingPluginOf } from '../../cni/exec.ts';
-import { copyDevicePluginInfo, readDeviceInfo } from '../../devices/device-info.ts';
+import { readDeviceInfo } from '../../devices/device-info.ts';
 import { messageOf, wrapError } from '../../base/errors.ts';
 import type { KubeClient, Pod } from '../../k8s/types.ts';
 import { buildNetworkStatuses } from '../network-status.ts';
@@ -23,7 +23,7 @@ import type { Attachment } from '../attachments.ts';
 import { runAttachments } from '../overlap.ts';
 import { toCachedDelegate } from '../attachments.ts';
 import { applyRoutePlan, updateCachedDefaultRoutes } from '../../routes/netns-routes.ts';
-import type { PodLookup } from '../podnetworks.ts';
+import type { PodLookup } from '../pod-delegates.ts';
 import { lookupPod } from '../podnetworks.ts';
 import { publishClaimNetworkData } from '../claim-status.ts';
 import { publishClaimNetworks, withResourceClaim } from '../claim-attach.ts';
@@ -31,28 +31,39 @@ import type { RoutePlan } from '../../routes/routes.ts';
 import { addedInterfaceEvents, editNetworkStatus, emitEvents } from '../publish.ts';
 import type { CniResult } from '../../cni/result-model.ts';
 import type { PluginResult } from '../../cni/result.ts';
-import type { CallContext } from './context.ts';
-import { deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from './context.ts';
+import type { CallContext } from '../call-context.ts';
+import { copyDeviceInfo, deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from '../call-context.ts';
 
 export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
-  const { req, conf } = ctx;
+  const { sandbox, conf } = ctx;
   const kube = await ctx.kube();
-  const lookup = await lookupPod(kube, ctx.k8s, 'ADD', ctx);
+  const lookup = await lookupPod(kube, ctx.sandbox.pod, 'ADD', {
+    clock: ctx.seams.clock,
+    log: ctx.log,
+    conf: ctx.conf,
+  });
   if (lookup.kind === 'unknown' && kube)
     ctx.log.verbose(`${podTag(ctx)}: ${lookup.reason}: attaching the configured networks only`);
-  const plan = await planAdd({
+  const call = {
     conf,
-    k8s: ctx.k8s,
-    lookup,
-    ifName: req.ifName,
-    containerId: req.containerId,
+    k8s: ctx.sandbox.pod,
+    ifName: sandbox.ifName,
+    containerId: sandbox.containerId,
     tag: podTag(ctx),
-    log: ctx.log,
-    resolve: resolveDeps(kube, ctx),
-  });
+  };
+  const plan = planAdd(await gatherInputs(call, lookup, resolveDeps(kube, ctx), 'add'));
+  if (kube && lookup.kind === 'found') {
+    const warnings = eventsBeforeFirstError(plan).map((e) => ({
+      type: 'Warning' as const,
+      reason: e.reason,
+      message: e.message,
+    }));
+    if (warnings.length > 0) await emitEvents(kube, lookup.pod, warnings, ctx.log);
+  }
+  if (plan.errors[0]) throw plan.errors[0];
   for (const warning of plan.warnings) ctx.log.warn(warning);
   const { attachments } = plan;
-  writeScratchCache(conf.cniDir, req.containerId, attachments.map(toCachedDelegate));
+  writeScratchCache(conf.cniDir, sandbox.containerId, attachments.map(toCachedDelegate));
   const events = addedInterfacePoster(kube, lookup, ctx);
   try {
     const results = await addAttachments(ctx, attachments, events.post).catch((e: unknown) =>
@@ -61,7 +72,7 @@ export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
     if (plan.defaultRoutes) await moveDefaultRoutes(ctx, attachments, plan.defaultRoutes);
     if (kube && lookup.kind === 'found') await reportAttachments(ctx, kube, lookup.pod, attachments, results);
     if (kube && lookup.kind === 'found' && conf.publishClaimNetworkData) {
-      await publishClaimNetworkData(kube, lookup.pod, req.containerId, attachments, results, ctx.log);
+      await publishClaimNetworkData(kube, lookup.pod, sandbox.containerId, attachments, results, ctx.log);
     }
     if (kube) await publishClaimNetworks(kube, attachments, results, ctx.log); // docs/behaviour.md#claim-networks
     return results[0]!.as(conf.cniVersion);
@@ -171,22 +182,13 @@ async function warnMissingPlugin(
  */
 async function moveDefaultRoutes(ctx: CallContext, attachments: Attachment[], plan: RoutePlan[]): Promise<void> {
   try {
-    await applyRoutePlan(ctx.req.netns, plan, ctx.routes);
+    await applyRoutePlan(ctx.sandbox.netns, plan, ctx.seams.routes);
     const refs = attachments.map((a) => ({ ifName: a.ifName, networkName: a.network.name }));
-    updateCachedDefaultRoutes(ctx.conf.cniDir, ctx.req.containerId, refs, plan);
+    updateCachedDefaultRoutes(ctx.conf.cniDir, ctx.sandbox.containerId, refs, plan);
   } catch (e) {
     await rollback(ctx, attachments);
     throw wrapError(e, `${podTag(ctx)}: error setting the default route`);
   }
-}
-
-/** docs/behaviour.md#device-info: the device plugin's device-info file, copied to the attachment's CNIDeviceInfoFile before its ADD. */
-function copyDeviceInfo(ctx: CallContext, attachment: Attachment): void {
-  const target = deviceInfoFileOf(ctx, attachment);
-  const { resourceName, deviceID } = attachment.request;
-  if (typeof target !== 'string' || !resourceName || !deviceID) return;
-  const warning = copyDevicePluginInfo(resourceName, deviceID, target, ctx.dpDevinfoDir);
-  if (warning) ctx.net.log.verbose(`${podTag(ctx)}: ${warning}`);
 }
 
 /** The attachment's device-info (its CNIDeviceInfoFile, when the plugin or the copy wrote one). */
@@ -240,7 +242,7 @@ async function rollback(ctx: CallContext, attachments: Attachment[]): Promise<vo
   );
   for (const { index, error } of run.failures) {
     const { network, ifName } = attachments[index]!;
-    ctx.net.log.error(`${podTag(ctx)}: rollback of ${network.name}/${ifName} failed: ${messageOf(error)}`);
+    ctx.log.error(`${podTag(ctx)}: rollback of ${network.name}/${ifName} failed: ${messageOf(error)}`);
   }
-  if (run.failures.length === 0) removeScratchCache(ctx.conf.cniDir, ctx.req.containerId);
+  if (run.failures.length === 0) removeScratchCache(ctx.conf.cniDir, ctx.sandbox.containerId);
 }

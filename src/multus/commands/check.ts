@@ -14,13 +14,13 @@ import { checkNetwork, joinErrors } from '../../cni/libcni.ts';
 import { wrapError } from '../../base/errors.ts';
 import type { Delegate } from '../attachments.ts';
 import { cachedRoles, fromCachedDelegates, inheritListVersion, planAttachments } from '../attachments.ts';
-import type { CallContext } from './context.ts';
-import { podTag, runtimeConfFor } from './context.ts';
+import type { CallContext } from '../call-context.ts';
+import { podTag, runtimeConfFor } from '../call-context.ts';
 import { runAttachments } from '../overlap.ts';
 
 export async function cmdCheck(ctx: CallContext): Promise<void> {
-  const { req } = ctx;
-  const planned = planAttachments(inheritListVersion(recordedDelegates(ctx), ctx.conf.cniVersion), req.ifName);
+  const { sandbox } = ctx;
+  const planned = planAttachments(inheritListVersion(recordedDelegates(ctx), ctx.conf.cniVersion), sandbox.ifName);
   // The auxiliary chain makes no interface of its own (docs/behaviour.md#aux-chain).
   const attachments = planned.filter((a) => a.source !== 'auxiliary');
   // CHECK changes nothing, so with parallelAttachments the cluster network need not go first.
@@ -31,7 +31,7 @@ export async function cmdCheck(ctx: CallContext): Promise<void> {
       const { network } = attachments[i]!;
       const checked = await checkNetwork(network, runtimeConfFor(ctx, attachments[i]!, 'CHECK'), ctx.net);
       if (!checked)
-        ctx.net.log.verbose(
+        ctx.log.verbose(
           `${podTag(ctx)}: skipped CHECK of ${network.name} (cniVersion ${network.cniVersion} or disableCheck)`,
         );
     },
@@ -44,12 +44,11 @@ export async function cmdCheck(ctx: CallContext): Promise<void> {
 }
 
 function recordedDelegates(ctx: CallContext): Delegate[] {
-  const scratch = readScratchCache(ctx.conf.cniDir, ctx.req.containerId);
-  if (scratch.kind === 'ok') return fromCachedDelegates(scratch.value, cachedRoles(ctx.conf, ctx.k8s.podNamespace));
+  const scratch = readScratchCache(ctx.conf.cniDir, ctx.sandbox.containerId);
+  if (scratch.kind === 'ok')
+    return fromCachedDelegates(scratch.value, cachedRoles(ctx.conf, ctx.sandbox.pod.podNamespace));
   if (scratch.kind === 'corrupt') {
-    ctx.net.log.error(
-      `${podTag(ctx)}: scratch cache unreadable, checking the config's delegates: ${scratch.error.msg}`,
-    );
+    ctx.log.error(`${podTag(ctx)}: scratch cache unreadable, checking the config's delegates: ${scratch.error.msg}`);
   }
-  return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace });
+  return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.sandbox.pod.podNamespace });
 }

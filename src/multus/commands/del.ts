@@ -29,9 +29,10 @@ import { runAttachments } from '../overlap.ts';
 import { clearClaimNetworkData } from '../claim-status.ts';
 import { clearClaimNetworks } from '../claim-attach.ts';
 import { cachedRoles, fromCachedDelegateAt, inheritListVersion, planAttachments } from '../attachments.ts';
-import type { CallContext } from './context.ts';
-import { podTag, resolveDeps, runtimeConfFor } from './context.ts';
-import { lookupPod, resolvePodDelegates } from '../podnetworks.ts';
+import type { CallContext } from '../call-context.ts';
+import { podTag, resolveDeps, runtimeConfFor } from '../call-context.ts';
+import { gatherPodInputs, lookupPod } from '../podnetworks.ts';
+import { newSink, planPodDelegates } from '../pod-delegates.ts';
 
 interface Teardown {
   network: Network;
@@ -56,8 +57,7 @@ export async function cmdDel(ctx: CallContext): Promise<void> {
   const failures = await deleteAll(ctx, plan.teardowns);
   await clearClaims(ctx, plan);
   finishCaches(ctx, plan, failures.length === 0);
-  for (const path of sweepCacheTemps(ctx.conf.cniDir))
-    ctx.net.log.verbose(`removed ${path}, left by an interrupted write`);
+  for (const path of sweepCacheTemps(ctx.conf.cniDir)) ctx.log.verbose(`removed ${path}, left by an interrupted write`);
   const unexplained = plan.corruptResults.filter((c) => !c.covered);
   for (const c of unexplained) {
     failures.push(
@@ -91,24 +91,24 @@ function removeDeviceInfoOf(ctx: CallContext, rt: RuntimeConf): void {
   const path = rt.capabilityArgs.CNIDeviceInfoFile;
   if (typeof path !== 'string') return;
   const warning = removeDeviceInfo(path);
-  if (warning) ctx.net.log.verbose(`${podTag(ctx)}: ${warning}`);
+  if (warning) ctx.log.verbose(`${podTag(ctx)}: ${warning}`);
 }
 
 async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
-  const { conf, req } = ctx;
-  const scratch = readScratchCacheEntries(conf.cniDir, req.containerId);
+  const { conf, sandbox } = ctx;
+  const scratch = readScratchCacheEntries(conf.cniDir, sandbox.containerId);
   const cached = scratch.kind === 'ok' ? cachedAttachments(ctx, scratch.value) : undefined;
   let attachments: Attachment[];
   if (cached) attachments = cached.attachments;
   else {
     if (scratch.kind === 'corrupt')
-      ctx.net.log.error(
+      ctx.log.error(
         `${podTag(ctx)}: scratch cache unreadable, using the config's delegates and the result caches: ${scratch.error.msg}`,
       );
-    attachments = planAttachments(inheritListVersion(await currentDelegates(ctx), conf.cniVersion), req.ifName);
+    attachments = planAttachments(inheritListVersion(await currentDelegates(ctx), conf.cniVersion), sandbox.ifName);
   }
   // The container's result caches, each read once: a teardown of the plan takes the one at its own path.
-  const listed = listResultCaches(conf.cniDir, { containerId: req.containerId });
+  const listed = listResultCaches(conf.cniDir, { containerId: sandbox.containerId });
   const byPath = new Map(listed.map(({ path, outcome }) => [path, outcome]));
   const teardown = (network: Network, rt: RuntimeConf, source?: AttachmentSource): Teardown => {
     const cached = listedCache(byPath, conf.cniDir, network, rt);
@@ -119,7 +119,7 @@ async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
   const corruptResults: DelPlan['corruptResults'] = [];
   for (const { path, outcome } of listed) {
     if (outcome.kind === 'corrupt') {
-      const covered = teardowns.some((t) => path.endsWith(`/${t.network.name}-${req.containerId}-${t.rt.ifName}`));
+      const covered = teardowns.some((t) => path.endsWith(`/${t.network.name}-${sandbox.containerId}-${t.rt.ifName}`));
       corruptResults.push({ path, covered, error: outcome.error.msg });
       continue;
     }
@@ -129,7 +129,7 @@ async function planTeardowns(ctx: CallContext): Promise<DelPlan> {
     try {
       const network = parseNetwork(entry.config);
       teardowns.push(
-        teardown(network, { ...runtimeConfFromCache(entry), containerId: req.containerId, netns: req.netns }),
+        teardown(network, { ...runtimeConfFromCache(entry), containerId: sandbox.containerId, netns: sandbox.netns }),
       );
       known.add(`${entry.networkName}\0${entry.ifName}`);
     } catch (e) {
@@ -168,7 +168,7 @@ function cachedAttachments(
   read: { entries: (CachedDelegate | undefined)[]; problems: string[] },
 ): { attachments: Attachment[]; skipped: number } | undefined {
   const problems = [...read.problems];
-  const roles = cachedRoles(ctx.conf, ctx.k8s.podNamespace);
+  const roles = cachedRoles(ctx.conf, ctx.sandbox.pod.podNamespace);
   const placed: { delegate: Delegate; index: number }[] = [];
   read.entries.forEach((entry, index) => {
     if (!entry) return;
@@ -178,13 +178,16 @@ function cachedAttachments(
       problems.push(`delegate ${index}: ${messageOf(e)}`);
     }
   });
-  for (const p of problems) ctx.net.log.error(`${podTag(ctx)}: scratch cache entry skipped: ${p}`);
+  for (const p of problems) ctx.log.error(`${podTag(ctx)}: scratch cache entry skipped: ${p}`);
   if (placed.length === 0 && read.entries.length > 0) return undefined;
   const delegates = placed.map(({ delegate, index }) => ({
     ...delegate,
-    request: { ...delegate.request, ifname: delegate.request.ifname || (index === 0 ? ctx.req.ifName : `net${index}`) },
+    request: {
+      ...delegate.request,
+      ifname: delegate.request.ifname || (index === 0 ? ctx.sandbox.ifName : `net${index}`),
+    },
   }));
-  const attachments = planAttachments(inheritListVersion(delegates, ctx.conf.cniVersion), ctx.req.ifName);
+  const attachments = planAttachments(inheritListVersion(delegates, ctx.conf.cniVersion), ctx.sandbox.ifName);
   return { attachments, skipped: problems.length };
 }
 
@@ -198,11 +201,11 @@ async function clearClaims(ctx: CallContext, plan: DelPlan): Promise<void> {
   if (!other && !ours) return;
   try {
     const kube = await ctx.kube();
-    if (kube && other) await clearClaimNetworkData(kube, ctx.req.containerId, plan.attachments, ctx.net.log);
-    if (kube && ours)
-      await clearClaimNetworks(kube, { name: ctx.k8s.podName, uid: ctx.k8s.podUid }, plan.attachments, ctx.net.log);
+    const pod = ctx.sandbox.pod;
+    if (kube && other) await clearClaimNetworkData(kube, ctx.sandbox.containerId, plan.attachments, ctx.log);
+    if (kube && ours) await clearClaimNetworks(kube, { name: pod.podName, uid: pod.podUid }, plan.attachments, ctx.log);
   } catch (e) {
-    ctx.net.log.error(`${podTag(ctx)}: cannot remove the claims' network data: ${messageOf(e)}`);
+    ctx.log.error(`${podTag(ctx)}: cannot remove the claims' network data: ${messageOf(e)}`);
   }
 }
 
@@ -214,17 +217,27 @@ async function clearClaims(ctx: CallContext, plan: DelPlan): Promise<void> {
 async function currentDelegates(ctx: CallContext): Promise<Delegate[]> {
   try {
     const kube = await ctx.kube();
-    const lookup = await lookupPod(kube, ctx.k8s, 'DEL', ctx);
-    return await resolvePodDelegates(ctx.conf, ctx.k8s, lookup, resolveDeps(kube, ctx));
+    const lookup = await lookupPod(kube, ctx.sandbox.pod, 'DEL', {
+      clock: ctx.seams.clock,
+      log: ctx.log,
+      conf: ctx.conf,
+    });
+    const inputs = await gatherPodInputs(ctx.conf, ctx.sandbox.pod, lookup, resolveDeps(kube, ctx), {
+      stopEarly: true,
+    });
+    const sink = newSink();
+    const delegates = planPodDelegates(ctx.conf, ctx.sandbox.pod.podNamespace, inputs, sink);
+    if (sink.errors[0]) throw sink.errors[0];
+    return delegates;
   } catch (e) {
-    ctx.net.log.error(
+    ctx.log.error(
       `${podTag(ctx)}: cannot resolve the pod's delegates, using the configured ones and the result caches: ${messageOf(e)}`,
     );
   }
   try {
-    return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.k8s.podNamespace });
+    return resolveStaticNetworks(ctx.conf, { podNamespace: ctx.sandbox.pod.podNamespace });
   } catch (e) {
-    ctx.net.log.error(
+    ctx.log.error(
       `${podTag(ctx)}: cannot resolve the configured delegates, using the result caches only: ${messageOf(e)}`,
     );
     return [];
@@ -238,7 +251,7 @@ async function currentDelegates(ctx: CallContext): Promise<Delegate[]> {
  */
 function finishCaches(ctx: CallContext, plan: DelPlan, allDeleted: boolean): void {
   if (allDeleted || !ctx.conf.retryDeleteOnError || plan.scratchCorrupt) {
-    removeScratchCache(ctx.conf.cniDir, ctx.req.containerId);
+    removeScratchCache(ctx.conf.cniDir, ctx.sandbox.containerId);
   }
   if (!allDeleted) return;
   for (const c of plan.corruptResults) if (c.covered) rmSync(c.path, { force: true });

@@ -22,16 +22,15 @@ import { delNetwork, runtimeConfFromCache, gcNetwork, joinErrors } from '../../c
 import { CniCode, CniError, messageOf, wrapError } from '../../base/errors.ts';
 import type { Network } from '../../cni/network.ts';
 import { sweepCacheTemps } from '../sweep.ts';
-import type { CniRequest } from '../../cni/request.ts';
 import type { Delegate } from '../attachments.ts';
-import type { CallContext } from './context.ts';
+import type { CallContext } from '../call-context.ts';
 
-export async function cmdGc(ctx: CallContext<CniRequest>): Promise<void> {
-  const { req, conf } = ctx;
-  const valid = parseValidAttachments(req.config);
+export async function cmdGc(ctx: CallContext): Promise<void> {
+  const { conf } = ctx;
+  const valid = parseValidAttachments(conf.raw);
   const failures: CniError[] = [];
   if (valid) await deleteStale(ctx, new Set(valid.map((a) => a.containerID)), failures);
-  for (const path of sweepCacheTemps(conf.cniDir)) ctx.net.log.verbose(`removed ${path}, left by an interrupted write`);
+  for (const path of sweepCacheTemps(conf.cniDir)) ctx.log.verbose(`removed ${path}, left by an interrupted write`);
   for (const { network, attachments } of gcTargets(ctx, valid, failures)) {
     try {
       await gcNetwork(network, attachments, ctx.net);
@@ -64,7 +63,7 @@ function gcTargets(ctx: CallContext, valid: GcAttachment[] | undefined, failures
       try {
         target = { network: parseNetwork(e.config), attachments: [] };
       } catch (err) {
-        ctx.net.log.error(`GC skips network "${e.networkName}": its cached config is unusable: ${messageOf(err)}`);
+        ctx.log.error(`GC skips network "${e.networkName}": its cached config is unusable: ${messageOf(err)}`);
         continue;
       }
       targets.set(e.networkName, target);
@@ -158,7 +157,7 @@ function configuredNetworks(ctx: CallContext, failures: CniError[]): Delegate[] 
   try {
     return resolveStaticNetworks(ctx.conf);
   } catch (e) {
-    ctx.net.log.verbose(`GC: default networks not resolvable from files (${messageOf(e)}); using their caches`);
+    ctx.log.verbose(`GC: default networks not resolvable from files (${messageOf(e)}); using their caches`);
   }
   try {
     return resolveStaticNetworks(ctx.conf, { clusterOnly: true });

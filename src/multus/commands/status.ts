@@ -11,7 +11,7 @@
 import { clusterNetworkDelegate } from '../podnetworks.ts';
 import { PluginNotRunnable, statusNetwork } from '../../cni/libcni.ts';
 import { CniError, wrapError } from '../../base/errors.ts';
-import type { CallContext } from './context.ts';
+import type { CallContext } from '../call-context.ts';
 
 export async function cmdStatus(ctx: CallContext): Promise<void> {
   const { conf } = ctx;

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CniError } from '../../../src/base/errors.ts';
 import { decodeDelegateBody } from '../../../src/daemon/delegate-http.ts';
-import { selectionOf } from '../../../src/hotplug/delegate.ts';
+import { selectionOf } from '../../../src/daemon/delegate-http.ts';
 
 describe('decodeDelegateBody', () => {
   const env = {

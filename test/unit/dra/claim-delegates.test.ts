@@ -58,7 +58,7 @@ describe('multus plan shows claim networks (the daemon’s claim source)', () =>
         [fromClaim({ apiVersion: SEL, kind: 'NetworkSelection', name: 'mac', interface: 'fast0' })],
       ),
     );
-    const x = await explainAdd(conf(), 'ns1', 'pod1', kube, silentLogger, serveClaimNetworks);
+    const x = await explainAdd(conf(), 'ns1', 'pod1', kube, silentLogger, { claimNetworks: serveClaimNetworks });
     expect(x.errors).toEqual([]);
     expect(x.attachments.map((a) => [a.ifName, a.displayName, a.claimNetwork])).toEqual([
       ['eth0', 'cluster', undefined],
@@ -89,7 +89,7 @@ describe('multus plan shows claim networks (the daemon’s claim source)', () =>
         ],
       },
     });
-    const x = await explainAdd(conf(), 'ns1', 'pod1', kube, silentLogger, serveClaimNetworks);
+    const x = await explainAdd(conf(), 'ns1', 'pod1', kube, silentLogger, { claimNetworks: serveClaimNetworks });
     expect(x.errors).toEqual([]);
     expect(x.attachments.map((a) => [a.ifName, a.displayName])).toEqual([
       ['eth0', 'cluster'],
@@ -105,7 +105,7 @@ describe('multus plan shows claim networks (the daemon’s claim source)', () =>
         { request: 'b', device: 'any' },
       ]),
     );
-    const x = await explainAdd(conf(), 'ns1', 'pod1', kube, silentLogger, serveClaimNetworks);
+    const x = await explainAdd(conf(), 'ns1', 'pod1', kube, silentLogger, { claimNetworks: serveClaimNetworks });
     expect(x.errors.map((e) => e.code)).toEqual([7, 7]);
     expect(x.errors[0]!.msg).toMatch(
       /^pod ns1\/pod1: ResourceClaim ns1\/c1 request a \(device any\): no opaque config of driver/,
@@ -118,7 +118,9 @@ describe('multus plan shows claim networks (the daemon’s claim source)', () =>
 
   it('reads no claim without draNetworks', async () => {
     const { kube } = kubeWith(claim([{ request: 'net', device: 'any' }]));
-    const x = await explainAdd(conf({ draNetworks: false }), 'ns1', 'pod1', kube, silentLogger, serveClaimNetworks);
+    const x = await explainAdd(conf({ draNetworks: false }), 'ns1', 'pod1', kube, silentLogger, {
+      claimNetworks: serveClaimNetworks,
+    });
     expect(x.errors).toEqual([]);
     expect(kube.received.filter((r) => /Claim|Slice/.test(r))).toEqual([]);
   });

@@ -5,12 +5,12 @@
  * HTTP side: 405 for GET, 400 with the CNI code for a bad body. Real plugins and a real API: test/e2e-k8s.
  */
 import type { Server } from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DelegateDeps } from '../../../src/hotplug/delegate.ts';
-import { decodeDelegateBody } from '../../../src/daemon/delegate-http.ts';
+import { decodeDelegateBody, delegateCallOf } from '../../../src/daemon/delegate-http.ts';
 import { runDelegate, servedConf } from '../../../src/hotplug/delegate.ts';
 import { createQueue } from '../../../src/daemon/queue.ts';
 import { createCniServer } from '../../../src/daemon/server.ts';
@@ -83,12 +83,12 @@ function body(command: string, o: { uid?: string; ifName?: string; attrs?: Recor
 }
 
 const deps = (): DelegateDeps => ({ host, links: { names: async () => ['lo', 'eth0'] } });
-const run = (command: string, o: Parameters<typeof body>[1] = {}) =>
+const run = async (command: string, o: Parameters<typeof body>[1] = {}) =>
   runDelegate(
-    {
-      req: decodeDelegateBody(body(command, o), {}),
-      conf: servedConf(() => Buffer.from(JSON.stringify(multusConf()))),
-    },
+    delegateCallOf(
+      decodeDelegateBody(body(command, o), {}),
+      servedConf(() => Buffer.from(JSON.stringify(multusConf()))),
+    ),
     deps(),
   );
 const scratchNames = () =>
@@ -159,6 +159,45 @@ describe('/delegate (in process)', () => {
     expect(await codeOf(run('DEL', { ifName: 'eth0' }))).toBe(7); // the cluster network stays
     expect(exec.calls().length).toBe(before);
     expect(statusIfaces()).toEqual(['eth0']);
+  });
+
+  it("namespace isolation refuses another namespace's NAD with ADD's one message, before reading it", async () => {
+    kube.addNad('other', 'mv', { cniVersion: '1.0.0', type: 'mv' });
+    const conf = servedConf(() => Buffer.from(JSON.stringify({ ...multusConf(), namespaceIsolation: true })));
+    const req = { ...decodeDelegateBody(body('ADD'), {}), network: 'other/mv' };
+    const err = await runDelegate(delegateCallOf(req, conf), deps()).catch((e: unknown) => e as CniError);
+    expect((err as CniError).msg).toBe(
+      'pod ns/p: error loading k8s delegates: GetNetworkDelegates: namespace isolation enabled, annotation violates permission, pod is in namespace ns but refers to target namespace other (network "other/mv" in k8s.v1.cni.cncf.io/networks); use a NetworkAttachmentDefinition in namespace ns or in a global namespace (default)',
+    );
+    expect(kube.received).not.toContain('getNad other/mv');
+    expect(scratchNames()).toEqual(['cluster']);
+  });
+
+  it("gives a hot-plugged NAD its pool's next device, never one the pod's attachments hold", async () => {
+    const checkpointFile = join(dir, 'checkpoint');
+    const ids = ['0000:af:00.1', '0000:af:00.2'];
+    const entries = [{ PodUID: 'uid-1', ContainerName: 'c', ResourceName: 'intel.com/sriov', DeviceIDs: { '0': ids } }];
+    writeFileSync(checkpointFile, JSON.stringify({ Data: { PodDeviceEntries: entries, RegisteredDevices: {} } }));
+    const devices = {
+      podResourcesSocket: join(dir, 'no.sock'),
+      checkpointFile,
+      cniDevinfoDir: join(dir, 'devinfo-cni'),
+      dpDevinfoDir: join(dir, 'devinfo-dp'),
+    };
+    host = { ...fakeHost(exec, kube), devices };
+    kube.addNad(
+      'ns',
+      'vf',
+      { cniVersion: '1.0.0', type: 'mv' },
+      { 'k8s.v1.cni.cncf.io/resourceName': 'intel.com/sriov' },
+    );
+    const conf = servedConf(() => Buffer.from(JSON.stringify(multusConf())));
+    const plug = (ifName: string) =>
+      runDelegate(delegateCallOf({ ...decodeDelegateBody(body('ADD', { ifName }), {}), network: 'vf' }, conf), deps());
+    for (const ifName of ['net1', 'net2', 'net3']) await plug(ifName);
+    const added = exec.received.filter((c) => c.stdin.type === 'mv');
+    // net3: the NAD's pool alone is best effort, as at pod creation: attached without a device
+    expect(added.map((c) => c.stdin.deviceID)).toEqual([...ids, undefined]);
   });
 
   it('HTTP: 405 for GET, 400 with the CNI code for a bad body, 404 when not enabled', async () => {

@@ -151,6 +151,9 @@ describe('informer: initial objects through the watch', () => {
     expect(inf!.synced()).toBe(false);
     await until('the second watch', () => opened.length === 2);
     expect(opened[1]!.query.sendInitialEvents).toBe('true');
+    // not older than what the cache had seen: served from the API server's watch cache (no read from etcd first)
+    expect(opened[1]!.query.resourceVersion).toBe('7');
+    expect(opened[1]!.query.resourceVersionMatch).toBe('NotOlderThan');
     opened[1]!.send('ADDED', pod('a', '5'));
     opened[1]!.send('ADDED', pod('c', '9'));
     opened[1]!.send('BOOKMARK', bookmark('10', true));
@@ -173,6 +176,19 @@ describe('informer: initial objects through the watch', () => {
     expect(inf!.synced()).toBe(true);
     expect(inf!.get('ns', 'a')?.metadata?.resourceVersion).toBe('70');
     expect(calls).toEqual(['watch pods failed', 'list pods ok']);
+  });
+
+  it('a 404 (a just-started API server that has not loaded the CRD yet) is retried as a watch-list, not a LIST', async () => {
+    const list = { paths: [] as string[], page: { metadata: { resourceVersion: '77' }, items: [] } };
+    const opened: Opened[] = [];
+    let calls = 0;
+    start(
+      opened,
+      fakeApi(opened, () => (++calls === 1 ? 404 : undefined), list),
+    );
+    await until('the watch after the 404', () => opened.length === 1);
+    expect(opened[0]!.query.sendInitialEvents).toBe('true');
+    expect(list.paths).toEqual([]);
   });
 
   it('any other failure before the initial events end is retried with the initial events again, unsynced', async () => {

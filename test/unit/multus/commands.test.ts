@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cmdAdd } from '../../../src/multus/commands/add.ts';
 import { cmdCheck } from '../../../src/multus/commands/check.ts';
-import type { CommandDeps } from '../../../src/multus/commands/context.ts';
+import type { TestSeams } from '../../helpers/commands.ts';
 import { cmdDel } from '../../../src/multus/commands/del.ts';
 import { cmdGc } from '../../../src/multus/commands/gc.ts';
 import { cmdStatus } from '../../../src/multus/commands/status.ts';
@@ -73,7 +73,7 @@ function request(
   return { req, conf: parseMultusConf(stdin) };
 }
 
-function deps(exec: FakeExec, exists = true): CommandDeps {
+function deps(exec: FakeExec, exists = true): TestSeams {
   return {
     exec,
     log: silentLogger,

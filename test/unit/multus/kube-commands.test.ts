@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cmdAdd } from '../../../src/multus/commands/add.ts';
-import type { CommandDeps } from '../../../src/multus/commands/context.ts';
+import type { TestSeams } from '../../helpers/commands.ts';
 import { cmdDel } from '../../../src/multus/commands/del.ts';
 import { cmdStatus } from '../../../src/multus/commands/status.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
@@ -46,7 +46,7 @@ function setup(annotations: Record<string, string> = {}, confExtra: Record<strin
     delegates: [{ cniVersion: '1.0.0', name: 'cluster', type: 'p0' }],
     ...confExtra,
   };
-  const deps: CommandDeps = kubeDeps(exec, kube);
+  const deps: TestSeams = kubeDeps(exec, kube);
   const call = (command: 'ADD' | 'DEL') => {
     const stdin = Buffer.from(JSON.stringify(conf));
     const env = {
@@ -190,14 +190,19 @@ describe('ADD with Kubernetes', () => {
     const update = t.kube.updatePodStatus.bind(t.kube);
     const post = t.kube.createEvent.bind(t.kube);
     let postedDuringWrite = -1;
+    // the write waits for both events (or 5 s): it can see them only if the events do not wait for the write
+    let bothPosted: () => void = () => undefined;
+    const eventsDone = new Promise<void>((r) => (bothPosted = r));
     t.kube.updatePodStatus = async (pod) => {
-      await new Promise((r) => setTimeout(r, 30));
+      await Promise.race([eventsDone, new Promise((r) => setTimeout(r, 5000))]);
       postedDuringWrite = t.kube.events.length;
       return update(pod);
     };
     t.kube.createEvent = async (event) => {
       await new Promise((r) => setTimeout(r, 10));
-      return post(event);
+      const out = await post(event);
+      if (t.kube.events.length === 2) bothPosted();
+      return out;
     };
     await t.add();
     expect(postedDuringWrite).toBe(2);

@@ -31,7 +31,7 @@ import { execPlugin } from '../../../src/cni/exec.ts';
 import type { Command } from '../../../src/cni/request.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
 import { cmdAdd } from '../../../src/multus/commands/add.ts';
-import type { CommandDeps } from '../../../src/multus/commands/context.ts';
+import type { TestSeams } from '../../helpers/commands.ts';
 import { cmdDel } from '../../../src/multus/commands/del.ts';
 import { cmdGc } from '../../../src/multus/commands/gc.ts';
 import { parseMultusConf } from '../../../src/multus/conf.ts';
@@ -92,7 +92,7 @@ function request(command: Exclude<Command, 'VERSION'>, c: Record<string, unknown
 }
 
 let exec: FakeExec;
-let deps: CommandDeps;
+let deps: TestSeams;
 beforeEach(() => {
   exec = new FakeExec('p0', 'p1', 'p2');
   deps = localDeps(exec);

@@ -8,7 +8,7 @@ import { CniCode } from '../../../src/base/errors.ts';
 import type { Nad } from '../../../src/k8s/types.ts';
 import { PoolRefused, delegateFromNad } from '../../../src/multus/nad.ts';
 import { parseNetworkSelections } from '../../../src/multus/selection.ts';
-import { rejection, thrown } from '../../helpers/errors.ts';
+import { thrown } from '../../helpers/errors.ts';
 import { FakeKube } from '../../helpers/fake-kube.ts';
 import { nadDelegate } from '../../../src/multus/podnetworks.ts';
 import { formatExplanation } from '../../../src/multus/explain.ts';
@@ -114,24 +114,18 @@ describe("an element's pool against the NAD (docs/behaviour.md#device-pool)", ()
 
 describe('hot-plug (nadDelegate)', () => {
   it.each([
-    ['resourceName', { resourceNameRequest: 'intel.com/sriov' }],
-    ['resourceClaim', { claimRequest: { claimName: 'c', requestName: 'r' } }],
-  ])('refuses an element with %s with code 7 before reading the NAD', async (key, request) => {
+    ['resourceName', { resourceNameRequest: 'intel.com/sriov' }, { resourceName: 'intel.com/sriov' }],
+    ['resourceClaim', { claimRequest: { claimName: 'c', requestName: 'r' } }, {}],
+  ])("keeps an element's %s for the device assignment (hotplug/delegate.ts)", async (_key, request, pool) => {
     const kube = new FakeKube();
-    kube.addNad('ns1', 'sriov', { cniVersion: '1.0.0', type: 'sriov' });
-    const err = await rejection(
-      nadDelegate(kube, '/nonexistent', { namespace: 'ns1', name: 'sriov', request }, 'fix', 'hotplug'),
-    );
-    expect([err.code, err.msg]).toEqual([
-      CniCode.InvalidConfig,
-      `network ns1/sriov: "${key}" is not supported for a hot-plugged attachment (no device is assigned after the pod started)`,
-    ]);
-    expect(kube.received).toEqual([]);
+    kube.addNad('ns1', 'sriov', { cniVersion: '1.0.0', type: 'sriov' }, { [RN]: 'intel.com/sriov' });
+    const d = await nadDelegate(kube, '/nonexistent', { namespace: 'ns1', name: 'sriov', request }, 'fix', 'hotplug');
+    expect(d.request).toEqual({ ...request, resourceName: 'intel.com/sriov', ...pool });
   });
 });
 
 describe('multus plan (formatExplanation)', () => {
-  it('names the claim request whose device an attachment will take', () => {
+  it('names the claim request an attachment takes its device from, and the device', () => {
     const text = formatExplanation({
       pod: { namespace: 'ns1', name: 'p', uid: 'u', found: true },
       attachments: [
@@ -143,12 +137,13 @@ describe('multus plan (formatExplanation)', () => {
           plugins: [{ type: 'sriov', runtimeConfig: {} }],
           cniArgs: 'K8S_POD_NAME=p',
           resourceClaim: { claimName: 'gpu-nic', requestName: 'nic' },
+          deviceId: '0000:3b:00.2',
         },
       ],
       defaultRoutes: undefined,
       warnings: [],
       errors: [],
     });
-    expect(text).toContain('       device: the one of request "nic" of the pod\'s claim "gpu-nic" (read at ADD)');
+    expect(text).toContain('       device: 0000:3b:00.2, the one of request "nic" of the pod\'s claim "gpu-nic"');
   });
 });

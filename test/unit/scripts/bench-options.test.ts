@@ -1,7 +1,8 @@
 /**
  * The resident bench's command line (scripts/bench/options.mjs): `--writeback` is off unless asked for, so runs
  * stay comparable with earlier ones (docs/archive/performance.md, "Files written back before the DEL"); `--api-latency-ms`
- * and its proxy (scripts/bench/api-latency.mjs).
+ * and its proxy (scripts/bench/api-latency.mjs); the resident bench's thin_ts_direct mode (scripts/bench/resident.mjs
+ * directMode: the Bun executable with launcher/main.go's environment, so that thin_ts less it is the launcher's cost).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +14,8 @@ import { describe, expect, it } from 'vitest';
 import { parseArgs } from '../../../scripts/bench/options.mjs';
 // @ts-expect-error: plain JavaScript, as options.mjs
 import { throughLatency } from '../../../scripts/bench/api-latency.mjs';
+// @ts-expect-error: plain JavaScript, as options.mjs
+import { directMode } from '../../../scripts/bench/resident.mjs';
 
 describe('bench options', () => {
   it('leaves the DEL right after its ADD by default', () => {
@@ -79,5 +82,55 @@ describe('--api-latency-ms', () => {
       echo.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('bench resident: thin_ts_direct, the launcher measured by its absence', () => {
+  it('is run only when named', () => {
+    expect(parseArgs([]).modes).not.toContain('thin_ts_direct');
+    expect(parseArgs(['--modes', 'thin_ts,thin_ts_direct,go_thin']).modes).toEqual([
+      'thin_ts',
+      'thin_ts_direct',
+      'go_thin',
+    ]);
+  });
+
+  it('execs the Bun executable beside the launcher with the environment the launcher gives it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-direct-'));
+    try {
+      const exe = join(dir, 'multus');
+      const id = Buffer.from('0123456789abcdef', 'hex');
+      const trailer = Buffer.concat([
+        Buffer.alloc(16),
+        id,
+        Buffer.alloc(24),
+        Buffer.from('multus-ts-bun\0\0\x01', 'latin1'),
+      ]);
+      writeFileSync(exe, Buffer.concat([Buffer.from('launcher'), trailer]));
+      writeFileSync(join(dir, '.multus-bun-0123456789abcdef'), 'bun');
+      const mode = directMode(exe, '{}');
+      expect(mode.file).toBe(join(dir, '.multus-bun-0123456789abcdef'));
+      expect(mode.env({ CNI_COMMAND: 'ADD', PATH: '/bin' })).toEqual({
+        MULTUS_TS_HELD_CNI_COMMAND: 'ADD',
+        MULTUS_TS_HELD_PATH: '/bin',
+        MULTUS_TS_LAUNCHER: exe,
+        BUN_JSC_useJIT: '0',
+        MIMALLOC_PURGE_DELAY: '-1',
+      });
+      writeFileSync(exe, 'no launcher');
+      expect(directMode(exe, '{}')).toMatch(/not the launcher/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('--apiserver-restart', () => {
+  it('is off unless asked for, and takes no value', () => {
+    expect(parseArgs(['--scenario', 'cluster']).apiserverRestart).toBe(false);
+    expect(parseArgs(['--scenario', 'cluster', '--apiserver-restart', '--nodes', '5000'])).toMatchObject({
+      apiserverRestart: true,
+      nodes: 5000,
+    });
   });
 });
