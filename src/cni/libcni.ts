@@ -51,7 +51,6 @@ export function runtimeConfFromCache(entry: ResultCacheEntry): RuntimeConf {
 
 export interface NetworkDeps {
   exec: Exec;
-  log: Logger;
   /** binDir first, then CNI_PATH: where plugins are looked up, and the CNI_PATH the plugins get. */
   path: string[];
   /** The environment the plugins inherit (libcni passes the process environment through). */
@@ -60,6 +59,15 @@ export interface NetworkDeps {
   timeoutMs: number;
   /** The call's cancel signal (exec.ts): aborted, the running delegate is killed and no other is started. */
   signal?: AbortSignal;
+}
+
+/**
+ * Who runs a network: its settings (`net`) and its one logger (`log`). A call's context is one
+ * (multus/call-context.ts `CallContext`), so the logger is not copied into the settings.
+ */
+export interface NetworkCaller {
+  net: NetworkDeps;
+  log: Logger;
 }
 
 export function buildPluginConfig(
@@ -111,15 +119,16 @@ async function runPlugin(
   plugin: PluginConf,
   stdin: Buffer,
   rt: RuntimeConf | undefined,
-  deps: NetworkDeps,
+  caller: NetworkCaller,
 ): Promise<Buffer> {
+  const { net: deps, log } = caller;
   let path: string;
   try {
     path = deps.exec.findInPath(plugin.type, deps.path);
   } catch (e) {
     throw new PluginNotRunnable(e);
   }
-  deps.log.debug(`${command} ${plugin.type} ifname=${rt?.ifName ?? ''} stdin=${stdin.toString()}`);
+  log.debug(`${command} ${plugin.type} ifname=${rt?.ifName ?? ''} stdin=${stdin.toString()}`);
   let out: ExecOutput;
   try {
     const env = pluginEnv(command, rt, deps);
@@ -131,7 +140,7 @@ async function runPlugin(
     if (e instanceof StoppingError) throw e; // not run, but not "nothing to undo": the caches stay for DEL
     throw new PluginNotRunnable(e);
   }
-  if (out.stderr.length > 0) deps.log.verbose(`${plugin.type} ${command} stderr: ${out.stderr.toString().trimEnd()}`);
+  if (out.stderr.length > 0) log.verbose(`${plugin.type} ${command} stderr: ${out.stderr.toString().trimEnd()}`);
   if (out.exitCode === 0 && !out.timedOut) return out.stdout;
   throw parsePluginError({ ...out, plugin: plugin.type, timeoutMs: deps.timeoutMs });
 }
@@ -140,20 +149,20 @@ function describe(plugin: PluginConf): string {
   return `plugin type="${plugin.type}"${typeof plugin.name === 'string' ? ` name="${plugin.name}"` : ''}`;
 }
 
-export async function addNetwork(network: Network, rt: RuntimeConf, deps: NetworkDeps): Promise<PluginResult> {
+export async function addNetwork(network: Network, rt: RuntimeConf, caller: NetworkCaller): Promise<PluginResult> {
   let result: PluginResult | undefined;
   for (const plugin of network.plugins) {
     const stdin = buildPluginConfig(network, plugin, result?.raw, rt.capabilityArgs);
     try {
-      result = PluginResult.parse(await runPlugin('ADD', plugin, stdin, rt, deps), network.cniVersion);
+      result = PluginResult.parse(await runPlugin('ADD', plugin, stdin, rt, caller), network.cniVersion);
     } catch (e) {
       throw wrapError(e, `${describe(plugin)} failed (add)`);
     }
   }
   if (!result) throw new CniError(CniCode.InvalidConfig, `network "${network.name}" has no plugins`);
   // The scratch cache's fsync (begun before the first delegate) ends before any result cache exists.
-  await backgroundSyncs(deps.cniDir);
-  writeResultCache(deps.cniDir, {
+  await backgroundSyncs(caller.net.cniDir);
+  writeResultCache(caller.net.cniDir, {
     kind: 'cniCacheV1',
     containerId: rt.containerId,
     config: network.bytes,
@@ -168,21 +177,21 @@ export async function addNetwork(network: Network, rt: RuntimeConf, deps: Networ
 }
 
 /** The attachment's result cache (cni/result-cache.ts). */
-function readCacheOf(network: Network, rt: RuntimeConf, deps: NetworkDeps): ReadOutcome<ResultCacheEntry> {
-  return readResultCache(deps.cniDir, network.name, rt.containerId, rt.ifName);
+function readCacheOf(network: Network, rt: RuntimeConf, net: NetworkDeps): ReadOutcome<ResultCacheEntry> {
+  return readResultCache(net.cniDir, network.name, rt.containerId, rt.ifName);
 }
 
 /** The cached ADD result converted to the network's version, or undefined (missing, unreadable, < 0.4.0). */
 function cachedResult(
   network: Network,
   rt: RuntimeConf,
-  deps: NetworkDeps,
+  log: Logger,
   cached: ReadOutcome<ResultCacheEntry>,
 ): CniResult | undefined {
   if (!versionAtLeast(network.cniVersion, '0.4.0')) return undefined;
   if (cached.kind === 'missing') return undefined;
   if (cached.kind === 'corrupt') {
-    deps.log.error(`ignoring the result cache of ${network.name}/${rt.ifName}: ${cached.error.msg}`);
+    log.error(`ignoring the result cache of ${network.name}/${rt.ifName}: ${cached.error.msg}`);
     return undefined;
   }
   try {
@@ -190,7 +199,7 @@ function cachedResult(
     const version = typeof raw.cniVersion === 'string' ? raw.cniVersion : network.cniVersion;
     return convertResult({ ...raw, cniVersion: version }, network.cniVersion);
   } catch (e) {
-    deps.log.error(`ignoring the result cache of ${network.name}/${rt.ifName}: ${messageOf(e)}`);
+    log.error(`ignoring the result cache of ${network.name}/${rt.ifName}: ${messageOf(e)}`);
     return undefined;
   }
 }
@@ -204,19 +213,19 @@ function cachedResult(
 export async function delNetwork(
   network: Network,
   rt: RuntimeConf,
-  deps: NetworkDeps,
-  cached: ReadOutcome<ResultCacheEntry> = readCacheOf(network, rt, deps),
+  caller: NetworkCaller,
+  cached: ReadOutcome<ResultCacheEntry> = readCacheOf(network, rt, caller.net),
 ): Promise<void> {
-  const prevResult = cachedResult(network, rt, deps, cached);
+  const prevResult = cachedResult(network, rt, caller.log, cached);
   const attached = cached.kind !== 'missing';
   const failures: CniError[] = [];
   for (const plugin of [...network.plugins].reverse()) {
     const stdin = buildPluginConfig(network, plugin, prevResult, rt.capabilityArgs);
     try {
-      await runPlugin('DEL', plugin, stdin, rt, deps);
+      await runPlugin('DEL', plugin, stdin, rt, caller);
     } catch (e) {
       if (!attached && e instanceof PluginNotRunnable) {
-        deps.log.error(
+        caller.log.error(
           `${describe(plugin)} of ${network.name}/${rt.ifName} cannot run (${e.msg}); no result cache ` +
             'records an attachment, so there is nothing of it to delete',
         );
@@ -226,7 +235,7 @@ export async function delNetwork(
     }
   }
   if (failures.length === 0) {
-    removeResultCache(deps.cniDir, network.name, rt.containerId, rt.ifName);
+    removeResultCache(caller.net.cniDir, network.name, rt.containerId, rt.ifName);
     return;
   }
   // Keep the result cache: a retried DEL still has prevResult and still finds this attachment.
@@ -234,13 +243,13 @@ export async function delNetwork(
 }
 
 /** CHECK in chain order with the cached result. Returns false when the network's version cannot CHECK. */
-export async function checkNetwork(network: Network, rt: RuntimeConf, deps: NetworkDeps): Promise<boolean> {
+export async function checkNetwork(network: Network, rt: RuntimeConf, caller: NetworkCaller): Promise<boolean> {
   if (!versionAtLeast(network.cniVersion, '0.4.0') || network.disableCheck) return false;
-  const prevResult = cachedResult(network, rt, deps, readCacheOf(network, rt, deps));
+  const prevResult = cachedResult(network, rt, caller.log, readCacheOf(network, rt, caller.net));
   for (const plugin of network.plugins) {
     const stdin = buildPluginConfig(network, plugin, prevResult, rt.capabilityArgs);
     try {
-      await runPlugin('CHECK', plugin, stdin, rt, deps);
+      await runPlugin('CHECK', plugin, stdin, rt, caller);
     } catch (e) {
       throw wrapError(e, `${describe(plugin)} failed (check)`);
     }
@@ -249,10 +258,10 @@ export async function checkNetwork(network: Network, rt: RuntimeConf, deps: Netw
 }
 
 /** STATUS on every plugin (libcni GetStatusNetworkList); a network below 1.1.0 is reported ready. */
-export async function statusNetwork(network: Network, deps: NetworkDeps): Promise<void> {
+export async function statusNetwork(network: Network, caller: NetworkCaller): Promise<void> {
   if (!versionAtLeast(network.cniVersion, '1.1.0')) return;
   for (const plugin of network.plugins) {
-    await runPlugin('STATUS', plugin, buildPluginConfig(network, plugin, undefined, {}), undefined, deps);
+    await runPlugin('STATUS', plugin, buildPluginConfig(network, plugin, undefined, {}), undefined, caller);
   }
 }
 
@@ -262,14 +271,14 @@ export interface GcAttachment {
 }
 
 /** GC on every plugin, continuing past failures (CNI spec 1.1 GC); below 1.1.0 or disableGC: nothing. */
-export async function gcNetwork(network: Network, valid: GcAttachment[], deps: NetworkDeps): Promise<void> {
+export async function gcNetwork(network: Network, valid: GcAttachment[], caller: NetworkCaller): Promise<void> {
   if (!versionAtLeast(network.cniVersion, '1.1.0') || network.disableGC) return;
   // libcni sends both keys (containernetworking/cni#1101: the spec first used the wrong name).
   const inject = { 'cni.dev/valid-attachments': valid, 'cni.dev/attachments': valid };
   const failures: CniError[] = [];
   for (const plugin of network.plugins) {
     try {
-      await runPlugin('GC', plugin, buildPluginConfig(network, plugin, undefined, {}, inject), undefined, deps);
+      await runPlugin('GC', plugin, buildPluginConfig(network, plugin, undefined, {}, inject), undefined, caller);
     } catch (e) {
       failures.push(wrapError(e, `${describe(plugin)} failed (gc)`));
     }

@@ -44,12 +44,13 @@ export interface DeviceGrant {
   claimDevice?: DraDeviceRef;
 }
 
-export interface GrantDeps {
-  kube: DraApi | undefined;
+/**
+ * What reading devices takes from its call (a multus CallContext is one, passed as is): the logger, and where the
+ * kubelet's pod-resources socket and device checkpoint are (tests point elsewhere).
+ */
+export interface DeviceCall {
   log: Logger;
-  devices?: ResourceMapDeps;
-  /** The pod's DRA reads of this call, when the caller made some already (its claims' networks). */
-  lookup?: DraLookup;
+  seams: { devices?: ResourceMapDeps };
 }
 
 interface Pool {
@@ -207,11 +208,14 @@ export function assignDevices(
 }
 
 /** The pools the node has, for a refusal's message: the kubelet's registered resources and the DRA slices' names. */
-async function nodePools(pod: Pod, deps: GrantDeps): Promise<{ pools: Set<string>; complete: boolean }> {
-  const fromKubelet = registeredPools(deps.devices?.checkpointFile);
+async function nodePools(
+  pod: Pod,
+  kube: DraApi | undefined,
+  ctx: DeviceCall,
+): Promise<{ pools: Set<string>; complete: boolean }> {
+  const fromKubelet = registeredPools(ctx.seams.devices?.checkpointFile);
   const node = typeof pod.spec?.nodeName === 'string' ? pod.spec.nodeName : '';
-  const slices =
-    deps.kube && node !== '' ? await deps.kube.listResourceSlices(node, '').catch(() => undefined) : undefined;
+  const slices = kube && node !== '' ? await kube.listResourceSlices(node, '').catch(() => undefined) : undefined;
   const pools = new Set(fromKubelet ?? []);
   for (const slice of slices ?? []) {
     const devices = Array.isArray(slice.spec?.devices) ? (slice.spec.devices as unknown[]) : [];
@@ -226,12 +230,15 @@ async function nodePools(pod: Pod, deps: GrantDeps): Promise<{ pools: Set<string
 export interface GatherOptions {
   /** `multus plan`: a kubelet map that cannot be read here leaves the pools unassigned instead of failing. */
   kubeletOptional?: boolean;
+  /** The pod's DRA reads of this call, when the caller made some already (its claims' networks). */
+  lookup?: DraLookup;
 }
 
 /** The kubelet's map plus the pod's DRA devices, without the devices named requests took. */
 async function pooledResources(
   pod: Pod,
-  deps: GrantDeps,
+  kube: DraApi | undefined,
+  ctx: DeviceCall,
   lookup: DraLookup | undefined,
   taken: ReadonlySet<string>,
   facts: DeviceFacts,
@@ -240,17 +247,17 @@ async function pooledResources(
   const { namespace, name, uid } = pod.metadata;
   let resources: ResourceMap;
   try {
-    resources = await readResourceMap({ namespace, name, uid }, { log: deps.log, ...deps.devices });
+    resources = await readResourceMap({ namespace, name, uid }, { log: ctx.log, ...ctx.seams.devices });
   } catch (e) {
     if (!opts.kubeletOptional) throw e;
-    deps.log.verbose(`the kubelet's device assignments cannot be read here: ${toCniError(e).msg}`);
+    ctx.log.verbose(`the kubelet's device assignments cannot be read here: ${toCniError(e).msg}`);
     facts.kubeletUnknown = true;
     resources = new Map();
   }
   const sources = new Map<string, DraDeviceRef>();
-  if (!deps.kube || !hasDraClaims(pod)) return { resources, sources };
-  const draOpts = { log: deps.log, sources, taken, ...(lookup ? { lookup } : {}) };
-  const withDra = await addDraDevices(resources, pod, deps.kube, draOpts).catch((e: unknown) => {
+  if (!kube || !hasDraClaims(pod)) return { resources, sources };
+  const draOpts = { log: ctx.log, sources, taken, ...(lookup ? { lookup } : {}) };
+  const withDra = await addDraDevices(resources, pod, kube, draOpts).catch((e: unknown) => {
     throw wrapError(e, 'failed to get resourceMap from DRA');
   });
   return { resources: withDra, sources };
@@ -260,34 +267,33 @@ async function pooledResources(
 export async function gatherDevices(
   wants: readonly DeviceWant[],
   pod: Pod,
-  deps: GrantDeps,
+  kube: DraApi | undefined,
+  ctx: DeviceCall,
   opts: GatherOptions = {},
 ): Promise<DeviceFacts> {
   const node = typeof pod.spec?.nodeName === 'string' ? pod.spec.nodeName : '';
   const facts: DeviceFacts = { node, podName: `${pod.metadata.namespace}/${pod.metadata.name}`, named: new Map() };
   const pooling = wants.some((w) => !w.claim && w.resourceName);
   const naming = wants.some((w) => w.claim);
-  if (naming && !deps.kube) return { ...facts, noApi: true };
+  if (naming && !kube) return { ...facts, noApi: true };
   if (!pooling && !naming) return facts;
-  const lookup = deps.lookup ?? (deps.kube ? new DraLookup(deps.kube, pod, {}) : undefined);
+  const lookup = opts.lookup ?? (kube ? new DraLookup(kube, pod, {}) : undefined);
   for (const w of wants) {
     if (!w.claim || facts.named.has(claimKey(w.claim))) continue;
-    const found = await claimRequestDevices(pod, w.claim, deps.kube!, lookup!).catch((e: unknown) =>
-      wrapError(e, w.label),
-    );
+    const found = await claimRequestDevices(pod, w.claim, kube!, lookup!).catch((e: unknown) => wrapError(e, w.label));
     facts.named.set(claimKey(w.claim), found);
   }
   if (!pooling) return facts;
   const taken = new Set([...allocateNamed(wants, facts).devices.values()].map((d) => d.key));
   try {
-    facts.pool = await pooledResources(pod, deps, lookup, taken, facts, opts);
+    facts.pool = await pooledResources(pod, kube, ctx, lookup, taken, facts, opts);
   } catch (e) {
     facts.pool = toCniError(e);
     return facts;
   }
   const empty = (pool: string) => (facts.pool as Pool).resources.get(pool)?.length ?? 0;
   if (wants.some((w) => w.strict && !w.claim && w.resourceName && empty(w.resourceName) === 0))
-    facts.nodePools = await nodePools(pod, deps);
+    facts.nodePools = await nodePools(pod, kube, ctx);
   return facts;
 }
 
@@ -295,9 +301,10 @@ export async function gatherDevices(
 export async function grantDevices(
   wants: readonly DeviceWant[],
   pod: Pod,
-  deps: GrantDeps,
+  kube: DraApi | undefined,
+  ctx: DeviceCall,
 ): Promise<(DeviceGrant | undefined)[]> {
-  const { grants, errors } = assignDevices(wants, await gatherDevices(wants, pod, deps));
+  const { grants, errors } = assignDevices(wants, await gatherDevices(wants, pod, kube, ctx));
   if (errors[0]) throw errors[0];
   return grants;
 }

@@ -80,8 +80,7 @@ async function delegateFor(call: DelegateCall, ctx: CallContext, kube: KubeClien
 async function withDevice(ctx: CallContext, kube: KubeClient, pod: Pod, delegate: Delegate): Promise<Delegate> {
   const wants = deviceWants([delegate]);
   if (!wants[0]!.resourceName && !wants[0]!.claim) return delegate;
-  const devices = ctx.seams.devices ? { devices: ctx.seams.devices } : {};
-  const facts = await gatherDevices(wants, pod, { kube, log: ctx.log, ...devices });
+  const facts = await gatherDevices(wants, pod, kube, ctx);
   const held = fromCachedDelegates(readSandboxCache(ctx)).flatMap((d) =>
     d.request.deviceID ? [d.request.deviceID] : [],
   );
@@ -103,8 +102,7 @@ export async function runDelegate(call: DelegateCall, deps: DelegateDeps): Promi
 async function runPrepared(call: DelegateCall, ctx: CallContext, deps: DelegateDeps): Promise<CniResult | null> {
   const { op, sandbox } = ctx;
   if (op === 'STATUS') {
-    if (call.config.length > 0)
-      await statusNetwork(parseNetwork(call.config, { source: 'the /delegate config' }), ctx.net);
+    if (call.config.length > 0) await statusNetwork(parseNetwork(call.config, { source: 'the /delegate config' }), ctx);
     return null;
   }
   const kube = await ctx.kube();

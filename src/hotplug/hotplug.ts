@@ -110,6 +110,14 @@ export function planHotplugDel(
       },
     );
   }
+  const claim = existing[index]!.request.claimNetwork;
+  if (claim) {
+    throw new CniError(
+      CniCode.InvalidConfig,
+      `interface "${ifName}" belongs to ResourceClaim ${String(claim.namespace)}/${String(claim.claim)} (request "${String(claim.request)}") and cannot be removed`,
+      { details: 'the claim owns it: it is removed when the pod is deleted (docs/behaviour.md#claim-networks)' },
+    );
+  }
   const rest = existing.filter((_, i) => i !== index);
   return { attachment: existing[index]!, cache: pinned(rest) };
 }
@@ -209,7 +217,7 @@ export async function hotplugAdd(
   writeScratchCache(ctx.conf.cniDir, ctx.sandbox.containerId, plan.cache);
   const rollback = async (): Promise<void> => {
     try {
-      await delNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'DEL'), ctx.net);
+      await delNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'DEL'), ctx);
       writeScratchCache(ctx.conf.cniDir, ctx.sandbox.containerId, cached);
     } catch (e) {
       // The attachment stays in the cache, so the pod's DEL still removes it.
@@ -219,7 +227,7 @@ export async function hotplugAdd(
   let result: PluginResult;
   try {
     copyDeviceInfo(ctx, attachment);
-    result = await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx.net);
+    result = await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx);
   } catch (e) {
     await rollback();
     throw wrapError(e, `${podTag(ctx, name)}: error adding container to network "${name}"`);
@@ -262,13 +270,13 @@ export async function hotplugDel(
       [{ ...fallback, request: { ...fallback.request, ifname: ctx.sandbox.ifName } }],
       clusterIfName,
     );
-    await delNetwork(attachment!.network, runtimeConfFor(ctx, attachment!, 'DEL'), ctx.net);
+    await delNetwork(attachment!.network, runtimeConfFor(ctx, attachment!, 'DEL'), ctx);
     return;
   }
   const { attachment } = plan;
   const name = attachment.network.name;
   try {
-    await delNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'DEL'), ctx.net);
+    await delNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'DEL'), ctx);
   } catch (e) {
     throw wrapError(e, `${podTag(ctx, name)}: error deleting ${attachment.ifName} of network "${name}"`);
   }
@@ -296,7 +304,7 @@ export async function hotplugCheck(ctx: CallContext): Promise<void> {
     });
   }
   try {
-    await checkNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'CHECK'), ctx.net);
+    await checkNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'CHECK'), ctx);
   } catch (e) {
     throw wrapError(e, `${podTag(ctx, attachment.network.name)}: error checking ${attachment.ifName}`);
   }

@@ -23,7 +23,6 @@ import type { Logger } from '../base/log.ts';
 import type { NetnsRouteDeps } from '../routes/netns-routes.ts';
 import type { Attachment } from './attachments.ts';
 import type { Clock } from '../base/backoff.ts';
-import type { ResolveDeps } from './podnetworks.ts';
 import type { ClaimNetworkSource } from './claim-attach.ts';
 import { capabilityArgsFor, delegateArgsFor } from './attachments.ts';
 import type { ReadinessDeps } from './readiness.ts';
@@ -102,7 +101,10 @@ export interface CallContext {
   seams: Seams;
   /** The Kubernetes client for the call's config, undefined when it names none (loaded on first call). */
   kube(): Promise<KubeClient | undefined>;
-  /** What libcni's runs of this call take (cni/libcni.ts): the plugin dirs, the environment, the deadline, the signal. */
+  /**
+   * What libcni's runs of this call take besides `log` (cni/libcni.ts `NetworkCaller`, which the context is): the
+   * plugin dirs, the environment, the deadline, the signal.
+   */
   net: NetworkDeps;
   /** Where CNIDeviceInfoFiles are written, and where device plugins leave theirs (docs/behaviour.md#device-info). */
   devinfoDir: string;
@@ -140,7 +142,6 @@ export function callContext(input: DoorInput, seams: Seams, log: Logger): CallCo
     dpDevinfoDir: seams.devices?.dpDevinfoDir ?? DP_DEVINFO_DIR,
     net: {
       exec: seams.exec,
-      log,
       path: pluginDirs(conf.binDir, input.pluginPath ?? [], log),
       baseEnv,
       cniDir: conf.cniDir,
@@ -192,15 +193,6 @@ export function runtimeConfFor(ctx: CallContext, attachment: Attachment, command
     ifName: attachment.ifName,
     args: delegateArgsFor(attachment, ctx.sandbox.pod, ctx.runtimePairs, command),
     capabilityArgs,
-  };
-}
-
-export function resolveDeps(kube: KubeClient | undefined, ctx: CallContext): ResolveDeps {
-  return {
-    kube,
-    log: ctx.log,
-    ...(ctx.seams.devices ? { devices: ctx.seams.devices } : {}),
-    ...(ctx.seams.claimNetworks ? { claimNetworks: ctx.seams.claimNetworks } : {}),
   };
 }
 

@@ -111,7 +111,7 @@ export async function explainAdd(
   const lookup: PodLookup = pod ? { kind: 'found', pod } : { kind: 'unknown', reason: 'not found' };
   // a sandbox's ID as runtimes make it (64 hex characters), for the result cache file names
   const call = { conf, k8s, ifName: 'eth0', containerId: '0'.repeat(64), tag: `[${podRef(k8s)}]` };
-  const plan = planAdd(await gatherInputs(call, lookup, { kube: ro, log, ...opts }, 'explain'));
+  const plan = planAdd(await gatherInputs(call, lookup, ro, { log, seams: opts }, 'explain'));
   errors.push(...plan.errors.map(asError));
   return {
     pod: { namespace, name, uid: pod?.metadata.uid ?? '', found: pod !== undefined },

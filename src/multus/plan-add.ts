@@ -21,7 +21,8 @@ import { auxiliaryChain } from './auxchain.ts';
 import type { MultusConf } from './conf.ts';
 import type { Attachment, Delegate } from './attachments.ts';
 import { inheritListVersion, planAttachments, undeclaredCapabilities } from './attachments.ts';
-import type { PodInputs, ResolveDeps } from './podnetworks.ts';
+import type { PodInputs, ReadCall } from './podnetworks.ts';
+import type { KubeClient } from '../k8s/types.ts';
 import { gatherPodInputs } from './podnetworks.ts';
 import type { PlanEvent, PlanSink, PodLookup } from './pod-delegates.ts';
 import { attempt, newSink, planPodDelegates } from './pod-delegates.ts';
@@ -64,15 +65,16 @@ export interface AddPlan {
 export async function gatherInputs(
   call: AddCall,
   lookup: PodLookup,
-  deps: ResolveDeps,
+  kube: KubeClient | undefined,
+  ctx: ReadCall,
   mode: 'add' | 'explain',
 ): Promise<AddInputs> {
   const explain = mode === 'explain';
   const opts = { stopEarly: !explain, ...(explain ? { kubeletOptional: true } : {}) };
-  const pod = await gatherPodInputs(call.conf, call.k8s, lookup, deps, opts);
+  const pod = await gatherPodInputs(call.conf, call.k8s, lookup, kube, ctx, opts);
   let aux: AddInputs['aux'];
   try {
-    aux = auxiliaryChain(call.conf, deps.log);
+    aux = auxiliaryChain(call.conf, ctx.log);
   } catch (e) {
     aux = toCniError(e);
   }

@@ -19,13 +19,11 @@ import { CniCode, CniError, messageOf, toCniError, wrapError } from '../base/err
 import type { KubeClient, Nad, Pod } from '../k8s/types.ts';
 import { httpStatusOf, isTransient } from '../k8s/types.ts';
 import type { Logger } from '../base/log.ts';
-import type { Clock } from '../base/backoff.ts';
+import type { CallContext, Seams } from './call-context.ts';
 import { backoffSchedule } from '../base/backoff.ts';
-import type { ResourceMapDeps } from '../devices/devices.ts';
 import type { DeviceFacts } from '../devices/attachment-devices.ts';
 import { gatherDevices } from '../devices/attachment-devices.ts';
 import { DraLookup, hasDraClaims } from '../devices/dra.ts';
-import type { ClaimNetworkSource } from './claim-attach.ts';
 import { delegateFromNad } from './nad.ts';
 import type { AttachmentSource, Delegate } from './attachments.ts';
 import type { NetworkSelection } from './selection.ts';
@@ -55,22 +53,24 @@ function isStaticPod(pod: Pod): boolean {
   return source !== undefined && source !== 'api';
 }
 
-export interface LookupDeps {
-  clock: Clock;
-  log: Logger;
-  /** ADD: its readiness wait bounds the wait for a rotated kubeconfig (below) */
+/**
+ * What a pod lookup takes from its call (a CallContext is one, passed as is): the logger, the clock, and the
+ * readiness wait, which bounds ADD's wait for a rotated kubeconfig (below).
+ */
+type LookupCall = Pick<CallContext, 'log'> & {
   conf: Pick<MultusConf, 'readinessBackoff'>;
-}
+  seams: Pick<Seams, 'clock'>;
+};
 
 export async function lookupPod(
   kube: KubeClient | undefined,
   k8s: K8sArgs,
   command: 'ADD' | 'DEL',
-  deps: LookupDeps,
+  ctx: LookupCall,
 ): Promise<PodLookup> {
   if (!kube) return { kind: 'unknown', reason: 'no Kubernetes client configured' };
   if (!k8s.podNamespace || !k8s.podName) return { kind: 'unknown', reason: 'CNI_ARGS name no pod' };
-  const pod = command === 'ADD' ? await getPodWithRetry(kube, k8s, deps) : await getPodOnce(kube, k8s, deps.log);
+  const pod = command === 'ADD' ? await getPodWithRetry(kube, k8s, ctx) : await getPodOnce(kube, k8s, ctx.log);
   if (!pod) return { kind: 'unknown', reason: `pod ${k8s.podNamespace}/${k8s.podName} not found` };
   if (k8s.podUid && pod.metadata.uid !== k8s.podUid && !isStaticPod(pod)) {
     const msg = `expected pod UID "${k8s.podUid}" but got "${pod.metadata.uid}" from Kube API`;
@@ -79,14 +79,14 @@ export async function lookupPod(
         details: 'the pod was deleted and re-created with the same name; the runtime will retry with the new pod',
       });
     }
-    deps.log.verbose(`${msg}; deleting from the cache only`);
+    ctx.log.verbose(`${msg}; deleting from the cache only`);
     return { kind: 'unknown', reason: msg };
   }
   return { kind: 'found', pod };
 }
 
-async function getPodWithRetry(kube: KubeClient, k8s: K8sArgs, deps: LookupDeps): Promise<Pod | undefined> {
-  const { clock } = deps;
+async function getPodWithRetry(kube: KubeClient, k8s: K8sArgs, ctx: LookupCall): Promise<Pod | undefined> {
+  const { clock } = ctx.seams;
   const deadline = clock.now() + POLL_TIMEOUT_MS;
   let reloaded = false;
   for (;;) {
@@ -96,7 +96,7 @@ async function getPodWithRetry(kube: KubeClient, k8s: K8sArgs, deps: LookupDeps)
       if (httpStatusOf(e) === 404) return undefined;
       if (httpStatusOf(e) === 401 && !reloaded) {
         reloaded = true;
-        if (await awaitRotatedKubeconfig(kube, deps)) continue;
+        if (await awaitRotatedKubeconfig(kube, ctx)) continue;
       }
       if (!isTransient(e) || clock.now() + POLL_INTERVAL_MS > deadline) {
         throw wrapError(e, 'error waiting for pod', CniCode.TryAgainLater);
@@ -112,14 +112,14 @@ async function getPodWithRetry(kube: KubeClient, k8s: K8sArgs, deps: LookupDeps)
  * read again at once and after each sleep of the readiness wait's schedule; true once it changed (the client
  * then uses it, and the GET is tried once more). Go Multus fails the ADD at once (kubelet retries the sandbox).
  */
-async function awaitRotatedKubeconfig(kube: KubeClient, deps: LookupDeps): Promise<boolean> {
+async function awaitRotatedKubeconfig(kube: KubeClient, ctx: LookupCall): Promise<boolean> {
   if (!kube.reloadKubeconfig) return false;
   if (await kube.reloadKubeconfig()) return true;
-  const schedule = backoffSchedule(deps.conf.readinessBackoff);
+  const schedule = backoffSchedule(ctx.conf.readinessBackoff);
   const total = schedule.reduce((a, b) => a + b, 0);
-  deps.log.verbose(`the API server refused the kubeconfig's token: waiting up to ${total} ms for a new one`);
+  ctx.log.verbose(`the API server refused the kubeconfig's token: waiting up to ${total} ms for a new one`);
   for (const ms of schedule) {
-    await deps.clock.sleep(ms);
+    await ctx.seams.clock.sleep(ms);
     if (await kube.reloadKubeconfig()) return true;
   }
   return false;
@@ -139,14 +139,11 @@ async function getPodOnce(kube: KubeClient, k8s: K8sArgs, log: Logger): Promise<
   }
 }
 
-export interface ResolveDeps {
-  kube: KubeClient | undefined;
-  log: Logger;
-  /** Where the kubelet's pod-resources socket and device checkpoint are (tests point elsewhere). */
-  devices?: ResourceMapDeps;
-  /** The pod's networks from claims of our DRA driver, with `draNetworks` (the host's; multus/claim-attach.ts). */
-  claimNetworks?: ClaimNetworkSource;
-}
+/**
+ * What reading a pod's networks takes from its call besides the client (a CallContext is one, passed as is;
+ * `multus plan` hands its own): the logger, where the kubelet's devices are, and the host's claim networks.
+ */
+export type ReadCall = Pick<CallContext, 'log'> & { seams: Pick<Seams, 'devices' | 'claimNetworks'> };
 
 async function fetchNad(kube: KubeClient, namespace: string, name: string): Promise<Nad | undefined> {
   try {
@@ -248,6 +245,13 @@ async function readNad(kube: KubeClient, ref: NadRef, nads: Map<string, NadRead>
   return read.kind === 'found';
 }
 
+/** One read of a pod's networks: the client, the call, and the DRA lookup the device reads share. */
+interface PodRead {
+  kube: KubeClient | undefined;
+  ctx: ReadCall;
+  dra: DraLookup | undefined;
+}
+
 /**
  * docs/behaviour.md#claim-networks: with `draNetworks`, the pod's networks from claims of our DRA driver, through the
  * host's source (its claim reads shared with the device lookup, `dra`), and the NADs they name that namespace
@@ -256,14 +260,16 @@ async function readNad(kube: KubeClient, ref: NadRef, nads: Map<string, NadRead>
 async function readClaimNetworks(
   conf: MultusConf,
   pod: Pod,
-  deps: ResolveDeps,
+  read: PodRead,
   dra: DraLookup,
   nads: Map<string, NadRead>,
 ): Promise<PodNetworks['claims']> {
-  if (!deps.kube || !conf.draNetworks || !deps.claimNetworks || !hasDraClaims(pod)) return undefined;
+  const { kube, ctx } = read;
+  const { claimNetworks } = ctx.seams;
+  if (!kube || !conf.draNetworks || !claimNetworks || !hasDraClaims(pod)) return undefined;
   let claims;
   try {
-    claims = await deps.claimNetworks(pod, conf, { kube: deps.kube, log: deps.log, lookup: dra });
+    claims = await claimNetworks(pod, conf, { kube, log: ctx.log, lookup: dra });
   } catch (e) {
     return toCniError(e);
   }
@@ -274,7 +280,7 @@ async function readClaimNetworks(
     } catch {
       continue;
     }
-    await readNad(deps.kube, c.selection, nads);
+    await readNad(kube, c.selection, nads);
   }
   return claims;
 }
@@ -288,10 +294,10 @@ async function gatherPodNetworks(
   conf: MultusConf,
   podNamespace: string,
   lookup: PodLookup,
-  deps: ResolveDeps & { dra: DraLookup | undefined },
+  read: PodRead,
   stopEarly: boolean,
 ): Promise<PodNetworks> {
-  const { kube } = deps;
+  const { kube, dra } = read;
   const nads = new Map<string, NadRead>();
   let cluster: Map<string, Nad> | CniError;
   try {
@@ -304,7 +310,7 @@ async function gatherPodNetworks(
   for (const ref of namedNads(conf, lookup.pod, stopEarly)) {
     if (!(await readNad(kube, ref, nads)) && stopEarly) return { lookup, clusterNads: cluster, nads };
   }
-  const claims = deps.dra ? await readClaimNetworks(conf, lookup.pod, deps, deps.dra, nads) : undefined;
+  const claims = dra ? await readClaimNetworks(conf, lookup.pod, read, dra, nads) : undefined;
   return { lookup, clusterNads: cluster, nads, ...(claims ? { claims } : {}) };
 }
 
@@ -325,23 +331,18 @@ export async function gatherPodInputs(
   conf: MultusConf,
   k8s: K8sArgs,
   lookup: PodLookup,
-  deps: ResolveDeps,
+  kube: KubeClient | undefined,
+  ctx: ReadCall,
   opts: { stopEarly: boolean; kubeletOptional?: boolean },
 ): Promise<PodInputs> {
   const found = lookup.kind === 'found' ? lookup.pod : undefined;
-  const dra = found && deps.kube ? new DraLookup(deps.kube, found, {}) : undefined;
-  const networks = await gatherPodNetworks(conf, k8s.podNamespace, lookup, { ...deps, dra }, opts.stopEarly);
+  const dra = found && kube ? new DraLookup(kube, found, {}) : undefined;
+  const networks = await gatherPodNetworks(conf, k8s.podNamespace, lookup, { kube, ctx, dra }, opts.stopEarly);
   if (lookup.kind !== 'found') return { networks, devices: undefined };
   const sink = newSink();
   const delegates = resolveDelegates(conf, k8s.podNamespace, networks, sink);
   if (opts.stopEarly && sink.errors.length > 0) return { networks, devices: undefined };
-  const grantDeps = {
-    kube: deps.kube,
-    log: deps.log,
-    ...(deps.devices ? { devices: deps.devices } : {}),
-    ...(dra ? { lookup: dra } : {}),
-  };
-  const gather = opts.kubeletOptional ? { kubeletOptional: true } : {};
-  const devices = await gatherDevices(deviceWants(delegates), lookup.pod, grantDeps, gather);
+  const gather = { ...(opts.kubeletOptional ? { kubeletOptional: true } : {}), ...(dra ? { lookup: dra } : {}) };
+  const devices = await gatherDevices(deviceWants(delegates), lookup.pod, kube, ctx, gather);
   return { networks, devices };
 }

@@ -32,16 +32,12 @@ import { addedInterfaceEvents, editNetworkStatus, emitEvents } from '../publish.
 import type { CniResult } from '../../cni/result-model.ts';
 import type { PluginResult } from '../../cni/result.ts';
 import type { CallContext } from '../call-context.ts';
-import { copyDeviceInfo, deviceInfoFileOf, podTag, resolveDeps, runtimeConfFor } from '../call-context.ts';
+import { copyDeviceInfo, deviceInfoFileOf, podTag, runtimeConfFor } from '../call-context.ts';
 
 export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
   const { sandbox, conf } = ctx;
   const kube = await ctx.kube();
-  const lookup = await lookupPod(kube, ctx.sandbox.pod, 'ADD', {
-    clock: ctx.seams.clock,
-    log: ctx.log,
-    conf: ctx.conf,
-  });
+  const lookup = await lookupPod(kube, ctx.sandbox.pod, 'ADD', ctx);
   if (lookup.kind === 'unknown' && kube)
     ctx.log.verbose(`${podTag(ctx)}: ${lookup.reason}: attaching the configured networks only`);
   const call = {
@@ -51,7 +47,7 @@ export async function cmdAdd(ctx: CallContext): Promise<CniResult> {
     containerId: sandbox.containerId,
     tag: podTag(ctx),
   };
-  const plan = planAdd(await gatherInputs(call, lookup, resolveDeps(kube, ctx), 'add'));
+  const plan = planAdd(await gatherInputs(call, lookup, kube, ctx, 'add'));
   if (kube && lookup.kind === 'found') {
     const warnings = eventsBeforeFirstError(plan).map((e) => ({
       type: 'Warning' as const,
@@ -121,7 +117,7 @@ async function addAttachments(ctx: CallContext, attachments: Attachment[], added
     async (i) => {
       const attachment = attachments[i]!;
       copyDeviceInfo(ctx, attachment);
-      const result = await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx.net);
+      const result = await addNetwork(attachment.network, runtimeConfFor(ctx, attachment, 'ADD'), ctx);
       await post(i, result);
       return result;
     },
@@ -238,7 +234,7 @@ function writeNetworkStatus(
  */
 async function rollback(ctx: CallContext, attachments: Attachment[]): Promise<void> {
   const run = await runAttachments(attachments, { parallel: ctx.conf.parallelAttachments, reverse: true }, (i) =>
-    delNetwork(attachments[i]!.network, runtimeConfFor(ctx, attachments[i]!, 'DEL'), ctx.net),
+    delNetwork(attachments[i]!.network, runtimeConfFor(ctx, attachments[i]!, 'DEL'), ctx),
   );
   for (const { index, error } of run.failures) {
     const { network, ifName } = attachments[index]!;

@@ -29,7 +29,7 @@ export async function cmdCheck(ctx: CallContext): Promise<void> {
     { parallel: ctx.conf.parallelAttachments },
     async (i) => {
       const { network } = attachments[i]!;
-      const checked = await checkNetwork(network, runtimeConfFor(ctx, attachments[i]!, 'CHECK'), ctx.net);
+      const checked = await checkNetwork(network, runtimeConfFor(ctx, attachments[i]!, 'CHECK'), ctx);
       if (!checked)
         ctx.log.verbose(
           `${podTag(ctx)}: skipped CHECK of ${network.name} (cniVersion ${network.cniVersion} or disableCheck)`,

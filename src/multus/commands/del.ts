@@ -30,7 +30,7 @@ import { clearClaimNetworkData } from '../claim-status.ts';
 import { clearClaimNetworks } from '../claim-attach.ts';
 import { cachedRoles, fromCachedDelegateAt, inheritListVersion, planAttachments } from '../attachments.ts';
 import type { CallContext } from '../call-context.ts';
-import { podTag, resolveDeps, runtimeConfFor } from '../call-context.ts';
+import { podTag, runtimeConfFor } from '../call-context.ts';
 import { gatherPodInputs, lookupPod } from '../podnetworks.ts';
 import { newSink, planPodDelegates } from '../pod-delegates.ts';
 
@@ -77,7 +77,7 @@ export async function cmdDel(ctx: CallContext): Promise<void> {
 async function deleteAll(ctx: CallContext, teardowns: Teardown[]): Promise<CniError[]> {
   const run = await runAttachments(teardowns, { parallel: ctx.conf.parallelAttachments, reverse: true }, async (i) => {
     const { network, rt, cached } = teardowns[i]!;
-    await delNetwork(network, rt, ctx.net, cached);
+    await delNetwork(network, rt, ctx, cached);
     removeDeviceInfoOf(ctx, rt);
   });
   return run.failures.map(({ index, error }) => {
@@ -217,12 +217,8 @@ async function clearClaims(ctx: CallContext, plan: DelPlan): Promise<void> {
 async function currentDelegates(ctx: CallContext): Promise<Delegate[]> {
   try {
     const kube = await ctx.kube();
-    const lookup = await lookupPod(kube, ctx.sandbox.pod, 'DEL', {
-      clock: ctx.seams.clock,
-      log: ctx.log,
-      conf: ctx.conf,
-    });
-    const inputs = await gatherPodInputs(ctx.conf, ctx.sandbox.pod, lookup, resolveDeps(kube, ctx), {
+    const lookup = await lookupPod(kube, ctx.sandbox.pod, 'DEL', ctx);
+    const inputs = await gatherPodInputs(ctx.conf, ctx.sandbox.pod, lookup, kube, ctx, {
       stopEarly: true,
     });
     const sink = newSink();

@@ -33,7 +33,7 @@ export async function cmdGc(ctx: CallContext): Promise<void> {
   for (const path of sweepCacheTemps(conf.cniDir)) ctx.log.verbose(`removed ${path}, left by an interrupted write`);
   for (const { network, attachments } of gcTargets(ctx, valid, failures)) {
     try {
-      await gcNetwork(network, attachments, ctx.net);
+      await gcNetwork(network, attachments, ctx);
     } catch (e) {
       failures.push(wrapError(e, `GC of network "${network.name}"`));
     }
@@ -98,7 +98,7 @@ async function deleteStale(ctx: CallContext, validIds: Set<string>, failures: Cn
     stale.set(entry.containerId, container);
     container.entries.push(entry);
     try {
-      await delNetwork(parseNetwork(entry.config), runtimeConfFromCache(entry), ctx.net);
+      await delNetwork(parseNetwork(entry.config), runtimeConfFromCache(entry), ctx);
     } catch (e) {
       container.ok = false;
       failures.push(wrapError(e, `failed to delete stale attachment ${entry.containerId} ${entry.ifName} (${path})`));
@@ -139,7 +139,7 @@ async function deleteUnrecorded(
     if (recorded.has(`${a.network.name}\0${a.ifName}`)) continue;
     const rt = { ...runtimeConfFromCache(entries[0]), ifName: a.ifName, capabilityArgs: {} };
     try {
-      await delNetwork(a.network, rt, ctx.net);
+      await delNetwork(a.network, rt, ctx);
     } catch (e) {
       ok = false;
       failures.push(wrapError(e, `failed to delete stale attachment ${id} ${a.ifName} (an ADD cut short)`));

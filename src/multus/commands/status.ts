@@ -20,7 +20,7 @@ export async function cmdStatus(ctx: CallContext): Promise<void> {
   const cluster = await clusterNetworkDelegate(conf, kube);
   if (!cluster) return;
   try {
-    await statusNetwork(cluster.network, ctx.net);
+    await statusNetwork(cluster.network, ctx);
   } catch (e) {
     if (e instanceof CniError && !(e instanceof PluginNotRunnable)) throw e;
     throw wrapError(e, `error in STATUS command for network "${cluster.network.name}"`);

@@ -13,6 +13,9 @@ import { CniCode } from '../../../src/base/errors.ts';
 import { silentLogger } from '../../../src/base/log.ts';
 import type { DeviceWant } from '../../../src/devices/attachment-devices.ts';
 import { grantDevices } from '../../../src/devices/attachment-devices.ts';
+import type { DraApi } from '../../../src/devices/dra.ts';
+import type { ResourceMapDeps } from '../../../src/devices/devices.ts';
+import type { Logger } from '../../../src/base/log.ts';
 import type { DraObject, Pod } from '../../../src/k8s/types.ts';
 import { rejection } from '../../helpers/errors.ts';
 import { FakeKube, FakeKubeError } from '../../helpers/fake-kube.ts';
@@ -115,10 +118,19 @@ function cluster(): FakeKube {
 const want = (label: string, extra: Partial<DeviceWant> = {}): DeviceWant => ({ label, ...extra });
 const named = (claimName: string, requestName: string) => ({ claim: { claimName, requestName } });
 
+/** grantDevices with the client and a call of this logger and these kubelet paths (as a CallContext hands them). */
+function grant(
+  wants: DeviceWant[],
+  of: Pod,
+  d: { kube?: DraApi | undefined; log: Logger; devices?: ResourceMapDeps },
+): ReturnType<typeof grantDevices> {
+  return grantDevices(wants, of, d.kube, { log: d.log, seams: d.devices ? { devices: d.devices } : {} });
+}
+
 describe('an element naming a claim request', () => {
   it("takes exactly that request's device, which the pool then does not hand out", async () => {
     const kube = cluster();
-    const grants = await grantDevices(
+    const grants = await grant(
       [
         want('pooled', { resourceName: POOL }),
         want('named', { resourceName: POOL, ...named('gpu-nic', 'nic') }),
@@ -149,7 +161,7 @@ describe('an element naming a claim request', () => {
     const kube = cluster();
     const stale = pod({ 'gpu-nic': 'gpu-nic-0' }, ['gpu-nic']);
     kube.pods.set('ns/p', pod({ 'gpu-nic': 'gpu-nic-0' }));
-    const [g] = await grantDevices([want('w', named('gpu-nic', 'nic'))], stale, { kube, log: silentLogger });
+    const [g] = await grant([want('w', named('gpu-nic', 'nic'))], stale, { kube, log: silentLogger });
     expect(g?.deviceId).toBe('0000:3b:00.2');
     expect(kube.received[0]).toBe('getPod ns/p');
   });
@@ -172,7 +184,7 @@ describe('an element naming a claim request', () => {
     ],
   ])('refuses %s with code 7 naming the element, the claim and the request', async (_, ref, problem) => {
     const err = await rejection(
-      grantDevices([want('element 0', ref)], pod({ 'gpu-nic': 'gpu-nic-0' }), { kube: cluster(), log: silentLogger }),
+      grant([want('element 0', ref)], pod({ 'gpu-nic': 'gpu-nic-0' }), { kube: cluster(), log: silentLogger }),
     );
     expect(err.code).toBe(CniCode.InvalidConfig);
     const { claimName, requestName } = ref.claim;
@@ -185,7 +197,7 @@ describe('an element naming a claim request', () => {
     const kube = cluster();
     kube.claims.set('ns/gpu-nic-0', claim('gpu-nic-0', ['nic']));
     let err = await rejection(
-      grantDevices([want('e', named('gpu-nic', 'nic'))], pod({ 'gpu-nic': 'gpu-nic-0' }), { kube, log: silentLogger }),
+      grant([want('e', named('gpu-nic', 'nic'))], pod({ 'gpu-nic': 'gpu-nic-0' }), { kube, log: silentLogger }),
     );
     expect([err.code, err.msg]).toEqual([
       CniCode.InvalidConfig,
@@ -193,7 +205,7 @@ describe('an element naming a claim request', () => {
     ]);
     kube.claims.set('ns/gpu-nic-0', claim('gpu-nic-0', ['nic'], [['nic', NIC, 'vf7']]));
     err = await rejection(
-      grantDevices([want('e', named('gpu-nic', 'nic'))], pod({ 'gpu-nic': 'gpu-nic-0' }), { kube, log: silentLogger }),
+      grant([want('e', named('gpu-nic', 'nic'))], pod({ 'gpu-nic': 'gpu-nic-0' }), { kube, log: silentLogger }),
     );
     expect(err.msg).toContain(
       `device vf7 (driver ${NIC}, pool ${NODE}) of ResourceClaim ns/gpu-nic-0 is in no ResourceSlice of the pod's node`,
@@ -202,7 +214,7 @@ describe('an element naming a claim request', () => {
 
   it('does not hand the same device to a second element naming the same request', async () => {
     const err = await rejection(
-      grantDevices(
+      grant(
         [want('first', named('gpu-nic', 'nic')), want('second', named('gpu-nic', 'nic'))],
         pod({ 'gpu-nic': 'gpu-nic-0' }),
         {
@@ -219,7 +231,7 @@ describe('an element naming a claim request', () => {
 
   it("refuses a device whose resourceName attribute is not the NAD's resourceName", async () => {
     const err = await rejection(
-      grantDevices(
+      grant(
         [want('e', { resourceName: 'intel.com/other', ...named('gpu-nic', 'nic') })],
         pod({ 'gpu-nic': 'gpu-nic-0' }),
         {
@@ -243,11 +255,11 @@ describe('an element picking a pool', () => {
       want('a', { resourceName: 'intel.com/sriov', strict: true }),
       want('b', { resourceName: 'intel.com/sriov' }),
     ];
-    expect(await grantDevices(wants, noClaims, deps)).toEqual([
+    expect(await grant(wants, noClaims, deps)).toEqual([
       { deviceId: '0000:af:00.1', resourceName: 'intel.com/sriov' },
       undefined,
     ]);
-    const err = await rejection(grantDevices([wants[0]!, { ...wants[1]!, strict: true }], noClaims, deps));
+    const err = await rejection(grant([wants[0]!, { ...wants[1]!, strict: true }], noClaims, deps));
     expect([err.code, err.msg]).toEqual([
       CniCode.InvalidConfig,
       'b: pool "intel.com/sriov" has no free device: the pod\'s 1 device(s) of it went to earlier attachments',
@@ -259,7 +271,7 @@ describe('an element picking a pool', () => {
     kube.slices.push(slice(NIC, { vf0: nic('0000:3b:00.2') }));
     const deps = { kube, log: silentLogger, devices: kubelet(['0000:af:00.1']) };
     const err = await rejection(
-      grantDevices([want('element 1', { resourceName: 'nvidia.com/vf', strict: true })], noClaims, deps),
+      grant([want('element 1', { resourceName: 'nvidia.com/vf', strict: true })], noClaims, deps),
     );
     expect([err.code, err.msg]).toEqual([
       CniCode.InvalidConfig,
@@ -276,13 +288,13 @@ describe('an element picking a pool', () => {
       devices: kubelet(['0000:af:00.1'], { 'nvidia.com/vf': ['x'], 'intel.com/sriov': ['y'] }),
     };
     const w = want('element 1', { resourceName: 'nvidia.com/vf', strict: true });
-    let err = await rejection(grantDevices([w], noClaims, onNode));
+    let err = await rejection(grant([w], noClaims, onNode));
     expect([err.code, err.msg]).toEqual([
       CniCode.InvalidConfig,
       'element 1: pool "nvidia.com/vf" is on the node, but neither its device plugins nor its DRA claims gave the pod a device of it (the pod has: intel.com/sriov)',
     ]);
     kube.failures.listResourceSlices = [new FakeKubeError(403, 'forbidden')];
-    err = await rejection(grantDevices([w], noClaims, { ...onNode, devices: kubelet(['0000:af:00.1']) }));
+    err = await rejection(grant([w], noClaims, { ...onNode, devices: kubelet(['0000:af:00.1']) }));
     expect(err.msg).toBe(
       'element 1: pool "nvidia.com/vf" is unknown to pod ns/p: neither its device plugins nor its DRA claims gave the pod a device of it (the pod has: intel.com/sriov)',
     );
@@ -290,7 +302,7 @@ describe('an element picking a pool', () => {
 
   it('asks neither the kubelet nor the API when nothing wants a device', async () => {
     const kube = new FakeKube();
-    const grants = await grantDevices([want('a'), want('b')], noClaims, {
+    const grants = await grant([want('a'), want('b')], noClaims, {
       kube,
       log: silentLogger,
       devices: { podResourcesSocket: join(dir, 'no.sock'), checkpointFile: join(dir, 'missing') },

@@ -68,6 +68,24 @@ describe('planHotplugDel', () => {
     expect(planHotplugDel(cache(), 'eth0', 'net9')).toBeUndefined();
     expect(() => planHotplugDel(cache(), 'eth0', 'eth0')).toThrow(/cluster network and cannot be removed/);
   });
+
+  it('refuses an attachment of a DRA claim: the claim owns it (docs/behaviour.md#claim-networks)', () => {
+    const claimNetwork = {
+      namespace: 'ns',
+      claim: 'c1',
+      uid: 'u',
+      request: 'r1',
+      driver: 'd',
+      pool: 'p',
+      device: 'any',
+    };
+    const cached = [
+      ...cache(),
+      toCachedDelegate({ ...delegate('x', { claimNetwork }, 'ns/x'), ifName: '', isClusterNetwork: false }),
+    ];
+    expect(() => planHotplugDel(cached, 'eth0', 'net3')).toThrow(/belongs to ResourceClaim ns\/c1 \(request "r1"\)/);
+    expect(planHotplugDel(cached, 'eth0', 'net2')?.attachment.displayName).toBe('ns/b');
+  });
 });
 
 describe('network-status edits', () => {

@@ -17,7 +17,7 @@ import { silentLogger } from '../../../src/base/log.ts';
 import type { Command } from '../../../src/cni/request.ts';
 import { parseRequest } from '../../../src/cni/request.ts';
 import { withContext } from '../../helpers/commands.ts';
-import { FakeExec, cniErrorReply } from '../../helpers/fake-exec.ts';
+import { FakeExec, cniErrorReply, defaultResult } from '../../helpers/fake-exec.ts';
 
 let dir: string;
 let cniDir: string;
@@ -107,6 +107,19 @@ describe('ADD', () => {
       'third-cid1-net2',
     ]);
     expect(existsSync(join(cniDir, 'cid1'))).toBe(true);
+  });
+
+  it("logs a delegate's stderr through the call's one logger (libcni takes the context's, not a copy)", async () => {
+    const exec = new FakeExec('p0', 'p1', 'p2', 'p3');
+    exec.returns['p3 ADD'] = (call) => ({
+      stdout: Buffer.from(JSON.stringify(defaultResult(call))),
+      stderr: Buffer.from('hello\n'),
+    });
+    const lines: string[] = [];
+    const log = { ...silentLogger, verbose: (msg: string) => void lines.push(msg) };
+    const { req, conf } = request('ADD', multusConf());
+    await cmdAdd(...withContext(req, conf, { ...deps(exec), log }));
+    expect(lines).toContain('p3 ADD stderr: hello');
   });
 
   it("rolls back the failed and every earlier attachment in reverse, keeps the delegate's code, leaves no cache", async () => {

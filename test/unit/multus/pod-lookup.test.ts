@@ -23,9 +23,9 @@ const k8s: K8sArgs = {
 const slept: number[] = [];
 const clock = { now: () => 0, sleep: async (ms: number) => void slept.push(ms) };
 const deps = {
-  clock,
   log: silentLogger,
   conf: { readinessBackoff: { initialMs: 250, factor: 4, jitter: 0, steps: 4 } },
+  seams: { clock },
 };
 
 function kube(answer: () => Pod): { client: KubeClient; asked: (CallOptions | undefined)[] } {
