@@ -23,8 +23,8 @@
  * Its figures go under the `kubernetes` key of the JSON; the top-level figures stay those of delegates-only.
  * Scenarios `resident` (scripts/bench/resident.mjs), `density` (scripts/bench/density.mjs), `cluster`
  * (scripts/bench/cluster.mjs), `status` (scripts/bench/status.mjs: STATUS through the four modes) and `parallel`
- * (scripts/bench/parallel.mjs: four 1 s attachments, serial against parallelAttachments) run only when asked for,
- * under their own key.
+ * (scripts/bench/parallel.mjs: four 1 s attachments, serial against parallelAttachments) and `dra`
+ * (scripts/bench/dra.mjs: networks as DRA devices) run only when asked for, under their own key.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -51,6 +51,7 @@ import { runResident } from './bench/resident.mjs';
 import { runShimWait } from './bench/shim-wait.mjs';
 import { runStatus } from './bench/status.mjs';
 import { runParallel } from './bench/parallel.mjs';
+import { runDra } from './bench/dra.mjs';
 
 /** The scenarios to run, in order; warns or fails on what this machine lacks. */
 function scenariosToRun(opts, k8s) {
@@ -80,6 +81,7 @@ async function runScenarios(run, ctx, out) {
   if (run.includes('cluster')) out.cluster = await runCluster(ctx);
   if (run.includes('status')) out.status = await runStatus({ ...typed, root: ROOT });
   if (run.includes('parallel')) out.parallel = await runParallel(ctx);
+  if (run.includes('dra')) out.dra = await runDra(ctx);
 }
 
 async function main() {

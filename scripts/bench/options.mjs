@@ -11,6 +11,7 @@ export const SCENARIO_NAMES = [
   'cluster',
   'status',
   'parallel',
+  'dra',
 ];
 /** The modes of scenario resident (`--modes`). */
 export const RESIDENT_MODES = ['thin_ts', 'resident_ts', 'go_thin', 'go_thick'];
@@ -77,7 +78,10 @@ export function usage(code) {
       `scenario status (only when asked for: --scenario status; root; Go thick needs the Kubernetes binaries):\n` +
       `  --status-rounds N    measured rounds of STATUS through every mode, default 100\n` +
       `scenario parallel (only when asked for: --scenario parallel; root):\n` +
-      `  --parallel-rounds N  ADD/DEL pairs of a pod with four 1 s attachments, serial and parallel, default 3\n`,
+      `  --parallel-rounds N  ADD/DEL pairs of a pod with four 1 s attachments, serial and parallel, default 3\n` +
+      `scenario dra (only when asked for: --scenario dra; root, the kubelet node's peers):\n` +
+      `  --dra-pods N         pods with a claim network and as many with an annotation network, default 10 (0: no node)\n` +
+      `  --dra-rss-rounds R   daemons started with draNetworks off and on, alternated, default 3\n`,
   );
   process.exit(code);
 }
@@ -101,6 +105,8 @@ function defaults() {
     writeback: 'none',
     modes: RESIDENT_MODES,
     pods: 100,
+    draPods: 10,
+    draRssRounds: 3,
     densityModes: DENSITY_MODES,
     burst: true,
     faults: FAULTS,
@@ -162,6 +168,8 @@ export function parseArgs(argv) {
     else if (k === '--node-lock') o.nodeLock = resolve(next());
     else if (k === '--status-rounds') o.statusRounds = int();
     else if (k === '--parallel-rounds') o.parallelRounds = int();
+    else if (k === '--dra-pods') o.draPods = int();
+    else if (k === '--dra-rss-rounds') o.draRssRounds = int();
     else if (k === '--faults') {
       const v = next();
       o.faults = v === 'none' ? [] : v.split(',');

@@ -57,6 +57,10 @@ export function collection(o: Obj): string {
     ValidatingWebhookConfiguration: 'validatingwebhookconfigurations',
     Issuer: 'issuers',
     Certificate: 'certificates',
+    DeviceClass: 'deviceclasses',
+    ResourceClaim: 'resourceclaims',
+    ResourceClaimTemplate: 'resourceclaimtemplates',
+    Pod: 'pods',
   };
   const p = plural[o.kind];
   if (!p) throw new Error(`no URL for kind ${o.kind}`);

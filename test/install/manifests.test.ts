@@ -24,6 +24,7 @@ describe('deployments/', () => {
   it('has the CRD and both modes', () => {
     expect(FILES).toEqual([
       'multus-ts-claim-network-data.yml',
+      'multus-ts-dra-networks.yml',
       'multus-ts-resident.yml',
       'multus-ts-thin.yml',
       'multus-ts-webhook.yml',

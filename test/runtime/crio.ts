@@ -43,28 +43,21 @@ export function crioRequirements(): Requirement[] {
   ];
 }
 
-export class CrioRuntime extends Runtime {
-  override readonly kind = 'crio';
+/** Where a CRI-O instance keeps its things: the fixture's dir, its socket, the CNI dirs and the namespaces dir. */
+export interface CrioPlaces {
+  dir: string;
+  socket: string;
+  sandboxImage: string;
+  bin: string;
+  conf: string;
+  /** pinns' dir: the sandboxes' network namespaces are `<namespacesDir>/netns/<uuid>` */
+  namespacesDir: string;
+}
 
-  override get socket(): string {
-    return join(this.dir, 'crio.sock');
-  }
-  override get netnsDir(): string {
-    return join(this.dir, 'ns', 'netns');
-  }
-  /** containers/storage's spec of the fixture's image store, for skopeo. */
-  private get storage(): string {
-    return `containers-storage:[overlay@${join(this.dir, 'root')}+${join(this.dir, 'runroot')}]`;
-  }
-  /** A name of its own for the fixture's multus network (see the file's comment). */
-  get multusNetworkName(): string {
-    return `multus-crio-${this.id}`;
-  }
-
-  protected override config(): string {
-    const d = this.dir;
-    const { bin, conf } = this.cniDirs();
-    return `[crio]
+/** CRI-O's config.toml for `o` (the fixture's, and a kubelet node's: node.ts). */
+export function crioConfig(o: CrioPlaces): string {
+  const d = o.dir;
+  return `[crio]
 root = "${d}/root"
 runroot = "${d}/runroot"
 storage_driver = "overlay"
@@ -73,7 +66,7 @@ version_file = "${d}/version"
 version_file_persist = "${d}/version-persist"
 clean_shutdown_file = "${d}/clean.shutdown"
 [crio.api]
-listen = "${this.socket}"
+listen = "${o.socket}"
 stream_address = "127.0.0.1"
 stream_port = "0"
 [crio.runtime]
@@ -81,7 +74,7 @@ default_runtime = "runc"
 cgroup_manager = "cgroupfs"
 conmon_cgroup = "pod"
 pinns_path = "${PINNS_BIN}"
-namespaces_dir = "${d}/ns"
+namespaces_dir = "${o.namespacesDir}"
 container_exits_dir = "${d}/exits"
 container_attach_socket_dir = "${d}/attach"
 apparmor_profile = ""
@@ -94,48 +87,83 @@ runtime_root = "${d}/runc"
 monitor_path = "${CONMON_BIN}"
 monitor_cgroup = "pod"
 [crio.image]
-pause_image = "${this.sandboxImage}"
+pause_image = "${o.sandboxImage}"
 signature_policy = "${POLICY}"
 signature_policy_dir = "${d}/policies"
 [crio.network]
-network_dir = "${conf}"
-plugin_dirs = ["${bin}"]
+network_dir = "${o.conf}"
+plugin_dirs = ["${o.bin}"]
 [crio.metrics]
 enable_metrics = false
 [crio.nri]
 enable_nri = false
 `;
+}
+
+/** CRI-O's command line and environment for the config in `dir`. */
+export function crioCommand(dir: string): { args: string[]; env: NodeJS.ProcessEnv } {
+  return { args: [CRIO_BIN, '--config', join(dir, 'config.toml')], env: childEnv({ _CRIO_ROOTLESS: '1' }) };
+}
+
+/**
+ * Copies each tag of an OCI archive's index into the CRI-O storage of `dir` as `<base>:<tag>` (skopeo); a tag that
+ * is a whole reference (`registry/name:tag`) is kept as it is.
+ */
+export async function importIntoCrio(dir: string, tar: string, base: string): Promise<void> {
+  const storage = `containers-storage:[overlay@${join(dir, 'root')}+${join(dir, 'runroot')}]`;
+  const index = JSON.parse(await runOk('tar', ['-xOf', tar, './index.json'])) as {
+    manifests: { annotations?: Record<string, string> }[];
+  };
+  for (const m of index.manifests) {
+    const tag = m.annotations?.['org.opencontainers.image.ref.name'];
+    if (!tag) continue;
+    const target = tag.includes('/') ? tag : `${base}:${tag}`;
+    // in a mount namespace of its own with a tmpfs over /var/lib: containers/image keeps a blob-info cache
+    // in /var/lib/containers/cache (root's fixed path), which must not land on the machine
+    await runOk('unshare', [
+      '--mount',
+      '--propagation',
+      'private',
+      'sh',
+      '-c',
+      'mount -t tmpfs tmpfs /var/lib && exec "$0" "$@"',
+      SKOPEO_BIN,
+      `--tmpdir=${dir}`,
+      'copy',
+      '--quiet',
+      `oci-archive:${tar}:${tag}`,
+      `${storage}${target}`,
+    ]);
+  }
+}
+
+export class CrioRuntime extends Runtime {
+  override readonly kind = 'crio';
+
+  override get socket(): string {
+    return join(this.dir, 'crio.sock');
+  }
+  override get netnsDir(): string {
+    return join(this.dir, 'ns', 'netns');
+  }
+  /** A name of its own for the fixture's multus network (see the file's comment). */
+  get multusNetworkName(): string {
+    return `multus-crio-${this.id}`;
+  }
+
+  protected override config(): string {
+    const { bin, conf } = this.cniDirs();
+    const places = { dir: this.dir, socket: this.socket, sandboxImage: this.sandboxImage, bin, conf };
+    return crioConfig({ ...places, namespacesDir: join(this.dir, 'ns') });
   }
 
   protected override command(): { args: string[]; env: NodeJS.ProcessEnv } {
-    return { args: [CRIO_BIN, '--config', join(this.dir, 'config.toml')], env: childEnv({ _CRIO_ROOTLESS: '1' }) };
+    return crioCommand(this.dir);
   }
 
   /** Copies each tag of an OCI archive's index into CRI-O's storage as `<base>:<tag>` (skopeo). */
   override async importImages(tar: string, base: string): Promise<void> {
-    const index = JSON.parse(await runOk('tar', ['-xOf', tar, './index.json'])) as {
-      manifests: { annotations?: Record<string, string> }[];
-    };
-    for (const m of index.manifests) {
-      const tag = m.annotations?.['org.opencontainers.image.ref.name'];
-      if (!tag) continue;
-      // in a mount namespace of its own with a tmpfs over /var/lib: containers/image keeps a blob-info cache
-      // in /var/lib/containers/cache (root's fixed path), which must not land on the machine
-      await runOk('unshare', [
-        '--mount',
-        '--propagation',
-        'private',
-        'sh',
-        '-c',
-        'mount -t tmpfs tmpfs /var/lib && exec "$0" "$@"',
-        SKOPEO_BIN,
-        `--tmpdir=${this.dir}`,
-        'copy',
-        '--quiet',
-        `oci-archive:${tar}:${tag}`,
-        `${this.storage}${base}:${tag}`,
-      ]);
-    }
+    await importIntoCrio(this.dir, tar, base);
   }
 
   /** CRI-O's log lines that mention `text`. */

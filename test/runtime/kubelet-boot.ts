@@ -39,11 +39,23 @@ export interface KubeletNode {
   imageRef: string;
 }
 
+export interface BootOptions {
+  /** The node's CRI runtime (default containerd). */
+  runtime?: 'containerd' | 'crio';
+  /** Start the tests' own DRA driver (test/runtime/dra-driver; default true). */
+  draDriver?: boolean;
+}
+
 /** Boots the node; its default network `clusterNet` is a bridge `bridge` on `subnet`. */
-export async function bootKubeletNode(clusterNet: string, bridge: string, subnet: string): Promise<KubeletNode> {
+export async function bootKubeletNode(
+  clusterNet: string,
+  bridge: string,
+  subnet: string,
+  o: BootOptions = {},
+): Promise<KubeletNode> {
   // privileged: the resident daemon runs delegates in pods' namespaces, as on any node
   const cluster = await startCluster({ serviceAccountAdmission: true, apiserverArgs: ['--allow-privileged=true'] });
-  const node = await new NodeRuntime().prepare();
+  const node = await new NodeRuntime({ runtime: o.runtime ?? 'containerd' }).prepare();
   await node.forDaemonSet(clusterNet, bridge, subnet);
   // the image, made from the current build/multus
   const imageDir = join(node.dir, 'image');
@@ -54,6 +66,26 @@ export async function bootKubeletNode(clusterNet: string, bridge: string, subnet
   expect(tar, `no image tarball in ${imageDir}`).toBeDefined();
 
   await node.start();
+  const imageRef = await importImage(node, join(imageDir, tar!));
+  const tunnel = new ApiTunnel();
+  await tunnel.open(cluster, node.hostNs, node.dir);
+  await node.startControlPlane(cluster);
+  await node.startKubelet(cluster);
+  if (o.draDriver ?? true) await node.startDraDriver(cluster);
+  return { cluster, node, tunnel, imageRef };
+}
+
+/** Imports the image tarball into the node's runtime; the reference it got. */
+async function importImage(node: NodeRuntime, tar: string): Promise<string> {
+  if (node.kind === 'crio') {
+    // the archive's index names the image in full (scripts/image.sh)
+    const index = JSON.parse(await runOk('tar', ['-xOf', tar, './index.json'])) as {
+      manifests: { annotations?: Record<string, string> }[];
+    };
+    const ref = index.manifests[0]?.annotations?.['org.opencontainers.image.ref.name'] ?? '';
+    await node.importImages(tar, ref.slice(0, ref.lastIndexOf(':')));
+    return ref;
+  }
   const imported = await runOk(CTR_BIN, [
     '-a',
     node.socket,
@@ -62,13 +94,7 @@ export async function bootKubeletNode(clusterNet: string, bridge: string, subnet
     'images',
     'import',
     '--all-platforms',
-    join(imageDir, tar!),
+    tar,
   ]);
-  const imageRef = /unpacking (\S+) \(/.exec(imported)?.[1] ?? imported.trim();
-  const tunnel = new ApiTunnel();
-  await tunnel.open(cluster, node.hostNs, node.dir);
-  await node.startControlPlane(cluster);
-  await node.startKubelet(cluster);
-  await node.startDraDriver(cluster);
-  return { cluster, node, tunnel, imageRef };
+  return /unpacking (\S+) \(/.exec(imported)?.[1] ?? imported.trim();
 }

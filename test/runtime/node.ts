@@ -34,6 +34,7 @@ import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { type Requirement, fileExists } from '../helpers/skip.ts';
 import type { Cluster } from '../k8s/cluster.ts';
+import { crioCommand, crioConfig, importIntoCrio } from './crio.ts';
 import { RUNTIME_CACHE_DIR, Runtime, childEnv, runOk } from './runtime.ts';
 
 export const KUBELET_BIN = join(RUNTIME_CACHE_DIR, 'kubelet');
@@ -72,6 +73,8 @@ export interface NodeOptions {
   ip?: string;
   link?: string;
   linkPeer?: string;
+  /** The node's CRI runtime (default containerd; CRI-O as crio.ts runs it, its namespaces in the node's /run). */
+  runtime?: 'containerd' | 'crio';
 }
 
 /** What the node needs besides the runtime tier's requirements, for `needs(...)` (`dra`: the DRA driver too). */
@@ -96,6 +99,7 @@ interface Proc {
 }
 
 export class NodeRuntime extends Runtime {
+  override readonly kind: string = 'containerd';
   /** The node's name in the API. */
   readonly nodeName: string;
   /** Its address (kubelet's --node-ip), on `link` in its network namespace. */
@@ -112,6 +116,27 @@ export class NodeRuntime extends Runtime {
     this.nodeIp = o.ip ?? NODE_IP;
     this.link = o.link ?? NODE_LINK;
     this.linkPeer = o.linkPeer ?? NODE_LINK_PEER;
+    this.kind = o.runtime ?? 'containerd';
+  }
+
+  private get crio(): boolean {
+    return this.kind === 'crio';
+  }
+  override get socket(): string {
+    return this.crio ? join(this.dir, 'crio.sock') : super.socket;
+  }
+  /** CRI-O on the node: its config with the node's CNI dirs, the pods' namespaces in /run/netns (pinns). */
+  protected override config(): string {
+    if (!this.crio) return super.config();
+    const { bin, conf } = this.cniDirs();
+    const places = { dir: this.dir, socket: this.socket, sandboxImage: this.sandboxImage, bin, conf };
+    return crioConfig({ ...places, namespacesDir: '/run' });
+  }
+  protected override command(): { args: string[]; env: NodeJS.ProcessEnv } {
+    return this.crio ? crioCommand(this.dir) : super.command();
+  }
+  override async importImages(tar: string, base: string): Promise<void> {
+    await (this.crio ? importIntoCrio(this.dir, tar, base) : super.importImages(tar, base));
   }
 
   /**
@@ -167,13 +192,13 @@ export class NodeRuntime extends Runtime {
   }
 
   /**
-   * The pods' network namespace files (containerd names them cni-<uuid>), from the node's own /run layer (the
-   * machine's /run/netns shows through the overlay's lower dir).
+   * The pods' network namespace files (containerd names them cni-<uuid>, CRI-O's pinns <uuid>), from the node's
+   * own /run layer (the machine's /run/netns shows through the overlay's lower dir).
    */
   override async netnsFiles(): Promise<string[]> {
     const entries = await readdir(this.ownPath(this.netnsDir), { withFileTypes: true }).catch(() => []);
     return entries
-      .filter((e) => e.isFile() && e.name.startsWith('cni-'))
+      .filter((e) => e.isFile() && (this.crio || e.name.startsWith('cni-')))
       .map((e) => e.name)
       .sort();
   }

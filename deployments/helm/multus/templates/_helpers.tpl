@@ -118,6 +118,11 @@ data, the metrics scrape).
 {{- if .Values.claimNetworkData.enabled -}}
 {{- $_ := set $conf "publishClaimNetworkData" true -}}
 {{- end -}}
+{{- if .Values.draNetworks.enabled -}}
+{{- $_ := set $conf "draNetworks" true -}}
+{{- $_ := set $conf "draDriverName" .Values.draNetworks.driverName -}}
+{{- $_ := set $conf "draInlineConfigFromClaims" .Values.draNetworks.inlineConfigFromClaims -}}
+{{- end -}}
 {{- if .Values.metrics.enabled -}}
 {{- $_ := set $conf "metricsPort" (int .Values.metrics.port) -}}
 {{- $_ := set $conf "metricsBindAddress" .Values.metrics.bindAddress -}}
