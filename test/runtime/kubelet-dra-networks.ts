@@ -78,7 +78,7 @@ function suiteBody(runtime: 'containerd' | 'crio'): void {
       await runOk('ip', ['-n', node.hostNs, 'link', 'add', l, 'type', 'veth', 'peer', 'name', `${l}p`]);
       for (const end of [l, `${l}p`]) await runOk('ip', ['-n', node.hostNs, 'link', 'set', end, 'up']);
     }
-    for (const o of draDaemonSetObjects(new URL(cluster.server).port)) await cluster.admin.post(collection(o), o);
+    for (const o of draDaemonSetObjects(new URL(cluster.server).port, runtime)) await cluster.admin.post(collection(o), o);
     await ensureNamespace(cluster, ns);
     await untilDefaultServiceAccount(cluster, ns, logs);
     // the daemon's pod Ready (its DRA sockets follow): the cases wait for nothing less, so a daemon that cannot
@@ -157,12 +157,14 @@ function suiteBody(runtime: 'containerd' | 'crio'): void {
     expect(ready, `the pod's ready sandbox`).toHaveLength(1);
     return node.inspect(ready[0]!);
   };
-  const linksIn = async (sb: SandboxInfo): Promise<Map<string, Link>> =>
-    new Map(
-      (
-        JSON.parse(await runOk('nsenter', ['-t', String(sb.pid), '--net', 'ip', '-j', '-d', 'addr', 'show'])) as Link[]
-      ).map((l) => [l.ifname, l]),
-    );
+  /** The sandbox's links: through its pause process, or (CRI-O's inspectp names no PID) its netns in the node. */
+  const linksIn = async (sb: SandboxInfo): Promise<Map<string, Link>> => {
+    const ip = ['ip', '-j', '-d', 'addr', 'show'];
+    const args = sb.pid
+      ? ['-t', String(sb.pid), '--net', ...ip]
+      : [...node.nsenterArgs(), '--', 'nsenter', `--net=${sb.netns}`, ...ip];
+    return new Map((JSON.parse(await runOk('nsenter', args)) as Link[]).map((l) => [l.ifname, l]));
+  };
   /** `<network>/<ip>` leases in host-local's data dir (in the node). */
   const reservedIps = async (): Promise<string[]> => {
     const found: string[] = [];
