@@ -3,7 +3,8 @@
  * (kubelet-dra-networks-containerd.test.ts) and CRI-O (kubelet-dra-networks-crio.test.ts): one kubelet node per
  * runtime (node.ts, kubelet-boot.ts; CRI-O as crio.ts runs it, its namespaces in the node), the resident DaemonSet
  * of deployments/ with `draNetworks: true` and deployments/multus-ts-dra-networks.yml (the driver's RBAC under
- * 1.36+'s per-driver authorization, the DeviceClasses), so the daemon is the node's DRA driver
+ * 1.36+'s per-driver authorization, the DeviceClasses; on CRI-O the daemon container unprivileged with the
+ * capabilities it uses, kubelet-dra-objects.ts), so the daemon is the node's DRA driver
  * `multus.k8s.cni.cncf.io`: the kubelet finds it through its plugin watcher, the scheduler allocates claims on its
  * ResourceSlice, the kubelet has it prepare them, and the CNI ADD the runtime makes attaches the claim networks.
  * The cases share the boot (kubelet-dra-cases.ts). The administrator's opt-in for claims' inline configs
@@ -78,7 +79,8 @@ function suiteBody(runtime: 'containerd' | 'crio'): void {
       await runOk('ip', ['-n', node.hostNs, 'link', 'add', l, 'type', 'veth', 'peer', 'name', `${l}p`]);
       for (const end of [l, `${l}p`]) await runOk('ip', ['-n', node.hostNs, 'link', 'set', end, 'up']);
     }
-    for (const o of draDaemonSetObjects(new URL(cluster.server).port, runtime)) await cluster.admin.post(collection(o), o);
+    for (const o of draDaemonSetObjects(new URL(cluster.server).port, runtime))
+      await cluster.admin.post(collection(o), o);
     await ensureNamespace(cluster, ns);
     await untilDefaultServiceAccount(cluster, ns, logs);
     // the daemon's pod Ready (its DRA sockets follow): the cases wait for nothing less, so a daemon that cannot
