@@ -12,6 +12,7 @@
  * Tested by test/unit/k8s/claim-devices.test.ts and test/k8s/dra-networks.test.ts.
  */
 import type { Call } from './calls.ts';
+import { claimDevicesApplyCall } from './calls.ts';
 import type { DraObject } from './types.ts';
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -62,17 +63,10 @@ export function changesDevices(claim: DraObject, manager: string, devices: unkno
 /** A JSON patch of `status.devices` that applies only to the claim as read (its resourceVersion). */
 export function claimDevicesPatchCall(claim: DraObject, manager: string, devices: unknown[]): Call {
   const meta = (claim.metadata ?? {}) as { namespace?: string; name?: string; resourceVersion?: string };
-  const namespace = meta.namespace ?? '';
-  const name = meta.name ?? '';
-  const seg = encodeURIComponent;
+  const apply = claimDevicesApplyCall(meta.namespace ?? '', meta.name ?? '', manager, []);
   return {
-    verb: 'patch',
-    method: 'PATCH',
-    group: 'resource.k8s.io',
-    resource: 'resourceclaims/status',
-    namespace,
-    name,
-    path: `/apis/resource.k8s.io/v1/namespaces/${seg(namespace)}/resourceclaims/${seg(name)}/status?fieldManager=${seg(manager)}`,
+    ...apply,
+    path: apply.path.replace(/&force=true$/, ''),
     body: [
       { op: 'test', path: '/metadata/resourceVersion', value: meta.resourceVersion ?? '' },
       { op: 'add', path: '/status/devices', value: mergedDevices(claim, manager, devices) },

@@ -157,23 +157,22 @@ class Client implements KubeClient, WatchClient, SliceWriter {
   ): Promise<void> {
     // a clear goes by the patch: it must also remove what an earlier fallback wrote (an Update, which an apply
     // of the empty list leaves in place)
-    if (devices.length === 0) return this.patchClaimDevices(namespace, name, fieldManager, devices, opts);
+    const write = { namespace, name, fieldManager, devices };
+    if (devices.length === 0) return this.patchClaimDevices(write, opts);
     try {
       await this.run<unknown>(claimDevicesApplyCall(namespace, name, fieldManager, devices), opts);
     } catch (e) {
       if (httpStatusOf(e) !== 422) throw e;
-      await this.patchClaimDevices(namespace, name, fieldManager, devices, opts); // k8s/claim-devices.ts says why
+      await this.patchClaimDevices(write, opts); // k8s/claim-devices.ts says why
     }
   }
 
   /** The apply's fallback: read, merge, JSON patch guarded by the resourceVersion; a write that lost a race is retried. */
   private async patchClaimDevices(
-    namespace: string,
-    name: string,
-    fieldManager: string,
-    devices: unknown[],
+    w: { namespace: string; name: string; fieldManager: string; devices: unknown[] },
     opts?: CallOptions,
   ): Promise<void> {
+    const { namespace, name, fieldManager, devices } = w;
     for (let attempt = 1; ; attempt++) {
       const claim = await this.getResourceClaim(namespace, name, opts);
       if (!changesDevices(claim, fieldManager, devices)) return;
