@@ -5,34 +5,18 @@
  * claim on the endpoint it names: with the API server unreachable, the claim gets an error of its own saying the
  * kubelet tries again; unprepare of a claim never prepared is success, twice. SIGTERM removes both sockets.
  */
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { call, draClient, registrationClient } from '../helpers/dra-client.ts';
 import { fileExists, isRoot, needs } from '../helpers/skip.ts';
 
 const EXE = resolve('build/multus');
-const PROTOS = resolve('src/kubelet/protos');
 const DRIVER = 'multus.k8s.cni.cncf.io';
 const ready = () => needs(isRoot(), fileExists(EXE, 'the built executable (npm run build)'));
-
-type Callback = (err: grpc.ServiceError | null, value?: Record<string, unknown>) => void;
-type Client = grpc.Client & Record<string, (request: object, callback: Callback) => void>;
-
-function client(proto: string, service: string, socket: string): Client {
-  const definition = protoLoader.loadSync(join(PROTOS, proto), { keepCase: true, defaults: true });
-  const Ctor = grpc.makeGenericClientConstructor(definition[service] as grpc.ServiceDefinition, 'X') as unknown as new (
-    address: string,
-    creds: grpc.ChannelCredentials,
-  ) => Client;
-  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure());
-}
-const call = (c: Client, method: string, request: object) =>
-  new Promise<Record<string, unknown>>((res, rej) => c[method]!(request, (e, v) => (e ? rej(e) : res(v ?? {}))));
 
 let dir: string;
 let child: ChildProcess | undefined;
@@ -74,7 +58,7 @@ describe.runIf(ready())('multus daemon with draNetworks (process)', () => {
     child = c;
     const reg = join(dir, 'kubelet', 'plugins_registry', `${DRIVER}-reg.sock`);
     await until(() => existsSync(reg), 'the registration socket');
-    const registration = client('pluginregistration/v1/api.proto', 'pluginregistration.Registration', reg);
+    const registration = registrationClient(reg);
     const info = await call(registration, 'GetInfo', {});
     expect(info).toEqual({
       type: 'DRAPlugin',
@@ -82,7 +66,7 @@ describe.runIf(ready())('multus daemon with draNetworks (process)', () => {
       endpoint: join(dir, 'kubelet', 'plugins', DRIVER, 'dra.sock'),
       supported_versions: ['v1.DRAPlugin', 'v1beta1.DRAPlugin'],
     });
-    const dra = client('dra/v1/api.proto', 'k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin', info.endpoint as string);
+    const dra = draClient(info.endpoint as string);
     const claims = [{ namespace: 'ns1', name: 'c1', uid: '0c0c0c0c-0000-4000-8000-000000000001' }];
     const prepared = (await call(dra, 'NodePrepareResources', { claims })).claims as Record<string, { error: string }>;
     expect(prepared[claims[0]!.uid]!.error).toMatch(

@@ -5,38 +5,18 @@
  * (every claim answered, with snake_case fields as Go sees them), the same again when repeated, unprepare
  * idempotent; both versions served; NotifyRegistrationStatus kicks the slice sync; the signal removes both sockets.
  */
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as grpc from '@grpc/grpc-js';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/base/log.ts';
 import { networkDeviceName } from '../../../src/dra/device-names.ts';
 import { startDraPlugin } from '../../../src/dra/plugin.ts';
 import type { DraPlugin } from '../../../src/dra/plugin.ts';
+import { call, draClient, registrationClient } from '../../helpers/dra-client.ts';
+import type { ProtoClient } from '../../helpers/dra-client.ts';
 import { DRIVER, FakeDriverApi, claim, nad, nadSource, selection } from './fake-driver-api.ts';
-
-const PROTOS = fileURLToPath(new URL('../../../src/kubelet/protos/', import.meta.url));
-
-type Callback = (err: grpc.ServiceError | null, value?: Record<string, unknown>) => void;
-type Client = grpc.Client & Record<string, (request: object, callback: Callback) => void>;
-
-/** A client of `service` in `proto`, as the kubelet (Go) sees the messages: snake_case, defaults present. */
-function client(proto: string, service: string, socket: string): Client {
-  const definition = protoLoader.loadSync(join(PROTOS, proto), { keepCase: true, defaults: true });
-  const Ctor = grpc.makeGenericClientConstructor(definition[service] as grpc.ServiceDefinition, 'X') as unknown as new (
-    address: string,
-    creds: grpc.ChannelCredentials,
-  ) => Client;
-  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure());
-}
-
-const call = (c: Client, method: string, request: object) =>
-  new Promise<Record<string, unknown>>((resolve, reject) =>
-    c[method]!(request, (err, value) => (err ? reject(err) : resolve(value ?? {}))),
-  );
 
 const UID1 = '0b0b0b0b-0000-4000-8000-000000000001';
 const UID2 = '0b0b0b0b-0000-4000-8000-000000000002';
@@ -86,13 +66,14 @@ async function start(slices = false): Promise<DraPlugin> {
   });
 }
 
-const kubelet = (proto: string, service: string, socket: string) => {
-  const c = client(proto, service, socket);
+/** A kubelet-side client (test/helpers/dra-client.ts), closed after the test. */
+const kubelet = (make: (socket: string) => ProtoClient, socket: string) => {
+  const c = make(socket);
   clients.push(c);
   return c;
 };
-const DRA_V1 = ['dra/v1/api.proto', 'k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin'] as const;
-const DRA_V1BETA1 = ['dra/v1beta1/api.proto', 'k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin'] as const;
+const DRA_V1 = (socket: string) => draClient(socket, 'v1');
+const DRA_V1BETA1 = (socket: string) => draClient(socket, 'v1beta1');
 const claims = [
   { namespace: 'ns1', uid: UID1, name: 'good' },
   { namespace: 'ns1', uid: UID2, name: 'unknown' },
@@ -102,11 +83,7 @@ const claims = [
 describe('the DRA plugin on its sockets', () => {
   it('registers as a DRAPlugin whose endpoint is the service socket, both 0600', async () => {
     const plugin = await start();
-    const reg = kubelet(
-      'pluginregistration/v1/api.proto',
-      'pluginregistration.Registration',
-      plugin.registrationSocket,
-    );
+    const reg = kubelet(registrationClient, plugin.registrationSocket);
     expect(plugin.registrationSocket).toBe(join(dir, 'kubelet', 'plugins_registry', `${DRIVER}-reg.sock`));
     expect(await call(reg, 'GetInfo', {})).toEqual({
       type: 'DRAPlugin',
@@ -121,7 +98,7 @@ describe('the DRA plugin on its sockets', () => {
 
   it('prepares known, unknown and refused claims, each answered, the same when repeated; unprepare is idempotent', async () => {
     const plugin = await start();
-    const dra = kubelet(...DRA_V1, plugin.socket);
+    const dra = kubelet(DRA_V1, plugin.socket);
     const first = await call(dra, 'NodePrepareResources', { claims });
     const answers = first.claims as Record<string, { devices: unknown[]; error: string }>;
     expect(Object.keys(answers).sort()).toEqual([UID1, UID2, UID3]);
@@ -144,7 +121,7 @@ describe('the DRA plugin on its sockets', () => {
     api.claims.set('ns1/bynad', claim('bynad', uid, [['net', DRIVER, device]]));
     const plugin = await start();
     const one = [{ namespace: 'ns1', uid, name: 'bynad' }];
-    const answers = (await call(kubelet(...DRA_V1, plugin.socket), 'NodePrepareResources', { claims: one })).claims;
+    const answers = (await call(kubelet(DRA_V1, plugin.socket), 'NodePrepareResources', { claims: one })).claims;
     expect(answers).toEqual({
       [uid]: {
         devices: [{ request_names: ['net'], pool_name: 'node-1', device_name: device, cdi_device_ids: [] }],
@@ -156,7 +133,7 @@ describe('the DRA plugin on its sockets', () => {
   it('serves v1beta1 with the same answers', async () => {
     const plugin = await start();
     const answers = (
-      await call(kubelet(...DRA_V1BETA1, plugin.socket), 'NodePrepareResources', { claims: claims.slice(0, 1) })
+      await call(kubelet(DRA_V1BETA1, plugin.socket), 'NodePrepareResources', { claims: claims.slice(0, 1) })
     ).claims as Record<string, unknown>;
     expect(answers[UID1]).toEqual({
       devices: [{ request_names: ['net'], pool_name: 'node-1', device_name: 'any', cdi_device_ids: [] }],
@@ -169,11 +146,7 @@ describe('the DRA plugin on its sockets', () => {
     await plugin.sliceSync!.synced();
     expect(api.slices).toHaveLength(1);
     api.slices.splice(0); // the kubelet wiped them at its start
-    const reg = kubelet(
-      'pluginregistration/v1/api.proto',
-      'pluginregistration.Registration',
-      plugin.registrationSocket,
-    );
+    const reg = kubelet(registrationClient, plugin.registrationSocket);
     const again = plugin.sliceSync!.synced();
     await call(reg, 'NotifyRegistrationStatus', { plugin_registered: true });
     await again;
