@@ -23,7 +23,7 @@
  *
  * Phases: idle (after the informers synced and 20 warm-up pairs), one pair timed (`first_pair_after_rest`: ms,
  * the daemon's CPU ms and page faults; `--rest-pairs N`: N more, each after 2.5 s without a call, medians), then `--burst N` ADDs of different containers
- * at once and their DELs (N = 0: none), then back-to-back ADD/DEL pairs to each count of `--pairs`. `--stream R1,R2`
+ * at once and their DELs (N = 0: none; `burst.add_cpu_ms` / `del_cpu_ms`: the daemon's CPU through each half), then back-to-back ADD/DEL pairs to each count of `--pairs`. `--stream R1,R2`
  * (before the burst): the daemon's CPU (/proc/<pid>/stat utime + stime) over `--stream-seconds` at rest, then at
  * each rate of ADD/DEL pairs per second, paced by the clock; the fixed CPU under load is what the line through the
  * rates gives at rate 0 (`stream.fixed_ms_per_s`), the cost of a pair its slope. `--rest-seconds S`: after the

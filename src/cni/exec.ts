@@ -13,7 +13,7 @@
  * them: see docs/reliability.md, "Signals end the delegates too".
  *
  * On Bun (build/multus) a plugin is started with `Bun.spawn`, its stdout and stderr written to unnamed files read
- * once it is gone (the thin plugin: plugin-output.ts), else (the daemon, or no such file) to pipes read as web
+ * once it is gone (the thin plugin and the daemon: plugin-output.ts), else (no such file) to pipes read as web
  * streams: node:child_process
  * there is built on Node streams written in JavaScript, which cost a thin call more than everything else it does
  * (docs/archive/performance.md, "Where the thin plugin's time went"). Under Node (the unit tests) node:child_process runs

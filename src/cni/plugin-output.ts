@@ -7,8 +7,10 @@
  * files read once at the end (docs/archive/performance.md, "A plugin's output in files, and no worker threads"), so the
  * thin plugin uses files (`useOutputFiles`), in the cache dir its call was given: root's alone (host/prepare.ts
  * checks it before any plugin runs), so no other user can fill the file system under them or reach them, and the
- * root fs' reserve is root's. Where that directory takes no O_TMPFILE (a file system without it), and in the
- * daemon, the caller reads pipes (`openOutputFiles` returns undefined). A plugin's output past `limit` is not read
+ * root fs' reserve is root's. The resident daemon uses them too (daemon/main.ts): in its interpreter the streams cost
+ * more CPU than the files' memory (docs/archive/performance.md, "The daemon's CPU per pod, 2026-12-08"). Where that
+ * directory takes no O_TMPFILE (a file system without it), and in processes that never chose files (tests), the
+ * caller reads pipes (`openOutputFiles` returns undefined). A plugin's output past `limit` is not read
  * (a pipe's was read and dropped); what a background child of the plugin writes after the plugin is gone is not
  * waited for.
  */
@@ -17,13 +19,13 @@ import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 /** Linux's O_TMPFILE (__O_TMPFILE | O_DIRECTORY); node:fs has no constant for it. */
 const O_TMPFILE = 0o20200000;
 
-/** Whether this process collects plugin output in files (the thin plugin) or in pipes (the default, the daemon). */
+/** Whether this process collects plugin output in files (the thin plugin, the daemon) or in pipes (the default). */
 let filesWanted = false;
 
 /**
- * From now on a plugin's output goes to unnamed files where the caller gives a directory. The thin plugin's
- * choice (cli.ts), which serves one call; the daemon keeps its pipes: in the bench its anonymous memory while busy
- * was 1-3 MiB higher with the files (docs/archive/performance.md).
+ * From now on a plugin's output goes to unnamed files where the caller gives a directory: the thin plugin's choice
+ * (cli.ts) and the daemon's (daemon/main.ts), whose anonymous memory while busy was 1-3 MiB higher with the files
+ * on 2026-12-03, a trade made for CPU on 2026-12-08 (docs/archive/performance.md).
  */
 export function useOutputFiles(): void {
   filesWanted = true;

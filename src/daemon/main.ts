@@ -22,6 +22,7 @@ import { createLogger } from '../base/log.ts';
 import type { Exec } from '../cni/exec.ts';
 import { callerEnv, launcherPath } from '../base/caller-env.ts';
 import { STOP_SIGNALS, realExec } from '../cni/exec.ts';
+import { useOutputFiles } from '../cni/plugin-output.ts';
 import type { Env } from '../cni/request.ts';
 import { refuseNestedExec } from '../multus/nesting.ts';
 import { StartError, notReadyOf, startComponents } from './components.ts';
@@ -216,6 +217,10 @@ export async function runDaemon(argv: string[], io: DaemonIo = processIo): Promi
     return 2;
   }
   const { cfg } = setup;
+  // a delegate's stdout and stderr in two unnamed files read once it is gone, not pipes read as web streams: in the
+  // interpreter the streams cost the daemon more CPU than the files' memory (docs/archive/performance.md,
+  // "The daemon's CPU per pod, 2026-12-08")
+  useOutputFiles();
   const logOptions = { level: cfg.logLevel, logFile: cfg.logFile || undefined, logToStderr: cfg.logToStderr };
   const log = createLogger(logOptions, { writeStderr: io.writeStderr });
   for (const w of cfg.warnings) io.writeStderr(`${w}\n`); // as Multus prints them, whatever the level

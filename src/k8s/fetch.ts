@@ -46,10 +46,16 @@ function directFetch(url: string, init: RequestInit): Promise<Response> {
   }
 }
 
-/** The body, at most `max` bytes (a larger one is an error, as in transport.ts). */
+/**
+ * The body, at most `max` bytes (a larger one is an error, as in transport.ts). A body of a declared length within
+ * `max` is read whole by the runtime (HTTP framing holds it to that length), without the web stream's reads in
+ * JavaScript, which the interpreter-only daemon pays for on every request (docs/archive/performance.md, "The
+ * daemon's CPU per pod, 2026-12-08"); a chunked one is read chunk by chunk to the bound.
+ */
 async function boundedBody(res: Response, max: number): Promise<Buffer> {
   const declared = Number(res.headers.get('content-length') ?? NaN);
   if (declared > max) throw new Error(`response larger than ${max} bytes`);
+  if (declared >= 0) return Buffer.from(await res.arrayBuffer());
   if (!res.body) return Buffer.alloc(0);
   const reader = res.body.getReader();
   const chunks: Uint8Array[] = [];

@@ -231,6 +231,30 @@ echo '{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],"ips":
   );
 
   // Through the launcher as multus-chroot (src/daemon/exec.ts): build/multus started the daemon, so no chroot(8)
+  it("a delegate's stdout is an unnamed file in the cache dir, not a pipe (plugin-output.ts)", async () => {
+    mkdirSync(join(dir, 'bin'));
+    // names its stdout's kind as its interface: stat(2) through /proc follows the fd to a file or a pipe
+    const script = `#!/bin/sh
+if [ -f /proc/self/fd/1 ]; then kind=file; else kind=pipe; fi
+echo "{\\"cniVersion\\":\\"1.0.0\\",\\"interfaces\\":[{\\"name\\":\\"$kind\\"}]}"
+`;
+    writeFileSync(join(dir, 'bin', 'kind'), script, { mode: 0o755 });
+    const d = spawnDaemon(baseConfig({ multusConfigFile: join(dir, 'none.conf') }));
+    await until(() => existsSync(d.socket), 'the daemon to listen');
+    const conf = {
+      cniVersion: '1.0.0',
+      name: 'm',
+      type: 'multus-shim',
+      cniDir: join(dir, 'cache'),
+      delegates: [{ cniVersion: '1.0.0', name: 'k', type: 'kind' }],
+    };
+    const add = await http(d.socket, '/cni', { body: cniBody(callEnv('ADD'), conf) });
+    expect(add.status).toBe(200);
+    expect(add.json()).toMatchObject({ Result: { interfaces: [{ name: 'file' }] } });
+    d.child.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+  });
+
   it('chrootDir: delegates are found and run inside that root', async () => {
     // A minimal root: dash with its libc, and a plugin that succeeds only when it sees the root's marker.
     const root = join(dir, 'root');

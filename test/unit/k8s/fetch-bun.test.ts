@@ -74,6 +74,13 @@ function route(seen: Seen, res: ServerResponse): void {
     setTimeout(() => res.socket?.destroy(), 50);
     return;
   }
+  if (seen.url.endsWith('/pods/sized')) {
+    // a declared length (the other answers here are chunked): read whole, not through the web stream
+    const body = JSON.stringify({ ...POD, metadata: { ...POD.metadata, name: 'sized' } });
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) });
+    res.end(body);
+    return;
+  }
   if (seen.url.endsWith('/pods/huge')) {
     res.writeHead(200, { 'Content-Type': 'application/json' });
     const chunk = Buffer.alloc(1 << 20, 0x20);
@@ -256,6 +263,13 @@ describe.runIf(ready)('the lean client on Bun (fetch)', () => {
     expect(a.results[0]!.error!.msg).toContain('within 700 ms');
     expect(a.results[1]!.error).toMatchObject({ code: 11, reason: 'ConnectionReset' });
     expect(a.results[2]!.error).toMatchObject({ status: 404, reason: 'NotFound', msg: 'pods "missing" not found' });
+  });
+
+  it('reads a body of a declared length as a chunked one', async () => {
+    const a = await kube(kubeconfig('sized'), [getPod('sized'), getPod()]);
+    expect(a.results.map((r) => r.error)).toEqual([undefined, undefined]);
+    expect(a.results[0]!.ok).toMatchObject({ metadata: { name: 'sized', uid: 'uid-1', resourceVersion: '7' } });
+    expect(a.results[1]!.ok).toMatchObject({ metadata: { name: 'web-0', uid: 'uid-1' } });
   });
 
   it('refuses a response body over the limit', async () => {
