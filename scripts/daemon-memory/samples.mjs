@@ -54,6 +54,30 @@ export function faults(pid) {
   return { minflt: Number(f[7]), majflt: Number(f[9]), cpu_ms: (Number(f[11]) + Number(f[12])) * 10 };
 }
 
+/** The CPU time in ms of each of the daemon's threads, by name (threads of one name summed): /proc/<pid>/task. */
+export function threadCpu(pid) {
+  const out = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim().replace(/\d+$/, 'N');
+      const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
+      out[comm] = (out[comm] ?? 0) + (Number(f[11]) + Number(f[12])) * 10;
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** The per-thread CPU of `after` over `before` (threadCpu), the threads that used any. */
+export function threadCpuDelta(before, after) {
+  return Object.fromEntries(
+    Object.entries(after)
+      .map(([k, v]) => [k, v - (before[k] ?? 0)])
+      .filter(([, v]) => v > 0),
+  );
+}
+
 /** A figure of /proc/<pid>/status (in kB) in MiB, one decimal. */
 export const kib = (status, k) =>
   Math.round((Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1]) / 1024) * 10) / 10;

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { sleep } from '../bench/daemons.mjs';
-import { faults, kib } from './samples.mjs';
+import { faults, kib, threadCpu, threadCpuDelta } from './samples.mjs';
 
 /** A request to the daemon's socket `sock`: GET without a body, POST with one. */
 export function post(sock, path, body) {
@@ -61,6 +61,7 @@ export function traffic({ sock, conf, netns, binDir, pods, daemon, sample, cg })
       p: pods[i % pods.length],
     }));
     const cpu0 = faults(daemon.pid).cpu_ms;
+    const threads0 = threadCpu(daemon.pid);
     const t0 = performance.now();
     const pending = Promise.all(
       calls.map((c) => call('ADD', c.id, c.p).catch((e) => ({ status: 0, text: e.message }))),
@@ -70,6 +71,7 @@ export function traffic({ sock, conf, netns, binDir, pods, daemon, sample, cg })
     const adds = await pending;
     const addMs = performance.now() - t0;
     const cpu1 = faults(daemon.pid).cpu_ms;
+    const addThreads = threadCpuDelta(threads0, threadCpu(daemon.pid));
     const dels = await Promise.all(
       calls.map((c) => call('DEL', c.id, c.p).catch((e) => ({ status: 0, text: e.message }))),
     );
@@ -81,6 +83,7 @@ export function traffic({ sock, conf, netns, binDir, pods, daemon, sample, cg })
       // the daemon's own CPU (utime + stime, 10 ms ticks) through the ADDs and through the DELs
       add_cpu_ms: cpu1 - cpu0,
       del_cpu_ms: cpu2 - cpu1,
+      add_cpu_ms_by_thread: addThreads,
       failed: failed.length,
       ...(failed.length ? { example: String(failed[0].text).slice(0, 300) } : {}),
     };

@@ -33,8 +33,15 @@ export const GO_HTML_ESCAPES: Readonly<Record<string, string>> = {
   '\u2029': '\\u2029',
 };
 
-/** JSON text with Go's HTML-safe escapes (those characters can only be inside its strings). The one place. */
+const HTML_ESCAPED = Object.keys(GO_HTML_ESCAPES);
+
+/**
+ * JSON text with Go's HTML-safe escapes (those characters can only be inside its strings). The one place. Text
+ * without any of them (most caches and results) is returned as it is after a native search for each: the regular
+ * expression's scan runs in the daemon's interpreter (docs/archive/performance.md, "The daemon's CPU per pod").
+ */
 export function goHtmlEscape(json: string): string {
+  if (!HTML_ESCAPED.some((c) => json.includes(c))) return json;
   return json.replace(/[<>&\u2028\u2029]/g, (c) => GO_HTML_ESCAPES[c]!);
 }
 

@@ -14,7 +14,7 @@ import type { ExecOutput } from '../../../src/cni/exec.ts';
 import { createMetrics } from '../../../src/daemon/metrics.ts';
 import { createQueue } from '../../../src/daemon/queue.ts';
 import { type ServerDeps, createCniServer } from '../../../src/daemon/server.ts';
-import { statusOf } from '../../../src/daemon/wire.ts';
+import { decodeCniBody, statusOf } from '../../../src/daemon/wire.ts';
 import { listenUnix } from '../../../src/daemon/socket.ts';
 import { handle } from '../../../src/host/handle.ts';
 import type { Host } from '../../../src/host/host.ts';
@@ -200,6 +200,17 @@ describe('/cni: what the server itself refuses', () => {
     const d = await http(socket, '/cni', { body: JSON.stringify({ env: { CNI_COMMAND: 5 } }) });
     expect([d.status, d.json().code]).toEqual([400, 4]);
     expect(exec.received).toEqual([]);
+  });
+
+  it('config: any padded standard base64 (as Go decodes it), canonical or not; nothing else', () => {
+    const body = (config: string) => Buffer.from(JSON.stringify({ env: {}, config }));
+    expect(decodeCniBody(body('eyJhIjoxfQ=='), {}).stdin.toString()).toBe('{"a":1}');
+    expect(decodeCniBody(body(''), {}).stdin).toEqual(Buffer.alloc(0));
+    // nonzero bits in the padding: not what an encoder writes, still base64 to Go's StdEncoding
+    expect(decodeCniBody(body('QR=='), {}).stdin).toEqual(Buffer.from([0x41]));
+    for (const bad of ['QQ', 'QQ==\n', 'QQ-_', 'Q Q==']) {
+      expect(() => decodeCniBody(body(bad), {}), bad).toThrow(expect.objectContaining({ code: 6 }));
+    }
   });
 
   it('a body over the limit is 413 with a CNI error, and nothing runs', async () => {
