@@ -47,6 +47,9 @@ export function securePrivateDir(dir: string, what: string, subdirs: string[] = 
   const me = owner();
   for (const sub of subdirs) checkSubdir(resolve(dir, sub), what, me);
   const seen = new Set<string>();
+  // the target by both its names, resolved once per check, not once per directory above it
+  const target = resolve(dir);
+  const real = safeRealpath(dir);
   for (const d of [...lineage(dir), ...existingLineage(dir)]) {
     if (seen.has(d)) continue;
     seen.add(d);
@@ -61,7 +64,7 @@ export function securePrivateDir(dir: string, what: string, subdirs: string[] = 
     }
     const writable = (st.mode & 0o022) !== 0;
     const mode = (st.mode & 0o7777).toString(8);
-    const isTarget = d === resolve(dir) || d === safeRealpath(dir);
+    const isTarget = d === target || d === real;
     if (writable && isTarget) {
       throw new UnsafeDirError(
         `${what} ${dir} is writable by group or others (mode ${mode}): use a directory of root's alone (mode 0700, e.g. /var/lib/cni/multus), or chmod it go-w`,
