@@ -71,11 +71,9 @@ export function threadCpu(pid) {
 
 /** The per-thread CPU of `after` over `before` (threadCpu), the threads that used any. */
 export function threadCpuDelta(before, after) {
-  return Object.fromEntries(
-    Object.entries(after)
-      .map(([k, v]) => [k, v - (before[k] ?? 0)])
-      .filter(([, v]) => v > 0),
-  );
+  const out = {};
+  for (const [k, v] of Object.entries(after)) if (v - (before[k] ?? 0) > 0) out[k] = v - (before[k] ?? 0);
+  return out;
 }
 
 /** A figure of /proc/<pid>/status (in kB) in MiB, one decimal. */
