@@ -194,7 +194,8 @@ export const socketServer = (s: Shared): Component => {
       const { multusConf, stopping } = s;
       const signal = s.calls.signal;
       const served = { host: host!, daemonEnv: s.io.env, log, queue, notServing, stopping, multusConf, signal };
-      http = createCniServer({ ...served, notReady: s.notReady, ...(metrics ? { metrics } : {}) });
+      const { delegateExec } = cfg; // "caller": a shim that offers it runs its call's delegates (caller-exec.ts)
+      http = createCniServer({ ...served, delegateExec, notReady: s.notReady, ...(metrics ? { metrics } : {}) });
       socket = await listenUnix(http, cfg.socketDir);
       log.verbose(`multus daemon serving ${socket}`);
     },
