@@ -23,6 +23,7 @@ const DENSITY_MODES_NAMED = [
   ...DENSITY_MODES,
   'resident_ts_multus_limits_d2',
   'resident_ts_multus_limits_d4',
+  'resident_ts_multus_limits_daemon_exec',
   'resident_ts_no_bound',
 ];
 const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'];
@@ -59,7 +60,8 @@ export function usage(code) {
       `scenario density (only when asked for: --scenario density; root, the kubelet node's peers, kube-burner):\n` +
       `  --pods N             pods per run, default 100\n` +
       `  --density-modes A,B  modes, in this order (then reversed), default ${DENSITY_MODES.join(',')};\n` +
-      `                       also resident_ts_multus_limits_d2 / _d4 (delegateConcurrency 2 / 4 pinned)\n` +
+      `                       also resident_ts_multus_limits_d2 / _d4 (delegateConcurrency 2 / 4 pinned),\n` +
+      `                       resident_ts_multus_limits_daemon_exec (delegateExec "daemon": delegates in the daemon)\n` +
       `  --no-burst           no reboot burst (and no faults) in each mode's second run\n` +
       `  --faults A,B|none    faults, each in a burst of its own, default ${FAULTS.join(',')}\n` +
       `  --fault-modes A,B    the modes that get the faults, default thin_ts,resident_ts (the modes we ship)\n` +
