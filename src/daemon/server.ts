@@ -67,23 +67,25 @@ const answerFailure =
     send(res, 500, errorBody(new CniError(CniCode.Internal, `the multus daemon failed: ${messageOf(e)}`)));
   };
 
-export function createCniServer(deps: ServerDeps): Server {
-  const limit = deps.maxBodyBytes ?? MAX_BODY_BYTES;
+/** The call's own exec through its shim, when the daemon and the shim both want it (caller-exec.ts). */
+function callerOf(
+  deps: ServerDeps,
+  channels: Map<string, CallerChannel>,
+  req: IncomingMessage,
+  res: StreamedAnswer,
+  shimEnv: Env,
+): CallerChannel | undefined {
+  if (deps.delegateExec !== 'caller' || req.headers[EXEC_HEADER] !== '1') return undefined;
+  const metrics = deps.metrics;
+  const ran = metrics ? { ran: metrics.delegateCall.bind(metrics) } : {};
+  const channel = callerChannel({ local: deps.host.exec, send: res.send, shimEnv, ...ran });
+  channels.set(channel.token, channel);
+  return channel;
+}
 
-  /** The calls whose shim runs their delegates, by token (`POST /cni/exec` answers them). */
-  const channels = new Map<string, CallerChannel>();
-
-  /** The call's own exec through its shim, when the daemon and the shim both want it (caller-exec.ts). */
-  function callerOf(req: IncomingMessage, res: StreamedAnswer, shimEnv: Env): CallerChannel | undefined {
-    if (deps.delegateExec !== 'caller' || req.headers[EXEC_HEADER] !== '1') return undefined;
-    const metrics = deps.metrics;
-    const ran = metrics ? { ran: metrics.delegateCall.bind(metrics) } : {};
-    const channel = callerChannel({ local: deps.host.exec, send: res.send, shimEnv, ...ran });
-    channels.set(channel.token, channel);
-    return channel;
-  }
-
-  async function serveCni(req: IncomingMessage, res: ServerResponse): Promise<void> {
+/** `POST /cni`: one CNI call through handle(), in its container's turn; `channels` holds those whose shim runs the delegates. */
+function cniServer(deps: ServerDeps, limit: number, channels: Map<string, CallerChannel>) {
+  return async function serveCni(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const decoded = await readRequest(req, res, limit, (body) => {
       const value = decodeBodyObject(body);
@@ -96,7 +98,7 @@ export function createCniServer(deps: ServerDeps): Server {
     const key = containerId === '' ? `\0${anonymous++}` : containerId;
     const done = deps.metrics?.requestStarted(command);
     const out = streamedAnswer(res);
-    const channel = callerOf(req, out, decoded.shimEnv);
+    const channel = callerOf(deps, channels, req, out, decoded.shimEnv);
     if (channel) res.once('close', channel.close); // the shim is gone: the rest runs here
     let answer: CniAnswer;
     try {
@@ -119,7 +121,14 @@ export function createCniServer(deps: ServerDeps): Server {
       `${command} ${containerId}: ${status} code ${answer.error.code} in ${(seconds * 1000).toFixed(1)} ms`,
     );
     out.finish(status, JSON.stringify(answer.error.toJSON(answer.cniVersion))); // in the request's cniVersion
-  }
+  };
+}
+
+export function createCniServer(deps: ServerDeps): Server {
+  const limit = deps.maxBodyBytes ?? MAX_BODY_BYTES;
+  /** The calls whose shim runs their delegates, by token (`POST /cni/exec` answers them). */
+  const channels = new Map<string, CallerChannel>();
+  const serveCni = cniServer(deps, limit, channels);
 
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';

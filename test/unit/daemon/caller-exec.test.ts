@@ -177,7 +177,7 @@ describe('/cni with a shim that runs the delegates', () => {
   /** A shim stand-in: the streamed lines, each exec answered by `answer` (undefined: the shim goes away). */
   function shim(socket: string, command: string, answer: (e: Exec) => Record<string, unknown> | undefined) {
     const execs: Exec[] = [];
-    const done = new Promise<{ header?: string; last: Record<string, unknown> | undefined }>((resolve, reject) => {
+    const done = new Promise<{ header?: string; last: Record<string, unknown> | undefined }>((resolve) => {
       const headers = { Host: 'dummy', 'X-Multus-Exec': '1' };
       const req = request({ socketPath: socket, path: '/cni', method: 'POST', headers }, (res) => {
         let text = '';
@@ -264,7 +264,7 @@ describe('/cni with a shim that runs the delegates', () => {
       ['daemon', true],
     ] as const) {
       const socket = await start(mode);
-      const headers = offered ? { 'X-Multus-Exec': '1' } : {};
+      const headers: Record<string, string> = offered ? { 'X-Multus-Exec': '1' } : {};
       const via = await http(socket, '/cni', { body: body('ADD'), headers });
       expect(via.status).toBe(200);
       expect(via.json()).toMatchObject({ Result: { cniVersion: '1.0.0' } });
