@@ -54,6 +54,8 @@ export interface ServerDeps {
   signal?: AbortSignal;
   /** "caller": a shim that offers it runs its call's delegates (daemon/caller-exec.ts); default "daemon". */
   delegateExec?: 'daemon' | 'caller';
+  /** Where the calls whose shim runs their delegates are kept (the shutdown waits for them: parts.ts). */
+  callers?: Map<string, CallerChannel>;
 }
 
 /** A distinct queue key for calls without a container (STATUS, GC, bad requests): they run in parallel. */
@@ -127,7 +129,7 @@ function cniServer(deps: ServerDeps, limit: number, channels: Map<string, Caller
 export function createCniServer(deps: ServerDeps): Server {
   const limit = deps.maxBodyBytes ?? MAX_BODY_BYTES;
   /** The calls whose shim runs their delegates, by token (`POST /cni/exec` answers them). */
-  const channels = new Map<string, CallerChannel>();
+  const channels = deps.callers ?? new Map<string, CallerChannel>();
   const serveCni = cniServer(deps, limit, channels);
 
   const server = createServer((req, res) => {
