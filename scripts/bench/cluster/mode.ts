@@ -309,8 +309,11 @@ export async function measureMode(c: Ctx): Promise<any> {
     const afterChurn = await memoryMib(r.pid);
     const again = await startBytesAgain(c, r.pid);
     const socket = c.n.node.path('/run/multus/multus.sock');
+    const { ds: logDs, container } = logOf(c.mode);
+    const log = () => containerLog(c.n.node.path('/var/log/pods'), logDs, container, 0);
+    const say = (s: string) => c.say(`${c.mode}: ${s}`);
     const restartApi = c.apiserverRestart
-      ? await apiserverRestart({ cluster: c.cluster, relay: c.relay, socket, say: (s) => c.say(`${c.mode}: ${s}`) })
+      ? await apiserverRestart({ cluster: c.cluster, relay: c.relay, socket, say, log })
       : undefined;
     const ds = await dsRestarts(c.cluster, layout(c.mode));
     return {
