@@ -107,6 +107,29 @@ describe('retry: two informers behind one gate', () => {
     expect(s.tries.pods).toBe(8);
   });
 
+  it("an informer's 429 with Retry-After: 1 is tried again after 1 s, not after its backoff's step (60 s here)", async () => {
+    let tries = 0;
+    const api: WatchClient = {
+      listPage: () => Promise.reject(new Error('no LIST expected')),
+      async watch() {
+        if (++tries === 1) throw Object.assign(refusal(429), { retryAfterS: 1 });
+        return () => {};
+      },
+    };
+    const inf = informer(
+      'nads',
+      '/nads',
+      undefined,
+      api,
+      { log: silentLogger, backoff: { initialMs: 60_000, maxMs: 60_000 } },
+      () => {},
+    );
+    informers.push(inf);
+    inf.start();
+    for (let i = 0; i < 60 && tries < 2; i++) await sleep(50); // up to 3 s
+    expect(tries).toBe(2);
+  });
+
   it('without the gate each informer pays its own refusals (as each client-go informer does)', async () => {
     const { s, api } = server();
     start(api, undefined);
