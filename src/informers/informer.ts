@@ -277,14 +277,14 @@ class WatchInformer implements Informer {
     if (gate && serverWide(err) && gate.refused(this)) {
       // another informer probes the server: wait for its answer (or, at the latest, the longest backoff step)
       const wait = nextWaitMs(undefined, Infinity, this.backoff);
-      this.o.log.warn(`informer ${this.name}: ${messageOf(err)}; waiting for the API server (at most ${wait} ms)`);
+      this.o.log.warn(`informer ${this.name}: waiting for the API server (at most ${wait} ms): ${messageOf(err)}`);
       gate.wait(this, () => this.goNow());
       return this.schedule(wait);
     }
     if (!serverWide(err)) gate?.answered();
     this.s.failures += 1;
     const wait = nextWaitMs(err, this.s.failures, this.backoff);
-    this.o.log.warn(`informer ${this.name}: ${messageOf(err)}; restarting in ${wait} ms`);
+    this.o.log.warn(`informer ${this.name}: restarting in ${wait} ms: ${messageOf(err)}`); // the decision first
     this.schedule(wait);
   }
 
