@@ -22,7 +22,7 @@ import { httpStatusOf } from '../k8s/types.ts';
 import type { WatchClient } from '../k8s/types.ts';
 import type { InformerMetrics, Obj } from './informer-types.ts';
 import { Store, keyOf } from './informer-store.ts';
-import { INFORMER_BACKOFF, type ServerGate, nextWaitMs, serverWide } from './retry.ts';
+import { INFORMER_BACKOFF, type ServerGate, newWatchCache, nextWaitMs, serverWide } from './retry.ts';
 
 const LIST_PAGE = 500;
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
@@ -282,6 +282,7 @@ class WatchInformer implements Informer {
       return this.schedule(wait);
     }
     if (!serverWide(err)) gate?.answered();
+    if (newWatchCache(err) && this.s.watchList) this.s.complete = false; // no resume the new cache cannot serve
     this.s.failures += 1;
     const wait = nextWaitMs(err, this.s.failures, this.backoff);
     this.o.log.warn(`informer ${this.name}: restarting in ${wait} ms: ${messageOf(err)}`); // the decision first

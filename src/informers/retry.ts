@@ -1,6 +1,6 @@
 /**
  * informers/retry.ts: when an informer's next watch goes, after a failure (pure, but for the clock's randomness).
- * Three rules, in the way client-go's reflector and rest client wait, with one thing of our own:
+ * In the way client-go's reflector and rest client wait, with two things of our own:
  *   - the backoff: 0.8 s doubling to 30 s, each wait stretched by up to 100% (client-go's reflector:
  *     `wait.NewExponentialBackoffManager(800ms, 30s, 2m, 2.0, 1.0)`), so that the nodes whose watches all broke at
  *     the same moment (an API-server restart) come back spread over a whole step, not in waves;
@@ -12,7 +12,10 @@
  *     authenticating, authorizing or serving anyone) is probed by ONE informer on its backoff; the others wait
  *     for the gate and go at once when the prober gets any other answer. Each client-go informer pays its own
  *     refusals; behind the gate a node pays one informer's (docs/archive/performance.md, "An API-server restart,
- *     second pass").
+ *     second pass");
+ *   - a 429 "storage is (re)initializing" tells that the resource's watch cache is new: the informer's next watch
+ *     asks for its initial events (not older than its last resourceVersion) instead of resuming, which that cache
+ *     would end by 410 (`newWatchCache`).
  * Tested by test/unit/informers/retry.test.ts.
  */
 import { retryDelay } from '../base/backoff.ts';
@@ -27,6 +30,15 @@ const SERVER_WIDE = new Set([0, 401, 403, 503]);
 export function serverWide(err: unknown): boolean {
   const status = httpStatusOf(err);
   return status === undefined || SERVER_WIDE.has(status);
+}
+
+/**
+ * The API server's watch cache of the resource is being built again (429 "storage is (re)initializing": a server
+ * that has just started): it will begin after any resourceVersion the informer saw, so a watch resumed from one
+ * would be ended at once by 410 Gone. The informer asks for its initial events straight away (a request fewer).
+ */
+export function newWatchCache(err: unknown): boolean {
+  return httpStatusOf(err) === 429 && /storage is \(re\)initializing/.test(String((err as Error | null)?.message));
 }
 
 /** The wait before retry `failures` (1 for the first): Retry-After when the refusal carries one, else the backoff. */

@@ -11,9 +11,9 @@ import { ServerGate, nextWaitMs, serverWide } from '../../../src/informers/retry
 import { statusError } from '../../../src/k8s/calls.ts';
 import type { ClientConfig } from '../../../src/k8s/kubeconfig.ts';
 import { KubeApiError, type WatchClient } from '../../../src/k8s/types.ts';
-import { streamCall } from '../../../src/k8s/watch.ts';
+import { type WatchHandlers, streamCall } from '../../../src/k8s/watch.ts';
 
-const refusal = (status: number) => new KubeApiError(CniCode.TryAgainLater, `HTTP ${status}`, status, 'x');
+const refusal = (status: number, msg = `HTTP ${status}`) => new KubeApiError(CniCode.TryAgainLater, msg, status, 'x');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function until(what: string, ok: () => boolean): Promise<void> {
   for (let i = 0; i < 400 && !ok(); i++) await sleep(5);
@@ -128,6 +128,41 @@ describe('retry: two informers behind one gate', () => {
     inf.start();
     for (let i = 0; i < 60 && tries < 2; i++) await sleep(50); // up to 3 s
     expect(tries).toBe(2);
+  });
+
+  it('429 "storage is (re)initializing" (a new watch cache): the initial events next, not a resume it would end by 410', async () => {
+    const queries: Record<string, string>[] = [];
+    let on: WatchHandlers | undefined;
+    const api: WatchClient = {
+      listPage: () => Promise.reject(new Error('no LIST expected')),
+      async watch(_resource, path, handlers) {
+        queries.push(Object.fromEntries(new URLSearchParams(path.split('?')[1])));
+        if (queries.length === 2) throw refusal(429, 'storage is (re)initializing');
+        on = handlers;
+        return () => {};
+      },
+    };
+    const inf = informer(
+      'nads',
+      '/nads',
+      undefined,
+      api,
+      { log: silentLogger, backoff: { initialMs: 1, maxMs: 10 } },
+      () => {},
+    );
+    informers.push(inf);
+    inf.start();
+    on!.event('ADDED', { metadata: { name: 'a', namespace: 'ns', resourceVersion: '5' } });
+    on!.event('BOOKMARK', { metadata: { resourceVersion: '7', annotations: { 'k8s.io/initial-events-end': 'true' } } });
+    expect(inf.synced()).toBe(true);
+    on!.done(new Error('ECONNRESET')); // the server stopped
+    await until('the try after the 429', () => queries.length === 3);
+    expect(queries[1]!.sendInitialEvents).toBeUndefined(); // the resume from 7, refused
+    expect(queries[2]).toMatchObject({
+      sendInitialEvents: 'true',
+      resourceVersionMatch: 'NotOlderThan',
+      resourceVersion: '7',
+    });
   });
 
   it('without the gate each informer pays its own refusals (as each client-go informer does)', async () => {
