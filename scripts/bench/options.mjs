@@ -120,7 +120,7 @@ function defaults() {
     restSeconds: 120,
     restarts: 3,
     startRepeats: 1,
-    apiserverRestart: false,
+    apiserverRestart: 0,
     nodeLock: null,
     statusRounds: 100,
     parallelRounds: 3,
@@ -165,7 +165,7 @@ export function parseArgs(argv) {
     else if (k === '--rest-seconds') o.restSeconds = int();
     else if (k === '--restarts') o.restarts = int();
     else if (k === '--start-repeats') o.startRepeats = int();
-    else if (k === '--apiserver-restart') o.apiserverRestart = true;
+    else if (k === '--apiserver-restart') o.apiserverRestart = 1;
     else if (k === '--apiserver-restarts') o.apiserverRestart = int();
     else if (k === '--node-lock') o.nodeLock = resolve(next());
     else if (k === '--status-rounds') o.statusRounds = int();
