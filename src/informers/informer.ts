@@ -10,11 +10,12 @@
  * resourceVersion seen (events and bookmarks); 410 Gone starts over (the initial events again, not older than that
  * resourceVersion: from the API server's watch cache; the cache replaced, changes announced); any
  * other error stops the watch, reports "not synced", and starts again after a wait (retry.ts: client-go's
- * backoff, 0.8 s doubling to 30 s, jittered up to +100%; Retry-After when a 429 or 503 carries one; while the server
- * refuses everyone, one informer of the gate probes it and the others wait for its answer). The initial objects' arrival (watch or list) is reported to the metrics. informers.ts builds the pod
- * and NAD informers from it.
- * Tested by test/unit/informers/informer.test.ts (a fake WatchClient: watch-list, fallback, 410, resume) and
- * test/k8s/warm.test.ts (against a real kube-apiserver: sync without a LIST, restarts, metrics).
+ * backoff, 0.8 s doubling to 30 s, jittered up to +100%; Retry-After when a 429 or 503 carries one; while the
+ * server refuses everyone, one informer of the gate probes it and the others wait for its answer; after a 429
+ * "storage is (re)initializing", the initial events, not a resume). The initial objects' arrival (watch or list)
+ * is reported to the metrics. informers.ts builds the pod and NAD informers from it.
+ * Tested by test/unit/informers/informer.test.ts (a fake WatchClient: watch-list, fallback, 410, resume),
+ * test/unit/informers/retry.test.ts (the waits and the gate) and test/k8s/warm.test.ts (against a real kube-apiserver: sync without a LIST, restarts, metrics).
  */
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
