@@ -76,6 +76,7 @@ export function usage(code) {
       `  --restarts R         daemon restarts timed per mode (ready_ms: their median), default 3\n` +
       `  --start-repeats R    kill and start each daemon R times, the start's bytes of each (their noise), default 1\n` +
       `  --apiserver-restart  restart the API server at each mode's end: the daemon's resync time, requests, bytes\n` +
+      `  --apiserver-restarts R  the same R times per mode, 130 s apart (more samples of the backoffs' phase)\n` +
       `  --node-lock FILE     hold FILE (flock) while the real node runs (a shared machine's kubelet lock)\n` +
       `scenario status (only when asked for: --scenario status; root; Go thick needs the Kubernetes binaries):\n` +
       `  --status-rounds N    measured rounds of STATUS through every mode, default 100\n` +
@@ -121,7 +122,7 @@ function defaults() {
     restSeconds: 120,
     restarts: 3,
     startRepeats: 1,
-    apiserverRestart: false,
+    apiserverRestart: 0,
     nodeLock: null,
     statusRounds: 100,
     parallelRounds: 3,
@@ -166,7 +167,8 @@ export function parseArgs(argv) {
     else if (k === '--rest-seconds') o.restSeconds = int();
     else if (k === '--restarts') o.restarts = int();
     else if (k === '--start-repeats') o.startRepeats = int();
-    else if (k === '--apiserver-restart') o.apiserverRestart = true;
+    else if (k === '--apiserver-restart') o.apiserverRestart = 1;
+    else if (k === '--apiserver-restarts') o.apiserverRestart = int();
     else if (k === '--node-lock') o.nodeLock = resolve(next());
     else if (k === '--status-rounds') o.statusRounds = int();
     else if (k === '--parallel-rounds') o.parallelRounds = int();
