@@ -63,11 +63,6 @@ export function cniCallOf(value: Record<string, unknown>, daemonEnv: Env): CniCa
 const notBase64 = (): CniError =>
   new CniError(CniCode.DecodingFailure, 'the request\'s "config" must be the network config bytes in base64');
 
-/** Decodes and checks a `/cni` body (pure); a CniError says what is wrong. */
-export function decodeCniBody(body: Buffer, daemonEnv: Env): CniCall {
-  return cniCallOf(decodeBodyObject(body), daemonEnv);
-}
-
 /** 400 when the caller's request or config is at fault, 500 for failures while running it. */
 export function statusOf(code: number): number {
   return isCallerFault(code) ? 400 : 500;

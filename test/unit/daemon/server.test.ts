@@ -14,7 +14,7 @@ import type { ExecOutput } from '../../../src/cni/exec.ts';
 import { createMetrics } from '../../../src/daemon/metrics.ts';
 import { createQueue } from '../../../src/daemon/queue.ts';
 import { type ServerDeps, createCniServer } from '../../../src/daemon/server.ts';
-import { decodeCniBody, statusOf } from '../../../src/daemon/wire.ts';
+import { cniCallOf, statusOf } from '../../../src/daemon/wire.ts';
 import { listenUnix } from '../../../src/daemon/socket.ts';
 import { handle } from '../../../src/host/handle.ts';
 import type { Host } from '../../../src/host/host.ts';
@@ -203,13 +203,13 @@ describe('/cni: what the server itself refuses', () => {
   });
 
   it('config: any padded standard base64 (as Go decodes it), canonical or not; nothing else', () => {
-    const body = (config: string) => Buffer.from(JSON.stringify({ env: {}, config }));
-    expect(decodeCniBody(body('eyJhIjoxfQ=='), {}).stdin.toString()).toBe('{"a":1}');
-    expect(decodeCniBody(body(''), {}).stdin).toEqual(Buffer.alloc(0));
+    const body = (config: string) => ({ env: {}, config });
+    expect(cniCallOf(body('eyJhIjoxfQ=='), {}).stdin.toString()).toBe('{"a":1}');
+    expect(cniCallOf(body(''), {}).stdin).toEqual(Buffer.alloc(0));
     // nonzero bits in the padding: not what an encoder writes, still base64 to Go's StdEncoding
-    expect(decodeCniBody(body('QR=='), {}).stdin).toEqual(Buffer.from([0x41]));
+    expect(cniCallOf(body('QR=='), {}).stdin).toEqual(Buffer.from([0x41]));
     for (const bad of ['QQ', 'QQ==\n', 'QQ-_', 'Q Q==']) {
-      expect(() => decodeCniBody(body(bad), {}), bad).toThrow(expect.objectContaining({ code: 6 }));
+      expect(() => cniCallOf(body(bad), {}), bad).toThrow(expect.objectContaining({ code: 6 }));
     }
   });
 
