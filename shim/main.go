@@ -141,6 +141,7 @@ func forward(conn net.Conn, sock string, stdin []byte) {
 	_ = conn.SetDeadline(time.Now().Add(requestTimeout))
 	req, _ := http.NewRequest(http.MethodPost, "http://multus-shim/cni", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(execHeader, "1") // it may run the call's delegates (delegates.go)
 	req.Close = true
 	notAnswered := func(err error) {
 		fail(999, "multus-shim: the multus daemon did not answer", fmt.Sprintf("%s: %v", sock, err))
@@ -156,19 +157,28 @@ func forward(conn net.Conn, sock string, stdin []byte) {
 		}
 		notAnswered(err)
 	}
-	answer, err := io.ReadAll(resp.Body)
-	if err != nil {
+	status := resp.StatusCode
+	var answer []byte
+	if resp.Header.Get(execHeader) == "1" {
+		// a streamed answer: the delegates the daemon asks for, then its answer (delegates.go), all within the
+		// connection's deadline
+		var ok bool
+		status, answer, ok = serveStream(resp.Body, sock)
+		if !ok {
+			notAnswered(errors.New("the answer stream ended before the call's answer"))
+		}
+	} else if answer, err = io.ReadAll(resp.Body); err != nil {
 		notAnswered(err)
 	}
 	conn.Close()
 
-	if resp.StatusCode != http.StatusOK {
+	if status != http.StatusOK {
 		var e cniError
 		if json.Unmarshal(answer, &e) == nil && e.Msg != "" {
 			os.Stdout.Write(answer) // a CNI error: as it came, code included
 			os.Exit(1)
 		}
-		fail(999, strings.TrimSpace(string(answer)), fmt.Sprintf("multus daemon at %s answered HTTP %d", sock, resp.StatusCode))
+		fail(999, strings.TrimSpace(string(answer)), fmt.Sprintf("multus daemon at %s answered HTTP %d", sock, status))
 	}
 	if len(bytes.TrimSpace(answer)) == 0 {
 		os.Exit(0) // DEL, CHECK, GC, STATUS: nothing to print

@@ -23,6 +23,7 @@ const DENSITY_MODES_NAMED = [
   ...DENSITY_MODES,
   'resident_ts_multus_limits_d2',
   'resident_ts_multus_limits_d4',
+  'resident_ts_multus_limits_daemon_exec',
   'resident_ts_no_bound',
 ];
 const FAULTS = ['api', 'daemon-kill', 'containerd', 'kubelet', 'cache-full'];
@@ -59,7 +60,8 @@ export function usage(code) {
       `scenario density (only when asked for: --scenario density; root, the kubelet node's peers, kube-burner):\n` +
       `  --pods N             pods per run, default 100\n` +
       `  --density-modes A,B  modes, in this order (then reversed), default ${DENSITY_MODES.join(',')};\n` +
-      `                       also resident_ts_multus_limits_d2 / _d4 (delegateConcurrency 2 / 4 pinned)\n` +
+      `                       also resident_ts_multus_limits_d2 / _d4 (delegateConcurrency 2 / 4 pinned),\n` +
+      `                       resident_ts_multus_limits_daemon_exec (delegateExec "daemon": delegates in the daemon)\n` +
       `  --no-burst           no reboot burst (and no faults) in each mode's second run\n` +
       `  --faults A,B|none    faults, each in a burst of its own, default ${FAULTS.join(',')}\n` +
       `  --fault-modes A,B    the modes that get the faults, default thin_ts,resident_ts (the modes we ship)\n` +
@@ -74,6 +76,7 @@ export function usage(code) {
       `  --restarts R         daemon restarts timed per mode (ready_ms: their median), default 3\n` +
       `  --start-repeats R    kill and start each daemon R times, the start's bytes of each (their noise), default 1\n` +
       `  --apiserver-restart  restart the API server at each mode's end: the daemon's resync time, requests, bytes\n` +
+      `  --apiserver-restarts R  the same R times per mode, 130 s apart (more samples of the backoffs' phase)\n` +
       `  --node-lock FILE     hold FILE (flock) while the real node runs (a shared machine's kubelet lock)\n` +
       `scenario status (only when asked for: --scenario status; root; Go thick needs the Kubernetes binaries):\n` +
       `  --status-rounds N    measured rounds of STATUS through every mode, default 100\n` +
@@ -119,7 +122,7 @@ function defaults() {
     restSeconds: 120,
     restarts: 3,
     startRepeats: 1,
-    apiserverRestart: false,
+    apiserverRestart: 0,
     nodeLock: null,
     statusRounds: 100,
     parallelRounds: 3,
@@ -164,7 +167,8 @@ export function parseArgs(argv) {
     else if (k === '--rest-seconds') o.restSeconds = int();
     else if (k === '--restarts') o.restarts = int();
     else if (k === '--start-repeats') o.startRepeats = int();
-    else if (k === '--apiserver-restart') o.apiserverRestart = true;
+    else if (k === '--apiserver-restart') o.apiserverRestart = 1;
+    else if (k === '--apiserver-restarts') o.apiserverRestart = int();
     else if (k === '--node-lock') o.nodeLock = resolve(next());
     else if (k === '--status-rounds') o.statusRounds = int();
     else if (k === '--parallel-rounds') o.parallelRounds = int();

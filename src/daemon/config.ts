@@ -105,6 +105,12 @@ export interface DaemonConfig {
    */
   delegateConcurrency: number | undefined;
   /**
+   * Our key (`delegateExec`, default "daemon", Multus' way): "caller" lets a shim that offers it run the delegates of
+   * its call itself, in the runtime's cgroup and the host's mount namespace (daemon/caller-exec.ts,
+   * docs/resident-protocol.md "Delegates run by the shim").
+   */
+  delegateExec: 'daemon' | 'caller';
+  /**
    * Our key (default true): at rest, unmap the file pages of the executable the daemon no longer uses (they stay
    * in the page cache; daemon/pages.ts, docs/resident.md "Memory").
    */
@@ -227,9 +233,17 @@ export function parseDaemonConfig(bytes: Buffer | string): DaemonConfig {
     dynamicNetworksPollMs: (int(raw, 'dynamicNetworksPollSeconds', 1, 3600) ?? 5) * 1000,
     shimWaitSeconds: int(raw, 'shimWaitSeconds', 0, 600),
     delegateConcurrency: int(raw, 'delegateConcurrency', 0, 10_000),
+    delegateExec: delegateExec(raw),
     dropIdleFilePages: raw.dropIdleFilePages === undefined ? true : bool(raw, 'dropIdleFilePages'),
     warnings,
   };
+}
+
+/** `delegateExec`: "daemon" (unset) or "caller". */
+function delegateExec(raw: Record<string, unknown>): 'daemon' | 'caller' {
+  const v = str(raw, 'delegateExec', 'daemon');
+  if (v !== 'daemon' && v !== 'caller') throw bad('delegateExec', `"daemon" or "caller" (got "${v}")`);
+  return v;
 }
 
 /**

@@ -28,6 +28,7 @@ import type { Component, Stopping } from './components.ts';
 import { StartError } from './components.ts';
 import type { DaemonConfig } from './config.ts';
 import type { CountedExec } from './exec.ts';
+import type { CallerChannel } from './caller-exec.ts';
 import type { Metrics } from './metrics.ts';
 import type { CollectingQueue } from './memory.ts';
 import type { RequestQueue } from './queue.ts';
@@ -184,6 +185,7 @@ export const metricsServer = (s: Shared): Component => {
 export const socketServer = (s: Shared): Component => {
   let http: Server | undefined;
   let socket: string | undefined;
+  const callers = new Map<string, CallerChannel>(); // the calls whose shim runs their delegates (caller-exec.ts)
   return {
     name: 'socket',
     async start() {
@@ -194,12 +196,14 @@ export const socketServer = (s: Shared): Component => {
       const { multusConf, stopping } = s;
       const signal = s.calls.signal;
       const served = { host: host!, daemonEnv: s.io.env, log, queue, notServing, stopping, multusConf, signal };
-      http = createCniServer({ ...served, notReady: s.notReady, ...(metrics ? { metrics } : {}) });
+      const { delegateExec } = cfg; // "caller": a shim that offers it runs its call's delegates (caller-exec.ts)
+      const caller = { delegateExec, callers };
+      http = createCniServer({ ...served, ...caller, notReady: s.notReady, ...(metrics ? { metrics } : {}) });
       socket = await listenUnix(http, cfg.socketDir);
       log.verbose(`multus daemon serving ${socket}`);
     },
     async stop(how) {
-      if (how) await shutDown({ ...s, http: http!, ...how });
+      if (how) await shutDown({ ...s, http: http!, callers, ...how });
       else http?.close();
       s.calls.abort(new Error('the multus daemon stopped'));
       if (socket) removeSocket(socket);
@@ -233,21 +237,43 @@ interface Shutdown extends Stopping {
   http: Server;
   calls: AbortController;
   delegates: CountedExec;
+  /** The calls whose shim runs their delegates (`delegateExec: "caller"`): they need the socket to the end. */
+  callers?: ReadonlyMap<string, unknown>;
+}
+
+/**
+ * Until no call's shim runs its delegates any more (their outcomes come on new connections, POST /cni/exec, so the
+ * socket must stay open for them), `deadline` or a second signal; meanwhile new calls are still served, as in the
+ * drain (docs/archive/resident-protocol.md, "Delegates run by the shim").
+ */
+async function callersDone(
+  callers: ReadonlyMap<string, unknown> | undefined,
+  deadline: number,
+  again: Promise<string>,
+) {
+  let interrupted = false;
+  void again.then(() => (interrupted = true));
+  while (callers && callers.size > 0 && Date.now() < deadline && !interrupted) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** The drain, the close of the socket, the grace for in-flight calls, and the kill of delegates left running. */
-export async function shutDown({ cfg, log, queue, http, reason, again, calls, delegates }: Shutdown): Promise<void> {
+export async function shutDown(how: Shutdown): Promise<void> {
+  const { cfg, log, queue, http, reason, again, calls, delegates } = how;
   if (cfg.shutdownDrainMs > 0) {
     log.verbose(`caught ${reason}: /readyz answers 500, serving ${cfg.shutdownDrainMs / 1000} s more before closing`);
     // a second signal cuts the drain short as it does the grace below
     await Promise.race([new Promise((r) => setTimeout(r, cfg.shutdownDrainMs)), again]);
   }
+  const graceEnd = Date.now() + cfg.shutdownGraceMs;
+  await callersDone(how.callers, graceEnd, again);
   log.verbose(`caught ${reason}, stopping: ${queue.pending()} request(s) in flight`);
   const closed = new Promise<void>((resolve) => http.close(() => resolve()));
   http.closeIdleConnections();
   let timer: NodeJS.Timeout | undefined;
   const grace = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), cfg.shutdownGraceMs);
+    timer = setTimeout(() => resolve('timeout'), Math.max(0, graceEnd - Date.now()));
   });
   const interrupted = again.then((s) => `caught ${s} again`);
   const waited = await Promise.race([queue.idle().then(() => 'idle' as const), grace, interrupted]);

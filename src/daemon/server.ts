@@ -26,7 +26,11 @@ import type { SandboxLinks } from '../routes/nsenter.ts';
 import type { Metrics } from './metrics.ts';
 import type { RequestQueue } from './queue.ts';
 import { guardConnections } from './http-guard.ts';
-import { MAX_BODY_BYTES, decodeCniBody, errorBody, readRequest, send, statusOf } from './wire.ts';
+import { MAX_BODY_BYTES, cniCallOf, decodeBodyObject, errorBody, readRequest, send, statusOf } from './wire.ts';
+import type { CallerChannel } from './caller-exec.ts';
+import { EXEC_HEADER, callerChannel } from './caller-exec.ts';
+import type { StreamedAnswer } from './caller-http.ts';
+import { serveExecReply, shimEnvOf, streamedAnswer } from './caller-http.ts';
 
 export interface ServerDeps {
   host: Host;
@@ -48,6 +52,10 @@ export interface ServerDeps {
   links?: SandboxLinks;
   /** The daemon's stop, every call's cancel signal: aborted after the shutdown grace (daemon/main.ts). */
   signal?: AbortSignal;
+  /** "caller": a shim that offers it runs its call's delegates (daemon/caller-exec.ts); default "daemon". */
+  delegateExec?: 'daemon' | 'caller';
+  /** Where the calls whose shim runs their delegates are kept (the shutdown waits for them: parts.ts). */
+  callers?: Map<string, CallerChannel>;
 }
 
 /** A distinct queue key for calls without a container (STATUS, GC, bad requests): they run in parallel. */
@@ -61,37 +69,68 @@ const answerFailure =
     send(res, 500, errorBody(new CniError(CniCode.Internal, `the multus daemon failed: ${messageOf(e)}`)));
   };
 
-export function createCniServer(deps: ServerDeps): Server {
-  const limit = deps.maxBodyBytes ?? MAX_BODY_BYTES;
+/** The call's own exec through its shim, when the daemon and the shim both want it (caller-exec.ts). */
+function callerOf(
+  deps: ServerDeps,
+  channels: Map<string, CallerChannel>,
+  req: IncomingMessage,
+  res: StreamedAnswer,
+  shimEnv: Env,
+): CallerChannel | undefined {
+  if (deps.delegateExec !== 'caller' || req.headers[EXEC_HEADER] !== '1') return undefined;
+  const metrics = deps.metrics;
+  const ran = metrics ? { ran: metrics.delegateCall.bind(metrics) } : {};
+  const channel = callerChannel({ local: deps.host.exec, send: res.send, shimEnv, ...ran });
+  channels.set(channel.token, channel);
+  return channel;
+}
 
-  async function serveCni(req: IncomingMessage, res: ServerResponse): Promise<void> {
+/** `POST /cni`: one CNI call through handle(), in its container's turn; `channels` holds those whose shim runs the delegates. */
+function cniServer(deps: ServerDeps, limit: number, channels: Map<string, CallerChannel>) {
+  return async function serveCni(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
-    const call = await readRequest(req, res, limit, (body) => decodeCniBody(body, deps.daemonEnv));
-    if (!call) return;
+    const decoded = await readRequest(req, res, limit, (body) => {
+      const value = decodeBodyObject(body);
+      return { call: cniCallOf(value, deps.daemonEnv), shimEnv: shimEnvOf(value) };
+    });
+    if (!decoded) return;
+    const { call } = decoded;
     const command = call.env.CNI_COMMAND ?? '';
     const containerId = call.env.CNI_CONTAINERID ?? '';
     const key = containerId === '' ? `\0${anonymous++}` : containerId;
     const done = deps.metrics?.requestStarted(command);
+    const out = streamedAnswer(res);
+    const channel = callerOf(deps, channels, req, out, decoded.shimEnv);
+    if (channel) res.once('close', channel.close); // the shim is gone: the rest runs here
     let answer: CniAnswer;
     try {
       const signal = deps.signal ? { signal: deps.signal } : {};
-      answer = await deps.queue.run(key, () => handle(deps.host, { ...call, ...signal }));
+      const exec = channel ? { exec: channel.exec } : {};
+      answer = await deps.queue.run(key, () => handle(deps.host, { ...call, ...signal, ...exec }));
     } finally {
       done?.();
+      if (channel) channels.delete(channel.token);
     }
     const seconds = (performance.now() - started) / 1000;
     deps.metrics?.requestFinished(command, answer.exitCode === 0 ? 'success' : 'error', seconds);
     if (!answer.error) {
       deps.log.verbose(`${command} ${containerId}: 200 in ${(seconds * 1000).toFixed(1)} ms`);
-      send(res, 200, JSON.stringify({ Result: answer.result ?? null }));
+      out.finish(200, JSON.stringify({ Result: answer.result ?? null }));
       return;
     }
     const status = statusOf(answer.error.code);
     deps.log.verbose(
       `${command} ${containerId}: ${status} code ${answer.error.code} in ${(seconds * 1000).toFixed(1)} ms`,
     );
-    send(res, status, JSON.stringify(answer.error.toJSON(answer.cniVersion))); // in the request's cniVersion
-  }
+    out.finish(status, JSON.stringify(answer.error.toJSON(answer.cniVersion))); // in the request's cniVersion
+  };
+}
+
+export function createCniServer(deps: ServerDeps): Server {
+  const limit = deps.maxBodyBytes ?? MAX_BODY_BYTES;
+  /** The calls whose shim runs their delegates, by token (`POST /cni/exec` answers them). */
+  const channels = deps.callers ?? new Map<string, CallerChannel>();
+  const serveCni = cniServer(deps, limit, channels);
 
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -117,6 +156,11 @@ export function createCniServer(deps: ServerDeps): Server {
       const why = deps.notReady() ?? (/[?&]config(&|=|$)/.test(req.url ?? '') ? deps.notServing?.() : undefined);
       if (why === undefined) send(res, 200, '');
       else send(res, 503, errorBody(new CniError(CniCode.TryAgainLater, `the multus daemon is not ready: ${why}`)));
+      return;
+    }
+    if (path === '/cni/exec' && deps.delegateExec === 'caller') {
+      if (req.method !== 'POST') return fail(405, CniCode.InvalidEnv, 'use POST on /cni/exec');
+      serveExecReply(req, res, channels).catch(answerFailure(res, deps.log, path));
       return;
     }
     if (path === '/cni') {

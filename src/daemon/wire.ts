@@ -59,11 +59,6 @@ export function cniCallOf(value: Record<string, unknown>, daemonEnv: Env): CniCa
   return { env: merged, stdin };
 }
 
-/** Decodes and checks a `/cni` body (pure); a CniError says what is wrong. */
-export function decodeCniBody(body: Buffer, daemonEnv: Env): CniCall {
-  return cniCallOf(decodeBodyObject(body), daemonEnv);
-}
-
 /** 400 when the caller's request or config is at fault, 500 for failures while running it. */
 export function statusOf(code: number): number {
   return isCallerFault(code) ? 400 : 500;

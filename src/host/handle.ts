@@ -12,6 +12,7 @@
 import type { CniError } from '../base/errors.ts';
 import { isCniError, toCniError } from '../base/errors.ts';
 import { parseCniArgs, parseK8sArgs } from '../cni/cniargs.ts';
+import type { Exec } from '../cni/exec.ts';
 import type { Logger } from '../base/log.ts';
 import { silentLogger } from '../base/log.ts';
 import { CURRENT_VERSION } from '../base/versions.ts';
@@ -38,6 +39,8 @@ export interface CniCall {
   envProblem?: CniError;
   /** The call's cancel signal: aborted, its running delegate is killed and no other started (cni/exec.ts). */
   signal?: AbortSignal;
+  /** This call's own exec instead of the host's (the daemon's `delegateExec: "caller"`: daemon/caller-exec.ts). */
+  exec?: Exec;
 }
 
 export interface CniAnswer {
@@ -79,6 +82,7 @@ export async function handle(host: Host, call: CniCall): Promise<CniAnswer> {
     const input = doorInputOf(req, conf, call.env);
     if (call.envProblem) input.envProblem = call.envProblem;
     if (call.signal) input.signal = call.signal;
+    if (call.exec) input.exec = call.exec;
     return answer(await prepare(host, input, COMMANDS[command]), cniVersion);
   } catch (e) {
     const error = toCniError(e);

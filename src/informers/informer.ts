@@ -9,19 +9,21 @@
  * 500, then a watch from its resourceVersion. A watch the server ends resumes at once from the last
  * resourceVersion seen (events and bookmarks); 410 Gone starts over (the initial events again, not older than that
  * resourceVersion: from the API server's watch cache; the cache replaced, changes announced); any
- * other error stops the watch, reports "not synced", and starts again with backoff (1 s doubling to 30 s,
- * jittered). The initial objects' arrival (watch or list) is reported to the metrics. informers.ts builds the pod
- * and NAD informers from it.
- * Tested by test/unit/informers/informer.test.ts (a fake WatchClient: watch-list, fallback, 410, resume) and
- * test/k8s/warm.test.ts (against a real kube-apiserver: sync without a LIST, restarts, metrics).
+ * other error stops the watch, reports "not synced", and starts again after a wait (retry.ts: client-go's
+ * backoff, 0.8 s doubling to 30 s, jittered up to +100%; Retry-After when a 429 or 503 carries one; while the
+ * server refuses everyone, one informer of the gate probes it and the others wait for its answer; after a 429
+ * "storage is (re)initializing", the initial events, not a resume). The initial objects' arrival (watch or list)
+ * is reported to the metrics. informers.ts builds the pod and NAD informers from it.
+ * Tested by test/unit/informers/informer.test.ts (a fake WatchClient: watch-list, fallback, 410, resume),
+ * test/unit/informers/retry.test.ts (the waits and the gate) and test/k8s/warm.test.ts (against a real kube-apiserver: sync without a LIST, restarts, metrics).
  */
-import { retryDelay } from '../base/backoff.ts';
 import { messageOf } from '../base/errors.ts';
 import type { Logger } from '../base/log.ts';
 import { httpStatusOf } from '../k8s/types.ts';
 import type { WatchClient } from '../k8s/types.ts';
 import type { InformerMetrics, Obj } from './informer-types.ts';
 import { Store, keyOf } from './informer-store.ts';
+import { INFORMER_BACKOFF, type ServerGate, newWatchCache, nextWaitMs, serverWide } from './retry.ts';
 
 const LIST_PAGE = 500;
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
@@ -31,6 +33,8 @@ export interface InformerOptions {
   metrics?: InformerMetrics;
   /** Backoff of an informer restart after an error (tests make it short). */
   backoff?: { initialMs: number; maxMs: number };
+  /** Shared by the informers of one API server: one of them probes a server that refuses everyone (retry.ts). */
+  gate?: ServerGate;
 }
 
 export interface Informer {
@@ -108,7 +112,7 @@ interface State {
   /** The initial objects come through the watch; false once the API server refused that. */
   watchList: boolean;
   stopped: boolean;
-  /** Errors since the informer last watched: the restart waits retryDelay(failures). */
+  /** Errors since the informer last watched: the restart waits nextWaitMs (retry.ts). */
   failures: number;
 }
 
@@ -199,7 +203,7 @@ class WatchInformer implements Informer {
     private readonly onChange: () => void,
     readonly trim: Trim,
   ) {
-    this.backoff = o.backoff ?? { initialMs: 1000, maxMs: 30_000 };
+    this.backoff = o.backoff ?? INFORMER_BACKOFF;
     this.store = new Store((e) => o.log.error(`informer ${name}: a listener failed: ${e}`));
   }
 
@@ -227,6 +231,7 @@ class WatchInformer implements Informer {
 
   stop(): void {
     this.s.stopped = true;
+    this.o.gate?.leave(this);
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.controller?.();
@@ -254,16 +259,34 @@ class WatchInformer implements Informer {
   }
 
   private runNow(): void {
+    this.o.gate?.forget(this);
     void this.run().catch((e: unknown) => this.failed(e));
+  }
+
+  /** The next watch at once, in place of a waiting one (the gate opened). */
+  private goNow(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.schedule(0);
   }
 
   private failed(err: unknown): void {
     this.s.watching = false;
     this.report();
     if (this.s.stopped) return;
+    const gate = this.o.gate;
+    if (gate && serverWide(err) && gate.refused(this)) {
+      // another informer probes the server: wait for its answer (or, at the latest, the longest backoff step)
+      const wait = nextWaitMs(undefined, Infinity, this.backoff);
+      this.o.log.warn(`informer ${this.name}: waiting for the API server (at most ${wait} ms): ${messageOf(err)}`);
+      gate.wait(this, () => this.goNow());
+      return this.schedule(wait);
+    }
+    if (!serverWide(err)) gate?.answered();
+    if (newWatchCache(err) && this.s.watchList) this.s.complete = false; // no resume the new cache cannot serve
     this.s.failures += 1;
-    const wait = Math.round(retryDelay(this.s.failures, this.backoff) * (0.9 + Math.random() * 0.2));
-    this.o.log.warn(`informer ${this.name}: ${messageOf(err)}; restarting in ${wait} ms`);
+    const wait = nextWaitMs(err, this.s.failures, this.backoff);
+    this.o.log.warn(`informer ${this.name}: restarting in ${wait} ms: ${messageOf(err)}`); // the decision first
     this.schedule(wait);
   }
 
@@ -280,6 +303,7 @@ class WatchInformer implements Informer {
     if (s.stopped) return;
     const status = e.code ?? httpStatusOf(e.err);
     if (status === 410) {
+      this.o.gate?.answered();
       // the initial events again, not older than s.rv: the API server serves them from its watch cache without
       // asking etcd first, as client-go's relist does (docs/resident.md, "Informers")
       this.o.log.verbose(`informer ${this.name}: resourceVersion ${s.rv} is gone; starting over from the watch cache`);
@@ -292,7 +316,9 @@ class WatchInformer implements Informer {
       s.watchList = false;
       return this.schedule(0);
     }
-    if (e.err || e.code !== undefined) return this.failed(e.err ?? new Error(`the watch sent an error (${e.code})`));
+    if (e.err || e.code !== undefined) {
+      return this.failed(e.err ?? Object.assign(new Error(`the watch sent an error (${e.code})`), { status: e.code }));
+    }
     if (e.initial) return this.failed(new Error('the watch ended before its initial objects did'));
     if (e.ms < SHORT_WATCH_MS) return this.failed(new Error(`the watch ended after ${Math.round(e.ms)} ms`));
     this.schedule(0); // the API server's watch timeout: resume from s.rv, still synced
@@ -328,6 +354,7 @@ class WatchInformer implements Informer {
     } catch (err) {
       return w.onDone(err);
     }
+    this.o.gate?.answered(); // the server serves this resource: an informer waiting for it goes now
     w.abort = abort;
     if (w.done) return abort();
     this.controller = abort;

@@ -21,9 +21,10 @@
  * `requestCount` is the lean client's (the GETs, status writes and events of requests); list/watch traffic is
  * not part of any request. Every request of ours is reported to `metrics.apiCall` (verb, resource, seconds,
  * ok), and each informer's initial objects (verb watch, or list without watch-list). An informer error (watch
- * refused or broken) marks it unsynced (`metrics.informerSynced(name, false)`) and restarts it with backoff
- * (1 s doubling to 30 s, jittered); a watch that ends normally (the API server's timeout) resumes at once from
- * its resourceVersion, and a 410 Gone starts over (informer.ts).
+ * refused or broken) marks it unsynced (`metrics.informerSynced(name, false)`) and restarts it after a wait
+ * (retry.ts: client-go's backoff, Retry-After, one informer probing a server that refuses both); a watch that
+ * ends normally (the API server's timeout) resumes at once from its resourceVersion, and a 410 Gone starts over
+ * (informer.ts).
  *
  * `onPod` hands the pod informer's adds, updates and deletes to a listener (dynamic networks react to a changed
  * networks annotation with it: hotplug/dynamic.ts).
@@ -41,6 +42,7 @@ import type { InformerMetrics, InformerSource } from './informer-types.ts';
 import type { Informer, InformerOptions } from './informer.ts';
 import { informer, timedCall } from './informer.ts';
 import { trimNad, trimPod } from './informer-trim.ts';
+import { ServerGate } from './retry.ts';
 
 export interface WarmKube {
   client: KubeClient;
@@ -234,8 +236,9 @@ export async function startWarmKube(o: WarmKubeOptions): Promise<WarmKube> {
   const changed = (): void => {
     for (const w of [...waiters]) w();
   };
-  const pods = informer(POD_INFORMER, '/api/v1/pods', podSelector(o.nodeName), lean, o, changed, trimPod);
-  const nads = informer(NAD_INFORMER, NAD_PATH, undefined, lean, o, changed, trimNad);
+  const io = { ...o, gate: new ServerGate() }; // one prober while the server refuses both (retry.ts)
+  const pods = informer(POD_INFORMER, '/api/v1/pods', podSelector(o.nodeName), lean, io, changed, trimPod);
+  const nads = informer(NAD_INFORMER, NAD_PATH, undefined, lean, io, changed, trimNad);
   const api = measured(lean, o.metrics);
   const client = new WarmClient(api, pods, nads, o.log);
   const synced = (): boolean => !closed && pods.synced() && nads.synced();

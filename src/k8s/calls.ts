@@ -233,13 +233,15 @@ const DEFAULT_REASON: Readonly<Record<number, string>> = {
 };
 
 /** The API server's Status object (`{kind: "Status", reason, message}`), when the body is one. */
-function statusObjectOf(body: Buffer): { reason?: string; message?: string } {
+function statusObjectOf(body: Buffer): { reason?: string; message?: string; retryAfterS?: number } {
   try {
     const s = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
     if (s && typeof s === 'object' && s.kind === 'Status') {
+      const after = (s.details as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
       return {
         ...(typeof s.reason === 'string' && s.reason ? { reason: s.reason } : {}),
         ...(typeof s.message === 'string' && s.message ? { message: s.message } : {}),
+        ...(typeof after === 'number' && Number.isInteger(after) && after > 0 ? { retryAfterS: after } : {}),
       };
     }
   } catch {
@@ -294,7 +296,9 @@ export function statusError(status: number, body: Buffer, c: Call, cfg: ClientCo
   }
   const transient = status === 429 || status >= 500;
   const msg = `${s.message ?? `HTTP ${status}`} (${target(c)}: HTTP ${status} from ${cfg.server})`;
-  return new KubeApiError(transient ? CniCode.TryAgainLater : CniCode.Internal, msg, status, reason);
+  const err = new KubeApiError(transient ? CniCode.TryAgainLater : CniCode.Internal, msg, status, reason);
+  if (s.retryAfterS !== undefined) err.retryAfterS = s.retryAfterS;
+  return err;
 }
 
 const NET_REASON: Readonly<Record<string, string>> = {

@@ -144,6 +144,8 @@ export interface ClientInfo {
 export class KubeApiError extends CniError {
   readonly status: number;
   readonly reason: string;
+  /** A 429's or 503's Status `details.retryAfterSeconds` (what the Retry-After header says): when to ask again. */
+  retryAfterS?: number;
 
   constructor(code: CniCodeValue, msg: string, status: number, reason: string, cause?: unknown) {
     super(code, msg, cause === undefined ? {} : { cause });

@@ -82,6 +82,8 @@ export interface DoorInput {
   envProblem?: CniError;
   /** The call's cancel signal, handed to every delegate it runs (cni/exec.ts). */
   signal?: AbortSignal;
+  /** How this call's delegates run, when not by the seams' exec (the daemon's caller mode, daemon/caller-exec.ts). */
+  exec?: Exec;
 }
 
 /**
@@ -141,7 +143,7 @@ export function callContext(input: DoorInput, seams: Seams, log: Logger): CallCo
     devinfoDir: seams.devices?.cniDevinfoDir ?? CNI_DEVINFO_DIR,
     dpDevinfoDir: seams.devices?.dpDevinfoDir ?? DP_DEVINFO_DIR,
     net: {
-      exec: seams.exec,
+      exec: input.exec ?? seams.exec,
       path: pluginDirs(conf.binDir, input.pluginPath ?? [], log),
       baseEnv,
       cniDir: conf.cniDir,

@@ -9,7 +9,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fileExists, needs } from '../helpers/skip.ts';
@@ -38,6 +38,8 @@ const withOurShim = base && needs(fileExists(OUR_SHIM, 'the native shim build/mu
 const withUpstreamShim =
   base && needs(fileExists(UPSTREAM_SHIM, "Multus v4.3.0's shim (bash test/peers/build-gomultus.sh)"));
 
+type DelegateExec = 'daemon' | 'caller';
+
 interface Daemon {
   child: ChildProcess;
   log(): string;
@@ -62,7 +64,7 @@ function socketDir(): string {
   return join(world.dir, 'run');
 }
 
-async function startDaemon(): Promise<Daemon> {
+async function startDaemon(delegateExec: DelegateExec = 'daemon'): Promise<Daemon> {
   const file = join(world.dir, 'daemon-config.json');
   writeFileSync(
     file,
@@ -71,6 +73,7 @@ async function startDaemon(): Promise<Daemon> {
       cniConfigDir: join(world.dir, 'net.d'),
       logLevel: 'verbose',
       logToStderr: true,
+      delegateExec,
     }),
   );
   // In the test's host namespace, where the driver runs: bridges and host veth ends are created there.
@@ -104,7 +107,7 @@ function installSlowPlugin(): void {
     `#!/bin/sh
 input=$(cat)
 if [ "$CNI_COMMAND" = ADD ]; then
-  touch ${world.dir}/started
+  echo $PPID > ${world.dir}/started
   i=0; while [ ! -f ${world.dir}/release ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done # at most ~30 s
 fi
 if [ "$CNI_COMMAND" = ADD ]; then
@@ -114,6 +117,27 @@ fi
     { mode: 0o755 },
   );
 }
+
+/**
+ * A chained plugin that passes prevResult on and appends to <dir>/who the command, its parent's name (multus-shim
+ * when the shim ran it) and whether it has HOME (the daemon's environment has only PATH, the shim's is the test's).
+ */
+function installWhoPlugin(): void {
+  writeFileSync(
+    join(world.binDir, 'who'),
+    `#!/bin/sh
+input=$(cat)
+echo "$CNI_COMMAND $(cat /proc/$PPID/comm) \${HOME:+home}" >> ${world.dir}/who
+if [ "$CNI_COMMAND" = ADD ]; then
+  printf '%s' "$input" | sed -e 's/.*"prevResult"://' -e 's/}$//'
+fi
+`,
+    { mode: 0o755 },
+  );
+}
+
+const whoLines = (): string[] =>
+  existsSync(join(world.dir, 'who')) ? readFileSync(join(world.dir, 'who'), 'utf8').trim().split('\n') : [];
 
 async function shimConf(
   version: string,
@@ -133,106 +157,195 @@ async function shimConf(
 
 const served = (d: Daemon, command: string) => d.log().includes(`${command} ${world.containerId}: 200`);
 
-describe.skipIf(!withOurShim)('resident mode through build/multus-shim', () => {
-  it('ADD, CHECK and DEL are served by the daemon with the real plugins', async () => {
-    installShim(OUR_SHIM);
-    const d = await startDaemon();
-    const { conf } = await shimConf('1.0.0');
-    const add = await world.driver('add', conf);
-    expect(add.code, describeRun(add)).toBe(0);
-    expect(served(d, 'ADD')).toBe(true);
-    expect(add.json).toMatchObject({ cniVersion: '1.0.0', ips: [{ address: expect.stringMatching(/^10\.253\./) }] });
-    expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1);
-    const check = await world.driver('check', conf);
-    expect(check.code, describeRun(check)).toBe(0);
-    expect(served(d, 'CHECK')).toBe(true);
-    const del = await world.driver('del', conf);
-    expect(del.code, describeRun(del)).toBe(0);
-    expect(served(d, 'DEL')).toBe(true);
-    expect(await world.podLinks()).toEqual(['lo']);
-    expect(await reservedIps(world.ipamDir)).toEqual([]);
-  });
+// delegateExec "caller" (daemon/caller-exec.ts): the same calls with the delegates run by the shim
+describe.skipIf(!withOurShim).each(['daemon', 'caller'] as const)(
+  'resident mode through build/multus-shim, delegateExec %s',
+  (mode) => {
+    it('ADD, CHECK and DEL are served by the daemon with the real plugins', async () => {
+      installShim(OUR_SHIM);
+      const d = await startDaemon(mode);
+      installWhoPlugin();
+      const { conf } = await shimConf('1.0.0', [{ type: 'who' }]);
+      const add = await world.driver('add', conf);
+      expect(add.code, describeRun(add)).toBe(0);
+      expect(served(d, 'ADD')).toBe(true);
+      expect(add.json).toMatchObject({ cniVersion: '1.0.0', ips: [{ address: expect.stringMatching(/^10\.253\./) }] });
+      expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1);
+      const check = await world.driver('check', conf);
+      expect(check.code, describeRun(check)).toBe(0);
+      expect(served(d, 'CHECK')).toBe(true);
+      const del = await world.driver('del', conf);
+      expect(del.code, describeRun(del)).toBe(0);
+      expect(served(d, 'DEL')).toBe(true);
+      expect(await world.podLinks()).toEqual(['lo']);
+      expect(await reservedIps(world.ipamDir)).toEqual([]);
+      // who ran the delegates, and with whose environment
+      const ran = mode === 'caller' ? 'multus-shim home' : expect.not.stringContaining('multus-shim');
+      expect(whoLines()).toEqual(['ADD', 'CHECK', 'DEL'].map((c) => (typeof ran === 'string' ? `${c} ${ran}` : ran)));
+    });
 
-  // issue 51, finding 4: a delegate that is the shim (by type, or a copy under another name) would send the call
-  // back into this daemon under the same container and wait on itself; refused at once, the ADD rolled back
-  it.each(['multus-shim', 'othershim'])('a delegate of type %s is refused by the daemon at once', async (type) => {
-    installShim(OUR_SHIM);
-    copyFileSync(OUR_SHIM, join(world.binDir, 'othershim'));
-    chmodSync(join(world.binDir, 'othershim'), 0o755);
-    const d = await startDaemon();
-    net++;
-    const cluster = clusterConflist(world, '1.0.0', `10.253.${net}.0/24`);
-    const nested = { cniVersion: '1.0.0', name: 'nested', type, daemonSocketDir: socketDir() };
-    const conf = await writeMultusConf(
-      world,
-      multusConf(world, '1.0.0', [cluster, nested], { type: 'multus-shim', daemonSocketDir: socketDir() }),
+    it('a failed ADD of the second attachment rolls back both', async () => {
+      installShim(OUR_SHIM);
+      installWhoPlugin();
+      writeFileSync(
+        join(world.binDir, 'failer'),
+        `#!/bin/sh\ncat >/dev/null\n[ "$CNI_COMMAND" = ADD ] || exit 0\necho '{"code":11,"msg":"failer says no"}'\nexit 1\n`,
+        { mode: 0o755 },
+      );
+      const d = await startDaemon(mode);
+      net++;
+      const cluster = clusterConflist(world, '1.0.0', `10.253.${net}.0/24`, [{ type: 'who' }]);
+      const failing = { cniVersion: '1.0.0', name: 'failing', plugins: [{ type: 'failer' }] };
+      const shim = { type: 'multus-shim', daemonSocketDir: socketDir() };
+      const conf = await writeMultusConf(world, multusConf(world, '1.0.0', [cluster, failing], shim));
+      const add = await world.driver('add', conf);
+      expect(add.code, describeRun(add)).not.toBe(0);
+      expect(add.stdout).toContain('failer says no');
+      expect(d.log()).toContain(`ADD ${world.containerId}: 500`);
+      // no DEL from the runtime: the daemon's rollback undid the first attachment, through the shim in caller mode
+      expect(await world.podLinks()).toEqual(['lo']);
+      expect(await reservedIps(world.ipamDir)).toEqual([]);
+      expect(whoLines().map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual(
+        mode === 'caller'
+          ? ['ADD multus-shim', 'DEL multus-shim']
+          : [expect.stringMatching(/^ADD /), expect.stringMatching(/^DEL /)],
+      );
+    });
+
+    // issue 51, finding 4: a delegate that is the shim (by type, or a copy under another name) would send the call
+    // back into this daemon under the same container and wait on itself; refused at once, the ADD rolled back
+    it.each(['multus-shim', 'othershim'])('a delegate of type %s is refused by the daemon at once', async (type) => {
+      installShim(OUR_SHIM);
+      copyFileSync(OUR_SHIM, join(world.binDir, 'othershim'));
+      chmodSync(join(world.binDir, 'othershim'), 0o755);
+      const d = await startDaemon(mode);
+      net++;
+      const cluster = clusterConflist(world, '1.0.0', `10.253.${net}.0/24`);
+      const nested = { cniVersion: '1.0.0', name: 'nested', type, daemonSocketDir: socketDir() };
+      const conf = await writeMultusConf(
+        world,
+        multusConf(world, '1.0.0', [cluster, nested], { type: 'multus-shim', daemonSocketDir: socketDir() }),
+      );
+      const add = await world.driver('add', conf);
+      expect(add.code, describeRun(add)).not.toBe(0);
+      expect(add.stdout).toContain(`type \\"${type}\\" is the multus meta-plugin itself`);
+      expect(d.log()).toContain(`ADD ${world.containerId}: 400`);
+      expect(await world.podLinks()).toEqual(['lo']);
+      const del = await world.driver('del', conf);
+      expect(del.code, describeRun(del)).toBe(0);
+      expect(await reservedIps(world.ipamDir)).toEqual([]);
+    });
+
+    it('with the daemon down the shim falls back to the thin plugin', async () => {
+      installShim(OUR_SHIM);
+      const d = await startDaemon(mode);
+      d.child.kill('SIGTERM');
+      expect(await d.exited).toBe(0);
+      const { conf } = await shimConf('1.0.0');
+      const add = await world.driver('add', conf);
+      expect(add.code, describeRun(add)).toBe(0);
+      expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1);
+      expect(served(d, 'ADD')).toBe(false);
+      const del = await world.driver('del', conf);
+      expect(del.code, describeRun(del)).toBe(0);
+      expect(await world.podLinks()).toEqual(['lo']);
+      expect(await reservedIps(world.ipamDir)).toEqual([]);
+    });
+
+    it('the daemon killed during an ADD: the ADD fails, then DEL (thin fallback) cleans everything', async () => {
+      installShim(OUR_SHIM);
+      installSlowPlugin();
+      const d = await startDaemon(mode);
+      const { conf } = await shimConf('1.0.0', [{ type: 'slow' }]);
+      const add = world.driver('add', conf);
+      for (let i = 0; i < 1000 && !existsSync(join(world.dir, 'started')); i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(existsSync(join(world.dir, 'started'))).toBe(true);
+      expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1); // bridge ran before the slow plugin
+      d.child.kill('SIGKILL');
+      await d.exited;
+      const failed = await add;
+      expect(failed.code, describeRun(failed)).not.toBe(0);
+      writeFileSync(join(world.dir, 'release'), '');
+      // The socket file is left behind (SIGKILL), refusing connections: the shim falls back for DEL.
+      const del = await world.driver('del', conf);
+      expect(del.code, describeRun(del)).toBe(0);
+      expect(await world.podLinks()).toEqual(['lo']);
+      expect(await reservedIps(world.ipamDir)).toEqual([]);
+    });
+
+    // the delegate's outcome comes on a new connection: the socket stays open past the drain until the call ends
+    it.runIf(mode === 'caller')(
+      'SIGTERM during an ADD whose shim runs the slow delegate: the ADD completes',
+      async () => {
+        installShim(OUR_SHIM);
+        installSlowPlugin();
+        const d = await startDaemon(mode);
+        const { conf } = await shimConf('1.0.0', [{ type: 'slow' }]);
+        const add = world.driver('add', conf);
+        const started = join(world.dir, 'started');
+        for (let i = 0; i < 1000 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 10));
+        d.child.kill('SIGTERM');
+        await new Promise((r) => setTimeout(r, 3000)); // past the 2 s drain
+        writeFileSync(join(world.dir, 'release'), '');
+        const done = await add;
+        expect(done.code, describeRun(done)).toBe(0);
+        expect(await d.exited).toBe(0);
+        const del = await world.driver('del', conf); // the thin fallback: the daemon is gone
+        expect(del.code, describeRun(del)).toBe(0);
+        expect(await world.podLinks()).toEqual(['lo']);
+        expect(await reservedIps(world.ipamDir)).toEqual([]);
+      },
     );
-    const add = await world.driver('add', conf);
-    expect(add.code, describeRun(add)).not.toBe(0);
-    expect(add.stdout).toContain(`type \\"${type}\\" is the multus meta-plugin itself`);
-    expect(d.log()).toContain(`ADD ${world.containerId}: 400`);
-    expect(await world.podLinks()).toEqual(['lo']);
-    const del = await world.driver('del', conf);
-    expect(del.code, describeRun(del)).toBe(0);
-    expect(await reservedIps(world.ipamDir)).toEqual([]);
-  });
 
-  it('with the daemon down the shim falls back to the thin plugin', async () => {
-    installShim(OUR_SHIM);
-    const d = await startDaemon();
-    d.child.kill('SIGTERM');
-    expect(await d.exited).toBe(0);
-    const { conf } = await shimConf('1.0.0');
-    const add = await world.driver('add', conf);
-    expect(add.code, describeRun(add)).toBe(0);
-    expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1);
-    expect(served(d, 'ADD')).toBe(false);
-    const del = await world.driver('del', conf);
-    expect(del.code, describeRun(del)).toBe(0);
-    expect(await world.podLinks()).toEqual(['lo']);
-    expect(await reservedIps(world.ipamDir)).toEqual([]);
-  });
+    it.runIf(mode === 'caller')('the shim killed during an ADD: the daemon rolls the ADD back itself', async () => {
+      installShim(OUR_SHIM);
+      installSlowPlugin();
+      const d = await startDaemon(mode);
+      const { conf } = await shimConf('1.0.0', [{ type: 'slow' }]);
+      const add = world.driver('add', conf);
+      const started = join(world.dir, 'started');
+      for (let i = 0; i < 1000 && !(existsSync(started) && readFileSync(started, 'utf8').trim()); i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const shimPid = Number(readFileSync(started, 'utf8')); // the slow plugin's parent: the shim
+      expect(readFileSync(`/proc/${shimPid}/comm`, 'utf8').trim()).toBe('multus-shim');
+      expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1);
+      process.kill(shimPid, 'SIGKILL');
+      const failed = await add;
+      expect(failed.code, describeRun(failed)).not.toBe(0);
+      for (let i = 0; i < 1000 && !d.log().includes(`ADD ${world.containerId}: 500`); i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(d.log()).toContain(`ADD ${world.containerId}: 500`);
+      // the rollback ran in the daemon, without the runtime's DEL
+      expect(await world.podLinks()).toEqual(['lo']);
+      expect(await reservedIps(world.ipamDir)).toEqual([]);
+    });
+  },
+);
 
-  it('the daemon killed during an ADD: the ADD fails, then DEL (thin fallback) cleans everything', async () => {
-    installShim(OUR_SHIM);
-    installSlowPlugin();
-    const d = await startDaemon();
-    const { conf } = await shimConf('1.0.0', [{ type: 'slow' }]);
-    const add = world.driver('add', conf);
-    for (let i = 0; i < 1000 && !existsSync(join(world.dir, 'started')); i++) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    expect(existsSync(join(world.dir, 'started'))).toBe(true);
-    expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1); // bridge ran before the slow plugin
-    d.child.kill('SIGKILL');
-    await d.exited;
-    const failed = await add;
-    expect(failed.code, describeRun(failed)).not.toBe(0);
-    writeFileSync(join(world.dir, 'release'), '');
-    // The socket file is left behind (SIGKILL), refusing connections: the shim falls back for DEL.
-    const del = await world.driver('del', conf);
-    expect(del.code, describeRun(del)).toBe(0);
-    expect(await world.podLinks()).toEqual(['lo']);
-    expect(await reservedIps(world.ipamDir)).toEqual([]);
-  });
-});
-
-describe.skipIf(!withUpstreamShim)("resident mode through Multus v4.3.0's multus-shim", () => {
-  it('ADD, CHECK and DEL against this daemon', async () => {
-    installShim(UPSTREAM_SHIM);
-    const d = await startDaemon();
-    const { conf } = await shimConf('1.0.0');
-    const add = await world.driver('add', conf);
-    expect(add.code, describeRun(add)).toBe(0);
-    expect(add.json).toMatchObject({ cniVersion: '1.0.0', ips: [{ address: expect.stringMatching(/^10\.253\./) }] });
-    expect(served(d, 'ADD')).toBe(true);
-    const check = await world.driver('check', conf);
-    expect(check.code, describeRun(check)).toBe(0);
-    expect(served(d, 'CHECK')).toBe(true);
-    const del = await world.driver('del', conf);
-    expect(del.code, describeRun(del)).toBe(0);
-    expect(served(d, 'DEL')).toBe(true);
-    expect(await world.podLinks()).toEqual(['lo']);
-    expect(await reservedIps(world.ipamDir)).toEqual([]);
-  });
-});
+// it does not offer to run delegates: a daemon in caller mode runs them itself
+describe.skipIf(!withUpstreamShim).each(['daemon', 'caller'] as const)(
+  "resident mode through Multus v4.3.0's multus-shim, delegateExec %s",
+  (mode) => {
+    it('ADD, CHECK and DEL against this daemon', async () => {
+      installShim(UPSTREAM_SHIM);
+      const d = await startDaemon(mode);
+      const { conf } = await shimConf('1.0.0');
+      const add = await world.driver('add', conf);
+      expect(add.code, describeRun(add)).toBe(0);
+      expect(add.json).toMatchObject({ cniVersion: '1.0.0', ips: [{ address: expect.stringMatching(/^10\.253\./) }] });
+      expect(served(d, 'ADD')).toBe(true);
+      const check = await world.driver('check', conf);
+      expect(check.code, describeRun(check)).toBe(0);
+      expect(served(d, 'CHECK')).toBe(true);
+      const del = await world.driver('del', conf);
+      expect(del.code, describeRun(del)).toBe(0);
+      expect(served(d, 'DEL')).toBe(true);
+      expect(await world.podLinks()).toEqual(['lo']);
+      expect(await reservedIps(world.ipamDir)).toEqual([]);
+    });
+  },
+);

@@ -16,10 +16,11 @@ export interface HttpAnswer {
 export function http(
   socket: string,
   path: string,
-  o: { method?: string; body?: string | Buffer } = {},
+  o: { method?: string; body?: string | Buffer; headers?: Record<string, string> } = {},
 ): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath: socket, path, method: o.method ?? 'POST', headers: { Host: 'dummy' } }, (res) => {
+    const headers = { Host: 'dummy', ...o.headers };
+    const req = request({ socketPath: socket, path, method: o.method ?? 'POST', headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {

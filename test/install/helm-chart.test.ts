@@ -225,6 +225,7 @@ describe.runIf(ready)('the Helm chart (deployments/helm/multus)', () => {
     const daemonConfig = parseDaemonConfig(cm.data['daemon-config.json']);
     expect(daemonConfig).toMatchObject({
       chrootDir: '/hostroot',
+      delegateExec: 'caller', // the shim runs the delegates outside the daemon's 100m / 50Mi
       cniConfigDir: '/etc/cni/net.d',
       socketDir: '/run/multus/',
       multusConfigFile: 'auto',

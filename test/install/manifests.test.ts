@@ -63,7 +63,12 @@ describe('deployments/', () => {
   it("the resident ConfigMap is a daemon config the daemon reads, with the sidecar's kubeconfig", () => {
     const cm = docs('multus-ts-resident.yml').find((d) => d.kind === 'ConfigMap')!;
     const conf = parseDaemonConfig((cm.data as Record<string, string>)['daemon-config.json']!);
-    expect(conf).toMatchObject({ chrootDir: '/hostroot', cniConfigDir: '/etc/cni/net.d', socketDir: '/run/multus/' });
+    expect(conf).toMatchObject({
+      chrootDir: '/hostroot',
+      delegateExec: 'caller',
+      cniConfigDir: '/etc/cni/net.d',
+      socketDir: '/run/multus/',
+    });
     expect(JSON.stringify(conf)).toContain('/etc/cni/net.d/multus.d/multus.kubeconfig');
   });
 

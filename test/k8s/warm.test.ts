@@ -45,6 +45,9 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
   let dir: string;
   const ns = `warm-${process.pid}`;
   let early: { uid: string };
+  /** The informers' warnings (a refused watch, the wait behind the other informer's probe: informers/retry.ts). */
+  const warnings: string[] = [];
+  const log = { ...silentLogger, warn: (m: string) => void warnings.push(m) };
 
   async function createPod(
     name: string,
@@ -100,7 +103,7 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
       kubeconfig: cluster.multusKubeconfig,
       env: {},
       nodeName: NODE,
-      log: silentLogger,
+      log,
       metrics,
       backoff: { initialMs: 100, maxMs: 500 },
     });
@@ -434,6 +437,7 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
 
   // Last: stops the API server.
   it('the API server gone: informers report unsynced; lookups fall back to GET and fail as transient (code 11)', async () => {
+    warnings.length = 0;
     await cluster.stopApiserver();
     const deadline = Date.now() + 20_000;
     while (warm.synced() && Date.now() < deadline) await sleep(50);
@@ -451,6 +455,9 @@ describe.skipIf(!ready)('daemon informers against a real kube-apiserver', () => 
       (e: unknown) => e,
     );
     expect(err).toMatchObject({ code: 11, status: 0 });
+    // both watches broke with the server; the informer refused second waits for the first one's probe
+    const waiting = warnings.filter((w) => w.includes('waiting for the API server'));
+    expect(waiting.length).toBeGreaterThan(0);
   });
   /** A write straight into etcd while the API server is away: the new server's watch cache begins after it. */
   async function bumpEtcdRevision(): Promise<void> {

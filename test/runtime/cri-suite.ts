@@ -46,6 +46,7 @@ import {
 import { fileExists } from '../helpers/skip.ts';
 import { type CrioRuntime, crioRequirements, prepareCrio } from './crio.ts';
 import {
+  DELEGATE_EXEC,
   MULTUS_BIN,
   REPO_ROOT,
   type Runtime,
@@ -147,7 +148,7 @@ export class Daemon {
   }
   async start(): Promise<void> {
     const file = join(this.rt.dir, 'daemon-config.json');
-    await writeFile(file, JSON.stringify(this.config), { mode: 0o600 });
+    await writeFile(file, JSON.stringify({ delegateExec: DELEGATE_EXEC, ...this.config }), { mode: 0o600 });
     const env = { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' };
     const args = [`--net=/var/run/netns/${this.rt.hostNs}`, MULTUS_BIN, 'daemon', '--config', file];
     const child = spawn('nsenter', args, { env, stdio: ['ignore', 'ignore', 'pipe'] });

@@ -41,7 +41,15 @@ import type { NodeRuntime } from './node.ts';
 import { DRA_DRIVER, KUBELET_SYSCTLS, NODE_LINK, NODE_LINK_PEER, nodeRequirements } from './node.ts';
 import { peerCases } from './kubelet-peers.ts';
 import { bootKubeletNode, until } from './kubelet-boot.ts';
-import { LAUNCHER_BIN, REPO_ROOT, type SandboxInfo, run, runOk, runtimeRequirements } from './runtime.ts';
+import {
+  DELEGATE_EXEC,
+  LAUNCHER_BIN,
+  REPO_ROOT,
+  type SandboxInfo,
+  run,
+  runOk,
+  runtimeRequirements,
+} from './runtime.ts';
 
 export type Mode = 'thin' | 'resident';
 const MANIFEST: Record<Mode, string> = { thin: 'multus-ts-thin.yml', resident: 'multus-ts-resident.yml' };
@@ -120,6 +128,7 @@ export function daemonSetObjects(mode: Mode, apiPort: string): Obj[] {
         dynamicNetworks: true,
         dynamicNetworksPollSeconds: 3600,
         shimWaitSeconds: 2,
+        delegateExec: DELEGATE_EXEC, // the manifest's "caller", or "daemon" (MULTUS_TS_DELEGATE_EXEC)
       });
     }
   }

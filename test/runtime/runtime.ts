@@ -35,6 +35,11 @@ export const PAUSE_TAR = join(RUNTIME_CACHE_DIR, 'pause.tar');
 export const BUILD_SCRIPT = join(REPO_ROOT, 'test/runtime/build.sh');
 export const CLEANUP_SCRIPT = join(REPO_ROOT, 'test/runtime/cleanup.sh');
 export const MULTUS_BIN = join(REPO_ROOT, 'build/multus');
+/**
+ * The resident daemon's `delegateExec` in the runtime suites: "caller" (our manifests': the shim runs the delegates)
+ * unless MULTUS_TS_DELEGATE_EXEC=daemon (Multus' way), so both run against containerd, CRI-O and the kubelet.
+ */
+export const DELEGATE_EXEC = process.env.MULTUS_TS_DELEGATE_EXEC === 'daemon' ? 'daemon' : 'caller';
 /** The launcher alone, as the image stores it (scripts/image.sh): what the DaemonSets install as /opt/cni/bin/multus. */
 export const LAUNCHER_BIN = join(REPO_ROOT, 'build/multus.launcher');
 export const PLUGIN_DIR = '/usr/lib/cni';

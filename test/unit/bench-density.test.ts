@@ -107,6 +107,7 @@ describe('density: the DaemonSet of each mode', () => {
       'resident_ts_multus_limits',
       'resident_ts_multus_limits_d2',
       'resident_ts_multus_limits_d4',
+      'resident_ts_multus_limits_daemon_exec',
       'resident_ts_no_bound',
       'go_thick',
       'go_thick_300mi',
@@ -134,6 +135,7 @@ describe('density: the DaemonSet of each mode', () => {
       'resident_ts_multus_limits',
       'resident_ts_multus_limits_d2',
       'resident_ts_multus_limits_d4',
+      'resident_ts_multus_limits_daemon_exec',
       'resident_ts_no_bound',
     ]);
   });
@@ -154,6 +156,13 @@ describe('density: the DaemonSet of each mode', () => {
       ds(mode).spec.template.spec.containers.find((c: any) => c.name === 'daemon');
     expect(daemon('resident_ts_multus_limits_d2')).toEqual(daemon('resident_ts_multus_limits'));
     expect(daemonLimitMib('resident_ts_multus_limits_d4')).toBe(50);
+    // the shim runs the delegates (the manifest's delegateExec), but in _daemon_exec
+    expect(config('resident_ts_multus_limits').delegateExec).toBe('caller');
+    expect(config('resident_ts_multus_limits_daemon_exec')).toEqual({
+      ...config('resident_ts_multus_limits'),
+      delegateExec: 'daemon',
+    });
+    expect(daemon('resident_ts_multus_limits_daemon_exec')).toEqual(daemon('resident_ts_multus_limits'));
   });
 
   it('resident_ts_no_bound: resident_ts with connectionLimit 1000 (every request at once), nothing else changed', () => {

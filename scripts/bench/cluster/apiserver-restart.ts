@@ -14,7 +14,8 @@
  * at these sizes. Our daemon's own view is reported beside it: /healthz answers 503 while an informer is not
  * synced (src/daemon/parts.ts), so `healthz_resync_s` is its last turn back to 200, from the server's start (null
  * for Go thick, whose /healthz stays 200 whatever its informers do).
- * Requests and bytes: from the stop to 5 s after the sync (audit log; Multus' own relay).
+ * Requests and bytes: from the stop to 5 s after the sync (audit log; Multus' own relay). `daemon_log`: the daemon's
+ * own lines meanwhile (its container's log), each retry as it saw it.
  */
 import type { ApiTunnel } from '../../../test/e2e-k8s/world.ts';
 import type { Cluster } from '../../../test/k8s/cluster.ts';
@@ -35,6 +36,8 @@ export interface RestartCtx {
   /** The daemon's socket (/healthz). */
   socket: string;
   say(s: string): void;
+  /** The daemon's log lines so far (ms since the epoch): its own account of each retry, in `daemon_log`. */
+  log?: () => Promise<{ ms: number; text: string }[]>;
 }
 
 export interface WatchSync {
@@ -131,6 +134,7 @@ export async function apiserverRestart(c: RestartCtx): Promise<any> {
   const healthyAt = await health.stop();
   const reqs = await requestsIn(c.cluster, t0, Date.now());
   const b = bytesSince(c.relay, at);
+  const log = (await c.log?.().catch(() => [])) ?? [];
   return {
     resync_s: s1(syncedAt - stopped),
     resync_after_readyz_s: s1(syncedAt - ready),
@@ -144,5 +148,7 @@ export async function apiserverRestart(c: RestartCtx): Promise<any> {
     healthz_resync_s: healthyAt === null ? null : s1(healthyAt - stopped),
     watches: Object.fromEntries(RESOURCES.map((r) => [r, { ...sync[r]!, at_s: s1(sync[r]!.at - stopped) }])),
     by: reqs.by,
+    // the daemon's lines from the stop to the end of the count, seconds from the new server's start
+    daemon_log: log.filter((l) => l.ms >= t0 && l.ms <= end).map((l) => `${s1(l.ms - stopped)} ${l.text}`),
   };
 }

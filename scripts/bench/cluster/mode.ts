@@ -10,7 +10,7 @@
  *   4. a churn of 10% of the cluster's pods (every node's first tenth deleted, as many new ones created), until
  *      all run again (the real node's with their networks): requests and bytes per minute and in all, the
  *      requests of each of the real node's DEL + ADD;
- *   5. with `apiserverRestart`, the API server restarted: the time until the daemon is synced again, its
+ *   5. with `apiserverRestart` (a count), the API server restarted: the time until the daemon is synced again, its
  *      requests and bytes (apiserver-restart.ts);
  * then the real node's pods deleted, the DaemonSet removed and the NADs back to the pods' own.
  */
@@ -70,8 +70,8 @@ interface Ctx {
   mode: BenchMode;
   restSeconds: number;
   startRepeats: number;
-  /** Restart the API server once at the end (apiserver-restart.ts). */
-  apiserverRestart: boolean;
+  /** Restart the API server this many times at the end (apiserver-restart.ts; 0: not). */
+  apiserverRestart: number;
   /** Restarts measured (the first one's traffic and memory too); ready_ms is their median. */
   restarts: number;
   /** The kernel's fork and exec events (timeline.ts), when tracefs is there. */
@@ -103,6 +103,8 @@ function objects(c: Ctx) {
  * process's own start, so the wait changes none of them.
  */
 const RESTART_WITHIN_MS = 330_000;
+/** Between two API-server restarts of a mode: longer than client-go's 2 min after which its backoff starts over. */
+const API_RESTART_GAP_MS = 130_000;
 async function pidOf(c: Ctx, not?: number): Promise<number> {
   return until(`the ${c.mode} daemon's process`, RESTART_WITHIN_MS, async () => {
     const pid = await daemonPid(c.cluster, c.mode);
@@ -309,12 +311,19 @@ export async function measureMode(c: Ctx): Promise<any> {
     const afterChurn = await memoryMib(r.pid);
     const again = await startBytesAgain(c, r.pid);
     const socket = c.n.node.path('/run/multus/multus.sock');
-    const restartApi = c.apiserverRestart
-      ? await apiserverRestart({ cluster: c.cluster, relay: c.relay, socket, say: (s) => c.say(`${c.mode}: ${s}`) })
-      : undefined;
+    const { ds: logDs, container } = logOf(c.mode);
+    const log = () => containerLog(c.n.node.path('/var/log/pods'), logDs, container, 0);
+    const say = (s: string) => c.say(`${c.mode}: ${s}`);
+    const restartApi = [];
+    for (let i = 0; i < c.apiserverRestart; i++) {
+      // client-go's reflector backoff starts over after 2 min without a failure: each restart from the first step
+      if (i > 0) await sleep(API_RESTART_GAP_MS);
+      restartApi.push(await apiserverRestart({ cluster: c.cluster, relay: c.relay, socket, say, log }));
+    }
     const ds = await dsRestarts(c.cluster, layout(c.mode));
     return {
-      ...(restartApi ? { apiserver_restart: restartApi } : {}),
+      ...(restartApi.length ? { apiserver_restart: restartApi[0] } : {}),
+      ...(restartApi.length > 1 ? { apiserver_restart_more: restartApi.slice(1) } : {}),
       daemon_rss_mib: r.memory.rss,
       daemon_anon_mib: r.memory.anon,
       daemon_file_mib: r.memory.file,

@@ -48,8 +48,8 @@ interface Args {
   /** Starts measured per mode (the first one's memory and ready time; every one's bytes). */
   startRepeats?: number;
   modes: BenchMode[];
-  /** The API server restarted once per mode, at its end (apiserver-restart.ts). */
-  apiserverRestart?: boolean;
+  /** The API server restarted this many times per mode, at its end (apiserver-restart.ts; 0: not). */
+  apiserverRestart?: number;
   images: string[];
   kwok: string;
   dir: string;
@@ -199,7 +199,7 @@ async function main(): Promise<void> {
       out.modes[mode] = await measureMode({
         ...{ cluster, api, n, relay, w, mode, restSeconds: a.restSeconds, say },
         ...{ restarts: Math.max(1, a.restarts ?? 1), trace, bootMs, startRepeats: a.startRepeats ?? 1 },
-        apiserverRestart: a.apiserverRestart ?? false,
+        apiserverRestart: a.apiserverRestart ?? 0,
       });
       out.modes[mode].load = { start: loadAtStart, end: load() };
       say(`${mode}: ${JSON.stringify(out.modes[mode])}`);

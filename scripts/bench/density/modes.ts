@@ -5,6 +5,8 @@
  *                         (requests = limits = 100m CPU, 50Mi): what an operator who swaps the image keeps
  *   resident_ts_multus_limits_d2, _d4  the same with `delegateConcurrency` 2 or 4 in its daemon-config.json (the
  *                         delegates the daemon runs at once; docs/resident.md "Memory"): the lever side by side
+ *   resident_ts_multus_limits_daemon_exec  the same with `delegateExec: "daemon"`: the daemon runs the delegates
+ *                         in its own container, Multus' way, instead of the shim (docs/resident.md, "Delegates")
  *   resident_ts_no_bound  resident_ts with `connectionLimit: 1000` in its daemon-config.json: every request at once,
  *                         Go thick's way, instead of the default bound of 8 (docs/resident.md "Memory"): what the
  *                         bound costs a pod's readiness side by side
@@ -27,6 +29,7 @@ export const MODES = [
   'resident_ts_multus_limits',
   'resident_ts_multus_limits_d2',
   'resident_ts_multus_limits_d4',
+  'resident_ts_multus_limits_daemon_exec',
   'resident_ts_no_bound',
   'go_thin',
   'go_thick',
@@ -42,6 +45,7 @@ export const DS: Record<Mode, { name: string; label: string }> = {
   resident_ts_multus_limits: { name: 'multus-ts', label: 'app=multus-ts' },
   resident_ts_multus_limits_d2: { name: 'multus-ts', label: 'app=multus-ts' },
   resident_ts_multus_limits_d4: { name: 'multus-ts', label: 'app=multus-ts' },
+  resident_ts_multus_limits_daemon_exec: { name: 'multus-ts', label: 'app=multus-ts' },
   resident_ts_no_bound: { name: 'multus-ts', label: 'app=multus-ts' },
   go_thin: { name: 'kube-multus-ds', label: 'app=multus' },
   go_thick: { name: 'kube-multus-ds', label: 'app=multus' },
@@ -198,9 +202,10 @@ export const pinnedDelegates = (mode: Mode): number | undefined =>
   Number(/^resident_ts_multus_limits_d(\d+)$/.exec(mode)?.[1]) || undefined;
 
 /** What a mode pins in its daemon-config.json, beside the manifest's own keys. */
-const pinnedConfig = (mode: Mode): Record<string, number> => {
+const pinnedConfig = (mode: Mode): Record<string, number | string> => {
   const delegates = pinnedDelegates(mode);
   if (delegates !== undefined) return { delegateConcurrency: delegates };
+  if (mode === 'resident_ts_multus_limits_daemon_exec') return { delegateExec: 'daemon' };
   return mode === 'resident_ts_no_bound' ? { connectionLimit: 1000 } : {};
 };
 

@@ -307,6 +307,20 @@ export async function daemonCgroupCpu(cluster: Cluster, mode: Mode): Promise<Cgr
   return { cpu_s: r(usageNs), throttled_s: r(throttledNs), throttled_periods: field(s, 'nr_throttled') || 0 };
 }
 
+/**
+ * CPU seconds of the CRI runtime's reaped children so far (cutime + cstime of `<kind>.pid`): the CNI plugin it
+ * execs, with what that plugin ran and waited for. With `delegateExec: "caller"` the delegates are there (the shim
+ * runs them), no longer in the daemon's container (docs/resident.md).
+ */
+export async function runtimeChildrenCpuS(n: Node): Promise<number | undefined> {
+  const pid = Number(await readFile(join(n.node.dir, `${n.node.kind}.pid`), 'utf8').catch(() => ''));
+  if (!pid) return undefined;
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(f[13]) + Number(f[14]);
+  return Number.isFinite(ticks) ? ticks / 100 : undefined;
+}
+
 /** CPU seconds the process itself has used (utime + stime; its children's are the cgroup's rest). */
 export async function processCpuS(pid: number | undefined): Promise<number | undefined> {
   if (!pid) return undefined;

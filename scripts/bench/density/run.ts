@@ -36,6 +36,7 @@ import {
   peakRssMib,
   processCpuS,
   rssSplitMib,
+  runtimeChildrenCpuS,
   startNode,
   stopNode,
   uninstall,
@@ -190,6 +191,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     const restartsBefore = await dsRestarts(cluster, mode);
     const cpuBefore = await daemonCgroupCpu(cluster, mode);
     const ownCpuBefore = await processCpuS(pid);
+    const runtimeCpuBefore = await runtimeChildrenCpuS(n);
     say(`run ${k}: ${mode}: kube-burner, ${a.pods} pods`);
     const watch = watchMemory(cluster, mode);
     const t0 = Date.now();
@@ -204,6 +206,7 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
     const restarts = await dsRestarts(cluster, mode);
     const cpu = await daemonCgroupCpu(cluster, mode);
     const ownCpu = await processCpuS(pid);
+    const runtimeCpu = await runtimeChildrenCpuS(n);
     const dsLog = check.netstatus_ok < a.pods ? await dsLogTail(n, mode) : undefined;
     const requests = await apiRequests(cluster, t0, t1);
     say(`run ${k}: ${mode}: ${JSON.stringify(burner.pod_ready_ms)} ${JSON.stringify(check)}`);
@@ -232,6 +235,10 @@ async function measuredRun(cluster: Cluster, a: Args, mode: Mode, k: number): Pr
       // of it, the daemon process's own (the rest: the delegates it ran)
       ...(ownCpu !== undefined && ownCpuBefore !== undefined
         ? { daemon_process_cpu_s: Math.round((ownCpu - ownCpuBefore) * 100) / 100 }
+        : {}),
+      // the runtime's CNI calls: the plugin (the shim, or the thin plugin) and what it ran (the delegates, in caller mode)
+      ...(runtimeCpu !== undefined && runtimeCpuBefore !== undefined
+        ? { runtime_children_cpu_s: Math.round((runtimeCpu - runtimeCpuBefore) * 100) / 100 }
         : {}),
       leaked: left,
       quiet,

@@ -24,6 +24,7 @@ describe('parseDaemonConfig', () => {
       multusKeys: {},
       shimWaitSeconds: undefined,
       delegateConcurrency: undefined,
+      delegateExec: 'daemon', // Multus' way unless the config says "caller"
       dropIdleFilePages: true,
     });
   });
@@ -63,6 +64,13 @@ describe('parseDaemonConfig', () => {
     expect(parse({ delegateConcurrency: 0 }).delegateConcurrency).toBe(0);
     expect(parse({ delegateConcurrency: 16 }).delegateConcurrency).toBe(16);
     expect(() => parse({ delegateConcurrency: -1 })).toThrow(/`delegateConcurrency` must be a whole number/);
+  });
+
+  it('delegateExec: "daemon" (unset) or "caller"; anything else is refused', () => {
+    expect(parse({ delegateExec: 'caller' }).delegateExec).toBe('caller');
+    expect(parse({ delegateExec: 'daemon' }).delegateExec).toBe('daemon');
+    expect(() => parse({ delegateExec: 'shim' })).toThrow(/`delegateExec` must be "daemon" or "caller" \(got "shim"\)/);
+    expect(() => parse({ delegateExec: true })).toThrow(/`delegateExec` must be a string/);
   });
 
   it('shimWaitSeconds: a whole number of seconds from 0 to 600 (unset: the shim keeps its default)', () => {
