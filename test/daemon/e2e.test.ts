@@ -157,6 +157,22 @@ async function shimConf(
 
 const served = (d: Daemon, command: string) => d.log().includes(`${command} ${world.containerId}: 200`);
 
+/** ADD (eth0 from the bridge's pool), CHECK and DEL of `conf` through the shim, each served by `d`; nothing left. */
+async function addCheckDel(d: Daemon, conf: string): Promise<void> {
+  const add = await world.driver('add', conf);
+  expect(add.code, describeRun(add)).toBe(0);
+  expect(served(d, 'ADD')).toBe(true);
+  expect(add.json).toMatchObject({ cniVersion: '1.0.0', ips: [{ address: expect.stringMatching(/^10\.253\./) }] });
+  expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1);
+  for (const command of ['check', 'del'] as const) {
+    const run = await world.driver(command, conf);
+    expect(run.code, describeRun(run)).toBe(0);
+    expect(served(d, command.toUpperCase())).toBe(true);
+  }
+  expect(await world.podLinks()).toEqual(['lo']);
+  expect(await reservedIps(world.ipamDir)).toEqual([]);
+}
+
 // delegateExec "caller" (daemon/caller-exec.ts): the same calls with the delegates run by the shim
 describe.skipIf(!withOurShim).each(['daemon', 'caller'] as const)(
   'resident mode through build/multus-shim, delegateExec %s',
@@ -166,19 +182,7 @@ describe.skipIf(!withOurShim).each(['daemon', 'caller'] as const)(
       const d = await startDaemon(mode);
       installWhoPlugin();
       const { conf } = await shimConf('1.0.0', [{ type: 'who' }]);
-      const add = await world.driver('add', conf);
-      expect(add.code, describeRun(add)).toBe(0);
-      expect(served(d, 'ADD')).toBe(true);
-      expect(add.json).toMatchObject({ cniVersion: '1.0.0', ips: [{ address: expect.stringMatching(/^10\.253\./) }] });
-      expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1);
-      const check = await world.driver('check', conf);
-      expect(check.code, describeRun(check)).toBe(0);
-      expect(served(d, 'CHECK')).toBe(true);
-      const del = await world.driver('del', conf);
-      expect(del.code, describeRun(del)).toBe(0);
-      expect(served(d, 'DEL')).toBe(true);
-      expect(await world.podLinks()).toEqual(['lo']);
-      expect(await reservedIps(world.ipamDir)).toEqual([]);
+      await addCheckDel(d, conf);
       // who ran the delegates, and with whose environment
       const ran = mode === 'caller' ? 'multus-shim home' : expect.not.stringContaining('multus-shim');
       expect(whoLines()).toEqual(['ADD', 'CHECK', 'DEL'].map((c) => (typeof ran === 'string' ? `${c} ${ran}` : ran)));
@@ -334,18 +338,7 @@ describe.skipIf(!withUpstreamShim).each(['daemon', 'caller'] as const)(
       installShim(UPSTREAM_SHIM);
       const d = await startDaemon(mode);
       const { conf } = await shimConf('1.0.0');
-      const add = await world.driver('add', conf);
-      expect(add.code, describeRun(add)).toBe(0);
-      expect(add.json).toMatchObject({ cniVersion: '1.0.0', ips: [{ address: expect.stringMatching(/^10\.253\./) }] });
-      expect(served(d, 'ADD')).toBe(true);
-      const check = await world.driver('check', conf);
-      expect(check.code, describeRun(check)).toBe(0);
-      expect(served(d, 'CHECK')).toBe(true);
-      const del = await world.driver('del', conf);
-      expect(del.code, describeRun(del)).toBe(0);
-      expect(served(d, 'DEL')).toBe(true);
-      expect(await world.podLinks()).toEqual(['lo']);
-      expect(await reservedIps(world.ipamDir)).toEqual([]);
+      await addCheckDel(d, conf);
     });
   },
 );

@@ -85,6 +85,13 @@ function server() {
 describe('retry: two informers behind one gate', () => {
   const informers: Informer[] = [];
   afterEach(() => informers.splice(0).forEach((i) => i.stop()));
+  /** One NAD informer on `api` with its backoff's steps, started. */
+  function startNads(api: WatchClient, backoff: { initialMs: number; maxMs: number }): Informer {
+    const inf = informer('nads', '/nads', undefined, api, { log: silentLogger, backoff }, () => {});
+    informers.push(inf);
+    inf.start();
+    return inf;
+  }
   function start(api: WatchClient, gate: ServerGate | undefined) {
     // the prober's steps 1 ms doubling (its 8th try within 260 ms), a waiter's own fallback 10-20 s
     const o = { log: silentLogger, backoff: { initialMs: 1, maxMs: 10_000 }, ...(gate ? { gate } : {}) };
@@ -116,16 +123,7 @@ describe('retry: two informers behind one gate', () => {
         return () => {};
       },
     };
-    const inf = informer(
-      'nads',
-      '/nads',
-      undefined,
-      api,
-      { log: silentLogger, backoff: { initialMs: 60_000, maxMs: 60_000 } },
-      () => {},
-    );
-    informers.push(inf);
-    inf.start();
+    startNads(api, { initialMs: 60_000, maxMs: 60_000 });
     for (let i = 0; i < 60 && tries < 2; i++) await sleep(50); // up to 3 s
     expect(tries).toBe(2);
   });
@@ -142,16 +140,7 @@ describe('retry: two informers behind one gate', () => {
         return () => {};
       },
     };
-    const inf = informer(
-      'nads',
-      '/nads',
-      undefined,
-      api,
-      { log: silentLogger, backoff: { initialMs: 1, maxMs: 10 } },
-      () => {},
-    );
-    informers.push(inf);
-    inf.start();
+    const inf = startNads(api, { initialMs: 1, maxMs: 10 });
     on!.event('ADDED', { metadata: { name: 'a', namespace: 'ns', resourceVersion: '5' } });
     on!.event('BOOKMARK', { metadata: { resourceVersion: '7', annotations: { 'k8s.io/initial-events-end': 'true' } } });
     expect(inf.synced()).toBe(true);
