@@ -278,57 +278,57 @@ describe.skipIf(!withOurShim).each(['daemon', 'caller'] as const)(
       expect(await world.podLinks()).toEqual(['lo']);
       expect(await reservedIps(world.ipamDir)).toEqual([]);
     });
-
-    // the delegate's outcome comes on a new connection: the socket stays open past the drain until the call ends
-    it.runIf(mode === 'caller')(
-      'SIGTERM during an ADD whose shim runs the slow delegate: the ADD completes',
-      async () => {
-        installShim(OUR_SHIM);
-        installSlowPlugin();
-        const d = await startDaemon(mode);
-        const { conf } = await shimConf('1.0.0', [{ type: 'slow' }]);
-        const add = world.driver('add', conf);
-        const started = join(world.dir, 'started');
-        for (let i = 0; i < 1000 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 10));
-        d.child.kill('SIGTERM');
-        await new Promise((r) => setTimeout(r, 3000)); // past the 2 s drain
-        writeFileSync(join(world.dir, 'release'), '');
-        const done = await add;
-        expect(done.code, describeRun(done)).toBe(0);
-        expect(await d.exited).toBe(0);
-        const del = await world.driver('del', conf); // the thin fallback: the daemon is gone
-        expect(del.code, describeRun(del)).toBe(0);
-        expect(await world.podLinks()).toEqual(['lo']);
-        expect(await reservedIps(world.ipamDir)).toEqual([]);
-      },
-    );
-
-    it.runIf(mode === 'caller')('the shim killed during an ADD: the daemon rolls the ADD back itself', async () => {
-      installShim(OUR_SHIM);
-      installSlowPlugin();
-      const d = await startDaemon(mode);
-      const { conf } = await shimConf('1.0.0', [{ type: 'slow' }]);
-      const add = world.driver('add', conf);
-      const started = join(world.dir, 'started');
-      for (let i = 0; i < 1000 && !(existsSync(started) && readFileSync(started, 'utf8').trim()); i++) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      const shimPid = Number(readFileSync(started, 'utf8')); // the slow plugin's parent: the shim
-      expect(readFileSync(`/proc/${shimPid}/comm`, 'utf8').trim()).toBe('multus-shim');
-      expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1);
-      process.kill(shimPid, 'SIGKILL');
-      const failed = await add;
-      expect(failed.code, describeRun(failed)).not.toBe(0);
-      for (let i = 0; i < 1000 && !d.log().includes(`ADD ${world.containerId}: 500`); i++) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      expect(d.log()).toContain(`ADD ${world.containerId}: 500`);
-      // the rollback ran in the daemon, without the runtime's DEL
-      expect(await world.podLinks()).toEqual(['lo']);
-      expect(await reservedIps(world.ipamDir)).toEqual([]);
-    });
   },
 );
+
+// caller mode only: the shim runs the delegates, so its outcome and its death are the daemon's concern
+describe.skipIf(!withOurShim)('resident mode through build/multus-shim, delegateExec caller only', () => {
+  // the delegate's outcome comes on a new connection: the socket stays open past the drain until the call ends
+  it('SIGTERM during an ADD whose shim runs the slow delegate: the ADD completes', async () => {
+    installShim(OUR_SHIM);
+    installSlowPlugin();
+    const d = await startDaemon('caller');
+    const { conf } = await shimConf('1.0.0', [{ type: 'slow' }]);
+    const add = world.driver('add', conf);
+    const started = join(world.dir, 'started');
+    for (let i = 0; i < 1000 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 10));
+    d.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 3000)); // past the 2 s drain
+    writeFileSync(join(world.dir, 'release'), '');
+    const done = await add;
+    expect(done.code, describeRun(done)).toBe(0);
+    expect(await d.exited).toBe(0);
+    const del = await world.driver('del', conf); // the thin fallback: the daemon is gone
+    expect(del.code, describeRun(del)).toBe(0);
+    expect(await world.podLinks()).toEqual(['lo']);
+    expect(await reservedIps(world.ipamDir)).toEqual([]);
+  });
+
+  it('the shim killed during an ADD: the daemon rolls the ADD back itself', async () => {
+    installShim(OUR_SHIM);
+    installSlowPlugin();
+    const d = await startDaemon('caller');
+    const { conf } = await shimConf('1.0.0', [{ type: 'slow' }]);
+    const add = world.driver('add', conf);
+    const started = join(world.dir, 'started');
+    for (let i = 0; i < 1000 && !(existsSync(started) && readFileSync(started, 'utf8').trim()); i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const shimPid = Number(readFileSync(started, 'utf8')); // the slow plugin's parent: the shim
+    expect(readFileSync(`/proc/${shimPid}/comm`, 'utf8').trim()).toBe('multus-shim');
+    expect(await ipv4Of(world.podNs, 'eth0')).toHaveLength(1);
+    process.kill(shimPid, 'SIGKILL');
+    const failed = await add;
+    expect(failed.code, describeRun(failed)).not.toBe(0);
+    for (let i = 0; i < 1000 && !d.log().includes(`ADD ${world.containerId}: 500`); i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(d.log()).toContain(`ADD ${world.containerId}: 500`);
+    // the rollback ran in the daemon, without the runtime's DEL
+    expect(await world.podLinks()).toEqual(['lo']);
+    expect(await reservedIps(world.ipamDir)).toEqual([]);
+  });
+});
 
 // it does not offer to run delegates: a daemon in caller mode runs them itself
 describe.skipIf(!withUpstreamShim).each(['daemon', 'caller'] as const)(
