@@ -2,7 +2,7 @@
 
 package main
 
-// Delegates run by the shim (docs/resident-protocol.md, "Delegates run by the shim"; the daemon's side is
+// Delegates run by the shim (docs/archive/resident-protocol.md, "Delegates run by the shim"; the daemon's side is
 // src/daemon/caller-exec.ts). The shim offers it with `X-Multus-Exec: 1` on its /cni request; a daemon with
 // `"delegateExec": "caller"` then answers with a stream of JSON lines: `{"exec": {...}}` for each delegate the call
 // needs, and last `{"status": N, "answer": <body>}`, the answer it would otherwise have sent as status N. Each exec

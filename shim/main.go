@@ -2,7 +2,7 @@
 
 // multus-shim: the executable a container runtime runs for multus-ts' resident mode. It forwards one CNI call
 // to the multus-ts daemon over <daemonSocketDir>/multus.sock with Multus thick's wire format (POST /cni, body
-// {"env": {...}, "config": <stdin, base64>}; see docs/resident-protocol.md) and prints the answer. It holds no
+// {"env": {...}, "config": <stdin, base64>}; see docs/archive/resident-protocol.md) and prints the answer. It holds no
 // CNI logic of its own.
 //
 // Where it differs from Multus v4.3.0's multus-shim, on purpose:

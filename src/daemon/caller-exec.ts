@@ -1,6 +1,6 @@
 /**
  * daemon/caller-exec.ts: `"delegateExec": "caller"`, the delegates of a call run by the shim that sent it
- * (docs/resident-protocol.md, "Delegates run by the shim"; docs/resident.md).
+ * (docs/archive/resident-protocol.md, "Delegates run by the shim"; docs/resident.md).
  *
  * Multus thick forks every delegate inside its daemon's container, so Multus' own 100m / 50Mi limits count the
  * delegates' CPU and memory (Multus #1346, #1144): in the density bench the delegates alone cost 26-32 s of a

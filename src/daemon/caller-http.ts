@@ -1,5 +1,5 @@
 /**
- * daemon/caller-http.ts: the wire of `"delegateExec": "caller"` (docs/resident-protocol.md, "Delegates run by the
+ * daemon/caller-http.ts: the wire of `"delegateExec": "caller"` (docs/archive/resident-protocol.md, "Delegates run by the
  * shim"): the streamed answer of a `/cni` call whose shim runs its delegates, and `POST /cni/exec`, where the shim
  * posts what each one did. The channel behind both is daemon/caller-exec.ts.
  *

@@ -107,7 +107,7 @@ export interface DaemonConfig {
   /**
    * Our key (`delegateExec`, default "daemon", Multus' way): "caller" lets a shim that offers it run the delegates of
    * its call itself, in the runtime's cgroup and the host's mount namespace (daemon/caller-exec.ts,
-   * docs/resident-protocol.md "Delegates run by the shim").
+   * docs/archive/resident-protocol.md "Delegates run by the shim").
    */
   delegateExec: 'daemon' | 'caller';
   /**

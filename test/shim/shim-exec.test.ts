@@ -1,6 +1,6 @@
 /**
  * build/multus-shim running its call's delegates (shim/delegates.go; the daemon's `"delegateExec": "caller"`,
- * docs/resident-protocol.md "Delegates run by the shim") against a fake daemon that streams exec requests on the
+ * docs/archive/resident-protocol.md "Delegates run by the shim") against a fake daemon that streams exec requests on the
  * call's answer and collects the replies the shim posts to /cni/exec: the offer header, execs at once, exactly the
  * environment and stdin given, the timeout killing the delegate's group, refused paths, the stream's last line as
  * the answer, and the delegates killed when the daemon goes away mid-call.
