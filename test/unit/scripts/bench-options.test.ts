@@ -126,11 +126,14 @@ describe('bench resident: thin_ts_direct, the launcher measured by its absence',
 });
 
 describe('--apiserver-restart', () => {
-  it('is off unless asked for, and takes no value', () => {
-    expect(parseArgs(['--scenario', 'cluster']).apiserverRestart).toBe(false);
+  it('is off unless asked for, and takes no value: one restart per mode', () => {
+    expect(parseArgs(['--scenario', 'cluster']).apiserverRestart).toBe(0);
     expect(parseArgs(['--scenario', 'cluster', '--apiserver-restart', '--nodes', '5000'])).toMatchObject({
-      apiserverRestart: true,
+      apiserverRestart: 1,
       nodes: 5000,
     });
+  });
+  it('--apiserver-restarts R: R restarts per mode', () => {
+    expect(parseArgs(['--scenario', 'cluster', '--apiserver-restarts', '3']).apiserverRestart).toBe(3);
   });
 });
